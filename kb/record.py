@@ -1,0 +1,215 @@
+"""The experience record: the one wire format every part of KernelKB shares.
+
+An experience is one edit of a kernel plus the measured feedback on it. The optimizer
+writes these, the store keeps them (SQL is the truth), the index embeds them, retrieval
+serves them back. JSONL files in seeds/ and optimizer journals hold one record per line.
+
+Validation is strict on purpose: a malformed record gets an error that names the field
+and the reason (pydantic's ``loc`` and ``msg``), never a silent default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+# Edit categories an experience may carry. A closed vocabulary, so that insights can
+# aggregate by category and a typo is a validation error rather than a new category.
+EDIT_CATEGORIES: tuple[str, ...] = (
+    "baseline",  # the starting kernel itself, measured once per run
+    "tiling",  # block / tile sizes
+    "warps_stages",  # num_warps, num_stages
+    "fusion",  # fusing ops or passes into one kernel
+    "precompute",  # hoisting work out of the kernel (e.g. RoPE sin/cos tables)
+    "vectorization",  # wider or hinted loads / stores
+    "masking",  # how bounds and masks are handled
+    "causal_skip",  # skipping fully masked causal blocks
+    "specialization",  # a branch specialised for even sizes, small shapes, ...
+    "algorithm",  # a different formulation (online vs two-pass softmax, split-k, ...)
+    "launch_shape",  # grid layout, rows per program, persistent programs
+    "precision",  # accumulator or operand precision
+    "memory_layout",  # strides, transposes, cache hints
+    "other",
+)
+
+
+class Verdict(str, Enum):
+    """What the edit did, judged against its parent."""
+
+    improved = "improved"
+    neutral = "neutral"
+    regressed = "regressed"
+    incorrect = "incorrect"  # compiled and ran, wrong numbers
+    failed = "failed"  # syntax / compile / runtime error, timeout, OOM
+    invalid = "invalid"  # no real change, or a claimed gain within noise
+
+
+Stage = Literal["syntax", "compile", "run", "correctness", "performance"]
+RoundKind = Literal["baseline", "exploit", "explore", "tune", "sweep"]
+ConfigValue = int | float | str | bool
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TaskInfo(_Strict):
+    op_type: str = Field(min_length=1, description="op family, e.g. softmax, attention")
+    task_id: str = Field(min_length=1, description="task name in kernels/, e.g. softmax")
+    dtype: str = Field(min_length=1, description="torch dtype name, e.g. float16")
+    shape_set: str = Field(default="sweep", description="which shapes were evaluated")
+
+
+class Environment(_Strict):
+    """Hardware fingerprint plus software versions. ``arch`` is e.g. sm_90 or cpu."""
+
+    gpu_name: str = Field(min_length=1)
+    arch: str = Field(min_length=1)
+    sm_count: int | None = Field(default=None, ge=1)
+    mem_bandwidth_gbps: float | None = Field(default=None, gt=0)
+    smem_per_sm_kib: int | None = Field(default=None, ge=1)
+    peak_tflops: float | None = Field(default=None, gt=0)
+    triton_version: str = Field(min_length=1)
+    torch_version: str = Field(min_length=1)
+    cuda_version: str | None = None
+
+
+class Edit(_Strict):
+    summary: str = Field(min_length=1, description="the agent's own words")
+    categories: list[str] = Field(min_length=1)
+    diff: str = Field(default="", description="unified diff against the parent kernel")
+    config: dict[str, ConfigValue] = Field(default_factory=dict)
+    parent_hash: str | None = None
+    child_hash: str = Field(min_length=8)
+    child_source: str | None = Field(default=None, description="kernel source, optional")
+
+    @field_validator("categories")
+    @classmethod
+    def _known_categories(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(EDIT_CATEGORIES))
+        if unknown:
+            raise ValueError(f"unknown categories {unknown}; known: {list(EDIT_CATEGORIES)}")
+        return sorted(set(value))
+
+
+class ShapeTiming(_Strict):
+    shape: str
+    median_ms: float = Field(gt=0)
+    iqr_ms: float | None = Field(default=None, ge=0)
+    baseline_ms: float | None = Field(default=None, gt=0)
+
+
+class Feedback(_Strict):
+    """Layered feedback: the stage reached, then error statistics, then timing."""
+
+    stage: Stage
+    error_kind: str | None = None  # syntax_error, compile_error, timeout, wrong_result, ...
+    error_message: str | None = None
+    failing_shapes: list[str] = Field(default_factory=list)
+    max_abs_err: float | None = Field(default=None, ge=0)
+    max_rel_err: float | None = Field(default=None, ge=0)
+    mean_abs_err: float | None = Field(default=None, ge=0)
+    bias: float | None = None
+    mismatch_share: float | None = Field(default=None, ge=0, le=1)
+    timing_available: bool = False
+    timings: list[ShapeTiming] = Field(default_factory=list)
+    time_ms: float | None = Field(default=None, gt=0, description="geomean of shape medians")
+    baseline_ms: float | None = Field(default=None, gt=0)
+    parent_ms: float | None = Field(default=None, gt=0)
+    speedup_vs_baseline: float | None = Field(default=None, gt=0)
+    speedup_vs_parent: float | None = Field(default=None, gt=0)
+    achieved_gbps: float | None = Field(default=None, ge=0)
+    achieved_tflops: float | None = Field(default=None, ge=0)
+    peak_share: float | None = Field(default=None, ge=0)
+    registers: int | None = Field(default=None, ge=0)
+    spills: int | None = Field(default=None, ge=0)
+    smem_bytes: int | None = Field(default=None, ge=0)
+    bottleneck_hint: str | None = None
+    suspect: bool = False
+    text: str = Field(default="", description="the feedback text the agent was shown")
+
+    @model_validator(mode="after")
+    def _timing_needs_times(self) -> Feedback:
+        if self.stage == "performance" and self.timing_available and self.time_ms is None:
+            raise ValueError("stage 'performance' with timing_available needs time_ms")
+        return self
+
+
+class Provenance(_Strict):
+    agent: str = Field(min_length=1, description="offline, llm, sweep, human, ...")
+    model: str | None = None
+    round_kind: RoundKind = "exploit"
+    command: str | None = Field(default=None, description="command that produced it")
+    source: str | None = Field(default=None, description="seed set or host it came from")
+
+
+class ExperienceRecord(_Strict):
+    """One edit + feedback pair. ``id`` is a content hash, so re-ingesting is a no-op."""
+
+    id: str | None = None
+    run_id: str = Field(min_length=1)
+    iteration: int = Field(ge=0)
+    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    task: TaskInfo
+    env: Environment
+    edit: Edit
+    feedback: Feedback
+    verdict: Verdict
+    provenance: Provenance
+
+    @model_validator(mode="after")
+    def _fill_and_check_id(self) -> ExperienceRecord:
+        expected = self.content_hash()
+        if self.id is None:
+            object.__setattr__(self, "id", expected)
+        elif self.id != expected:
+            raise ValueError(f"id {self.id!r} does not match the content hash {expected!r}")
+        return self
+
+    def content_hash(self) -> str:
+        """sha256 over everything but ``id`` and ``created_at``: same content, same id."""
+        payload = self.model_dump(mode="json", exclude={"id", "created_at"})
+        canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+    @property
+    def evidence(self) -> Literal["measured", "verified", "claimed"]:
+        """measured: correct and timed on a GPU; verified: correct, untimed; else claimed."""
+        fb = self.feedback
+        correct = fb.stage == "performance" or (fb.stage == "correctness" and not fb.error_kind)
+        if correct and fb.timing_available and fb.time_ms is not None and not fb.suspect:
+            return "measured"
+        if correct:
+            return "verified"
+        return "claimed"
+
+    def embedding_text(self) -> str:
+        """The natural-language side of an experience, for the vector index."""
+        fb = self.feedback
+        parts = [
+            f"{self.task.op_type} {self.task.dtype} on {self.env.gpu_name} ({self.env.arch})",
+            f"edit [{', '.join(self.edit.categories)}]: {self.edit.summary}",
+            f"verdict {self.verdict.value}",
+        ]
+        if fb.speedup_vs_parent is not None:
+            parts.append(f"{fb.speedup_vs_parent:.2f}x vs parent")
+        if fb.bottleneck_hint:
+            parts.append(fb.bottleneck_hint)
+        if fb.error_kind:
+            parts.append(f"{fb.error_kind}: {(fb.error_message or '')[:200]}")
+        return " | ".join(parts)
+
+
+def source_hash(source: str) -> str:
+    """Content hash of a kernel source, the key of the kernels table."""
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
+
+
+def parse_record(data: dict[str, Any]) -> ExperienceRecord:
+    """Validate one record; raises pydantic.ValidationError with field-level messages."""
+    return ExperienceRecord.model_validate(data)

@@ -1,0 +1,245 @@
+"""The shape of a kernel task, and the registry that holds them.
+
+A task is everything an optimizer needs to work on one op: the PyTorch reference (slow
+but right), a correct naive Triton kernel (the starting point), an input maker, shapes
+(a normal sweep and edge shapes), tolerances per dtype, a bytes / FLOPs model for the
+roofline, and the knobs and structural variants an optimizer may turn.
+
+A *candidate* is the source text of a Python module that defines ``run(*inputs)``, with
+the same signature and result as the task's reference. Module-level constants in the
+candidate's header (``BLOCK_SIZE = 1024``) are its configuration; ``Task.render`` builds
+a candidate for any point of the task's search space, so every offline edit is a real
+source edit with a real diff.
+
+This module imports only torch, triton and numpy: it runs on a bare GPU host.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+Shape = tuple[int, ...]
+ConfigValue = int | float | str | bool
+Config = Mapping[str, ConfigValue]
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+    # Largest |signed mean error| / mean |reference| allowed: catches a small systematic
+    # bias that stays under atol/rtol elementwise (the article's section 5.1).
+    max_bias: float = 1e-3
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A numeric launch or tile parameter with its legal values (the grid to search)."""
+
+    name: str
+    values: tuple[ConfigValue, ...]
+    category: str  # an EDIT_CATEGORIES entry: tiling, warps_stages, launch_shape, ...
+    help: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.values:
+            raise ValueError(f"knob {self.name}: no legal values")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A structural alternative, switched by a header constant (a tl.constexpr inside)."""
+
+    name: str  # the header constant, e.g. ONLINE_SOFTMAX
+    values: tuple[ConfigValue, ...]  # first value = the naive kernel's choice
+    category: str  # an EDIT_CATEGORIES entry
+    help: str  # what it does and why it may help, shown to agents and in reports
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    op_type: str
+    description: str
+    signature: str  # run()'s signature as the agent should keep it, e.g. "run(x) -> y"
+    reference: Callable[..., Any]
+    make_inputs: Callable[[Shape, torch.dtype, int, str], tuple[Any, ...]]
+    shape_names: tuple[str, ...]  # e.g. ("rows", "cols")
+    sweep_shapes: tuple[Shape, ...]
+    edge_shapes: tuple[Shape, ...]
+    cpu_shapes: tuple[Shape, ...]  # small subset of the sweep for the CPU interpreter
+    dtypes: tuple[str, ...]
+    tolerances: Mapping[str, Tolerance]
+    bytes_moved: Callable[[Shape, torch.dtype], int]
+    flops: Callable[[Shape, torch.dtype], int]
+    template: str  # candidate module source; header constants are the config
+    knobs: tuple[Knob, ...]
+    variants: tuple[Variant, ...] = ()
+    related_ops: tuple[str, ...] = ()  # for cross-task transfer in retrieval
+    # A configuration is legal unless this says why not (e.g. a tile over smem budget).
+    constraint: Callable[[Config], str | None] = field(default=lambda cfg: None)
+    compute_bound: bool = False  # roofline: compare against FLOP/s rather than bytes/s
+
+    def __post_init__(self) -> None:
+        if not self.sweep_shapes or not self.edge_shapes or not self.cpu_shapes:
+            raise ValueError(f"task {self.name}: sweep, edge and cpu shapes are required")
+        for shape in (*self.sweep_shapes, *self.edge_shapes, *self.cpu_shapes):
+            if len(shape) != len(self.shape_names):
+                raise ValueError(f"task {self.name}: shape {shape} != {self.shape_names}")
+        missing = set(self.dtypes) - set(self.tolerances)
+        if missing:
+            raise ValueError(f"task {self.name}: no tolerance for {sorted(missing)}")
+        header = header_constants(self.template)
+        for name in (k.name for k in (*self.knobs, *self.variants)):
+            if name not in header:
+                raise ValueError(f"task {self.name}: template has no header constant {name}")
+
+    # -- search space -------------------------------------------------------------
+    @property
+    def default_config(self) -> dict[str, ConfigValue]:
+        """The naive kernel's configuration, as written in the template."""
+        header = header_constants(self.template)
+        return {p.name: header[p.name] for p in (*self.knobs, *self.variants)}
+
+    def space(self) -> Iterator[dict[str, ConfigValue]]:
+        """Every legal point of variants x knobs (the exhaustive grid)."""
+        params = (*self.variants, *self.knobs)
+        for values in itertools.product(*(p.values for p in params)):
+            cfg = dict(zip((p.name for p in params), values, strict=True))
+            if self.constraint(cfg) is None:
+                yield cfg
+
+    def render(self, config: Config) -> str:
+        """Candidate source for a configuration: the template with its header rewritten."""
+        known = {p.name: p for p in (*self.knobs, *self.variants)}
+        for name, value in config.items():
+            if name not in known:
+                raise KeyError(f"task {self.name}: unknown parameter {name}")
+            if value not in known[name].values:
+                raise ValueError(f"task {self.name}: {name}={value!r} not in {known[name].values}")
+        reason = self.constraint({**self.default_config, **config})
+        if reason:
+            raise ValueError(f"task {self.name}: illegal config: {reason}")
+        return set_header_constants(self.template, config)
+
+    def shapes(self, which: str) -> tuple[Shape, ...]:
+        """Shape sets by name: sweep, edge, cpu, or all (= edge + sweep)."""
+        sets = {"sweep": self.sweep_shapes, "edge": self.edge_shapes, "cpu": self.cpu_shapes}
+        if which == "all":
+            return (*self.edge_shapes, *self.sweep_shapes)
+        return sets[which]
+
+    def shape_label(self, shape: Shape) -> str:
+        return ",".join(f"{n}={v}" for n, v in zip(self.shape_names, shape, strict=True))
+
+
+_HEADER_LINE = re.compile(r"^([A-Z][A-Z0-9_]*)\s*=\s*(.+?)\s*(#.*)?$")
+
+
+def header_constants(source: str) -> dict[str, ConfigValue]:
+    """Top-level ``NAME = literal`` lines of a candidate: its configuration."""
+    found: dict[str, ConfigValue] = {}
+    for line in source.splitlines():
+        match = _HEADER_LINE.match(line)
+        if not match:
+            continue
+        text = match.group(2)
+        try:
+            value = _literal(text)
+        except ValueError:
+            continue
+        found[match.group(1)] = value
+    return found
+
+
+def set_header_constants(source: str, config: Config) -> str:
+    """Rewrite ``NAME = ...`` header lines, keeping their trailing comments."""
+    lines = source.splitlines(keepends=True)
+    remaining = dict(config)
+    for i, line in enumerate(lines):
+        match = _HEADER_LINE.match(line.rstrip("\n"))
+        if match and match.group(1) in remaining:
+            comment = f"  {match.group(3)}" if match.group(3) else ""
+            lines[i] = f"{match.group(1)} = {remaining.pop(match.group(1))!r}{comment}\n"
+    if remaining:
+        raise KeyError(f"no header line for {sorted(remaining)}")
+    return "".join(lines)
+
+
+def _literal(text: str) -> ConfigValue:
+    if text in ("True", "False"):
+        return text == "True"
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    raise ValueError(text)
+
+
+# -- registry -------------------------------------------------------------------------
+TASKS: dict[str, Task] = {}
+
+
+def register(task: Task) -> Task:
+    if task.name in TASKS:
+        raise ValueError(f"task {task.name} registered twice")
+    TASKS[task.name] = task
+    return task
+
+
+def get_task(name: str) -> Task:
+    _load_builtin_tasks()
+    try:
+        return TASKS[name]
+    except KeyError:
+        raise KeyError(f"unknown task {name!r}; known: {sorted(TASKS)}") from None
+
+
+def all_tasks() -> dict[str, Task]:
+    _load_builtin_tasks()
+    return dict(TASKS)
+
+
+def _load_builtin_tasks() -> None:
+    import importlib
+
+    for module in ("softmax", "rmsnorm", "swiglu", "rope", "attention", "matmul"):
+        try:
+            importlib.import_module(f"kernels.{module}")
+        except ModuleNotFoundError as err:
+            if err.name != f"kernels.{module}":
+                raise
+
+
+def load_candidate(source: str, module_name: str = "candidate") -> Any:
+    """Import a candidate's source as a module. Triton's @jit needs a real file."""
+    import importlib.util
+    import os
+    import tempfile
+
+    directory = tempfile.mkdtemp(prefix="kernelkb_cand_")
+    path = os.path.join(directory, f"{module_name}.py")
+    with open(path, "w") as handle:
+        handle.write(source)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not callable(getattr(module, "run", None)):
+        raise AttributeError("candidate defines no run(...) function")
+    return module

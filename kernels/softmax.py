@@ -1,0 +1,158 @@
+"""Row-wise fused softmax with fp32 accumulation.
+
+Search space: whole row in registers (BLOCK_SIZE = 0) or a loop over column chunks,
+with the chunked form either three passes (max, sum, write) or online (running max and
+sum in one pass, then the write pass); rows per program; warps and stages.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernels.base import Config, Knob, Shape, Task, Tolerance, Variant, register
+
+TEMPLATE = '''\
+import torch
+import triton
+import triton.language as tl
+
+BLOCK_SIZE = 0  # columns per tile; 0 = the whole row (next power of two) in one tile
+NUM_WARPS = 4
+NUM_STAGES = 1
+ROWS_PER_PROGRAM = 1  # rows each program handles, to amortise launch for short rows
+ONLINE = False  # chunked rows: one online pass for max and sum instead of two passes
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, n_rows, n_cols, stride_x, stride_o,
+                   BLOCK: tl.constexpr, SINGLE_TILE: tl.constexpr,
+                   ONLINE_PASS: tl.constexpr, ROWS: tl.constexpr):
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    for r in range(ROWS):
+        row = pid * ROWS + r
+        if row < n_rows:
+            x_row = x_ptr + row.to(tl.int64) * stride_x
+            o_row = out_ptr + row.to(tl.int64) * stride_o
+            if SINGLE_TILE:
+                mask = cols < n_cols
+                x = tl.load(x_row + cols, mask=mask, other=-float("inf")).to(tl.float32)
+                e = tl.exp(x - tl.max(x, 0))
+                y = e / tl.sum(e, 0)
+                tl.store(o_row + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+            else:
+                if ONLINE_PASS:
+                    m_vec = tl.full([BLOCK], -float("inf"), tl.float32)
+                    s_vec = tl.zeros([BLOCK], tl.float32)
+                    for start in range(0, n_cols, BLOCK):
+                        mask = start + cols < n_cols
+                        x = tl.load(x_row + start + cols, mask=mask, other=-float("inf"))
+                        m_new = tl.maximum(m_vec, x.to(tl.float32))
+                        alive = m_new > -float("inf")
+                        scale = tl.where(alive, tl.exp(m_vec - m_new), 0.0)
+                        s_vec = s_vec * scale + tl.where(alive, tl.exp(x - m_new), 0.0)
+                        m_vec = m_new
+                    m = tl.max(m_vec, 0)
+                    s = tl.sum(tl.where(m_vec > -float("inf"), s_vec * tl.exp(m_vec - m), 0.0), 0)
+                else:
+                    m_vec = tl.full([BLOCK], -float("inf"), tl.float32)
+                    for start in range(0, n_cols, BLOCK):
+                        mask = start + cols < n_cols
+                        x = tl.load(x_row + start + cols, mask=mask, other=-float("inf"))
+                        m_vec = tl.maximum(m_vec, x.to(tl.float32))
+                    m = tl.max(m_vec, 0)
+                    s_vec = tl.zeros([BLOCK], tl.float32)
+                    for start in range(0, n_cols, BLOCK):
+                        mask = start + cols < n_cols
+                        x = tl.load(x_row + start + cols, mask=mask, other=-float("inf"))
+                        s_vec += tl.exp(x.to(tl.float32) - m)
+                    s = tl.sum(s_vec, 0)
+                for start in range(0, n_cols, BLOCK):
+                    mask = start + cols < n_cols
+                    x = tl.load(x_row + start + cols, mask=mask, other=-float("inf"))
+                    y = tl.exp(x.to(tl.float32) - m) / s
+                    tl.store(o_row + start + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def run(x):
+    n_rows, n_cols = x.shape
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    whole_row = triton.next_power_of_2(n_cols)
+    block = whole_row if BLOCK_SIZE == 0 else min(BLOCK_SIZE, whole_row)
+    grid = (triton.cdiv(n_rows, ROWS_PER_PROGRAM),)
+    softmax_kernel[grid](out, x, n_rows, n_cols, x.stride(0), out.stride(0),
+                         BLOCK=block, SINGLE_TILE=block >= n_cols, ONLINE_PASS=ONLINE,
+                         ROWS=ROWS_PER_PROGRAM, num_warps=NUM_WARPS, num_stages=NUM_STAGES)
+    return out
+'''
+
+
+def reference(x: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(x.float(), dim=-1).to(x.dtype)
+
+
+def make_inputs(shape: Shape, dtype: torch.dtype, seed: int, device: str) -> tuple[torch.Tensor]:
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    x = torch.randn(shape, generator=gen, dtype=torch.float32) * 3.0
+    return (x.to(device=device, dtype=dtype),)
+
+
+def bytes_moved(shape: Shape, dtype: torch.dtype) -> int:
+    rows, cols = shape
+    return 2 * rows * cols * torch.finfo(dtype).bits // 8  # read x once, write y once
+
+
+def flops(shape: Shape, dtype: torch.dtype) -> int:
+    rows, cols = shape
+    return 5 * rows * cols  # max, sub, exp, sum, div per element
+
+
+def constraint(cfg: Config) -> str | None:
+    if cfg["BLOCK_SIZE"] == 0 and cfg["ONLINE"]:
+        return "ONLINE only applies to chunked rows (BLOCK_SIZE > 0)"
+    if cfg["BLOCK_SIZE"] == 0 and cfg["NUM_STAGES"] != 1:
+        return "NUM_STAGES only pipelines the chunk loop (BLOCK_SIZE > 0)"
+    return None
+
+
+TASK = register(
+    Task(
+        name="softmax",
+        op_type="softmax",
+        description="Row-wise softmax of a 2-D tensor (rows, cols), accumulating in fp32.",
+        signature="run(x: Tensor[rows, cols]) -> Tensor[rows, cols] (same dtype)",
+        reference=reference,
+        make_inputs=make_inputs,
+        shape_names=("rows", "cols"),
+        # batch*seq rows (1..32 x 128..4096 tokens) by realistic widths (hidden / vocab)
+        sweep_shapes=(
+            (128, 4096), (1024, 4096), (4096, 4096), (8192, 8192),
+            (32 * 1024, 1024), (4096, 32768), (1024, 128256), (1, 32000),
+        ),
+        edge_shapes=((1, 1), (1, 7), (3, 1823), (1823, 781), (5, 4097), (2, 70000)),
+        cpu_shapes=((4, 128), (16, 1000)),
+        dtypes=("float16", "bfloat16", "float32"),
+        tolerances={
+            "float32": Tolerance(atol=1e-6, rtol=1e-5, max_bias=1e-5),
+            "float16": Tolerance(atol=1e-3, rtol=1e-2, max_bias=2e-3),
+            "bfloat16": Tolerance(atol=8e-3, rtol=2e-2, max_bias=1e-2),
+        },
+        bytes_moved=bytes_moved,
+        flops=flops,
+        template=TEMPLATE,
+        knobs=(
+            Knob("BLOCK_SIZE", (0, 1024, 4096, 8192), "tiling", "columns per tile (0 = whole row)"),
+            Knob("NUM_WARPS", (1, 2, 4, 8, 16), "warps_stages"),
+            Knob("NUM_STAGES", (1, 2, 3), "warps_stages", "software pipelining of the chunk loop"),
+            Knob("ROWS_PER_PROGRAM", (1, 2, 4), "launch_shape", "rows per program"),
+        ),
+        variants=(
+            Variant("ONLINE", (False, True), "algorithm",
+                    "online softmax: running max and rescaled sum in one pass over a chunked "
+                    "row, so the row is read twice instead of three times"),
+        ),
+        related_ops=("rmsnorm", "attention"),
+        constraint=constraint,
+    )
+)
