@@ -1,0 +1,57 @@
+"""One Settings object for the whole service, read from ``KERNELKB_*`` env vars or .env.
+
+Read once at the entry points (CLI, HTTP app) and passed down; library code never reads
+the environment itself.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KERNELKB_", env_file=".env", extra="ignore")
+
+    data_dir: Path = Path(".kernelkb")
+    db_url: str | None = None  # default: sqlite file in data_dir; any SQLAlchemy URL works
+    chroma_path: Path | None = None  # default: data_dir / "chroma"
+    chroma_host: str | None = None  # set to use a Chroma server instead of the folder
+    chroma_port: int = 8000
+    chroma_collection: str = "experiences"
+    api_token: str | None = None  # None = mutating endpoints are open
+    seeds_dir: Path = REPO_ROOT / "seeds"
+    load_seeds_on_start: bool = True
+    service_url: str | None = None  # the remote client's target, e.g. http://127.0.0.1:8765
+    host: str = "127.0.0.1"
+    port: int = 8765
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key: str | None = None
+
+    @model_validator(mode="after")
+    def _defaults(self) -> Settings:
+        if self.db_url is None:
+            self.db_url = f"sqlite:///{(self.data_dir / 'kernelkb.sqlite').as_posix()}"
+        if self.chroma_path is None:
+            self.chroma_path = self.data_dir / "chroma"
+        if self.llm_base_url is None:
+            self.llm_base_url = os.environ.get("OPENAI_BASE_URL")
+        if self.llm_api_key is None:
+            self.llm_api_key = os.environ.get("OPENAI_API_KEY")
+        return self
+
+    @property
+    def database_url(self) -> str:
+        assert self.db_url is not None
+        return self.db_url
+
+    @property
+    def chroma_folder(self) -> Path:
+        assert self.chroma_path is not None
+        return self.chroma_path
