@@ -1,0 +1,68 @@
+"""Engine, tables and the lexical (FTS5) side table.
+
+SQLite gets WAL and an FTS5 table over summary + diff + identifiers for BM25. On any
+other database (PostgreSQL) the lexical side is skipped: ``lexical_enabled`` says so, and
+retrieval then ranks by vectors alone (documented, not silent: it logs once).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+
+from sqlalchemy import event, text
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, SQLModel, create_engine
+
+from kb import models  # noqa: F401  (registers the tables on SQLModel.metadata)
+
+log = logging.getLogger(__name__)
+
+FTS_TABLE = "experience_fts"
+_FTS_DDL = (
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5("
+    "exp_id UNINDEXED, op_type UNINDEXED, arch UNINDEXED, hardware_id UNINDEXED, body, "
+    "tokenize = \"unicode61 tokenchars '_'\")"
+)
+
+
+def make_engine(url: str) -> Engine:
+    """Create the engine and the tables (idempotent)."""
+    if url.startswith("sqlite:///"):
+        Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(url, connect_args={"check_same_thread": False})
+        event.listen(engine, "connect", _sqlite_pragmas)
+    else:
+        engine = create_engine(url, pool_pre_ping=True)
+    SQLModel.metadata.create_all(engine)
+    if lexical_enabled(engine):
+        with engine.begin() as conn:
+            conn.execute(text(_FTS_DDL))
+    else:
+        log.info("lexical search disabled on %s: retrieval uses vectors only", engine.dialect.name)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=NORMAL")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+def lexical_enabled(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def add_lexical_rows(session: Session, rows: Iterable[tuple[str, str, str, str, str]]) -> None:
+    """Insert (exp_id, op_type, arch, hardware_id, body) rows into the FTS table."""
+    rows = list(rows)
+    if not rows or session.get_bind().dialect.name != "sqlite":
+        return
+    session.connection().execute(
+        text(f"INSERT INTO {FTS_TABLE} (exp_id, op_type, arch, hardware_id, body) "
+             "VALUES (:i, :o, :a, :h, :b)"),
+        [{"i": r[0], "o": r[1], "a": r[2], "h": r[3], "b": r[4]} for r in rows],
+    )

@@ -1,0 +1,240 @@
+"""Ingest: validate every record, store the good ones in SQL, index them in Chroma.
+
+Idempotent: ids are content hashes and existing ids are skipped (reported as
+duplicates). A bad record never sinks its batch: it is reported with its index, the
+dotted field path and pydantic's reason, and the good records of the batch are stored.
+Order: validate -> embed (before any write, so a model failure writes nothing) -> one
+SQL transaction -> upsert vectors. If the vector upsert fails, SQL still holds the
+records and ``kernelkb reindex`` rebuilds the index; the error says so.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field, ValidationError
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, select
+
+from kb.db import add_lexical_rows
+from kb.embedder import Embedder
+from kb.models import (
+    Experience,
+    ExperienceCategory,
+    Hardware,
+    KernelSource,
+    Run,
+    experience_row,
+    hardware_row,
+    kernel_row,
+    lexical_text,
+)
+from kb.record import ExperienceRecord, parse_record
+from kb.vector_index import VectorIndex
+
+log = logging.getLogger(__name__)
+
+_IN_CHUNK = 500
+
+
+class Rejection(BaseModel):
+    index: int = Field(description="position of the record in the batch (0-based)")
+    field: str = Field(description="dotted path of the offending field, '<record>' if none")
+    reason: str
+
+
+class IngestReport(BaseModel):
+    accepted: list[str] = Field(default_factory=list, description="ids newly stored")
+    duplicates: list[str] = Field(default_factory=list, description="ids already present")
+    rejected: list[Rejection] = Field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.rejected
+
+    def merge(self, other: IngestReport, offset: int = 0) -> None:
+        self.accepted += other.accepted
+        self.duplicates += other.duplicates
+        self.rejected += [r.model_copy(update={"index": r.index + offset}) for r in other.rejected]
+
+
+class IndexStaleError(RuntimeError):
+    """SQL holds the records but the vector index could not be updated."""
+
+
+def validate_batch(items: Sequence[Any]) -> tuple[list[ExperienceRecord], list[Rejection]]:
+    """Parse each item (dict or JSON text); collect field-level rejections."""
+    good: list[ExperienceRecord] = []
+    bad: list[Rejection] = []
+    for index, item in enumerate(items):
+        try:
+            data = json.loads(item) if isinstance(item, str | bytes) else item
+        except json.JSONDecodeError as exc:
+            bad.append(Rejection(index=index, field="<record>", reason=f"invalid JSON: {exc}"))
+            continue
+        if not isinstance(data, dict):
+            reason = f"expected a JSON object, got {type(data).__name__}"
+            bad.append(Rejection(index=index, field="<record>", reason=reason))
+            continue
+        try:
+            good.append(parse_record(data))
+        except ValidationError as exc:
+            for err in exc.errors():
+                field = ".".join(str(part) for part in err["loc"]) or "<record>"
+                bad.append(Rejection(index=index, field=field, reason=err["msg"]))
+    return good, bad
+
+
+def existing_ids(session: Session, ids: Iterable[str]) -> set[str]:
+    ids = list(ids)
+    found: set[str] = set()
+    for start in range(0, len(ids), _IN_CHUNK):
+        chunk = ids[start : start + _IN_CHUNK]
+        found.update(session.exec(select(Experience.id).where(Experience.id.in_(chunk))).all())
+    return found
+
+
+def split_new(
+    session: Session, records: Sequence[ExperienceRecord]
+) -> tuple[list[ExperienceRecord], list[str]]:
+    """New records (first copy of each id) and the ids that are duplicates."""
+    present = existing_ids(session, (r.id for r in records if r.id))
+    new: list[ExperienceRecord] = []
+    duplicates: list[str] = []
+    seen: set[str] = set()
+    for record in records:
+        assert record.id is not None
+        if record.id in present or record.id in seen:
+            duplicates.append(record.id)
+        else:
+            seen.add(record.id)
+            new.append(record)
+    return new, duplicates
+
+
+def store_records(session: Session, records: Sequence[ExperienceRecord]) -> None:
+    """Add rows for new records (caller commits): experience, categories, FTS, hardware,
+    kernel sources, runs."""
+    hardware: dict[str, Hardware] = {}
+    runs: dict[str, Run] = {}
+    kernels: dict[str, KernelSource] = {}
+    for record in records:
+        row = experience_row(record)
+        session.add(row)
+        session.add_all(ExperienceCategory(experience_id=row.id, category=c)
+                        for c in record.edit.categories)
+        _merge_hardware(session, hardware, hardware_row(record))
+        _merge_run(session, runs, record)
+        kernel = kernel_row(record)
+        if kernel is not None:
+            kernels.setdefault(kernel.hash, kernel)
+    for kernel in kernels.values():
+        if session.get(KernelSource, kernel.hash) is None:
+            session.add(kernel)
+    add_lexical_rows(
+        session,
+        ((r.id or "", r.task.op_type, r.env.arch,
+          f"{r.env.gpu_name}|{r.env.arch}", lexical_text(r)) for r in records),
+    )
+
+
+def _merge_hardware(session: Session, cache: dict[str, Hardware], new: Hardware) -> None:
+    current = cache.get(new.id) or session.get(Hardware, new.id)
+    if current is None:
+        session.add(new)
+        cache[new.id] = new
+        return
+    cache[new.id] = current
+    for name in ("sm_count", "mem_bandwidth_gbps", "smem_per_sm_kib", "peak_tflops"):
+        if getattr(current, name) is None and getattr(new, name) is not None:
+            setattr(current, name, getattr(new, name))
+
+
+def _merge_run(session: Session, cache: dict[str, Run], record: ExperienceRecord) -> None:
+    run = cache.get(record.run_id) or session.get(Run, record.run_id)
+    speedup = record.feedback.speedup_vs_baseline if record.evidence == "measured" else None
+    if run is None:
+        run = Run(
+            run_id=record.run_id,
+            task_id=record.task.task_id,
+            op_type=record.task.op_type,
+            hardware_id=f"{record.env.gpu_name}|{record.env.arch}",
+            triton_version=record.env.triton_version,
+            agent=record.provenance.agent,
+            model=record.provenance.model,
+            started_at=record.created_at,
+            finished_at=record.created_at,
+            iterations=0,
+        )
+        session.add(run)
+    cache[record.run_id] = run
+    run.iterations = max(run.iterations, record.iteration + 1)
+    run.started_at = min(run.started_at, record.created_at)
+    run.finished_at = max(run.finished_at, record.created_at)
+    if speedup is not None and (run.best_speedup is None or speedup > run.best_speedup):
+        run.best_speedup = speedup
+
+
+def vector_metadata(record: ExperienceRecord) -> dict[str, str | int | float | bool]:
+    return {
+        "op_type": record.task.op_type,
+        "arch": record.env.arch,
+        "gpu_name": record.env.gpu_name,
+        "triton_version": record.env.triton_version,
+        "verdict": record.verdict.value,
+    }
+
+
+def index_records(
+    index: VectorIndex, records: Sequence[ExperienceRecord], vectors: np.ndarray
+) -> None:
+    try:
+        index.upsert([r.id or "" for r in records], vectors, [vector_metadata(r) for r in records])
+    except Exception as exc:
+        raise IndexStaleError(
+            f"{len(records)} records are stored in SQL but not indexed ({exc}); "
+            "run `kernelkb reindex`"
+        ) from exc
+
+
+def ingest(
+    engine: Engine, embedder: Embedder, index: VectorIndex, items: Sequence[Any]
+) -> IngestReport:
+    """Validate, store and index one batch; see the module docstring for the order."""
+    records, rejected = validate_batch(items)
+    with Session(engine) as session:
+        new, duplicates = split_new(session, records)
+        vectors = embedder.embed([r.embedding_text() for r in new])
+        store_records(session, new)
+        session.commit()
+    if new:
+        index_records(index, new, vectors)
+    log.info("ingest: %d accepted, %d duplicates, %d rejections",
+             len(new), len(duplicates), len(rejected))
+    return IngestReport(
+        accepted=[r.id or "" for r in new], duplicates=duplicates, rejected=rejected
+    )
+
+
+def reindex(engine: Engine, embedder: Embedder, index: VectorIndex, batch: int = 512) -> int:
+    """Wipe the vector index and rebuild it from SQL; returns the number indexed."""
+    index.wipe()
+    done = 0
+    with Session(engine) as session:
+        offset = 0
+        while True:
+            rows = session.exec(
+                select(Experience).order_by(Experience.id).offset(offset).limit(batch)
+            ).all()
+            if not rows:
+                break
+            records = [row.to_record() for row in rows]
+            index_records(index, records, embedder.embed([r.embedding_text() for r in records]))
+            done += len(records)
+            offset += batch
+    log.info("reindex: %d vectors", done)
+    return done

@@ -1,0 +1,181 @@
+"""The vector index: Chroma (folder or server) for persistence, a dense matrix for queries.
+
+Chroma holds one vector per experience, keyed by the experience id (deterministic, so an
+upsert of the same record is a no-op). It is derived from SQL: ``kernelkb reindex`` wipes
+and rebuilds it. Queries do not go through Chroma's ``where`` (about 59 ms p50 at 100k on
+a 2-core machine): retrieval filters candidate ids in SQL and this module scores exactly
+those ids against an in-memory float32 matrix loaded from Chroma once (100k x 384 =
+150 MB; measured in benchmarks/kb_bench.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from kb.embedder import DIMENSION
+
+log = logging.getLogger(__name__)
+
+_PAGE = 5000
+
+
+class VectorIndex:
+    def __init__(
+        self,
+        *,
+        path: Path | None = None,
+        host: str | None = None,
+        port: int = 8000,
+        collection: str = "experiences",
+    ) -> None:
+        if path is None and host is None:
+            raise ValueError("VectorIndex needs a folder path or a Chroma server host")
+        self.path = path
+        self.host = host
+        self.port = port
+        self.collection_name = collection
+        self._client: Any = None
+        self._collection: Any = None
+        self._lock = threading.RLock()
+        self._ids: list[str] = []
+        self._pos: dict[str, int] = {}
+        self._matrix = np.zeros((0, DIMENSION), dtype=np.float32)
+        self._loaded = False
+
+    # -- chroma -------------------------------------------------------------------
+    @property
+    def collection(self) -> Any:
+        with self._lock:
+            if self._collection is None:
+                import chromadb
+                from chromadb.config import Settings as ChromaSettings
+
+                chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=True)
+                if self.host:
+                    self._client = chromadb.HttpClient(
+                        host=self.host, port=self.port, settings=chroma_settings
+                    )
+                else:
+                    assert self.path is not None
+                    self.path.mkdir(parents=True, exist_ok=True)
+                    self._client = chromadb.PersistentClient(
+                        path=str(self.path), settings=chroma_settings
+                    )
+                self._collection = self._client.get_or_create_collection(
+                    self.collection_name, metadata={"hnsw:space": "cosine"}
+                )
+            return self._collection
+
+    def count(self) -> int:
+        return int(self.collection.count())
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        vectors: np.ndarray,
+        metadatas: Sequence[dict[str, str | int | float | bool]] | None = None,
+    ) -> None:
+        if len(ids) != len(vectors):
+            raise ValueError(f"{len(ids)} ids but {len(vectors)} vectors")
+        for start in range(0, len(ids), _PAGE):
+            end = start + _PAGE
+            self.collection.upsert(
+                ids=list(ids[start:end]),
+                embeddings=vectors[start:end].tolist(),
+                metadatas=list(metadatas[start:end]) if metadatas else None,
+            )
+        with self._lock:
+            if self._loaded:
+                self._add_to_matrix(ids, vectors)
+
+    def wipe(self) -> None:
+        """Drop every vector (the first step of a rebuild)."""
+        with self._lock:
+            if self.host:
+                self.collection  # noqa: B018  (connects)
+                self._client.delete_collection(self.collection_name)
+            elif self.path is not None and self.path.exists():
+                if self._client is not None:
+                    self._client.reset()
+                shutil.rmtree(self.path, ignore_errors=True)
+            self._client = None
+            self._collection = None
+            self._ids, self._pos = [], {}
+            self._matrix = np.zeros((0, DIMENSION), dtype=np.float32)
+            self._loaded = True  # empty, and kept current by upserts from now on
+
+    # -- dense matrix -------------------------------------------------------------
+    def _add_to_matrix(self, ids: Sequence[str], vectors: np.ndarray) -> None:
+        fresh = []
+        for i, (exp_id, vector) in enumerate(zip(ids, vectors, strict=True)):
+            row = self._pos.get(exp_id)
+            if row is None:
+                fresh.append(i)
+            else:
+                self._matrix[row] = vector
+        if fresh:
+            base = len(self._ids)
+            self._ids.extend(ids[i] for i in fresh)
+            self._pos.update((ids[i], base + n) for n, i in enumerate(fresh))
+            self._matrix = np.vstack([self._matrix, vectors[fresh].astype(np.float32)])
+
+    def ensure_loaded(self) -> None:
+        """Load every vector from Chroma into memory, once."""
+        with self._lock:
+            if self._loaded:
+                return
+            ids: list[str] = []
+            chunks: list[np.ndarray] = []
+            total = self.count()
+            for offset in range(0, total, _PAGE):
+                page = self.collection.get(include=["embeddings"], limit=_PAGE, offset=offset)
+                ids.extend(page["ids"])
+                chunks.append(np.asarray(page["embeddings"], dtype=np.float32))
+            self._ids = ids
+            self._pos = {exp_id: n for n, exp_id in enumerate(ids)}
+            self._matrix = (
+                np.vstack(chunks) if chunks else np.zeros((0, DIMENSION), dtype=np.float32)
+            )
+            self._loaded = True
+            log.info("vector matrix loaded: %d vectors", len(ids))
+
+    def has(self, exp_id: str) -> bool:
+        self.ensure_loaded()
+        return exp_id in self._pos
+
+    def vectors(self, ids: Sequence[str]) -> np.ndarray:
+        """Vectors for ids (zeros for an id without one)."""
+        self.ensure_loaded()
+        out = np.zeros((len(ids), DIMENSION), dtype=np.float32)
+        for n, exp_id in enumerate(ids):
+            row = self._pos.get(exp_id)
+            if row is not None:
+                out[n] = self._matrix[row]
+        return out
+
+    def search(
+        self, query: np.ndarray, candidates: Sequence[str] | None, n: int
+    ) -> list[tuple[str, float]]:
+        """Exact cosine top-n over the candidate ids (all ids when None)."""
+        self.ensure_loaded()
+        with self._lock:
+            if candidates is None:
+                ids: Sequence[str] = self._ids
+                scores = self._matrix @ query
+            else:
+                rows = [self._pos[c] for c in candidates if c in self._pos]
+                ids = [self._ids[r] for r in rows]
+                scores = self._matrix[rows] @ query if rows else np.zeros(0, np.float32)
+        if len(ids) == 0:
+            return []
+        n = min(n, len(ids))
+        top = np.argpartition(-scores, n - 1)[:n]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(ids[i], float(scores[i])) for i in top]
