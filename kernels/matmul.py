@@ -1,0 +1,205 @@
+"""Dense matmul C = A @ B in fp16 / bf16 with fp32 accumulation: the compute-bound task.
+
+Search space: output tile (BLOCK_M x BLOCK_N) and K step (BLOCK_K); grouped program
+order (GROUP_M > 1 walks GROUP_M tile rows together so that B tiles stay in L2);
+warps and software-pipelining stages; an even-K specialisation (no K masks when
+K % BLOCK_K == 0) and split-K (SPLIT_K programs share one output tile's K range and
+add their fp32 partials, which gives small-M shapes, e.g. decode, enough programs).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernels.base import Config, Knob, Shape, Task, Tolerance, Variant, register
+
+TEMPLATE = '''\
+import torch
+import triton
+import triton.language as tl
+
+BLOCK_M = 64  # output rows per program
+BLOCK_N = 64  # output columns per program
+BLOCK_K = 64  # reduction step
+GROUP_M = 1  # tile rows walked together (1 = plain row-major program order)
+NUM_WARPS = 4
+NUM_STAGES = 2
+EVEN_K = False  # drop the K masks when K % BLOCK_K == 0 (checked at launch)
+SPLIT_K = 1  # programs sharing one tile's K range; >1 sums fp32 partials
+
+
+@triton.jit
+def matmul_kernel(c_ptr, a_ptr, b_ptr, M, N, K,
+                  stride_am, stride_ak, stride_bk, stride_bn, stride_cs, stride_cm, stride_cn,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                  GROUP: tl.constexpr, K_EVEN: tl.constexpr, SPLITS: tl.constexpr):
+    pid = tl.program_id(0)
+    split = tl.program_id(1)
+    tiles_m = tl.cdiv(M, BM)
+    tiles_n = tl.cdiv(N, BN)
+    # grouped order: GROUP tile rows share each column of B tiles before moving on
+    per_group = GROUP * tiles_n
+    first_m = (pid // per_group) * GROUP
+    group_rows = tl.minimum(tiles_m - first_m, GROUP)
+    pid_m = first_m + (pid % per_group) % group_rows
+    pid_n = (pid % per_group) // group_rows
+
+    rows = pid_m * BM + tl.arange(0, BM)
+    cols = pid_n * BN + tl.arange(0, BN)
+    ks = tl.arange(0, BK)
+    k_chunk = tl.cdiv(tl.cdiv(K, SPLITS), BK) * BK  # K range of one split, whole steps
+    k_lo = split * k_chunk
+    k_hi = tl.minimum(K, k_lo + k_chunk)
+    a_ptrs = a_ptr + rows[:, None].to(tl.int64) * stride_am + (k_lo + ks)[None, :] * stride_ak
+    b_ptrs = b_ptr + (k_lo + ks)[:, None] * stride_bk + cols[None, :].to(tl.int64) * stride_bn
+    row_ok = rows[:, None] < M
+    col_ok = cols[None, :] < N
+    acc = tl.zeros([BM, BN], dtype=tl.float32)
+    for k in range(k_lo, k_hi, BK):
+        if K_EVEN:
+            a = tl.load(a_ptrs, mask=row_ok, other=0.0)
+            b = tl.load(b_ptrs, mask=col_ok, other=0.0)
+        else:
+            k_ok = k + ks < k_hi
+            a = tl.load(a_ptrs, mask=row_ok & k_ok[None, :], other=0.0)
+            b = tl.load(b_ptrs, mask=k_ok[:, None] & col_ok, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK * stride_ak
+        b_ptrs += BK * stride_bk
+    c_ptrs = (c_ptr + split.to(tl.int64) * stride_cs + rows[:, None].to(tl.int64) * stride_cm
+              + cols[None, :] * stride_cn)
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=row_ok & col_ok)
+
+
+def run(a, b):
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
+        raise ValueError(f"matmul needs A [M, K] and B [K, N], got {tuple(a.shape)} @ {tuple(b.shape)}")
+    M, K = a.shape
+    N = b.shape[1]
+    splits = max(1, min(SPLIT_K, triton.cdiv(K, BLOCK_K)))
+    k_even = EVEN_K and K % BLOCK_K == 0  # every split then covers whole K steps
+    if splits == 1:
+        c = torch.empty((1, M, N), device=a.device, dtype=a.dtype)
+    else:
+        c = torch.empty((splits, M, N), device=a.device, dtype=torch.float32)
+    grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N), splits)
+    matmul_kernel[grid](c, a, b, M, N, K,
+                        a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                        c.stride(0), c.stride(1), c.stride(2),
+                        BM=BLOCK_M, BN=BLOCK_N, BK=BLOCK_K, GROUP=GROUP_M,
+                        K_EVEN=k_even, SPLITS=splits,
+                        num_warps=NUM_WARPS, num_stages=NUM_STAGES)
+    if splits == 1:
+        return c[0]
+    return c.sum(dim=0).to(a.dtype)
+'''
+
+# Hopper's shared memory per block (227 KiB), with headroom for the epilogue's scratch.
+SMEM_BUDGET_BYTES = 200 * 1024
+
+
+def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """fp32 matmul of the same operands, rounded once to the operand dtype."""
+    return torch.matmul(a.float(), b.float()).to(a.dtype)
+
+
+def make_inputs(
+    shape: Shape, dtype: torch.dtype, seed: int, device: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A and B with unit-variance entries of C: A is scaled by 1/sqrt(K)."""
+    m, n, k = shape
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    a = torch.randn((m, k), generator=gen, dtype=torch.float32) / k**0.5
+    b = torch.randn((k, n), generator=gen, dtype=torch.float32)
+    return a.to(device=device, dtype=dtype), b.to(device=device, dtype=dtype)
+
+
+def bytes_moved(shape: Shape, dtype: torch.dtype) -> int:
+    m, n, k = shape
+    return (m * k + k * n + m * n) * torch.finfo(dtype).bits // 8  # A, B once; C once
+
+
+def flops(shape: Shape, dtype: torch.dtype) -> int:
+    m, n, k = shape
+    return 2 * m * n * k
+
+
+def constraint(cfg: Config) -> str | None:
+    """Prune the grid to the points worth a GPU measurement (about 70 of 648)."""
+    bm, bn, bk = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), int(cfg["BLOCK_K"])
+    stages, warps = int(cfg["NUM_STAGES"]), int(cfg["NUM_WARPS"])
+    split, group = int(cfg["SPLIT_K"]), int(cfg["GROUP_M"])
+    smem = (bm * bk + bk * bn) * 2 * stages
+    if smem > SMEM_BUDGET_BYTES:
+        return f"{stages} stages of A/B tiles need {smem // 1024} KiB of shared memory"
+    tile = bm * bn
+    if tile <= 64 * 128 and warps != 4:
+        return "tiles up to 64x128 are 4-warp tiles"
+    if tile >= 128 * 256 and warps != 8:
+        return "a 128x256 fp32 accumulator spills at 4 warps"
+    if bk * stages < 128:
+        return "keep at least 128 K elements in flight (BLOCK_K x NUM_STAGES >= 128)"
+    if bm >= 64 and bn > 2 * bm:
+        return "BLOCK_N over twice BLOCK_M starves the A side of reuse"
+    if bm == 16 and group != 1:
+        return "16-row tiles are for small M, which has a single tile row to group"
+    if bm == 16 and split == 1 and bn < 128:
+        return "16-row tiles without split-K need wide N tiles to do enough work"
+    if split > 1 and (bm != 16 or bn > 128):
+        return "split-K is for small M (16-row tiles up to 128 wide)"
+    if group > 1 and bm < 128:
+        return "grouped order is measured on the 128-row tiles, where B reuse matters most"
+    if cfg["EVEN_K"] and (bk != 64 or stages != 3):
+        return "EVEN_K is measured at BLOCK_K=64, 3 stages (one point per tile shape)"
+    return None
+
+
+TASK = register(
+    Task(
+        name="matmul",
+        op_type="matmul",
+        description="Dense C = A @ B (A [M, K], B [K, N]) in fp16 / bf16, fp32 accumulation.",
+        signature="run(a: Tensor[M, K], b: Tensor[K, N]) -> Tensor[M, N] (same dtype)",
+        reference=reference,
+        make_inputs=make_inputs,
+        shape_names=("M", "N", "K"),
+        # LLM GEMMs: tokens (batch x seq) by hidden 4096 into the q/o, MLP up/down widths
+        sweep_shapes=(
+            (128, 4096, 4096), (1024, 4096, 4096), (4096, 4096, 4096),
+            (1024, 11008, 4096), (4096, 14336, 4096), (2048, 4096, 11008),
+            (16, 4096, 4096),
+        ),
+        edge_shapes=((1, 1, 1), (1, 4096, 4096), (1823, 781, 129), (7, 33, 65), (100, 3, 1000)),
+        cpu_shapes=((64, 96, 128), (33, 70, 100)),
+        dtypes=("float16", "bfloat16"),
+        # rounding of the output to the dtype dominates (half an ulp relative; the
+        # outputs are ~N(0, 1)); the fp32 accumulation order adds far less
+        tolerances={
+            "float16": Tolerance(atol=2e-3, rtol=5e-3, max_bias=2e-3),
+            "bfloat16": Tolerance(atol=1.6e-2, rtol=2e-2, max_bias=5e-3),
+        },
+        bytes_moved=bytes_moved,
+        flops=flops,
+        template=TEMPLATE,
+        knobs=(
+            Knob("BLOCK_M", (16, 64, 128), "tiling", "output rows per program"),
+            Knob("BLOCK_N", (64, 128, 256), "tiling", "output columns per program"),
+            Knob("BLOCK_K", (32, 64), "tiling", "reduction step"),
+            Knob("GROUP_M", (1, 8), "launch_shape",
+                 "grouped program order: GROUP_M tile rows share B tiles while in L2"),
+            Knob("NUM_WARPS", (4, 8), "warps_stages"),
+            Knob("NUM_STAGES", (2, 3, 4), "warps_stages", "software pipelining of the K loop"),
+        ),
+        variants=(
+            Variant("EVEN_K", (False, True), "specialization",
+                    "drop the K bounds masks when K % BLOCK_K == 0 (the launcher checks and "
+                    "falls back to the masked loop otherwise)"),
+            Variant("SPLIT_K", (1, 4), "algorithm",
+                    "split the K loop over SPLIT_K programs per tile and sum fp32 partials: "
+                    "more programs for small M, at the cost of a partial buffer and a sum"),
+        ),
+        related_ops=("attention", "swiglu"),
+        constraint=constraint,
+        compute_bound=True,
+    )
+)
