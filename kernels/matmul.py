@@ -73,7 +73,8 @@ def matmul_kernel(c_ptr, a_ptr, b_ptr, M, N, K,
 
 def run(a, b):
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"matmul needs A [M, K] and B [K, N], got {tuple(a.shape)} @ {tuple(b.shape)}")
+        raise ValueError(f"matmul needs A [M, K] and B [K, N], got "
+                         f"{tuple(a.shape)} @ {tuple(b.shape)}")
     M, K = a.shape
     N = b.shape[1]
     splits = max(1, min(SPLIT_K, triton.cdiv(K, BLOCK_K)))
