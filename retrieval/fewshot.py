@@ -1,0 +1,84 @@
+"""Render hits and warnings as a few-shot prompt block within a character budget.
+
+Whole entries are dropped from the end rather than cut mid-sentence; diffs are clipped
+first because they are the longest part. About 4 characters make one token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from retrieval.schemas import Hit
+
+CHARS_PER_TOKEN = 4
+_DIFF_LINES = 14
+
+
+def _speed(hit: Hit) -> str:
+    fb = hit.record.feedback
+    parts = []
+    if fb.speedup_vs_parent is not None:
+        parts.append(f"{fb.speedup_vs_parent:.2f}x vs parent")
+    if fb.speedup_vs_baseline is not None:
+        parts.append(f"{fb.speedup_vs_baseline:.2f}x vs baseline")
+    return ", ".join(parts) or "no timing"
+
+
+def render_hit(n: int, hit: Hit, diff_lines: int = _DIFF_LINES) -> str:
+    r = hit.record
+    head = (f"[{n}] {r.task.op_type}/{r.task.task_id} {r.task.dtype} on {r.env.gpu_name} "
+            f"({r.env.arch}, triton {r.env.triton_version}) | {r.verdict.value}, {_speed(hit)} "
+            f"| {hit.evidence}" + (f", {hit.support} similar wins" if hit.support > 1 else ""))
+    lines = [head, f"    edit [{', '.join(r.edit.categories)}]: {r.edit.summary}"]
+    if r.edit.config:
+        lines.append("    config: " + ", ".join(f"{k}={v}" for k, v in r.edit.config.items()))
+    fb = r.feedback
+    if fb.error_kind:
+        lines.append(f"    error: {fb.error_kind}: {(fb.error_message or '')[:160]}")
+    if fb.bottleneck_hint:
+        lines.append(f"    hint: {fb.bottleneck_hint}")
+    if r.edit.diff and diff_lines:
+        diff = r.edit.diff.splitlines()
+        shown = diff[:diff_lines] + (["    ..."] if len(diff) > diff_lines else [])
+        lines.append("    diff:\n" + "\n".join("      " + d for d in shown))
+    return "\n".join(lines)
+
+
+def render_block(hits: Sequence[Hit], warnings: Sequence[Hit], max_chars: int) -> str:
+    """The block, at most ``max_chars`` long."""
+    wanted = len(hits) + len(warnings)
+    for diff_lines in (_DIFF_LINES, 4, 0):
+        block, shown = _assemble(hits, warnings, max_chars, diff_lines)
+        if shown == wanted:
+            break
+    return block
+
+
+def _assemble(
+    hits: Sequence[Hit], warnings: Sequence[Hit], max_chars: int, diff_lines: int
+) -> tuple[str, int]:
+    out: list[str] = []
+    shown = 0
+    used = 0
+
+    def add(chunk: str) -> bool:
+        nonlocal used
+        if used + len(chunk) + 1 > max_chars:
+            return False
+        out.append(chunk)
+        used += len(chunk) + 1
+        return True
+
+    if not hits and not warnings:
+        return "No past experiences match this op and hardware yet."[:max_chars], 0
+    if hits and add("Past experiences that worked (most useful first; measured > claimed):"):
+        for n, hit in enumerate(hits, 1):
+            if not add(render_hit(n, hit, diff_lines)):
+                break
+            shown += 1
+    if warnings and add("Tried here and lost (avoid repeating these):"):
+        for n, hit in enumerate(warnings, len(hits) + 1):
+            if not add(render_hit(n, hit, min(diff_lines, 4))):
+                break
+            shown += 1
+    return "\n".join(out), shown

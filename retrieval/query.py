@@ -1,0 +1,32 @@
+"""What the caller asks: op, hardware, Triton version, current source and/or feedback."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class RetrievalQuery(BaseModel):
+    op_type: str = Field(min_length=1)
+    task_id: str | None = None
+    dtype: str | None = None  # soft: a match ranks higher, a mismatch is not dropped
+    gpu_name: str | None = None
+    arch: str | None = None
+    triton_version: str | None = None
+    kernel_source: str | None = None
+    feedback_text: str | None = None
+    k: int = Field(default=5, ge=1, le=50)
+    max_warnings: int = Field(default=3, ge=0, le=20)
+    exclude_tasks: list[str] = Field(default_factory=list, description="held-out tasks")
+    include_related: bool = True
+    max_chars: int = Field(default=4000, ge=200, description="budget of the few-shot block")
+
+    def embedding_text(self) -> str:
+        """Shaped like ExperienceRecord.embedding_text, so the two meet in one space."""
+        where = f" on {self.gpu_name}" if self.gpu_name else ""
+        arch = f" ({self.arch})" if self.arch else ""
+        parts = [f"{self.op_type} {self.dtype or ''}{where}{arch}".strip()]
+        if self.feedback_text:
+            parts.append(self.feedback_text[:600])
+        elif self.kernel_source:
+            parts.append(" ".join(self.kernel_source.split())[:400])
+        return " | ".join(parts)

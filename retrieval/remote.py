@@ -1,0 +1,79 @@
+"""``RemoteKnowledge``: the ``Knowledge`` protocol over HTTP (httpx), for workers that
+share one service. A service that cannot be reached raises ``ServiceUnavailable`` (the
+optimizer then falls back to its journal); a 4xx answer raises ``ServiceError`` with the
+server's detail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from kb.ingest import IngestReport
+from kb.record import ExperienceRecord
+from retrieval.query import RetrievalQuery
+from retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
+
+
+class ServiceUnavailable(RuntimeError):
+    """The knowledge service did not answer (down, unreachable, timed out, 5xx)."""
+
+
+class ServiceError(RuntimeError):
+    """The service answered with an error (bad input, missing token, ...)."""
+
+
+class RemoteKnowledge:
+    def __init__(self, url: str, token: str | None = None, timeout: float = 30.0) -> None:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.url = url.rstrip("/")
+        self._client = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self._client.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise ServiceUnavailable(f"knowledge service at {self.url} unreachable: {exc}") from exc
+        if response.status_code >= 500:
+            raise ServiceUnavailable(f"{method} {path}: {response.status_code} {response.text}")
+        if response.status_code >= 400:
+            raise ServiceError(f"{method} {path}: {response.status_code} {response.text}")
+        return response.json()
+
+    def health(self) -> dict[str, Any]:
+        return self._call("GET", "/health")
+
+    def ingest(self, records: Sequence[Any]) -> IngestReport:
+        items = [r.model_dump(mode="json") if isinstance(r, ExperienceRecord) else r
+                 for r in records]
+        return IngestReport.model_validate(self._call("POST", "/experiences/batch", json=items))
+
+    def retrieve(self, query: RetrievalQuery) -> RetrievalResult:
+        data = self._call("POST", "/retrieve", json=query.model_dump(mode="json"))
+        return RetrievalResult.model_validate(data)
+
+    def insights(self, *, op_type: str | None = None, gpu_name: str | None = None,
+                 arch: str | None = None, triton_version: str | None = None) -> InsightReport:
+        params = {k: v for k, v in {"op_type": op_type, "gpu_name": gpu_name, "arch": arch,
+                                    "triton_version": triton_version}.items() if v is not None}
+        return InsightReport.model_validate(self._call("GET", "/insights", params=params))
+
+    def bootstrap(self, env: dict[str, Any], op_type: str | None = None) -> BootstrapPlan:
+        body = {"env": env, "op_type": op_type}
+        return BootstrapPlan.model_validate(self._call("POST", "/bootstrap", json=body))
+
+    def stats(self) -> dict[str, Any]:
+        return self._call("GET", "/stats")
+
+    def get(self, exp_id: str) -> ExperienceRecord | None:
+        try:
+            return ExperienceRecord.model_validate(self._call("GET", f"/experiences/{exp_id}"))
+        except ServiceError as exc:
+            if " 404 " in str(exc):
+                return None
+            raise

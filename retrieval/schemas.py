@@ -1,0 +1,71 @@
+"""Result models of the read side, shared by the in-process facade and the HTTP API."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from kb.record import ExperienceRecord
+
+
+class Hit(BaseModel):
+    id: str
+    score: float = Field(description="final score: similarity fused, then weighed by evidence")
+    rung: str = Field(description="ladder rung that found it, e.g. same_gpu_triton")
+    similarity: float | None = Field(default=None, description="cosine to the query text")
+    lexical_rank: int | None = Field(default=None, description="BM25 rank among candidates")
+    evidence: str
+    support: int = Field(description="winning experiences with the same categories here")
+    record: ExperienceRecord
+
+
+class RetrievalResult(BaseModel):
+    hits: list[Hit]
+    warnings: list[Hit] = Field(description="tried on this hardware and lost")
+    rungs_used: list[str]
+    candidates: int
+    prompt_block: str
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+
+class CategoryInsight(BaseModel):
+    category: str
+    count: int
+    wins: int
+    win_rate: float
+    median_speedup: float | None = Field(description="median speedup vs parent of the wins")
+    best_speedup: float | None
+    losses: int
+    example_ids: list[str]
+
+
+class InsightReport(BaseModel):
+    op_type: str | None
+    gpu_name: str | None
+    arch: str | None
+    triton_version: str | None
+    total: int
+    categories: list[CategoryInsight]
+
+
+class HardwareMatch(BaseModel):
+    hardware_id: str
+    gpu_name: str
+    arch: str
+    similarity: float
+    experiences: int
+
+
+class PlanItem(BaseModel):
+    kind: str = Field(description="'edit' (a category) or 'config' (concrete values)")
+    category: str
+    config: dict[str, int | float | str | bool] = Field(default_factory=dict)
+    from_hardware: str
+    evidence: str = Field(description="why: wins / tries, speedups, example ids")
+    example_ids: list[str]
+    score: float
+
+
+class BootstrapPlan(BaseModel):
+    target: dict[str, str | int | float | None]
+    similar_hardware: list[HardwareMatch]
+    items: list[PlanItem]

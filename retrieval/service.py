@@ -1,0 +1,117 @@
+"""The ``Knowledge`` protocol and its in-process implementation ``LocalKnowledge``.
+
+The optimizer loop talks to knowledge through this protocol only:
+``ingest(records) -> IngestReport``, ``retrieve(RetrievalQuery) -> RetrievalResult``,
+``insights(...) -> InsightReport``, ``bootstrap(env) -> BootstrapPlan``, ``stats()``.
+``LocalKnowledge(settings)`` opens the SQL store, the Chroma index and the embedder
+(lazily: the model loads on the first embedding); ``retrieval.remote.RemoteKnowledge``
+implements the same methods over HTTP.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from sqlmodel import Session
+
+from kb import ingest as ingest_mod
+from kb import queries
+from kb.db import make_engine
+from kb.embedder import Embedder
+from kb.ingest import IngestReport
+from kb.record import ExperienceRecord
+from kb.seeds import load_seeds
+from kb.settings import Settings
+from kb.vector_index import VectorIndex
+from retrieval.hardware import bootstrap as bootstrap_plan
+from retrieval.insights import insights as insight_report
+from retrieval.query import RetrievalQuery
+from retrieval.retrieve import retrieve as run_retrieval
+from retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
+
+log = logging.getLogger(__name__)
+
+INGEST_BATCH = 256
+
+
+class Knowledge(Protocol):
+    def ingest(self, records: Sequence[Any]) -> IngestReport: ...
+    def retrieve(self, query: RetrievalQuery) -> RetrievalResult: ...
+    def insights(self, *, op_type: str | None = None, gpu_name: str | None = None,
+                 arch: str | None = None, triton_version: str | None = None) -> InsightReport: ...
+    def bootstrap(self, env: dict[str, Any], op_type: str | None = None) -> BootstrapPlan: ...
+    def stats(self) -> dict[str, Any]: ...
+
+
+def _as_item(record: Any) -> Any:
+    return record.model_dump(mode="json") if isinstance(record, ExperienceRecord) else record
+
+
+class LocalKnowledge:
+    def __init__(self, settings: Settings | None = None, embedder: Embedder | None = None) -> None:
+        self.settings = settings or Settings()
+        self.engine = make_engine(self.settings.database_url)
+        self.embedder = embedder or Embedder()
+        self.index = VectorIndex(
+            path=None if self.settings.chroma_host else self.settings.chroma_folder,
+            host=self.settings.chroma_host, port=self.settings.chroma_port,
+            collection=self.settings.chroma_collection,
+        )
+
+    def session(self) -> Session:
+        return Session(self.engine)
+
+    # -- write ----------------------------------------------------------------------
+    def ingest(self, records: Sequence[Any]) -> IngestReport:
+        """Ingest records (ExperienceRecord, dicts or JSON lines) in batches."""
+        items = [_as_item(r) for r in records]
+        report = IngestReport()
+        for start in range(0, len(items), INGEST_BATCH):
+            part = ingest_mod.ingest(self.engine, self.embedder, self.index,
+                                     items[start : start + INGEST_BATCH])
+            report.merge(part, offset=start)
+        return report
+
+    def reindex(self) -> int:
+        return ingest_mod.reindex(self.engine, self.embedder, self.index)
+
+    def seed(self) -> dict[str, IngestReport]:
+        return load_seeds(self.settings.seeds_dir, self.ingest)
+
+    def seed_if_empty(self) -> dict[str, IngestReport]:
+        with self.session() as session:
+            if queries.count_experiences(session):
+                return {}
+        log.info("empty store: loading seeds from %s", self.settings.seeds_dir)
+        return self.seed()
+
+    # -- read -----------------------------------------------------------------------
+    def retrieve(self, query: RetrievalQuery) -> RetrievalResult:
+        with self.session() as session:
+            return run_retrieval(session, self.embedder, self.index, query)
+
+    def insights(self, *, op_type: str | None = None, gpu_name: str | None = None,
+                 arch: str | None = None, triton_version: str | None = None) -> InsightReport:
+        with self.session() as session:
+            return insight_report(session, op_type=op_type, gpu_name=gpu_name, arch=arch,
+                                  triton_version=triton_version)
+
+    def bootstrap(self, env: dict[str, Any], op_type: str | None = None) -> BootstrapPlan:
+        with self.session() as session:
+            return bootstrap_plan(session, env, op_type=op_type)
+
+    def stats(self) -> dict[str, Any]:
+        with self.session() as session:
+            out = queries.stats(session)
+        out["vectors"] = self.index.count()
+        return out
+
+    def get(self, exp_id: str) -> ExperienceRecord | None:
+        with self.session() as session:
+            return queries.get_record(session, exp_id)
+
+    def list(self, **kwargs: Any) -> queries.Page:
+        with self.session() as session:
+            return queries.list_records(session, **kwargs)
