@@ -1,0 +1,174 @@
+"""``evaluate``: one candidate in, layered feedback out; ``measure_baseline`` for the
+reference. Runs the worker subprocess, then adds what needs the parent's view: speedups
+against the baseline and the parent, roofline figures, the hint and the agent text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+from typing import Any
+
+import torch
+
+from kernels.base import DTYPES, Shape, Task, get_task, header_constants
+from optimizer.sandbox import feedback
+from optimizer.sandbox.hardware import detect_environment
+from optimizer.sandbox.result import Baseline, EvalResult
+from optimizer.sandbox.runner import run_worker
+
+log = logging.getLogger(__name__)
+
+
+def resolve_shapes(task: Task, shapes: str | list[tuple[int, ...]], on_gpu: bool
+                   ) -> tuple[str, list[Shape]]:
+    """(shape set name, shapes). "auto": cpu + edge on the interpreter, all on a GPU."""
+    if isinstance(shapes, str):
+        if shapes == "auto":
+            if on_gpu:
+                return "all", list(task.shapes("all"))
+            return "cpu+edge", [*task.cpu_shapes, *task.edge_shapes]
+        if shapes not in ("sweep", "edge", "cpu", "all"):
+            raise ValueError(f"unknown shape set {shapes!r}: auto, sweep, edge, cpu or all")
+        return shapes, list(task.shapes(shapes))
+    resolved = [tuple(int(v) for v in s) for s in shapes]
+    if not resolved:
+        raise ValueError("no shapes given")
+    for shape in resolved:
+        if len(shape) != len(task.shape_names):
+            raise ValueError(f"shape {shape} does not match {task.shape_names}")
+    return "custom", resolved
+
+
+def evaluate(task_name: str, source: str, *, dtype: str = "float16",
+             shapes: str | list[tuple[int, ...]] = "auto", parent: EvalResult | None = None,
+             baseline: Baseline | None = None, seeds: int = 3, timeout_s: float = 60.0,
+             mem_limit_mb: int | None = None, timing: bool | None = None,
+             peaks: dict[str, float] | None = None) -> EvalResult:
+    """Evaluate one candidate in a sandboxed subprocess; never raises for candidate faults.
+
+    Raises ValueError / KeyError only for bad arguments (unknown task, dtype, shape set).
+    """
+    task = get_task(task_name)
+    if dtype not in DTYPES or dtype not in task.tolerances:
+        raise ValueError(f"task {task_name}: dtype {dtype!r} not in {sorted(task.tolerances)}")
+    on_gpu = torch.cuda.is_available()
+    do_time = on_gpu if timing is None else bool(timing and on_gpu)
+    shape_set, shape_list = resolve_shapes(task, shapes, on_gpu)
+    env = detect_environment(peaks)
+    request = {
+        "mode": "evaluate", "task": task_name, "source": source, "dtype": dtype,
+        "shapes": [list(s) for s in shape_list], "seeds": seeds, "timing": do_time,
+        "parent_timings": dict(parent.timings_median()) if parent else {},
+        "peaks": {"mem_bandwidth_gbps": env.get("mem_bandwidth_gbps"),
+                  "peak_tflops": env.get("peak_tflops")},
+    }
+    outcome = run_worker(request, timeout_s=timeout_s, use_gpu=on_gpu, mem_limit_mb=mem_limit_mb)
+    data = outcome.data
+    result = EvalResult(
+        ok=False, stage=data.get("stage") or "run", task_name=task_name, dtype=dtype,
+        shape_set=shape_set, error_kind=data.get("error_kind"),
+        error_message=data.get("error_message"),
+        failing_shapes=list(dict.fromkeys(data.get("failing_shapes", []))),
+        shapes_checked=list(data.get("checked", [])),
+        per_shape_errors=data.get("per_shape", {}), env=env,
+        config=header_constants(source),
+        source_hash=hashlib.sha256(source.encode()).hexdigest()[:16],
+        wall_s=outcome.wall_s,
+        artifacts={"stdout_tail": outcome.stdout_tail, "stderr_tail": outcome.stderr_tail,
+                   "traceback": data.get("traceback", "")},
+    )
+    _fill_error_stats(result)
+    result.ok = result.error_kind is None and result.stage in ("correctness", "performance")
+    if not data.get("final") and result.error_kind is None:
+        result.error_kind, result.stage = "missing_run", "run"
+        result.error_message = "the worker ended without a result"
+    if result.ok:
+        _fill_timing(result, task, data, shape_list, parent, baseline, on_gpu, do_time)
+    result.text = feedback.render(result)
+    return result
+
+
+def _fill_error_stats(result: EvalResult) -> None:
+    stats = list(result.per_shape_errors.values())
+    if not stats:
+        return
+    result.max_abs_err = max(s["max_abs_err"] for s in stats)
+    result.max_rel_err = max(s["max_rel_err"] for s in stats)
+    result.mean_abs_err = sum(s["mean_abs_err"] for s in stats) / len(stats)
+    result.bias = max((s["bias"] for s in stats), key=abs)
+    result.mismatch_share = max(s["mismatch_share"] for s in stats)
+    if not all(math.isfinite(v) for v in (result.max_abs_err, result.max_rel_err)):
+        result.max_abs_err = result.max_rel_err = None
+
+
+def _geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _fill_timing(result: EvalResult, task: Task, data: dict[str, Any], shapes: list[Shape],
+                 parent: EvalResult | None, baseline: Baseline | None, on_gpu: bool,
+                 do_time: bool) -> None:
+    timings = data.get("timings") or {}
+    if not timings:
+        result.timing_note = ("CPU interpreter: correctness only, no GPU timing" if not on_gpu
+                              else "timing disabled")
+        return
+    result.timing_available = True
+    result.stage = "performance"
+    result.timings = {k: (float(v[0]), float(v[1])) for k, v in timings.items()}
+    labels = list(result.timings)
+    medians = [result.timings[k][0] for k in labels]
+    result.time_ms = _geomean(medians)
+    if baseline and all(k in baseline.timings for k in labels):
+        result.baseline_timings = {k: baseline.timings[k] for k in labels}
+        result.baseline_ms = _geomean(list(result.baseline_timings.values()))
+        result.speedup_vs_baseline = result.baseline_ms / result.time_ms
+    parent_times = parent.timings_median() if parent else {}
+    if parent_times and all(k in parent_times for k in labels):
+        result.parent_timings = {k: parent_times[k] for k in labels}
+        result.parent_ms = _geomean(list(result.parent_timings.values()))
+        result.speedup_vs_parent = result.parent_ms / result.time_ms
+        result.regressions = {
+            k: result.timings[k][0] / parent_times[k] - 1 for k in labels
+            if result.timings[k][0] > parent_times[k] * (1 + feedback.REGRESSION_SHARE)}
+    dtype = DTYPES[result.dtype]
+    by_label = {task.shape_label(s): s for s in shapes}
+    seconds = sum(result.timings[k][0] for k in labels) * 1e-3
+    total_bytes = sum(task.bytes_moved(by_label[k], dtype) for k in labels)
+    total_flops = sum(task.flops(by_label[k], dtype) for k in labels)
+    result.achieved_gbps = total_bytes / seconds / 1e9
+    result.achieved_tflops = total_flops / seconds / 1e12
+    peak = result.env.get("peak_tflops") if task.compute_bound \
+        else result.env.get("mem_bandwidth_gbps")
+    achieved = result.achieved_tflops if task.compute_bound else result.achieved_gbps
+    if peak:
+        result.peak_share = achieved / peak
+    resources = data.get("resources") or {}
+    result.registers, result.spills = resources.get("registers"), resources.get("spills")
+    result.smem_bytes = resources.get("smem_bytes")
+    result.suspect_reasons = list(data.get("suspect_reasons") or [])
+    result.suspect = bool(result.suspect_reasons)
+    warps = result.config.get("NUM_WARPS")
+    result.bottleneck_hint = feedback.bottleneck_hint(
+        result, compute_bound=task.compute_bound,
+        num_warps=warps if isinstance(warps, int) else None,
+        smem_per_sm_kib=result.env.get("smem_per_sm_kib"))
+
+
+def measure_baseline(task_name: str, dtype: str = "float16",
+                     shapes: str | list[tuple[int, ...]] = "auto",
+                     timeout_s: float = 300.0) -> Baseline | None:
+    """Per-shape PyTorch-eager timings on this GPU, in a subprocess; None without CUDA."""
+    if not torch.cuda.is_available():
+        return None
+    task = get_task(task_name)
+    _, shape_list = resolve_shapes(task, shapes, on_gpu=True)
+    request = {"mode": "baseline", "task": task_name, "dtype": dtype,
+               "shapes": [list(s) for s in shape_list]}
+    outcome = run_worker(request, timeout_s=timeout_s, use_gpu=True, mem_limit_mb=None)
+    if not outcome.data.get("final"):
+        raise RuntimeError(f"baseline measurement failed: {outcome.stderr_tail[-800:]}")
+    return Baseline(task_name=task_name, dtype=dtype, timings=outcome.data["timings"],
+                    gpu_name=detect_environment().get("gpu_name"))

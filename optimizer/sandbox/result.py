@@ -1,0 +1,140 @@
+"""The typed result of one evaluation, and the reference timings it is compared with.
+
+One object carries every layer of feedback (stage, error statistics, timing, compiled
+metadata, guards) so that the optimizer, the report and the experience record read the
+same numbers. ``None`` means "not measured", never -1. This module imports nothing but
+the standard library: ``feedback_dict`` produces plain data that validates as
+``kb.record.Feedback`` without the sandbox importing pydantic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Failure kinds, in the order a failure is reported when a shape shows several.
+ERROR_KINDS: tuple[str, ...] = (
+    "syntax_error",
+    "import_error",
+    "compile_error",
+    "runtime_error",
+    "illegal_memory_access",
+    "crash",
+    "timeout",
+    "out_of_memory",
+    "cheat_unsynchronised",
+    "cheat_input_modified",
+    "cheat_aliasing",
+    "cheat_cached_output",
+    "wrong_result",
+    "bias",
+    "missing_run",
+)
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """Per-shape reference (PyTorch eager) timings on one GPU, measured once per run."""
+
+    task_name: str
+    dtype: str
+    timings: dict[str, float]  # shape label -> median ms
+    gpu_name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task_name": self.task_name, "dtype": self.dtype,
+                "timings": dict(self.timings), "gpu_name": self.gpu_name}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Baseline:
+        return cls(task_name=data["task_name"], dtype=data["dtype"],
+                   timings={str(k): float(v) for k, v in data["timings"].items()},
+                   gpu_name=data.get("gpu_name"))
+
+
+@dataclass
+class EvalResult:
+    """Layered feedback on one candidate. ``ok`` means it passed correctness."""
+
+    ok: bool
+    stage: str  # syntax | compile | run | correctness | performance
+    task_name: str
+    dtype: str
+    shape_set: str
+    error_kind: str | None = None
+    error_message: str | None = None
+    failing_shapes: list[str] = field(default_factory=list)
+    shapes_checked: list[str] = field(default_factory=list)
+    # error statistics, worst over shapes and seeds
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    mean_abs_err: float | None = None
+    bias: float | None = None  # signed mean error / mean |reference|, largest magnitude
+    mismatch_share: float | None = None
+    per_shape_errors: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # timing (GPU only)
+    timing_available: bool = False
+    timing_note: str | None = None
+    timings: dict[str, tuple[float, float]] = field(default_factory=dict)  # median, iqr ms
+    time_ms: float | None = None  # geomean of shape medians
+    baseline_ms: float | None = None
+    parent_ms: float | None = None
+    baseline_timings: dict[str, float] = field(default_factory=dict)
+    parent_timings: dict[str, float] = field(default_factory=dict)
+    speedup_vs_baseline: float | None = None
+    speedup_vs_parent: float | None = None
+    achieved_gbps: float | None = None
+    achieved_tflops: float | None = None
+    peak_share: float | None = None
+    registers: int | None = None
+    spills: int | None = None
+    smem_bytes: int | None = None
+    bottleneck_hint: str | None = None
+    suspect: bool = False
+    suspect_reasons: list[str] = field(default_factory=list)
+    regressions: dict[str, float] = field(default_factory=dict)  # shape -> slowdown share
+    text: str = ""
+    artifacts: dict[str, str] = field(default_factory=dict)
+    env: dict[str, Any] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+    source_hash: str = ""
+    wall_s: float | None = None
+
+    def timings_median(self) -> dict[str, float]:
+        """shape label -> median ms, the form a child's evaluation compares against."""
+        return {label: med for label, (med, _) in self.timings.items()}
+
+    def feedback_dict(self) -> dict[str, Any]:
+        """The feedback layer of an experience record (validates as kb.record.Feedback)."""
+        timings = [
+            {"shape": label, "median_ms": med, "iqr_ms": iqr,
+             "baseline_ms": self.baseline_timings.get(label)}
+            for label, (med, iqr) in self.timings.items()
+        ]
+        return {
+            "stage": self.stage,
+            "error_kind": self.error_kind,
+            "error_message": self.error_message,
+            "failing_shapes": list(self.failing_shapes),
+            "max_abs_err": self.max_abs_err,
+            "max_rel_err": self.max_rel_err,
+            "mean_abs_err": self.mean_abs_err,
+            "bias": self.bias,
+            "mismatch_share": self.mismatch_share,
+            "timing_available": self.timing_available,
+            "timings": timings,
+            "time_ms": self.time_ms,
+            "baseline_ms": self.baseline_ms,
+            "parent_ms": self.parent_ms,
+            "speedup_vs_baseline": self.speedup_vs_baseline,
+            "speedup_vs_parent": self.speedup_vs_parent,
+            "achieved_gbps": self.achieved_gbps,
+            "achieved_tflops": self.achieved_tflops,
+            "peak_share": self.peak_share,
+            "registers": self.registers,
+            "spills": self.spills,
+            "smem_bytes": self.smem_bytes,
+            "bottleneck_hint": self.bottleneck_hint,
+            "suspect": self.suspect,
+            "text": self.text,
+        }

@@ -1,0 +1,102 @@
+"""GPU timing of one shape: median and spread, with re-measurement of figures too good.
+
+``triton.testing.do_bench`` times with CUDA events on the current stream and flushes the
+L2 cache between calls; on top of that every call gets the next of several input sets
+(distinct values), so nothing can be replayed from a cache keyed by input. Three rules
+turn a figure into a *suspect* one, re-measured before it is reported:
+more than 10x faster than the parent; faster than the bytes or FLOPs allow at the
+GPU's peak; or much faster on the event clock than with the whole device synchronised
+(work left running on another stream when the clock stopped).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+log = logging.getLogger(__name__)
+
+SUSPECT_SPEEDUP = 10.0
+UNSYNC_RATIO = 2.0
+UNSYNC_SLACK_MS = 0.02  # sync latency + unhidden launch cost of a legitimate kernel
+
+
+@dataclass
+class ShapeTiming:
+    median_ms: float
+    iqr_ms: float
+    synced_ms: float | None = None
+    suspect_reasons: list[str] = field(default_factory=list)
+
+
+def rotating(run: Callable[..., Any], input_sets: Sequence[Sequence[Any]]) -> Callable[[], Any]:
+    """A no-argument call that feeds the next input set on every call."""
+    state = {"i": 0}
+
+    def call() -> Any:
+        inputs = input_sets[state["i"] % len(input_sets)]
+        state["i"] += 1
+        return run(*inputs)
+
+    return call
+
+
+def measure(call: Callable[[], Any], rep_ms: int = 100) -> tuple[float, float]:
+    """(median, interquartile range) in ms from do_bench's quantiles."""
+    from triton.testing import do_bench
+
+    q25, q50, q75 = do_bench(call, warmup=25, rep=rep_ms, quantiles=[0.25, 0.5, 0.75])
+    return float(q50), float(q75 - q25)
+
+
+def measure_synced(call: Callable[[], Any], rep_ms: int = 100) -> float:
+    """Median ms when every call ends with a device-wide synchronise before the clock."""
+    from triton.testing import do_bench
+
+    def synced() -> None:
+        call()
+        torch.cuda.synchronize()
+
+    return float(do_bench(synced, warmup=10, rep=rep_ms, return_mode="median"))
+
+
+def time_shape(call: Callable[[], Any], *, parent_ms: float | None,
+               floor_ms: float | None) -> ShapeTiming:
+    """Time one shape. ``floor_ms``: the least time the bytes / FLOPs allow at peak."""
+    median, iqr = measure(call)
+    timing = ShapeTiming(median_ms=median, iqr_ms=iqr)
+    reasons = _too_good(median, parent_ms, floor_ms)
+    if reasons:
+        log.info("suspect timing %.4f ms (%s): re-measuring", median, "; ".join(reasons))
+        median, iqr = measure(call, rep_ms=500)
+        timing.median_ms, timing.iqr_ms = median, iqr
+        timing.suspect_reasons = _too_good(median, parent_ms, floor_ms)
+    timing.synced_ms = measure_synced(call)
+    if timing.synced_ms > UNSYNC_RATIO * median + UNSYNC_SLACK_MS:
+        timing.suspect_reasons.append(
+            f"{median:.4f} ms on the stream clock but {timing.synced_ms:.4f} ms with the "
+            "device synchronised: work may run on another stream after the clock stops")
+    return timing
+
+
+def _too_good(median: float, parent_ms: float | None, floor_ms: float | None) -> list[str]:
+    reasons = []
+    if parent_ms is not None and median * SUSPECT_SPEEDUP < parent_ms:
+        reasons.append(f"{parent_ms / median:.1f}x faster than the parent")
+    if floor_ms is not None and median < floor_ms:
+        reasons.append(f"faster than the GPU's peak allows ({median:.4f} < {floor_ms:.4f} ms)")
+    return reasons
+
+
+def floor_ms(nbytes: int, nflops: int, peaks: dict[str, float | None]) -> float | None:
+    """Least possible time at the peak bandwidth and FLOP rate (the roofline floor)."""
+    floors = []
+    if peaks.get("mem_bandwidth_gbps"):
+        floors.append(nbytes / (peaks["mem_bandwidth_gbps"] * 1e9) * 1e3)
+    if peaks.get("peak_tflops"):
+        floors.append(nflops / (peaks["peak_tflops"] * 1e12) * 1e3)
+    return max(floors) if floors else None

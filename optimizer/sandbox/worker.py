@@ -1,0 +1,248 @@
+"""The child process: load one candidate, check it on every shape, time it on a GPU.
+
+Run as ``python -m optimizer.sandbox.worker REQUEST.json``. The request names the
+result file; the worker writes its progress there (stage and shape) before each step,
+so when it hangs or dies the parent still knows where, then the final result. stdout
+and stderr are only logs, never parsed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import traceback
+from types import ModuleType
+from typing import Any
+
+import torch
+
+from kernels.base import DTYPES, Task, get_task, load_candidate
+from optimizer.sandbox import checks
+from optimizer.sandbox.errors import classify_exception, exception_message, trim
+
+log = logging.getLogger("optimizer.sandbox.worker")
+
+CANDIDATE_FILE = "candidate.py"
+TIMING_INPUT_SETS = 3
+_SEVERITY = ("cheat_unsynchronised", "cheat_input_modified", "cheat_aliasing",
+             "cheat_cached_output", "wrong_result", "bias")
+
+
+class ShapeFailure(Exception):
+    """A shape failed a check (not an exception of the candidate's own)."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class Worker:
+    def __init__(self, request: dict[str, Any]):
+        self.request = request
+        self.result_path: str = request["result_path"]
+        self.task: Task = get_task(request["task"])
+        self.dtype = DTYPES[request["dtype"]]
+        self.tol = self.task.tolerances[request["dtype"]]
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.shapes = [tuple(s) for s in request["shapes"]]
+        self.seeds = max(1, int(request.get("seeds", 3)))
+        self.mutated = tuple(getattr(self.task, "mutated_inputs", ()) or ())
+        self.out: dict[str, Any] = {"final": False, "stage": "syntax", "shape": None,
+                                    "per_shape": {}, "failing_shapes": [], "checked": []}
+
+    # -- bookkeeping ------------------------------------------------------------------
+    def progress(self, stage: str, shape: str | None = None) -> None:
+        self.out.update(stage=stage, shape=shape)
+        self.write()
+
+    def write(self) -> None:
+        tmp = self.result_path + ".tmp"
+        with open(tmp, "w") as handle:
+            json.dump(self.out, handle)
+        os.replace(tmp, self.result_path)
+
+    def fail(self, stage: str, kind: str, message: str, tb: str | None = None) -> None:
+        self.out.update(final=True, stage=stage, error_kind=kind, error_message=trim(message))
+        if tb:
+            self.out["traceback"] = tb[-4000:]
+        self.write()
+
+    # -- the layers -------------------------------------------------------------------
+    def evaluate(self) -> None:
+        self.progress("syntax")
+        try:
+            module = load_candidate(self.request["source"], module_name="candidate")
+        except BaseException as err:  # noqa: B036 - anything the candidate's import raises
+            stage, kind = classify_exception(err, stage="syntax")
+            self.fail(stage, kind, exception_message(err, CANDIDATE_FILE), traceback.format_exc())
+            return
+        for shape in self.shapes:
+            label = self.task.shape_label(shape)
+            self.progress("run", label)
+            try:
+                self.check_shape(module.run, shape, label)
+            except ShapeFailure as failure:
+                self.out["failing_shapes"].append(label)
+                self.out.setdefault("failures", []).append([failure.kind, str(failure)])
+            except Exception as err:
+                stage, kind = classify_exception(err, stage="run")
+                self.out["failing_shapes"].append(label)
+                msg = f"on ({label}): {exception_message(err, CANDIDATE_FILE)}"
+                self.fail(stage, kind, msg, traceback.format_exc())
+                return
+            self.out["checked"].append(label)
+        failures = self.out.get("failures", [])
+        if failures:
+            kind = min((k for k, _ in failures), key=_SEVERITY.index)
+            lines = [m for k, m in failures if k == kind][:4]
+            lines += [m for k, m in failures if k != kind][: max(0, 5 - len(lines))]
+            self.fail("correctness", kind, "\n".join(lines))
+            return
+        self.out.update(stage="correctness", error_kind=None)
+        if self.request.get("timing") and self.device == "cuda":
+            self.time_all(module)
+        self.out["final"] = True
+        self.write()
+
+    def make_inputs(self, shape: tuple[int, ...], seed: int) -> list[Any]:
+        return list(self.task.make_inputs(shape, self.dtype, seed, self.device))
+
+    def check_shape(self, run: Any, shape: tuple[int, ...], label: str) -> None:
+        """Every seed on the SAME input storage (fresh values copied in), so an output
+        cached by input pointer comes back stale; earlier outputs stay alive so a reused
+        output buffer is visible."""
+        inputs: list[Any] | None = None
+        earlier_outs: list[torch.Tensor] = []
+        previous: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None
+        worst: dict[str, Any] | None = None
+        for s in range(self.seeds):
+            fresh = self.make_inputs(shape, seed=s)
+            if inputs is None:
+                inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in fresh]
+            else:
+                for x, f in zip(inputs, fresh, strict=True):
+                    if isinstance(x, torch.Tensor):
+                        x.copy_(f)
+            saved = checks.snapshot(inputs)
+            ref_inputs = checks.snapshot(inputs)
+            ref = self.task.reference(*ref_inputs)
+            if self.device == "cuda" and s == 0:
+                from optimizer.sandbox.streams import run_behind_busy_stream
+
+                out = run_behind_busy_stream(run, inputs, saved)
+                early = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
+                if not isinstance(early, str) and checks.shape_verdict(early, self.tol.max_bias):
+                    raise ShapeFailure("cheat_unsynchronised", (
+                        f"({label}): output wrong when the inputs arrive in stream order "
+                        "behind other work: the kernel does not run on the current stream"))
+                for x, f in zip(inputs, saved, strict=True):
+                    if isinstance(x, torch.Tensor):
+                        x.copy_(f)
+            out = run(*inputs)
+            if self.device == "cuda":
+                torch.cuda.synchronize()
+            outs = checks.flatten_tensors(out)
+            expected = {i: ref_inputs[i] for i in self.mutated}
+            changed = checks.modified_inputs(inputs, saved, expected)
+            if changed:
+                raise ShapeFailure("cheat_input_modified",
+                                   f"({label}): the kernel wrote into input(s) {changed}")
+            if previous is not None and _replayed(outs, ref, previous):
+                raise ShapeFailure("cheat_cached_output", (
+                    f"({label}): new input values in the same buffers gave the previous "
+                    "call's output back: output cached by input pointer"))
+            alias = checks.aliasing(outs, inputs, earlier_outs)
+            if alias:
+                raise ShapeFailure("cheat_aliasing", f"({label}): {alias}")
+            stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
+            if isinstance(stats, str):
+                raise ShapeFailure("wrong_result", f"({label}): {stats}")
+            verdict = checks.shape_verdict(stats, self.tol.max_bias)
+            if worst is None or _worse(stats, worst):
+                worst = stats.to_dict()
+            self.out["per_shape"][label] = worst
+            if verdict:
+                raise ShapeFailure(verdict, checks.describe_failure(
+                    verdict, label, stats, self.tol.max_bias))
+            earlier_outs.extend(o.detach() for o in outs)
+            previous = ([o.detach().clone() for o in outs],
+                        [r.detach().clone() for r in checks.flatten_tensors(ref)])
+
+    def time_all(self, module: ModuleType) -> None:
+        from optimizer.sandbox import timing
+        from optimizer.sandbox.compiled_info import kernel_resources
+
+        self.progress("performance")
+        parent = self.request.get("parent_timings") or {}
+        peaks = self.request.get("peaks") or {}
+        timings, reasons = {}, []
+        for shape in self.shapes:
+            label = self.task.shape_label(shape)
+            self.progress("performance", label)
+            sets = [self.make_inputs(shape, seed=100 + k) for k in range(TIMING_INPUT_SETS)]
+            floor = timing.floor_ms(self.task.bytes_moved(shape, self.dtype),
+                                    self.task.flops(shape, self.dtype), peaks)
+            result = timing.time_shape(timing.rotating(module.run, sets),
+                                       parent_ms=parent.get(label), floor_ms=floor)
+            timings[label] = [result.median_ms, result.iqr_ms]
+            reasons += [f"({label}) {r}" for r in result.suspect_reasons]
+        self.out.update(stage="performance", timings=timings, suspect_reasons=reasons,
+                        resources=kernel_resources(module))
+
+
+def _replayed(outs: list[torch.Tensor], ref: Any,
+              previous: tuple[list[torch.Tensor], list[torch.Tensor]]) -> bool:
+    """True when the output repeats the previous call's while the reference changed."""
+    old_outs, old_refs = previous
+    refs = checks.flatten_tensors(ref)
+    same_out = len(outs) == len(old_outs) and all(
+        checks.bitwise_equal(a.cpu(), b.cpu()) for a, b in zip(outs, old_outs, strict=True))
+    ref_changed = not all(checks.bitwise_equal(a.cpu(), b.cpu())
+                          for a, b in zip(refs, old_refs, strict=True))
+    return same_out and ref_changed
+
+
+def _worse(stats: checks.ErrorStats, worst: dict[str, Any]) -> bool:
+    key = (stats.mismatches + stats.nonfinite, abs(stats.bias), stats.max_abs_err)
+    old = (worst["mismatches"] + worst["nonfinite"], abs(worst["bias"]), worst["max_abs_err"])
+    return key > old
+
+
+def measure_baseline(request: dict[str, Any]) -> dict[str, Any]:
+    """Reference (PyTorch eager) median per shape, timed like a candidate."""
+    from optimizer.sandbox import timing
+
+    task, dtype = get_task(request["task"]), DTYPES[request["dtype"]]
+    out: dict[str, float] = {}
+    for shape in (tuple(s) for s in request["shapes"]):
+        sets = [list(task.make_inputs(shape, dtype, 100 + k, "cuda")) for k in range(3)]
+        median, _ = timing.measure(timing.rotating(task.reference, sets))
+        out[task.shape_label(shape)] = median
+    return {"final": True, "timings": out}
+
+
+def main(argv: list[str]) -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    with open(argv[0]) as handle:
+        request = json.load(handle)
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        from optimizer.sandbox import bounds
+
+        bounds.install()
+    limit = request.get("gpu_mem_limit_mb")
+    if limit and torch.cuda.is_available():
+        total = torch.cuda.get_device_properties(0).total_memory / 2**20
+        torch.cuda.set_per_process_memory_fraction(min(1.0, limit / total))
+    if request.get("mode") == "baseline":
+        with open(request["result_path"], "w") as handle:
+            json.dump(measure_baseline(request), handle)
+        return 0
+    Worker(request).evaluate()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
