@@ -1,0 +1,32 @@
+"""The FastAPI app. Heavy parts (store, index, embedder) are built once, in the lifespan;
+an empty store loads seeds/*.jsonl on start. OpenAPI docs at /docs."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from kb.api.routes import experiences, knowledge, system
+from kb.settings import Settings
+from retrieval.service import LocalKnowledge
+
+
+def create_app(
+    settings: Settings | None = None, knowledge_: LocalKnowledge | None = None
+) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        kb = knowledge_ or LocalKnowledge(settings or Settings())
+        if kb.settings.load_seeds_on_start:
+            kb.seed_if_empty()
+        app.state.knowledge = kb
+        yield
+
+    app = FastAPI(title="KernelKB", version="0.1.0", lifespan=lifespan,
+                  description="Experience base for agent-driven Triton kernel optimization")
+    app.include_router(system.router)
+    app.include_router(experiences.router)
+    app.include_router(knowledge.router)
+    return app

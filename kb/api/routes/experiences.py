@@ -1,0 +1,54 @@
+"""Ingest (one, batch), get by id, list with filters and paging."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body, HTTPException, Query, Response, status
+
+from kb.api.deps import KnowledgeDep, TokenDep
+from kb.ingest import IngestReport
+from kb.queries import Page
+from kb.record import ExperienceRecord
+
+router = APIRouter(prefix="/experiences", tags=["experiences"])
+
+
+@router.post("", dependencies=[TokenDep], response_model=IngestReport)
+def ingest_one(kb: KnowledgeDep, response: Response,
+               record: dict[str, Any] = Body(...)) -> IngestReport:  # noqa: B008
+    """One record: 201 when stored, 200 when already present, 422 with reasons if bad."""
+    report = kb.ingest([record])
+    if report.rejected:
+        raise HTTPException(status_code=422, detail=report.model_dump()["rejected"])
+    response.status_code = status.HTTP_201_CREATED if report.accepted else status.HTTP_200_OK
+    return report
+
+
+@router.post("/batch", dependencies=[TokenDep], response_model=IngestReport)
+def ingest_batch(kb: KnowledgeDep, records: list[Any] = Body(...)) -> IngestReport:  # noqa: B008
+    """Many records: the good ones are stored, the bad ones listed with field and reason."""
+    return kb.ingest(records)
+
+
+@router.get("/{exp_id}", response_model=ExperienceRecord)
+def get_one(exp_id: str, kb: KnowledgeDep) -> ExperienceRecord:
+    record = kb.get(exp_id)
+    if record is None:
+        raise HTTPException(status_code=404, detail=f"no experience {exp_id}")
+    return record
+
+
+@router.get("", response_model=Page)
+def list_many(
+    kb: KnowledgeDep,
+    op_type: str | None = None, task_id: str | None = None, dtype: str | None = None,
+    gpu_name: str | None = None, arch: str | None = None, triton_version: str | None = None,
+    verdict: str | None = None, evidence: str | None = None, run_id: str | None = None,
+    category: str | None = None,
+    offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=500),
+) -> Page:
+    return kb.list(offset=offset, limit=limit, category=category, op_type=op_type,
+                   task_id=task_id, dtype=dtype, gpu_name=gpu_name, arch=arch,
+                   triton_version=triton_version, verdict=verdict, evidence=evidence,
+                   run_id=run_id)

@@ -1,0 +1,36 @@
+"""retrieve, insights, bootstrap: the read side."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel
+
+from kb.api.deps import KnowledgeDep
+from retrieval.query import RetrievalQuery
+from retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
+
+router = APIRouter(tags=["knowledge"])
+
+
+class BootstrapRequest(BaseModel):
+    env: dict[str, Any]
+    op_type: str | None = None
+
+
+@router.post("/retrieve", response_model=RetrievalResult)
+def retrieve(query: RetrievalQuery, kb: KnowledgeDep) -> RetrievalResult:
+    return kb.retrieve(query)
+
+
+@router.get("/insights", response_model=InsightReport)
+def insights(kb: KnowledgeDep, op_type: str | None = None, gpu_name: str | None = None,
+             arch: str | None = None, triton_version: str | None = None) -> InsightReport:
+    return kb.insights(op_type=op_type, gpu_name=gpu_name, arch=arch,
+                       triton_version=triton_version)
+
+
+@router.post("/bootstrap", response_model=BootstrapPlan)
+def bootstrap(body: BootstrapRequest, kb: KnowledgeDep) -> BootstrapPlan:
+    return kb.bootstrap(body.env, op_type=body.op_type)

@@ -1,0 +1,26 @@
+"""health, stats, reindex."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from kb.api.deps import KnowledgeDep, TokenDep
+
+router = APIRouter(tags=["system"])
+
+
+@router.get("/health")
+def health(kb: KnowledgeDep) -> dict[str, Any]:
+    return {"status": "ok", "experiences": kb.stats()["experiences"]}
+
+
+@router.get("/stats")
+def stats(kb: KnowledgeDep) -> dict[str, Any]:
+    return kb.stats()
+
+
+@router.post("/reindex", dependencies=[TokenDep])
+def reindex(kb: KnowledgeDep) -> dict[str, int]:
+    return {"indexed": kb.reindex()}
