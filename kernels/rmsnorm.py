@@ -1,0 +1,217 @@
+"""RMSNorm with a weight: y = x / sqrt(mean(x^2) + eps) * w, row-wise, fp32 accumulation.
+
+Layout: x is (rows, hidden) with rows = batch * seq tokens; weight is (hidden,); eps is
+1e-6 (Llama). The reference multiplies by the weight in fp32 (the precise form); the
+NATIVE_WEIGHT_MUL variant rounds the normalised row to the input dtype first and
+multiplies in that dtype, as Hugging Face's Llama does.
+
+Search space: whole row in one tile (BLOCK_SIZE = 0; x is read once) or a chunked
+two-pass loop (sum of squares, then normalise; x is read twice); rows per program; a
+persistent grid (one program per SM slot, the weight row loaded once per program and
+kept in registers across rows); the weight multiply in fp32 or the native dtype; warps;
+stages for the chunk loop.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernels.base import Config, Knob, Shape, Task, Tolerance, Variant, register
+
+EPS = 1e-6
+
+TEMPLATE = '''\
+import torch
+import triton
+import triton.language as tl
+
+BLOCK_SIZE = 0  # columns per tile; 0 = the whole row (next power of two) in one tile
+NUM_WARPS = 4
+NUM_STAGES = 1
+ROWS_PER_PROGRAM = 1  # rows each program handles, to amortise launch for short rows
+PERSISTENT = False  # whole-row tiles: one program per SM slot, weight loaded once
+NATIVE_WEIGHT_MUL = False  # multiply by the weight in the input dtype instead of fp32
+
+PROGRAMS_PER_SM = 4  # persistent grid size = SMs * this (not a search knob)
+
+
+@triton.jit
+def _apply_weight(x, w, rstd, NATIVE_MUL: tl.constexpr):
+    if NATIVE_MUL:
+        if w.dtype == tl.bfloat16:
+            # a bf16 product is exact in fp32, so this rounds exactly like a native bf16
+            # multiply; the CPU interpreter computes native bf16 arithmetic on raw bits
+            y = ((x * rstd).to(tl.bfloat16).to(tl.float32) * w.to(tl.float32)).to(tl.bfloat16)
+        else:
+            y = (x * rstd).to(w.dtype) * w
+    else:
+        y = x * rstd * w.to(tl.float32)
+    return y
+
+
+@triton.jit
+def rmsnorm_kernel(out_ptr, x_ptr, w_ptr, n_rows, n_cols, stride_x, stride_o, eps,
+                   BLOCK: tl.constexpr, SINGLE_TILE: tl.constexpr, ROWS: tl.constexpr,
+                   PERSISTENT_LOOP: tl.constexpr, NATIVE_MUL: tl.constexpr):
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    if PERSISTENT_LOOP:
+        # grid-stride loop over rows; the weight tile stays in registers (SINGLE_TILE)
+        mask = cols < n_cols
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+        n_programs = tl.num_programs(0)
+        for i in range(0, tl.cdiv(n_rows - pid, n_programs)):
+            row = pid + i * n_programs
+            x_row = x_ptr + row.to(tl.int64) * stride_x
+            o_row = out_ptr + row.to(tl.int64) * stride_o
+            x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+            rstd = tl.rsqrt(tl.sum(x * x, 0) / n_cols + eps)
+            y = _apply_weight(x, w, rstd, NATIVE_MUL)
+            tl.store(o_row + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+    else:
+        for r in range(ROWS):
+            row = pid * ROWS + r
+            if row < n_rows:
+                x_row = x_ptr + row.to(tl.int64) * stride_x
+                o_row = out_ptr + row.to(tl.int64) * stride_o
+                if SINGLE_TILE:
+                    mask = cols < n_cols
+                    x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+                    rstd = tl.rsqrt(tl.sum(x * x, 0) / n_cols + eps)
+                    w = tl.load(w_ptr + cols, mask=mask, other=0.0)
+                    y = _apply_weight(x, w, rstd, NATIVE_MUL)
+                    tl.store(o_row + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+                else:
+                    acc = tl.zeros([BLOCK], tl.float32)
+                    for start in range(0, n_cols, BLOCK):
+                        mask = start + cols < n_cols
+                        x = tl.load(x_row + start + cols, mask=mask, other=0.0)
+                        x = x.to(tl.float32)
+                        acc += x * x
+                    rstd = tl.rsqrt(tl.sum(acc, 0) / n_cols + eps)
+                    for start in range(0, n_cols, BLOCK):
+                        mask = start + cols < n_cols
+                        x = tl.load(x_row + start + cols, mask=mask, other=0.0)
+                        w = tl.load(w_ptr + start + cols, mask=mask, other=0.0)
+                        y = _apply_weight(x.to(tl.float32), w, rstd, NATIVE_MUL)
+                        tl.store(o_row + start + cols, y.to(out_ptr.dtype.element_ty),
+                                 mask=mask)
+
+
+def _persistent_programs(x):
+    if x.is_cuda:
+        return torch.cuda.get_device_properties(x.device).multi_processor_count * PROGRAMS_PER_SM
+    return 4  # CPU interpreter: correctness only, a few programs exercise the stride loop
+
+
+def run(x, weight, eps=1e-6):
+    n_rows, n_cols = x.shape
+    x = x.contiguous()
+    weight = weight.contiguous()
+    out = torch.empty_like(x)
+    whole_row = triton.next_power_of_2(n_cols)
+    block = whole_row if BLOCK_SIZE == 0 else min(BLOCK_SIZE, whole_row)
+    single_tile = block >= n_cols
+    persistent = PERSISTENT and single_tile
+    if persistent:
+        grid = (max(1, min(n_rows, _persistent_programs(x))),)
+    else:
+        grid = (triton.cdiv(n_rows, ROWS_PER_PROGRAM),)
+    rmsnorm_kernel[grid](out, x, weight, n_rows, n_cols, x.stride(0), out.stride(0), eps,
+                         BLOCK=block, SINGLE_TILE=single_tile, ROWS=ROWS_PER_PROGRAM,
+                         PERSISTENT_LOOP=persistent, NATIVE_MUL=NATIVE_WEIGHT_MUL,
+                         num_warps=NUM_WARPS, num_stages=NUM_STAGES)
+    return out
+'''
+
+
+def reference(x: torch.Tensor, weight: torch.Tensor, eps: float = EPS) -> torch.Tensor:
+    xf = x.float()
+    rstd = torch.rsqrt(xf.pow(2).mean(dim=-1, keepdim=True) + eps)
+    return (xf * rstd * weight.float()).to(x.dtype)
+
+
+def make_inputs(
+    shape: Shape, dtype: torch.dtype, seed: int, device: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    rows, hidden = shape
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    x = torch.randn((rows, hidden), generator=gen, dtype=torch.float32) * 2.0
+    weight = 1.0 + 0.5 * torch.randn((hidden,), generator=gen, dtype=torch.float32)
+    return x.to(device=device, dtype=dtype), weight.to(device=device, dtype=dtype)
+
+
+def bytes_moved(shape: Shape, dtype: torch.dtype) -> int:
+    rows, hidden = shape
+    size = torch.finfo(dtype).bits // 8
+    return (2 * rows * hidden + hidden) * size  # read x, write y, read the weight once
+
+
+def flops(shape: Shape, dtype: torch.dtype) -> int:
+    rows, hidden = shape
+    return 4 * rows * hidden  # square, add, scale by rstd, multiply by weight
+
+
+def constraint(cfg: Config) -> str | None:
+    chunked = cfg["BLOCK_SIZE"] != 0
+    if cfg["PERSISTENT"] and chunked:
+        return "PERSISTENT keeps the weight row in registers: whole-row tiles only"
+    if cfg["PERSISTENT"] and cfg["ROWS_PER_PROGRAM"] != 1:
+        return "PERSISTENT programs loop over rows themselves; ROWS_PER_PROGRAM is moot"
+    if chunked and cfg["ROWS_PER_PROGRAM"] != 1:
+        return "ROWS_PER_PROGRAM amortises launch for short rows; chunked rows are long"
+    if not chunked and cfg["NUM_STAGES"] != 1:
+        return "NUM_STAGES only pipelines the chunk loop (BLOCK_SIZE > 0)"
+    return None
+
+
+TASK = register(
+    Task(
+        name="rmsnorm",
+        op_type="rmsnorm",
+        description=(
+            "RMSNorm with weight over the last dim of x (rows = batch*seq tokens, hidden), "
+            "eps=1e-6, fp32 accumulation; y = x * rsqrt(mean(x^2) + eps) * weight."
+        ),
+        signature="run(x: Tensor[rows, hidden], weight: Tensor[hidden], eps=1e-6) -> "
+        "Tensor[rows, hidden] (same dtype as x)",
+        reference=reference,
+        make_inputs=make_inputs,
+        shape_names=("rows", "hidden"),
+        # tokens = batch (1..32) x seq (128..4096); hidden of Llama-7B/8B (4096),
+        # 13B (5120), 70B (8192), Qwen2-7B (3584), 1B-class (2048)
+        sweep_shapes=(
+            (128, 4096), (128, 2048), (1024, 5120), (4096, 4096),
+            (4096, 8192), (16384, 3584), (32768, 4096), (65536, 8192),
+        ),
+        edge_shapes=((1, 1), (1, 7), (3, 1500), (7, 3584), (5, 4097), (2, 20000)),
+        cpu_shapes=((8, 4096), (32, 5120)),
+        dtypes=("float16", "bfloat16", "float32"),
+        tolerances={
+            "float32": Tolerance(atol=1e-5, rtol=1e-5, max_bias=1e-5),
+            "float16": Tolerance(atol=1e-3, rtol=1e-2, max_bias=2e-3),
+            "bfloat16": Tolerance(atol=8e-3, rtol=2e-2, max_bias=1e-2),
+        },
+        bytes_moved=bytes_moved,
+        flops=flops,
+        template=TEMPLATE,
+        knobs=(
+            Knob("BLOCK_SIZE", (0, 1024, 4096), "tiling",
+                 "columns per tile: 0 = whole row in registers, else a chunked loop"),
+            Knob("NUM_WARPS", (2, 4, 8, 16), "warps_stages"),
+            Knob("NUM_STAGES", (1, 2), "warps_stages", "software pipelining of the chunk loop"),
+            Knob("ROWS_PER_PROGRAM", (1, 4), "launch_shape",
+                 "rows per program, to amortise launch and index math for short rows"),
+        ),
+        variants=(
+            Variant("PERSISTENT", (False, True), "launch_shape",
+                    "persistent grid (SMs x 4 programs, grid-stride over rows): the weight "
+                    "row is loaded once per program instead of once per row"),
+            Variant("NATIVE_WEIGHT_MUL", (False, True), "precision",
+                    "round the normalised row to the input dtype and multiply by the weight "
+                    "in that dtype (HF Llama style): fewer fp32 registers, one more rounding"),
+        ),
+        related_ops=("softmax", "layernorm", "swiglu"),
+        constraint=constraint,
+    )
+)
