@@ -1,0 +1,91 @@
+"""What an agent sees (``AgentContext``) and what it returns (``Proposal``).
+
+Every agent, scripted LLM or offline catalog, answers the same question: given the
+current best kernel, its feedback, the experiences retrieved for this task and the
+reminders of earlier invalid rounds, what is the ONE next edit to try? Keeping the
+interface this small lets the loop, the policy and the tests ignore which agent runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from kb.record import EDIT_CATEGORIES, ExperienceRecord
+from kernels.base import ConfigValue, Task, header_constants
+
+RoundKind = Literal["exploit", "explore", "tune"]
+
+
+@dataclass(frozen=True)
+class RoundNote:
+    """One earlier round, as later rounds and prompts remember it."""
+
+    iteration: int
+    summary: str
+    categories: tuple[str, ...]
+    verdict: str
+    config: dict[str, ConfigValue]
+    changes: dict[str, ConfigValue] = field(default_factory=dict)  # header values it set
+    time_ms: float | None = None
+    message: str | None = None  # why it failed or was invalid, told to the agent
+
+
+@dataclass
+class AgentContext:
+    task: Task
+    dtype: str
+    iteration: int
+    round_kind: RoundKind
+    best_source: str
+    best_feedback: str = ""
+    last_feedback: str = ""
+    history: list[RoundNote] = field(default_factory=list)
+    tried_hashes: set[str] = field(default_factory=set)
+    reminders: list[str] = field(default_factory=list)  # invalid / failed rounds to avoid
+    few_shot: str = ""  # the retrieved experiences, rendered for a prompt
+    experiences: list[ExperienceRecord] = field(default_factory=list)
+    insights: list[dict[str, Any]] = field(default_factory=list)
+    gpu_arch: str = "cpu"
+
+    @property
+    def best_config(self) -> dict[str, ConfigValue]:
+        """The task parameters as the best kernel's header sets them."""
+        header = header_constants(self.best_source)
+        names = [p.name for p in (*self.task.knobs, *self.task.variants)]
+        return {**self.task.default_config, **{n: header[n] for n in names if n in header}}
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One candidate edit. ``source is None`` means the agent produced nothing usable."""
+
+    source: str | None
+    summary: str
+    categories: tuple[str, ...] = ("other",)
+    claimed_gain: bool = False  # the agent says it is faster (checked against the timing)
+    rationale: str = ""  # why this edit now: evidence, exploration, search state
+    error: str | None = None  # why the reply was unusable
+    raw: str = ""  # the agent's raw reply, for the logs
+
+    def __post_init__(self) -> None:
+        unknown = set(self.categories) - set(EDIT_CATEGORIES)
+        if unknown:
+            raise ValueError(f"unknown categories {sorted(unknown)}")
+        if self.source is None and not self.error:
+            raise ValueError("a proposal without source must say why (error)")
+
+
+class SearchExhausted(Exception):
+    """The agent has nothing left to try: the loop stops with reason 'exhausted'."""
+
+
+class Agent(Protocol):
+    name: str
+    model: str | None
+
+    def propose(self, context: AgentContext) -> Proposal: ...
+
+    def observe(self, proposal: Proposal, score: float | None, verdict: str) -> None:
+        """Learn from the outcome of a proposal (the tuner's search uses it)."""
+        ...

@@ -1,0 +1,87 @@
+"""Weigh retrieved experiences as evidence for a candidate edit "set X to v".
+
+An experience speaks for an edit when its diff set the same header constant to the same
+value (exact evidence) or touched the same edit category (weaker, category evidence).
+Its voice is weighted by how close it is: same op and hardware first, then the same op
+elsewhere, then related ops, then the rest; and by what happened: a measured win counts
+most, a verified-correct untimed edit a little, failures and wrong results count against.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from kb.record import ExperienceRecord, Verdict
+from kernels.base import ConfigValue, Task, _literal
+
+_ADDED_HEADER = re.compile(r"^\+([A-Z][A-Z0-9_]*)\s*=\s*(.+?)\s*(#.*)?$")
+
+VERDICT_VALUE: dict[Verdict, float] = {
+    Verdict.improved: 1.0, Verdict.neutral: 0.2, Verdict.regressed: -0.5,
+    Verdict.incorrect: -1.0, Verdict.failed: -1.0, Verdict.invalid: -0.3,
+}
+CATEGORY_SHARE = 0.25  # how much a category-level vote counts against an exact one
+
+
+def header_changes(diff: str) -> dict[str, ConfigValue]:
+    """Header constants a unified diff sets (its ``+NAME = literal`` lines)."""
+    found: dict[str, ConfigValue] = {}
+    for line in diff.splitlines():
+        if line.startswith("+++"):
+            continue
+        match = _ADDED_HEADER.match(line)
+        if match:
+            try:
+                found[match.group(1)] = _literal(match.group(2))
+            except ValueError:
+                continue
+    return found
+
+
+def relation_weight(record: ExperienceRecord, task: Task, arch: str) -> float:
+    same_hw = record.env.arch == arch
+    if record.task.op_type == task.op_type:
+        return 1.0 if same_hw else 0.6
+    if record.task.op_type in task.related_ops:
+        return 0.4 if same_hw else 0.3
+    return 0.15
+
+
+def outcome_value(record: ExperienceRecord) -> float:
+    value = VERDICT_VALUE[record.verdict]
+    gain = record.feedback.speedup_vs_parent
+    if record.verdict is Verdict.improved and gain is not None:
+        value += min(1.0, max(0.0, gain - 1.0) * 5)  # a 20% win doubles the vote
+    return value
+
+
+@dataclass
+class Evidence:
+    score: float = 0.0
+    ids: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, amount: float, record: ExperienceRecord, how: str) -> None:
+        self.score += amount
+        if record.id and record.id not in self.ids:
+            self.ids.append(record.id)
+            self.notes.append(f"{record.task.op_type}/{record.env.arch} {how} "
+                              f"{record.verdict.value} [{record.id[:10]}]")
+
+
+def weigh(records: Iterable[ExperienceRecord], task: Task, arch: str,
+          param: str, value: ConfigValue, category: str) -> Evidence:
+    """Evidence for setting ``param`` to ``value`` (an edit of ``category``)."""
+    evidence = Evidence()
+    for record in records:
+        if "baseline" in record.edit.categories:
+            continue
+        vote = relation_weight(record, task, arch) * outcome_value(record)
+        changes = header_changes(record.edit.diff)
+        if changes.get(param) == value and type(changes[param]) is type(value):
+            evidence.add(vote, record, f"set {param}={value!r}:")
+        elif category in record.edit.categories:
+            evidence.add(CATEGORY_SHARE * vote, record, f"{category}:")
+    return evidence

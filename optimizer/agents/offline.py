@@ -1,0 +1,156 @@
+"""The offline agent: no network, no key. It walks the task's catalog of real edits.
+
+Candidates are single changes against the current best: "set X to v" for every knob and
+structural variant the task offers, each rendered with ``task.render`` so it is a real
+source edit. They are ranked by the evidence of retrieved experiences (same op and
+hardware first, then related ops; see ``evidence``), ties broken by the catalog order
+(variants first, then knobs, nearest values first), with epsilon-greedy exploration.
+Exploration rounds pick a structurally different candidate: a variant flip, or a far
+jump of a knob.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kb.record import source_hash
+from kernels.base import ConfigValue, Task
+from optimizer.agents.base import AgentContext, Proposal, SearchExhausted
+from optimizer.agents.evidence import Evidence, weigh
+
+
+@dataclass(frozen=True)
+class Candidate:
+    param: str
+    old: ConfigValue
+    value: ConfigValue
+    category: str
+    structural: bool  # a variant flip rather than a knob move
+    distance: int  # index distance from the current value (how far the jump is)
+    rank: int  # catalog order
+    config: dict[str, ConfigValue]  # the full configuration to render
+    enabler: dict[str, ConfigValue]  # other changes needed to make it legal, if any
+
+    def describe(self) -> str:
+        text = f"set {self.param} {self.old!r} -> {self.value!r}"
+        if self.enabler:
+            extra = ", ".join(f"{k}={v!r}" for k, v in self.enabler.items())
+            text += f" (with {extra}, which it requires)"
+        return text
+
+
+def catalog(task: Task, current: dict[str, ConfigValue]) -> Iterator[Candidate]:
+    """Every single change of the current config, in catalog order, made legal if needed."""
+    rank = 0
+    params = [(v, True) for v in task.variants] + [(k, False) for k in task.knobs]
+    for param, structural in params:
+        here = current[param.name]
+        index = param.values.index(here) if here in param.values else 0
+        order = sorted(range(len(param.values)), key=lambda i: (abs(i - index), i))
+        for i in order:
+            value = param.values[i]
+            if value == here:
+                continue
+            config = {**current, param.name: value}
+            enabler: dict[str, ConfigValue] = {}
+            if task.constraint(config) is not None:
+                enabler = _enabler(task, config, param.name) or {}
+                if not enabler:
+                    continue
+                config.update(enabler)
+            rank += 1
+            yield Candidate(param.name, here, value, param.category, structural,
+                            abs(i - index), rank, config, enabler)
+
+
+def _enabler(task: Task, config: dict[str, ConfigValue], fixed: str) -> dict | None:
+    """The first single other change (catalog order) that makes ``config`` legal."""
+    for param in (*task.variants, *task.knobs):
+        if param.name == fixed:
+            continue
+        for value in param.values:
+            if task.constraint({**config, param.name: value}) is None:
+                return {param.name: value}
+    return None
+
+
+class OfflineAgent:
+    name = "offline"
+    model: str | None = None
+
+    def __init__(self, *, epsilon: float = 0.1, seed: int = 0) -> None:
+        self.epsilon = epsilon
+        self._rng = random.Random(seed)
+        self.last_ranking: list[tuple[Candidate, Evidence]] = []
+
+    def rank(self, context: AgentContext) -> list[tuple[Candidate, Evidence]]:
+        """Untried candidates, best evidence first, then catalog order."""
+        task, records = context.task, context.experiences
+        insight_bonus = _insight_bonus(context.insights)
+        ranked = []
+        for cand in catalog(task, context.best_config):
+            source = task.render(cand.config)
+            if source_hash(source) in context.tried_hashes:
+                continue
+            evidence = weigh(records, task, context.gpu_arch, cand.param, cand.value,
+                             cand.category)
+            evidence.score += _history_vote(context, cand)
+            evidence.score += insight_bonus.get(cand.category, 0.0)
+            ranked.append((cand, evidence))
+        ranked.sort(key=lambda pair: (-round(pair[1].score, 6), pair[0].rank))
+        return ranked
+
+    def propose(self, context: AgentContext) -> Proposal:
+        ranked = self.rank(context)
+        self.last_ranking = ranked
+        if not ranked:
+            raise SearchExhausted(f"every single edit of {context.task.name} was tried")
+        if context.round_kind == "explore":
+            cand, evidence = max(ranked, key=lambda p: (p[0].structural, p[0].distance,
+                                                        p[1].score, -p[0].rank))
+            why = "exploration round: the most structurally different untried edit"
+        elif self._rng.random() < self.epsilon:
+            cand, evidence = self._rng.choice(ranked)
+            why = f"epsilon exploration (epsilon={self.epsilon})"
+        else:
+            cand, evidence = ranked[0]
+            why = "highest evidence" if evidence.score else "catalog order (no evidence)"
+        cited = "; ".join(evidence.notes[:4]) or "no retrieved experience on it"
+        rationale = f"{why}; evidence score {evidence.score:+.2f}: {cited}"
+        summary = f"{cand.describe()} ({cand.category})"
+        categories = {cand.category} | {_category(context.task, k) for k in cand.enabler}
+        return Proposal(source=context.task.render(cand.config), summary=summary,
+                        categories=tuple(sorted(categories)), claimed_gain=False,
+                        rationale=rationale)
+
+    def observe(self, proposal: Proposal, score: float | None, verdict: str) -> None:
+        """Its memory is the run's history, which arrives through the context."""
+
+
+def _category(task: Task, name: str) -> str:
+    return next(p.category for p in (*task.knobs, *task.variants) if p.name == name)
+
+
+def _history_vote(context: AgentContext, cand: Candidate) -> float:
+    """This run's own rounds: a value that failed here before is unlikely to work now."""
+    vote = 0.0
+    for note in context.history:
+        if note.changes.get(cand.param) == cand.value:
+            vote += {"improved": 1.0, "failed": -1.0, "incorrect": -1.0,
+                     "regressed": -0.5}.get(note.verdict, 0.0)
+    return vote
+
+
+def _insight_bonus(insights: list[Any]) -> dict[str, float]:
+    """A small push per category from aggregated insights (win rate minus loss rate)."""
+    bonus: dict[str, float] = {}
+    for item in insights:
+        category = getattr(item, "category", None)
+        count = getattr(item, "count", 0) or 0
+        if category and count:
+            rate = (getattr(item, "wins", 0) - getattr(item, "losses", 0)) / count
+            bonus[category] = 0.3 * rate
+    return bonus

@@ -1,0 +1,110 @@
+"""Tuner mode (the article's section 7): the structure is fixed, a numeric search tunes.
+
+The structural variants keep the current best's values; only the knobs move. ``grid``
+walks the knob grid nearest-first; ``tpe`` is a compact Tree-structured-Parzen-like
+search: once a few points are timed, it prefers knob values that are common among the
+fastest quarter and rare among the rest (per-knob densities with Laplace smoothing).
+Untimed rounds (CPU) carry no ranking, so ``tpe`` then falls back to random sampling.
+Several knobs may change in one tuning round: that is the point of a tuner.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass, field
+
+from kb.record import source_hash
+from kernels.base import ConfigValue, Task
+from optimizer.agents.base import AgentContext, Proposal, SearchExhausted
+
+SEARCHES = ("grid", "tpe")
+
+
+@dataclass
+class _Observation:
+    config: dict[str, ConfigValue]
+    score: float | None  # time (lower is better); None = untimed
+    failed: bool
+
+
+@dataclass
+class TunerAgent:
+    search: str = "grid"
+    seed: int = 0
+    startup: int = 4  # timed points before tpe trusts its densities
+    gamma: float = 0.25  # share of timed points that count as "good"
+    name: str = "tuner"
+    model: str | None = None
+    fixed_round_kind: str = "tune"
+    observations: list[_Observation] = field(default_factory=list)
+    _pending: dict[str, ConfigValue] | None = None
+
+    def __post_init__(self) -> None:
+        if self.search not in SEARCHES:
+            raise ValueError(f"search must be one of {SEARCHES}, not {self.search!r}")
+        self._rng = random.Random(self.seed)
+
+    def space(self, task: Task, structure: dict[str, ConfigValue]) -> list[dict]:
+        """Legal knob settings with the variants fixed to ``structure``, nearest first."""
+        fixed = {v.name: structure[v.name] for v in task.variants}
+        points = []
+        for values in itertools.product(*(k.values for k in task.knobs)):
+            config = {**fixed, **dict(zip((k.name for k in task.knobs), values, strict=True))}
+            if task.constraint(config) is None:
+                points.append(config)
+        return sorted(points, key=lambda c: _distance(task, structure, c))
+
+    def propose(self, context: AgentContext) -> Proposal:
+        task, best = context.task, context.best_config
+        untried = [c for c in self.space(task, best)
+                   if source_hash(task.render(c)) not in context.tried_hashes]
+        if not untried:
+            raise SearchExhausted(f"the knob grid of {task.name} under this structure is done")
+        if self.search == "grid":
+            config, why = untried[0], f"grid point, {len(untried)} left"
+        else:
+            config, why = self._tpe_pick(task, untried)
+        self._pending = config
+        changed = {k: v for k, v in config.items() if best.get(k) != v}
+        summary = "tune " + ", ".join(f"{k} {best.get(k)!r} -> {v!r}" for k, v in changed.items())
+        categories = {p.category for p in task.knobs if p.name in changed} or {"other"}
+        return Proposal(source=task.render(config), summary=summary,
+                        categories=tuple(sorted(categories)), claimed_gain=False,
+                        rationale=f"{self.search} search with the structure fixed: {why}")
+
+    def observe(self, proposal: Proposal, score: float | None, verdict: str) -> None:
+        if self._pending is not None:
+            failed = verdict in ("failed", "incorrect")
+            self.observations.append(_Observation(self._pending, score, failed))
+            self._pending = None
+
+    def _tpe_pick(self, task: Task, untried: list[dict]) -> tuple[dict, str]:
+        timed = sorted((o for o in self.observations if o.score is not None and not o.failed),
+                       key=lambda o: o.score or 0.0)
+        if len(timed) < self.startup:
+            return self._rng.choice(untried), f"random start ({len(timed)}/{self.startup} timed)"
+        n_good = max(1, int(len(timed) * self.gamma))
+        good = [o.config for o in timed[:n_good]]
+        bad = [o.config for o in timed[n_good:]] + [o.config for o in self.observations
+                                                    if o.failed]
+
+        def ratio(config: dict) -> float:
+            value = 1.0
+            for knob in task.knobs:
+                n = len(knob.values)
+                p_good = (sum(c[knob.name] == config[knob.name] for c in good) + 1) / \
+                    (len(good) + n)
+                p_bad = (sum(c[knob.name] == config[knob.name] for c in bad) + 1) / \
+                    (len(bad) + n)
+                value *= p_good / p_bad
+            return value
+
+        best = max(untried, key=ratio)
+        return best, f"tpe: l/g = {ratio(best):.2f} from {len(good)} good / {len(bad)} bad"
+
+
+def _distance(task: Task, a: dict, b: dict) -> tuple[int, int]:
+    steps = [abs(k.values.index(a[k.name]) - k.values.index(b[k.name]))
+             if a.get(k.name) in k.values else 1 for k in task.knobs]
+    return sum(1 for s in steps if s), sum(steps)

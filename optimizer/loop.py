@@ -1,0 +1,296 @@
+"""The optimization loop of DESIGN.md: compose agent, diff check, sandbox, policy, write-back.
+
+baseline round -> [recall -> propose ONE change -> diff check -> evaluate -> verdict ->
+write back -> policy] until a stop condition -> full shape sweep of the best kernel.
+Each piece lives in its own module; this one only wires them and keeps the run's state.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kb.record import Environment, ExperienceRecord, Verdict, source_hash
+from kernels.base import Task, header_constants
+from optimizer.agents.base import Agent, AgentContext, Proposal, RoundNote, SearchExhausted
+from optimizer.diffcheck import check
+from optimizer.experience import RunInfo, build_record, unevaluated_feedback
+from optimizer.policy import Policy, StopReason
+from optimizer.recall import Recalled, recall
+from optimizer.verdict import judge, noise_threshold
+from optimizer.writeback import Writeback
+
+log = logging.getLogger(__name__)
+Evaluator = Callable[..., Any]  # optimizer.sandbox.evaluate's signature
+
+
+@dataclass(frozen=True)
+class LoopOptions:
+    dtype: str = "float16"
+    shapes: str | list[tuple[int, ...]] = "auto"  # shapes evaluated each round
+    sweep_shapes: str | list[tuple[int, ...]] = "all"  # the final sweep
+    seeds: int = 3
+    timeout_s: float = 60.0
+    retrieval: bool = True
+
+
+@dataclass
+class RoundOutcome:
+    """One round as the report and the live progress line see it."""
+
+    iteration: int
+    kind: str
+    summary: str
+    verdict: str
+    time_ms: float | None
+    best_ms: float | None
+    improved: bool
+    message: str = ""
+    rationale: str = ""
+    record_id: str | None = None
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    task: Task
+    dtype: str
+    env: Environment
+    stop_reason: StopReason
+    rounds: list[RoundOutcome]
+    records: list[ExperienceRecord]
+    start_source: str
+    best_source: str
+    best_result: Any
+    start_sweep: Any = None  # the starting kernel over the sweep shapes
+    best_sweep: Any = None  # the best kernel over the sweep shapes, parent = start_sweep
+    regressions: dict[str, float] = field(default_factory=dict)  # shape -> slowdown share
+    retrieved_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _State:
+    best_source: str
+    best_result: Any
+    context_feedback: str = ""
+    history: list[RoundNote] = field(default_factory=list)
+    reminders: list[str] = field(default_factory=list)
+    tried: dict[str, int] = field(default_factory=dict)  # source hash -> round
+
+
+class Loop:
+    def __init__(self, task: Task, agent: Agent, *, info: RunInfo, evaluator: Evaluator,
+                 writeback: Writeback, policy: Policy, knowledge: Any = None,
+                 options: LoopOptions | None = None, baseline: Any = None,
+                 on_round: Callable[[RoundOutcome], None] | None = None) -> None:
+        self.task, self.agent, self.info, self.evaluate = task, agent, info, evaluator
+        self.writeback, self.policy, self.knowledge = writeback, policy, knowledge
+        self.options = options or LoopOptions(dtype=info.dtype)
+        self.baseline, self.on_round = baseline, on_round
+        self.records: list[ExperienceRecord] = []
+        self.rounds: list[RoundOutcome] = []
+        self.retrieved_ids: list[str] = []
+
+    # -- the run ----------------------------------------------------------------------
+    def run(self, start_source: str | None = None) -> RunResult:
+        start = start_source or self.task.template
+        state = self._baseline_round(start)
+        recalled = self._recall(state)
+        iteration = 0
+        while self.policy.stop_reason() is None:
+            iteration += 1
+            kind = getattr(self.agent, "fixed_round_kind", None) or \
+                self.policy.round_kind(iteration)
+            context = self._context(state, iteration, kind, recalled)
+            try:
+                proposal = self.agent.propose(context)
+            except SearchExhausted as err:
+                log.info("agent has nothing left: %s", err)
+                self.policy.exhausted = True
+                break
+            improved = self._round(state, iteration, kind, proposal)
+            if improved:
+                recalled = self._recall(state)
+        reason = self.policy.stop_reason() or StopReason.exhausted
+        log.info("stopped after %d rounds: %s", iteration, reason.value)
+        result = RunResult(self.info.run_id, self.task, self.info.dtype, self.info.env, reason,
+                           self.rounds, self.records, start, state.best_source,
+                           state.best_result, retrieved_ids=self.retrieved_ids)
+        self._sweep(result, iteration + 1)
+        return result
+
+    def _evaluate(self, source: str, parent: Any, shapes: Any = None) -> tuple[Any, float]:
+        began = time.monotonic()
+        result = self.evaluate(self.task.name, source, dtype=self.options.dtype,
+                               shapes=shapes or self.options.shapes, parent=parent,
+                               baseline=self.baseline, seeds=self.options.seeds,
+                               timeout_s=self.options.timeout_s)
+        return result, result.wall_s or (time.monotonic() - began)
+
+    def _baseline_round(self, source: str) -> _State:
+        result, spent = self._evaluate(source, None)
+        if not result.ok:
+            raise RuntimeError(f"the starting kernel of {self.task.name} is not correct: "
+                               f"{result.error_kind}: {result.error_message}")
+        proposal = Proposal(source=source, summary=f"starting kernel of {self.task.name}",
+                            categories=("baseline",))
+        self._write(0, "baseline", proposal, None, "", result.feedback_dict(),
+                    Verdict.neutral, result.time_ms, improved=False, message="")
+        self.policy.start(_score(result), spent_s=spent)
+        state = _State(best_source=source, best_result=result, context_feedback=result.text)
+        state.tried[source_hash(source)] = 0
+        return state
+
+    def _round(self, state: _State, iteration: int, kind: str, proposal: Proposal) -> bool:
+        parent = state.best_source
+        if proposal.source is None:
+            message = f"round {iteration}: your reply was unusable ({proposal.error}); " \
+                      "reply with one ```python block holding the whole module"
+            return self._not_evaluated(state, iteration, kind, proposal, "", Verdict.failed,
+                                       "unusable_reply", message)
+        diff = check(parent, proposal.source)
+        if not diff.valid:
+            message = f"round {iteration} was INVALID: {diff.reason}. Make a real change."
+            return self._not_evaluated(state, iteration, kind, proposal, diff.diff,
+                                       Verdict.invalid, "no_change", message)
+        seen = state.tried.get(source_hash(proposal.source))
+        if seen is not None:
+            message = f"round {iteration} was INVALID: identical to the candidate of round " \
+                      f"{seen}, which was already measured"
+            return self._not_evaluated(state, iteration, kind, proposal, diff.diff,
+                                       Verdict.invalid, "repeat", message)
+        state.tried[source_hash(proposal.source)] = iteration
+        result, spent = self._evaluate(proposal.source, state.best_result)
+        noise = noise_threshold(result, state.best_result)
+        verdict = judge(result, state.best_result, claimed_gain=proposal.claimed_gain,
+                        noise=noise)
+        score = _score(result) if verdict is not Verdict.invalid else None
+        improved = self.policy.observe(score, spent_s=spent, noise=noise)
+        message = _reminder(iteration, verdict, result, noise)
+        if message:
+            state.reminders.append(message)
+        self.agent.observe(proposal, _score(result), verdict.value)
+        self._write(iteration, kind, proposal, parent, diff.diff, result.feedback_dict(),
+                    verdict, result.time_ms, improved=improved, message=message or "")
+        state.history.append(self._note(iteration, proposal, verdict, parent, message,
+                                        result.time_ms))
+        state.context_feedback = result.text
+        if improved:
+            state.best_source, state.best_result = proposal.source, result
+        return improved
+
+    def _not_evaluated(self, state: _State, iteration: int, kind: str, proposal: Proposal,
+                       diff: str, verdict: Verdict, error_kind: str, message: str) -> bool:
+        state.reminders.append(message)
+        self.policy.observe(None)
+        self.agent.observe(proposal, None, verdict.value)
+        feedback = unevaluated_feedback(error_kind, message)
+        self._write(iteration, kind, proposal, state.best_source, diff, feedback, verdict,
+                    None, improved=False, message=message)
+        state.history.append(self._note(iteration, proposal, verdict, state.best_source,
+                                        message, None))
+        state.context_feedback = message
+        return False
+
+    def _write(self, iteration: int, kind: str, proposal: Proposal, parent: str | None,
+               diff: str, feedback: Any, verdict: Verdict, time_ms: float | None, *,
+               improved: bool, message: str) -> None:
+        record = build_record(self.info, iteration=iteration, round_kind=kind,
+                              proposal=proposal, parent_source=parent, diff=diff,
+                              feedback=feedback, verdict=verdict)
+        where = self.writeback.write(record)
+        self.records.append(record)
+        outcome = RoundOutcome(iteration, kind, proposal.summary, verdict.value, time_ms,
+                               self.policy.best_score, improved, message, proposal.rationale,
+                               record.id)
+        self.rounds.append(outcome)
+        log.debug("round %d written (%s): %s", iteration, where, record.id)
+        if self.on_round:
+            self.on_round(outcome)
+
+    def _note(self, iteration: int, proposal: Proposal, verdict: Verdict, parent: str,
+              message: str | None, time_ms: float | None) -> RoundNote:
+        child = header_constants(proposal.source or "")
+        before = header_constants(parent)
+        changes = {k: v for k, v in child.items() if before.get(k) != v}
+        return RoundNote(iteration, proposal.summary, proposal.categories, verdict.value,
+                         child, changes, time_ms, message)
+
+    def _recall(self, state: _State) -> Recalled:
+        if self.knowledge is None or not self.options.retrieval:
+            return Recalled()
+        recalled = recall(self.knowledge, self.task, self.info.dtype, self.info.env,
+                          source=state.best_source, feedback=state.context_feedback)
+        own = self.info.run_id
+        recalled.experiences = [r for r in recalled.experiences if r.run_id != own]
+        self.retrieved_ids.extend(r.id for r in recalled.experiences
+                                  if r.id not in self.retrieved_ids)
+        return recalled
+
+    def _context(self, state: _State, iteration: int, kind: str,
+                 recalled: Recalled) -> AgentContext:
+        return AgentContext(
+            task=self.task, dtype=self.info.dtype, iteration=iteration, round_kind=kind,
+            best_source=state.best_source, best_feedback=state.best_result.text,
+            last_feedback=state.context_feedback, history=list(state.history),
+            tried_hashes=set(state.tried), reminders=list(state.reminders),
+            few_shot=recalled.few_shot, experiences=recalled.experiences,
+            insights=recalled.insights, gpu_arch=self.info.env.arch)
+
+    # -- the end of a run ---------------------------------------------------------------
+    def _sweep(self, result: RunResult, iteration: int) -> None:
+        """Best kernel vs the starting kernel over the full sweep, regressions flagged."""
+        shapes = self.options.sweep_shapes
+        start, _ = self._evaluate(result.start_source, None, shapes)
+        result.start_sweep = start
+        if result.best_source == result.start_source:
+            result.best_sweep = start
+            return
+        best, _ = self._evaluate(result.best_source, start, shapes)
+        result.best_sweep = best
+        result.regressions = regressions(best, start, noise_threshold(best, start))
+        categories = sorted({c for r in self.records if r.verdict is Verdict.improved
+                             for c in r.edit.categories}) or ["other"]
+        proposal = Proposal(source=result.best_source, categories=tuple(categories),
+                            summary=f"full shape sweep of the best kernel vs the start "
+                                    f"({len(result.regressions)} shapes regressed)")
+        verdict = judge(best, start, claimed_gain=False, noise=noise_threshold(best, start))
+        record = build_record(self.info, iteration=iteration, round_kind="sweep",
+                              proposal=proposal, parent_source=result.start_source,
+                              diff=check(result.start_source, result.best_source).diff,
+                              feedback=best.feedback_dict(), verdict=verdict)
+        self.writeback.write(record)
+        self.records.append(record)
+
+
+def regressions(best: Any, start: Any, noise: float) -> dict[str, float]:
+    """Shapes where the best kernel is slower than the start beyond noise: slowdown share."""
+    if not (best.ok and best.timing_available and start.timing_available):
+        return {}
+    flagged = {}
+    for shape, (median, _) in best.timings.items():
+        before = start.timings.get(shape, (None, None))[0]
+        if before and median > before * (1.0 + noise):
+            flagged[shape] = median / before - 1.0
+    return flagged
+
+
+def _score(result: Any) -> float | None:
+    """The policy's score: measured time of a correct, trustworthy run; else None."""
+    if result.ok and result.timing_available and not result.suspect:
+        return result.time_ms
+    return None
+
+
+def _reminder(iteration: int, verdict: Verdict, result: Any, noise: float) -> str | None:
+    if verdict is Verdict.invalid:
+        return (f"round {iteration} was INVALID: you claimed a gain but the time is within "
+                f"noise ({noise:.0%}) of the parent. Claim only what the timing shows.")
+    if verdict in (Verdict.failed, Verdict.incorrect):
+        first = (result.error_message or "").strip().splitlines()[:1]
+        return f"round {iteration} {verdict.value} ({result.error_kind}): " \
+               f"{first[0][:200] if first else ''}"
+    return None
