@@ -24,11 +24,15 @@ def _speed(hit: Hit) -> str:
     return ", ".join(parts) or "no timing"
 
 
+def _repeated(hit: Hit) -> bool:
+    return hit.support > 1 and hit.record.verdict.value == "improved"
+
+
 def render_hit(n: int, hit: Hit, diff_lines: int = _DIFF_LINES) -> str:
     r = hit.record
     head = (f"[{n}] {r.task.op_type}/{r.task.task_id} {r.task.dtype} on {r.env.gpu_name} "
             f"({r.env.arch}, triton {r.env.triton_version}) | {r.verdict.value}, {_speed(hit)} "
-            f"| {hit.evidence}" + (f", {hit.support} similar wins" if hit.support > 1 else ""))
+            f"| {hit.evidence}" + (f", {hit.support} similar wins" if _repeated(hit) else ""))
     lines = [head, f"    edit [{', '.join(r.edit.categories)}]: {r.edit.summary}"]
     if r.edit.config:
         lines.append("    config: " + ", ".join(f"{k}={v}" for k, v in r.edit.config.items()))
