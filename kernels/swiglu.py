@@ -1,0 +1,182 @@
+"""SwiGLU activation: y = silu(gate) * up, elementwise, computed in fp32.
+
+Layout: two tensors gate and up of shape (tokens, intermediate), as they come out of two
+projections (or as the two halves of a fused [tokens, 2*I] projection, split by the
+caller with views; run() makes them contiguous). The output has their shape and dtype.
+
+Search space: 1-D flat tiling over all elements vs a 2-D grid (row, column block); the
+sigmoid as g / (1 + exp(-g)) or tl.sigmoid; an even-size specialisation that drops the
+masks when the size divides the block; contiguity hints (tl.multiple_of /
+tl.max_contiguous) that let the compiler emit wide vector loads; block size; warps.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kernels.base import Knob, Shape, Task, Tolerance, Variant, register
+
+TEMPLATE = '''\
+import torch
+import triton
+import triton.language as tl
+
+BLOCK_SIZE = 1024  # elements (1-D) or columns (2-D) per program
+NUM_WARPS = 4
+TILING_2D = False  # grid over (row, column block) instead of one flat range of elements
+SIGMOID = "exp"  # "exp": g / (1 + exp(-g)); "tl": g * tl.sigmoid(g)
+EVEN_SPECIALIZATION = False  # mask-free kernel when the size divides the block
+CONTIGUITY_HINTS = False  # tl.multiple_of / tl.max_contiguous on offsets: vector loads
+
+
+@triton.jit
+def _silu_mul(g, u, TL_SIGMOID: tl.constexpr):
+    g = g.to(tl.float32)
+    if TL_SIGMOID:
+        s = g * tl.sigmoid(g)
+    else:
+        s = g / (1.0 + tl.exp(-g))
+    return s * u.to(tl.float32)
+
+
+@triton.jit
+def swiglu_flat_kernel(out_ptr, g_ptr, u_ptr, n_elements, BLOCK: tl.constexpr,
+                       EVEN: tl.constexpr, HINTS: tl.constexpr, TL_SIGMOID: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    if HINTS:
+        offs = tl.max_contiguous(tl.multiple_of(offs, BLOCK), BLOCK)
+    if EVEN:
+        g = tl.load(g_ptr + offs)
+        u = tl.load(u_ptr + offs)
+        tl.store(out_ptr + offs, _silu_mul(g, u, TL_SIGMOID).to(out_ptr.dtype.element_ty))
+    else:
+        mask = offs < n_elements
+        g = tl.load(g_ptr + offs, mask=mask, other=0.0)
+        u = tl.load(u_ptr + offs, mask=mask, other=0.0)
+        y = _silu_mul(g, u, TL_SIGMOID)
+        tl.store(out_ptr + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def swiglu_2d_kernel(out_ptr, g_ptr, u_ptr, n_cols, stride_g, stride_u, stride_o,
+                     BLOCK: tl.constexpr, EVEN: tl.constexpr, HINTS: tl.constexpr,
+                     TL_SIGMOID: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    if HINTS:
+        cols = tl.max_contiguous(tl.multiple_of(cols, BLOCK), BLOCK)
+    g_row = g_ptr + row * stride_g
+    u_row = u_ptr + row * stride_u
+    o_row = out_ptr + row * stride_o
+    if EVEN:
+        y = _silu_mul(tl.load(g_row + cols), tl.load(u_row + cols), TL_SIGMOID)
+        tl.store(o_row + cols, y.to(out_ptr.dtype.element_ty))
+    else:
+        mask = cols < n_cols
+        g = tl.load(g_row + cols, mask=mask, other=0.0)
+        u = tl.load(u_row + cols, mask=mask, other=0.0)
+        y = _silu_mul(g, u, TL_SIGMOID)
+        tl.store(o_row + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def run(gate, up):
+    if gate.shape != up.shape:
+        raise ValueError(f"gate {tuple(gate.shape)} and up {tuple(up.shape)} differ")
+    gate = gate.contiguous()
+    up = up.contiguous()
+    out = torch.empty_like(gate)
+    n_rows, n_cols = gate.shape
+    tl_sigmoid = SIGMOID == "tl"
+    if TILING_2D:
+        block = min(BLOCK_SIZE, triton.next_power_of_2(n_cols))
+        even = EVEN_SPECIALIZATION and n_cols % block == 0
+        grid = (n_rows, triton.cdiv(n_cols, block))
+        swiglu_2d_kernel[grid](out, gate, up, n_cols, gate.stride(0), up.stride(0),
+                               out.stride(0), BLOCK=block, EVEN=even, HINTS=CONTIGUITY_HINTS,
+                               TL_SIGMOID=tl_sigmoid, num_warps=NUM_WARPS)
+    else:
+        n_elements = gate.numel()
+        even = EVEN_SPECIALIZATION and n_elements % BLOCK_SIZE == 0
+        grid = (triton.cdiv(n_elements, BLOCK_SIZE),)
+        swiglu_flat_kernel[grid](out, gate, up, n_elements, BLOCK=BLOCK_SIZE, EVEN=even,
+                                 HINTS=CONTIGUITY_HINTS, TL_SIGMOID=tl_sigmoid,
+                                 num_warps=NUM_WARPS)
+    return out
+'''
+
+
+def reference(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
+    return (torch.nn.functional.silu(gate.float()) * up.float()).to(gate.dtype)
+
+
+def make_inputs(
+    shape: Shape, dtype: torch.dtype, seed: int, device: str
+) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    gate = torch.randn(shape, generator=gen, dtype=torch.float32) * 3.0  # both tails of silu
+    up = torch.randn(shape, generator=gen, dtype=torch.float32)
+    return gate.to(device=device, dtype=dtype), up.to(device=device, dtype=dtype)
+
+
+def bytes_moved(shape: Shape, dtype: torch.dtype) -> int:
+    tokens, inter = shape
+    return 3 * tokens * inter * torch.finfo(dtype).bits // 8  # read gate and up, write y
+
+
+def flops(shape: Shape, dtype: torch.dtype) -> int:
+    tokens, inter = shape
+    return 5 * tokens * inter  # negate, exp, add, divide, multiply
+
+
+TASK = register(
+    Task(
+        name="swiglu",
+        op_type="swiglu",
+        description=(
+            "SwiGLU activation silu(gate) * up over two (tokens, intermediate) tensors, "
+            "computed in fp32, output in the input dtype."
+        ),
+        signature="run(gate: Tensor[tokens, inter], up: Tensor[tokens, inter]) -> "
+        "Tensor[tokens, inter] (same dtype)",
+        reference=reference,
+        make_inputs=make_inputs,
+        shape_names=("tokens", "inter"),
+        # tokens = batch (1..32) x seq (128..4096); intermediate sizes of Llama-2-7B (11008),
+        # Llama-2-13B (13824), Llama-3-8B / Mistral-7B (14336), Qwen2-7B (18944),
+        # Llama-3-70B (28672)
+        sweep_shapes=(
+            (128, 11008), (512, 14336), (2048, 11008), (4096, 14336),
+            (8192, 13824), (16384, 18944), (32768, 14336), (4096, 28672),
+        ),
+        edge_shapes=((1, 1), (1, 7), (3, 1000), (4, 4096), (5, 4097), (1, 14336)),
+        cpu_shapes=((4, 11008), (16, 14336)),
+        dtypes=("float16", "bfloat16", "float32"),
+        tolerances={
+            "float32": Tolerance(atol=1e-5, rtol=1e-5, max_bias=1e-5),
+            "float16": Tolerance(atol=1e-3, rtol=1e-2, max_bias=2e-3),
+            "bfloat16": Tolerance(atol=8e-3, rtol=2e-2, max_bias=1e-2),
+        },
+        bytes_moved=bytes_moved,
+        flops=flops,
+        template=TEMPLATE,
+        knobs=(
+            Knob("BLOCK_SIZE", (1024, 4096), "tiling",
+                 "elements (1-D) or columns (2-D) per program"),
+            Knob("NUM_WARPS", (4, 8), "warps_stages"),
+        ),
+        variants=(
+            Variant("TILING_2D", (False, True), "launch_shape",
+                    "2-D grid over (row, column block): per-row pointers and no 64-bit flat "
+                    "index math, at the cost of a partial block at every row end"),
+            Variant("SIGMOID", ("exp", "tl"), "algorithm",
+                    "sigmoid as g / (1 + exp(-g)) or tl.sigmoid(g) * g"),
+            Variant("EVEN_SPECIALIZATION", (False, True), "specialization",
+                    "when the size divides the block, launch a kernel without masks"),
+            Variant("CONTIGUITY_HINTS", (False, True), "vectorization",
+                    "tl.multiple_of / tl.max_contiguous on the offsets so loads and stores "
+                    "become 128-bit vector accesses"),
+        ),
+        related_ops=("rmsnorm", "gelu", "matmul"),
+    )
+)
