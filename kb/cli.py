@@ -52,6 +52,10 @@ for _name, _help in [
 ]:
     register(Command(_name, _help, _no_arguments, _not_yet))
 
+from optimizer import command as _optimize  # noqa: E402 - light at import (argparse only)
+
+register(Command("optimize", _optimize.HELP, _optimize.add_arguments, _optimize.run))
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kernelkb", description=__doc__.splitlines()[0])

@@ -11,6 +11,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kb.record import Environment, ExperienceRecord, Verdict, source_hash
@@ -69,6 +70,9 @@ class RunResult:
     best_sweep: Any = None  # the best kernel over the sweep shapes, parent = start_sweep
     regressions: dict[str, float] = field(default_factory=dict)  # shape -> slowdown share
     retrieved_ids: list[str] = field(default_factory=list)
+    report_path: Path | None = None
+    export_path: Path | None = None
+    journal_path: Path | None = None
 
 
 @dataclass

@@ -1,0 +1,111 @@
+"""``kernelkb optimize TASK``: the CLI face of ``optimizer.session.optimize``.
+
+Light at import (argparse only) so ``kernelkb --help`` stays instant. Live progress is
+one log line per round on the ``kernelkb.progress`` logger.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+HELP = "optimize a task's kernel with an agent, writing experiences back"
+progress = logging.getLogger("kernelkb.progress")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("task", help="task name, e.g. softmax")
+    parser.add_argument("--agent", choices=("offline", "llm", "tuner"), default="offline",
+                        help="offline catalog agent (default), an LLM, or the knob tuner")
+    parser.add_argument("--search", choices=("grid", "tpe"), default="grid",
+                        help="tuner agent: grid or TPE-like search over the knobs")
+    parser.add_argument("--max-iters", type=int, default=100)
+    parser.add_argument("--patience", type=int, default=6)
+    parser.add_argument("--budget-s", type=float, default=None,
+                        help="stop after this many seconds of evaluation (GPU) time")
+    parser.add_argument("--target-speedup", type=float, default=None)
+    parser.add_argument("--explore-every", type=int, default=10)
+    parser.add_argument("--no-retrieval", action="store_true",
+                        help="do not retrieve experiences (still writes them back)")
+    parser.add_argument("--dtype", default="float16")
+    parser.add_argument("--shapes", default="auto",
+                        help="shape set per round: auto, cpu, sweep, edge, all")
+    parser.add_argument("--sweep-shapes", default="all", help="shape set of the final sweep")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--timeout-s", type=float, default=60.0)
+    parser.add_argument("--out", type=Path, default=Path("runs"), help="runs folder")
+    parser.add_argument("--journal", type=Path, default=None,
+                        help="journal path when the service is down (default: in the run)")
+    parser.add_argument("--model", default=None, help="LLM model (else settings)")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def run(args: argparse.Namespace) -> int:
+    from kb.settings import Settings
+    from optimizer.loop import LoopOptions
+    from optimizer.policy import PolicyConfig
+    from optimizer.session import optimize
+
+    settings = Settings()
+    try:
+        policy = PolicyConfig(patience=args.patience, max_iters=args.max_iters,
+                              target_speedup=args.target_speedup, budget_s=args.budget_s,
+                              explore_every=args.explore_every)
+        agent = make_agent(args, settings)
+    except ValueError as err:
+        logging.getLogger(__name__).error("%s", err)
+        return 2
+    options = LoopOptions(dtype=args.dtype, shapes=args.shapes, sweep_shapes=args.sweep_shapes,
+                          seeds=args.seeds, timeout_s=args.timeout_s,
+                          retrieval=not args.no_retrieval)
+    result = optimize(args.task, agent, out_dir=args.out, knowledge=make_knowledge(settings),
+                      policy=policy, options=options, journal_path=args.journal,
+                      command="kernelkb " + shlex.join(sys.argv[1:]), on_round=log_round)
+    progress.info("stopped by %s after %d rounds; report %s; kernel %s",
+                  result.stop_reason.value, len(result.rounds) - 1, result.report_path,
+                  result.export_path)
+    return 0
+
+
+def make_agent(args: argparse.Namespace, settings: Any) -> Any:
+    if args.agent == "offline":
+        from optimizer.agents.offline import OfflineAgent
+
+        return OfflineAgent(seed=args.seed)
+    if args.agent == "tuner":
+        from optimizer.agents.tuner import TunerAgent
+
+        return TunerAgent(search=args.search, seed=args.seed)
+    from optimizer.agents.llm import LLMAgent, LLMSettings
+
+    model = args.model or settings.llm_model
+    if not model:
+        raise ValueError("--agent llm needs a model: --model or KERNELKB_LLM_MODEL")
+    return LLMAgent(LLMSettings(base_url=settings.llm_base_url, model=model,
+                                api_key=settings.llm_api_key))
+
+
+def make_knowledge(settings: Any) -> Any:
+    """The service when one is configured, else the in-process store, else none (journal)."""
+    if settings.service_url:
+        from retrieval.remote import RemoteKnowledge
+
+        return RemoteKnowledge(settings.service_url, settings.api_token)
+    try:
+        from retrieval.service import LocalKnowledge
+    except ImportError as err:  # a bare GPU host: no chromadb / sqlmodel
+        logging.getLogger(__name__).warning("no knowledge store here (%s): journal only", err)
+        return None
+    return LocalKnowledge(settings)
+
+
+def log_round(outcome: Any) -> None:
+    time_text = f"{outcome.time_ms:.4f} ms" if outcome.time_ms is not None else "untimed"
+    best = f"best {outcome.best_ms:.4f} ms" if outcome.best_ms is not None else "best -"
+    mark = " *new best*" if outcome.improved else ""
+    progress.info("round %3d %-8s %-9s %-10s %s | %s%s", outcome.iteration, outcome.kind,
+                  outcome.verdict, time_text, best, outcome.summary[:90], mark)

@@ -1,0 +1,132 @@
+"""The end-of-run report: markdown plus PNG plots (matplotlib, Agg backend, no display).
+
+Plots: time per iteration (coloured by verdict), best-so-far curve, per-shape speedup of
+the best kernel over the starting kernel. Without GPU timing (the CPU interpreter) the
+plots say so instead of showing numbers that would mislead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+_COLOURS = {"improved": "tab:green", "neutral": "tab:gray", "regressed": "tab:orange",
+            "incorrect": "tab:red", "failed": "black", "invalid": "tab:purple"}
+
+
+def write_report(result: Any, out_dir: Path, *, title_note: str = "") -> Path:
+    """Write report.md and its PNGs into ``out_dir``; returns the markdown's path."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    timed = any(r.time_ms is not None for r in result.rounds)
+    plots = {"time_per_iteration.png": _plot_times(result, timed),
+             "best_so_far.png": _plot_best(result, timed),
+             "shape_speedup.png": _plot_shapes(result)}
+    for name, fig in plots.items():
+        fig.savefig(out_dir / name, dpi=100, bbox_inches="tight")
+        plt.close(fig)
+    path = out_dir / "report.md"
+    path.write_text(_markdown(result, timed, title_note, list(plots)))
+    return path
+
+
+def _plot_times(result: Any, timed: bool) -> Any:
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    for r in result.rounds:
+        if r.time_ms is not None:
+            ax.scatter(r.iteration, r.time_ms, color=_COLOURS.get(r.verdict, "tab:blue"),
+                       label=r.verdict)
+        else:
+            ax.axvline(r.iteration, color=_COLOURS.get(r.verdict, "tab:blue"), alpha=0.25)
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        unique = dict(zip(labels, handles, strict=True))
+        ax.legend(unique.values(), unique.keys(), fontsize=8)
+    _untimed_note(ax, timed)
+    ax.set(xlabel="iteration", ylabel="time (ms, geomean of shapes)",
+           title=f"{result.task.name}: time per iteration")
+    return fig
+
+
+def _plot_best(result: Any, timed: bool) -> Any:
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    points = [(r.iteration, r.best_ms) for r in result.rounds if r.best_ms is not None]
+    if points:
+        ax.step(*zip(*points, strict=True), where="post", color="tab:green")
+    _untimed_note(ax, timed)
+    ax.set(xlabel="iteration", ylabel="best time so far (ms)",
+           title=f"{result.task.name}: best so far")
+    return fig
+
+
+def _plot_shapes(result: Any) -> Any:
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    speedups = shape_speedups(result)
+    if speedups:
+        labels = list(speedups)
+        colours = ["tab:red" if s in result.regressions else "tab:green" for s in labels]
+        ax.bar(range(len(labels)), [speedups[s] for s in labels], color=colours)
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=7)
+    _untimed_note(ax, bool(speedups))
+    ax.set(ylabel="speedup vs starting kernel", title=f"{result.task.name}: per-shape speedup")
+    return fig
+
+
+def shape_speedups(result: Any) -> dict[str, float]:
+    best, start = result.best_sweep, result.start_sweep
+    if best is None or start is None or not (best.timing_available and start.timing_available):
+        return {}
+    return {shape: start.timings[shape][0] / med for shape, (med, _) in best.timings.items()
+            if shape in start.timings}
+
+
+def _untimed_note(ax: Any, timed: bool) -> None:
+    if not timed:
+        ax.text(0.5, 0.5, "no GPU timing (CPU interpreter: correctness only)",
+                ha="center", va="center", transform=ax.transAxes, color="gray")
+
+
+def _markdown(result: Any, timed: bool, note: str, plots: list[str]) -> str:
+    env, best = result.env, result.best_result
+    lines = [f"# Optimization report: {result.task.name} ({result.dtype})", ""]
+    if note:
+        lines += [note, ""]
+    lines += [
+        f"- run id: `{result.run_id}`",
+        f"- hardware: {env.gpu_name} ({env.arch}), Triton {env.triton_version}, "
+        f"torch {env.torch_version}",
+        f"- rounds: {len(result.rounds) - 1} after the baseline; stopped by "
+        f"**{result.stop_reason.value}**",
+        f"- experiences written: {len(result.records)}; retrieved from earlier runs: "
+        f"{len(result.retrieved_ids)}",
+    ]
+    if timed and best.time_ms is not None and result.rounds[0].time_ms:
+        lines.append(f"- best: {best.time_ms:.4f} ms vs start {result.rounds[0].time_ms:.4f} ms "
+                     f"= {result.rounds[0].time_ms / best.time_ms:.2f}x")
+    elif not timed:
+        lines.append("- timing: none (CPU interpreter; correctness only, not GPU timing)")
+    lines += ["", "## Rounds", "", "| # | kind | edit | verdict | time (ms) | note |",
+              "|---|---|---|---|---|---|"]
+    for r in result.rounds:
+        time_ms = f"{r.time_ms:.4f}" if r.time_ms is not None else "-"
+        note_text = (r.message or "").replace("|", "/").replace("\n", " ")[:120]
+        lines.append(f"| {r.iteration} | {r.kind} | {r.summary.replace('|', '/')[:100]} | "
+                     f"{r.verdict}{' (new best)' if r.improved else ''} | {time_ms} | "
+                     f"{note_text} |")
+    lines += ["", "## Shape sweep of the best kernel vs the start", ""]
+    sweep = result.best_sweep
+    if sweep is None:
+        lines.append("(no sweep)")
+    else:
+        lines.append(f"correctness: {'pass' if sweep.ok else 'FAIL'} on "
+                     f"{len(sweep.shapes_checked)} shapes")
+        for shape, speedup in shape_speedups(result).items():
+            flag = " **REGRESSION**" if shape in result.regressions else ""
+            lines.append(f"- {shape}: {speedup:.2f}x{flag}")
+    lines += ["", *[f"![{p}]({p})" for p in plots], ""]
+    return "\n".join(lines)

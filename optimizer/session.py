@@ -1,0 +1,69 @@
+"""One optimization run end to end: set up, loop, sweep, report, export.
+
+The programmatic entry point (the CLI and the tests call it): it builds the run's shared
+record fields, the write-back with its journal, the policy and the loop, then writes the
+report and exports the best kernel into the run folder.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from kb.record import Environment
+from kernels.base import get_task
+from optimizer.agents.base import Agent
+from optimizer.experience import RunInfo
+from optimizer.export import export_module
+from optimizer.loop import Loop, LoopOptions, RoundOutcome, RunResult
+from optimizer.policy import Policy, PolicyConfig
+from optimizer.report import write_report
+from optimizer.writeback import Journal, Writeback
+
+log = logging.getLogger(__name__)
+
+
+def new_run_id(task_name: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    return f"{task_name}-{stamp}-{secrets.token_hex(3)}"
+
+
+def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = None,
+             policy: PolicyConfig | None = None, options: LoopOptions | None = None,
+             command: str | None = None, journal_path: Path | None = None,
+             on_round: Callable[[RoundOutcome], None] | None = None,
+             evaluator: Callable[..., Any] | None = None, measure_baseline: bool = True,
+             run_id: str | None = None) -> RunResult:
+    """Run the loop on ``task_name`` and write report.md, plots, the exported kernel and
+    (when the service is missing or down) the journal into ``out_dir/<run id>/``."""
+    from optimizer import sandbox
+
+    task = get_task(task_name)
+    options = options or LoopOptions()
+    run_id = run_id or new_run_id(task.name)
+    run_dir = Path(out_dir) / run_id
+    env = Environment(**sandbox.detect_environment())
+    shape_set = options.shapes if isinstance(options.shapes, str) else \
+        ";".join(task.shape_label(s) for s in options.shapes)
+    info = RunInfo(run_id, task, options.dtype, shape_set, env, agent.name, agent.model,
+                   command)
+    journal = Journal(journal_path or run_dir / "journal.jsonl")
+    writeback = Writeback(knowledge, journal)
+    baseline = sandbox.measure_baseline(task.name, options.dtype, options.shapes) \
+        if measure_baseline else None
+    loop = Loop(task, agent, info=info, evaluator=evaluator or sandbox.evaluate,
+                writeback=writeback, policy=Policy(policy or PolicyConfig()),
+                knowledge=knowledge, options=options, baseline=baseline, on_round=on_round)
+    result = loop.run()
+    note = "" if env.arch != "cpu" else "(CPU interpreter: correctness only, no GPU timing)"
+    result.report_path = write_report(result, run_dir, title_note=note)
+    result.export_path = export_module(task, result.best_source,
+                                       run_dir / f"best_{task.name}.py", dtype=options.dtype,
+                                       note=f"Run {run_id}, {env.gpu_name}.")
+    result.journal_path = journal.path if writeback.journaled else None
+    log.info("%s; report: %s", writeback.summary(), result.report_path)
+    return result
