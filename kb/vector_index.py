@@ -11,7 +11,6 @@ those ids against an in-memory float32 matrix loaded from Chroma once (100k x 38
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -57,7 +56,7 @@ class VectorIndex:
                 import chromadb
                 from chromadb.config import Settings as ChromaSettings
 
-                chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=True)
+                chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
                 if self.host:
                     self._client = chromadb.HttpClient(
                         host=self.host, port=self.port, settings=chroma_settings
@@ -95,17 +94,20 @@ class VectorIndex:
             if self._loaded:
                 self._add_to_matrix(ids, vectors)
 
-    def wipe(self) -> None:
-        """Drop every vector (the first step of a rebuild)."""
+    def close(self) -> None:
+        """Release the Chroma client (chromadb caches one system per folder per process)."""
         with self._lock:
-            if self.host:
-                self.collection  # noqa: B018  (connects)
-                self._client.delete_collection(self.collection_name)
-            elif self.path is not None and self.path.exists():
-                if self._client is not None:
-                    self._client.reset()
-                shutil.rmtree(self.path, ignore_errors=True)
+            if self._client is not None and hasattr(self._client, "clear_system_cache"):
+                self._client.clear_system_cache()
             self._client = None
+            self._collection = None
+
+    def wipe(self) -> None:
+        """Drop every vector (the first step of a rebuild): delete and recreate the
+        collection, which works the same on a folder and on a Chroma server."""
+        with self._lock:
+            self.collection  # noqa: B018  (connects)
+            self._client.delete_collection(self.collection_name)
             self._collection = None
             self._ids, self._pos = [], {}
             self._matrix = np.zeros((0, DIMENSION), dtype=np.float32)

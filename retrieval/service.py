@@ -60,6 +60,10 @@ class LocalKnowledge:
             collection=self.settings.chroma_collection,
         )
 
+    def close(self) -> None:
+        self.index.close()
+        self.engine.dispose()
+
     def session(self) -> Session:
         return Session(self.engine)
 

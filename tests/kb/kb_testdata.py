@@ -36,7 +36,8 @@ def shared_embedder() -> Embedder:
 
 
 def make_knowledge(root: Path, **overrides: Any) -> LocalKnowledge:
-    settings = Settings(data_dir=root, seeds_dir=root / "no-seeds", **overrides)
+    overrides.setdefault("seeds_dir", root / "no-seeds")
+    settings = Settings(data_dir=root, **overrides)
     return LocalKnowledge(settings, embedder=shared_embedder())
 
 

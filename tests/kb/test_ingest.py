@@ -1,0 +1,96 @@
+"""Ingest: idempotence, field-level rejections, reindex, seeds, reads."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from kb_testdata import make_knowledge, record_dict
+
+from retrieval.query import RetrievalQuery
+from retrieval.service import LocalKnowledge
+
+
+def _batch() -> list[dict]:
+    return [
+        record_dict(),
+        record_dict(hw="A100", summary="num_warps 8 hides latency", categories=("warps_stages",)),
+        record_dict(op="rmsnorm", summary="fuse the weight multiply", categories=("fusion",)),
+    ]
+
+
+def test_reingest_is_idempotent(knowledge: LocalKnowledge) -> None:
+    first = knowledge.ingest(_batch())
+    assert len(first.accepted) == 3 and not first.duplicates and first.ok
+    second = knowledge.ingest(_batch())
+    assert second.accepted == [] and sorted(second.duplicates) == sorted(first.accepted)
+    stats = knowledge.stats()
+    assert stats["experiences"] == 3 and stats["vectors"] == 3
+    # the same record twice inside one batch is stored once
+    third = knowledge.ingest([record_dict(summary="new one")] * 2)
+    assert len(third.accepted) == 1 and third.duplicates == third.accepted
+
+
+def test_bad_records_are_rejected_by_field_and_the_rest_kept(knowledge: LocalKnowledge) -> None:
+    missing_op = record_dict(summary="a")
+    del missing_op["task"]["op_type"]
+    negative = record_dict(summary="b", speedup=-1.0)
+    typo = record_dict(summary="c", categories=("tilling",))
+    items = [record_dict(summary="good 1"), missing_op, negative, typo, "not json {",
+             [1, 2], record_dict(summary="good 2")]
+    report = knowledge.ingest(items)
+    assert len(report.accepted) == 2
+    by_index = {r.index: r for r in report.rejected}
+    assert by_index[1].field == "task.op_type" and "required" in by_index[1].reason.lower()
+    assert by_index[2].field == "feedback.speedup_vs_parent" and "greater" in by_index[2].reason
+    assert by_index[3].field == "edit.categories" and "tilling" in by_index[3].reason
+    assert by_index[4].field == "<record>" and "invalid JSON" in by_index[4].reason
+    assert by_index[5].field == "<record>" and "list" in by_index[5].reason
+    assert knowledge.stats()["experiences"] == 2
+
+
+def test_wrong_id_is_rejected(knowledge: LocalKnowledge) -> None:
+    data = record_dict()
+    data["id"] = "0" * 32
+    report = knowledge.ingest([data])
+    assert report.rejected and report.rejected[0].field == "<record>"
+    assert "content hash" in report.rejected[0].reason
+
+
+def test_reindex_after_deleting_chroma_gives_same_results(tmp_path: Path) -> None:
+    kb = make_knowledge(tmp_path)
+    kb.ingest(_batch() + [record_dict(summary=f"variant {i}", config={"BLOCK_SIZE": 2 ** i})
+                          for i in range(6, 11)])
+    query = RetrievalQuery(op_type="softmax", gpu_name="NVIDIA H200", arch="sm_90",
+                           triton_version="3.5.0", feedback_text="memory bound, wide rows", k=4)
+    before = [(h.id, round(h.score, 5)) for h in kb.retrieve(query).hits]
+    kb.close()
+    shutil.rmtree(tmp_path / "chroma")
+    rebuilt = make_knowledge(tmp_path)
+    assert rebuilt.index.count() == 0
+    assert rebuilt.reindex() == 8
+    after = [(h.id, round(h.score, 5)) for h in rebuilt.retrieve(query).hits]
+    assert after == before and len(before) == 4
+
+
+def test_seeds_load_into_an_empty_store_only(tmp_path: Path) -> None:
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    (seeds / "a.jsonl").write_text("\n".join(json.dumps(r) for r in _batch()) + "\n\n")
+    kb = make_knowledge(tmp_path / "store", seeds_dir=seeds)
+    reports = kb.seed_if_empty()
+    assert len(reports["a.jsonl"].accepted) == 3
+    assert kb.seed_if_empty() == {}  # not empty any more: nothing loaded
+    assert kb.stats()["experiences"] == 3
+
+
+def test_get_list_and_filters(knowledge: LocalKnowledge) -> None:
+    ids = knowledge.ingest(_batch()).accepted
+    record = knowledge.get(ids[0])
+    assert record is not None and record.id == ids[0]
+    assert knowledge.get("nope") is None
+    page = knowledge.list(op_type="softmax", limit=1)
+    assert page.total == 2 and len(page.items) == 1
+    assert knowledge.list(category="fusion").total == 1
+    assert knowledge.list(gpu_name="NVIDIA A100-SXM4-80GB").items[0].env.arch == "sm_80"
