@@ -113,6 +113,8 @@ def constraint(cfg: Config) -> str | None:
         return "ONLINE only applies to chunked rows (BLOCK_SIZE > 0)"
     if cfg["BLOCK_SIZE"] == 0 and cfg["NUM_STAGES"] != 1:
         return "NUM_STAGES only pipelines the chunk loop (BLOCK_SIZE > 0)"
+    if cfg["BLOCK_SIZE"] > 0 and cfg["ROWS_PER_PROGRAM"] != 1:
+        return "chunking is for long rows, which fill a program each"
     return None
 
 
@@ -142,9 +144,9 @@ TASK = register(
         flops=flops,
         template=TEMPLATE,
         knobs=(
-            Knob("BLOCK_SIZE", (0, 1024, 4096, 8192), "tiling", "columns per tile (0 = whole row)"),
+            Knob("BLOCK_SIZE", (0, 1024, 4096), "tiling", "columns per tile (0 = whole row)"),
             Knob("NUM_WARPS", (1, 2, 4, 8, 16), "warps_stages"),
-            Knob("NUM_STAGES", (1, 2, 3), "warps_stages", "software pipelining of the chunk loop"),
+            Knob("NUM_STAGES", (1, 2), "warps_stages", "software pipelining of the chunk loop"),
             Knob("ROWS_PER_PROGRAM", (1, 2, 4), "launch_shape", "rows per program"),
         ),
         variants=(

@@ -1,0 +1,173 @@
+"""Measure every point of each task's candidate space on the GPU, once.
+
+Kernel Tuner's simulation mode, for KernelKB: the whole grid of structural variants x
+knob values is measured here on the H200 and kept as data under benchmarks/space/, so the
+transfer benchmark (benchmarks/transfer.py) can replay an optimizer's choices against it
+many times at no GPU cost.
+
+Two phases per task:
+1. correctness of every configuration on the edge shapes plus the space shapes, each in
+   its own sandboxed subprocess (optimizer.sandbox.evaluate, timing off), many at once;
+   this also fills Triton's on-disk cache, so phase 2 does not compile;
+2. serial timing of the configurations that passed, in this process, on the space shapes
+   (smallest, median and largest sweep shape by bytes moved), with rotated inputs.
+
+Resumable: the JSON file of a task is rewritten after every timed configuration and a
+finished task is skipped, so an interrupted lease continues where it stopped.
+
+    python benchmarks/measure_space.py --tasks softmax rmsnorm --dtype float16 --workers 12
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kernels.base import DTYPES, Task, all_tasks, load_candidate  # noqa: E402
+from optimizer.sandbox import detect_environment, evaluate  # noqa: E402
+from optimizer.sandbox.compiled_info import kernel_resources  # noqa: E402
+from optimizer.sandbox.hardware import measure_peaks  # noqa: E402
+from optimizer.sandbox.timing import measure, rotating  # noqa: E402
+
+log = logging.getLogger("measure_space")
+SPACE_DIR = Path(__file__).resolve().parent / "space"
+
+
+def space_shapes(task: Task, dtype: torch.dtype) -> list[tuple[int, ...]]:
+    """Smallest, median and largest sweep shape by bytes moved: the replay's workload."""
+    by_size = sorted(task.sweep_shapes, key=lambda s: task.bytes_moved(s, dtype))
+    picks = [by_size[0], by_size[len(by_size) // 2], by_size[-1]]
+    return list(dict.fromkeys(picks))
+
+
+def geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def check_all(task: Task, dtype: str, configs: list[dict], shapes: list, workers: int,
+              done: dict[str, dict]) -> None:
+    """Phase 1: every configuration through the sandbox (correctness only), in parallel."""
+    todo = [c for c in configs if key(c) not in done]
+
+    def one(cfg: dict) -> tuple[dict, dict]:
+        res = evaluate(task.name, task.render(cfg), dtype=dtype,
+                       shapes=[*task.edge_shapes, *shapes], seeds=1, timing=False,
+                       timeout_s=180)
+        return cfg, {"config": cfg, "ok": res.ok, "stage": res.stage,
+                     "error_kind": res.error_kind, "error_message": res.error_message,
+                     "failing_shapes": res.failing_shapes, "max_rel_err": res.max_rel_err}
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for i, (cfg, row) in enumerate(pool.map(one, todo), 1):
+            done[key(cfg)] = row
+            log.info("[%s %d/%d] check %s: %s", task.name, i, len(todo), key(cfg),
+                     "ok" if row["ok"] else row["error_kind"])
+
+
+def time_all(task: Task, dtype: str, shapes: list, rows: dict[str, dict], save) -> None:
+    """Phase 2: time every correct configuration on the space shapes, in this process."""
+    torch_dtype = DTYPES[dtype]
+    inputs = {s: [task.make_inputs(s, torch_dtype, seed, "cuda") for seed in range(3)]
+              for s in shapes}
+    pending = [r for r in rows.values() if r["ok"] and "times_ms" not in r]
+    for i, row in enumerate(pending, 1):
+        try:
+            module = load_candidate(task.render(row["config"]), f"space_{i}")
+            times = {}
+            for shape in shapes:
+                median, iqr = measure(rotating(module.run, inputs[shape]))
+                times[task.shape_label(shape)] = [median, iqr]
+            row["times_ms"] = times
+            row["time_ms"] = geomean([t[0] for t in times.values()])
+            row["resources"] = kernel_resources(module)
+        except Exception as err:  # a config that passed the sandbox should not fail here
+            row.update(ok=False, error_kind="runtime_error", error_message=repr(err)[:300])
+        log.info("[%s %d/%d] time %s: %s ms", task.name, i, len(pending), key(row["config"]),
+                 f"{row.get('time_ms', float('nan')):.4f}")
+        save()
+
+
+def baseline_times(task: Task, dtype: str, shapes: list) -> dict[str, list[float]]:
+    torch_dtype = DTYPES[dtype]
+    out = {}
+    for shape in shapes:
+        sets = [task.make_inputs(shape, torch_dtype, seed, "cuda") for seed in range(3)]
+        out[task.shape_label(shape)] = list(measure(rotating(task.reference, sets)))
+    return out
+
+
+def key(cfg: dict) -> str:
+    return ",".join(f"{k}={v}" for k, v in sorted(cfg.items()))
+
+
+def measure_task(task: Task, dtype: str, workers: int, peaks: dict, command: str) -> Path:
+    path = SPACE_DIR / f"{task.name}_{dtype}.json"
+    data = json.loads(path.read_text()) if path.exists() else {}
+    if data.get("complete"):
+        log.info("%s: already complete, skipped", path.name)
+        return path
+    shapes = space_shapes(task, DTYPES[dtype])
+    configs = list(task.space())
+    rows: dict[str, dict] = {r["key"]: r for r in data.get("configs", [])}
+    default_key = key(task.default_config)
+
+    def save(complete: bool = False) -> None:
+        payload = {
+            "task": task.name, "op_type": task.op_type, "dtype": dtype,
+            "shapes": [task.shape_label(s) for s in shapes], "default": default_key,
+            "env": detect_environment(peaks), "peaks": peaks,
+            "baseline_ms": data.get("baseline_ms"), "command": command,
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "space_size": len(configs), "complete": complete,
+            "configs": [{"key": k, **r} for k, r in rows.items()],
+        }
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(payload, indent=1))
+        os.replace(tmp, path)
+
+    started = time.time()
+    check_all(task, dtype, configs, shapes, workers, rows)
+    save()
+    if not data.get("baseline_ms"):
+        data["baseline_ms"] = baseline_times(task, dtype, shapes)
+    time_all(task, dtype, shapes, rows, save)
+    save(complete=True)
+    ok = [r for r in rows.values() if r.get("time_ms")]
+    best = min(ok, key=lambda r: r["time_ms"]) if ok else None
+    log.info("%s: %d configs, %d timed, best %s (%.4f ms) in %.0f s", task.name, len(configs),
+             len(ok), best and best["key"], best["time_ms"] if best else float("nan"),
+             time.time() - started)
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", nargs="*", default=None)
+    parser.add_argument("--dtype", default="float16")
+    parser.add_argument("--workers", type=int, default=12)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    if not torch.cuda.is_available():
+        sys.exit("measure_space needs a CUDA GPU (run it on the H200 through the device tool)")
+    SPACE_DIR.mkdir(exist_ok=True)
+    peaks = measure_peaks()
+    command = "python benchmarks/measure_space.py " + " ".join(sys.argv[1:])
+    tasks = all_tasks()
+    for name in args.tasks or sorted(tasks):
+        measure_task(tasks[name], args.dtype, args.workers, peaks, command)
+
+
+if __name__ == "__main__":
+    main()
