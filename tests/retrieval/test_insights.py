@@ -1,0 +1,38 @@
+"""Insights by category and the bootstrap plan for unseen hardware."""
+
+from __future__ import annotations
+
+from kb_testdata import record_dict
+
+from retrieval.service import LocalKnowledge
+
+
+def test_insights_aggregate_by_category(knowledge: LocalKnowledge) -> None:
+    knowledge.ingest([
+        record_dict(summary="t1", speedup=1.2, config={"B": 1}),
+        record_dict(summary="t2", speedup=1.6, config={"B": 2}),
+        record_dict(summary="t3", verdict="regressed", speedup=0.9, config={"B": 3}),
+        record_dict(summary="w1", categories=("warps_stages",), verdict="neutral", speedup=1.0),
+        record_dict(hw="A100", summary="elsewhere", speedup=3.0),
+    ])
+    report = knowledge.insights(op_type="softmax", gpu_name="NVIDIA H200")
+    tiling = next(c for c in report.categories if c.category == "tiling")
+    assert (tiling.count, tiling.wins, tiling.losses) == (3, 2, 1)
+    assert tiling.median_speedup == 1.4 and tiling.best_speedup == 1.6
+    assert abs(tiling.win_rate - 2 / 3) < 1e-3 and len(tiling.example_ids) == 2
+    assert report.categories[0].category == "tiling" and report.total == 4
+
+
+def test_bootstrap_ranks_similar_hardware_first(knowledge: LocalKnowledge) -> None:
+    knowledge.ingest([
+        record_dict(hw="H100", summary="h100 win", speedup=1.5, config={"B": 1}),
+        record_dict(hw="A100", summary="a100 win", speedup=2.5, config={"B": 2}),
+        record_dict(hw="L4", summary="l4 win", speedup=1.1, config={"B": 3}),
+    ])
+    target = {"gpu_name": "NVIDIA H200", "arch": "sm_90", "sm_count": 132,
+              "mem_bandwidth_gbps": 4800, "smem_per_sm_kib": 228}
+    plan = knowledge.bootstrap(target)
+    assert [m.gpu_name for m in plan.similar_hardware][0] == "NVIDIA H100 80GB HBM3"
+    assert plan.similar_hardware[-1].gpu_name == "NVIDIA L4"
+    assert plan.items and plan.items[0].from_hardware.startswith("NVIDIA H100")
+    assert all(item.evidence and item.example_ids for item in plan.items)
