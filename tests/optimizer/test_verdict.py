@@ -1,0 +1,48 @@
+"""Verdicts against the parent, with the noise threshold taken from the timing spread."""
+
+from __future__ import annotations
+
+import pytest
+
+from kb.record import Verdict
+from optimizer.sandbox import EvalResult
+from optimizer.verdict import judge, noise_threshold
+
+
+def timed(ms: float, iqr: float = 0.0) -> EvalResult:
+    return EvalResult(ok=True, stage="performance", task_name="softmax", dtype="float16",
+                      shape_set="auto", timing_available=True, time_ms=ms,
+                      timings={"rows=1,cols=8": (ms, iqr)})
+
+
+def test_noise_comes_from_the_spread_with_a_floor() -> None:
+    assert noise_threshold(timed(1.0), timed(1.0)) == pytest.approx(0.02)
+    assert noise_threshold(timed(1.0, 0.05), timed(1.0, 0.03)) == pytest.approx(0.08)
+
+
+@pytest.mark.parametrize(("child_ms", "claimed", "expected"), [
+    (0.8, False, Verdict.improved),
+    (1.2, False, Verdict.regressed),
+    (0.99, False, Verdict.neutral),
+    (0.99, True, Verdict.invalid),  # claims a gain the timing does not show
+])
+def test_timed_verdicts(child_ms: float, claimed: bool, expected: Verdict) -> None:
+    parent = timed(1.0)
+    child = timed(child_ms)
+    assert judge(child, parent, claimed_gain=claimed,
+                 noise=noise_threshold(child, parent)) is expected
+
+
+def test_failures_and_wrong_results() -> None:
+    wrong = EvalResult(ok=False, stage="correctness", task_name="softmax", dtype="float16",
+                       shape_set="auto", error_kind="wrong_result")
+    crash = EvalResult(ok=False, stage="compile", task_name="softmax", dtype="float16",
+                       shape_set="auto", error_kind="compile_error")
+    assert judge(wrong, timed(1.0), claimed_gain=True, noise=0.02) is Verdict.incorrect
+    assert judge(crash, timed(1.0), claimed_gain=True, noise=0.02) is Verdict.failed
+
+
+def test_correct_but_untimed_is_neutral() -> None:
+    cpu = EvalResult(ok=True, stage="correctness", task_name="softmax", dtype="float16",
+                     shape_set="auto")
+    assert judge(cpu, cpu, claimed_gain=True, noise=0.02) is Verdict.neutral
