@@ -91,6 +91,9 @@ class Task:
     # A configuration is legal unless this says why not (e.g. a tile over smem budget).
     constraint: Callable[[Config], str | None] = field(default=lambda cfg: None)
     compute_bound: bool = False  # roofline: compare against FLOP/s rather than bytes/s
+    # Indices of inputs the op writes on purpose (e.g. a KV cache): a checker runs the
+    # reference and the candidate on separate clones and compares these inputs afterwards.
+    mutated_inputs: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.sweep_shapes or not self.edge_shapes or not self.cpu_shapes:

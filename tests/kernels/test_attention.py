@@ -1,0 +1,172 @@
+"""The fused decoder attention task: output AND cache writes vs reference, every space point.
+
+The op writes the KV cache in place, so each check runs the reference and the candidate
+on separate clones of the inputs and compares the output and both caches (the task's
+``mutated_inputs``). bf16 on the CPU: Triton's interpreter does not support ``tl.dot`` on
+bfloat16 operands (triton-lang/triton#11584), so bf16 runs only on a GPU here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from kernel_checks import assert_task_close, candidate_for
+
+from kernels.attention import CACHE_SLACK, apply_rope, rope_cos_sin
+from kernels.base import DTYPES, Shape, get_task, header_constants
+
+TASK = get_task("attention")
+SPACE = list(TASK.space())
+ON_GPU = torch.cuda.is_available()
+# Small shapes every point of the space must pass (seconds in the interpreter): odd cache
+# and a sequence shorter than any block; sizes that divide every tile (the EVEN_SEQ path)
+# with a cached prefix; a decode step of one token.
+SPACE_SHAPES = ((1, 1, 9, 13, 32), (1, 1, 64, 64, 32), (1, 1, 1, 37, 32))
+
+
+def _clone(inputs: tuple) -> list:
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def check_attention(config, shape: Shape, dtype: str, *, seed: int, device: str) -> None:
+    """Candidate vs reference on separate clones: the output and the written caches."""
+    inputs = TASK.make_inputs(shape, DTYPES[dtype], seed, device)
+    ref_inputs, cand_inputs = _clone(inputs), _clone(inputs)
+    expected = TASK.reference(*ref_inputs)
+    actual = candidate_for(TASK, config).run(*cand_inputs)
+    label = f"attention {TASK.shape_label(shape)} {dtype} config={dict(config or {})}"
+    assert_task_close(TASK, dtype, actual, expected, label=f"{label} output")
+    for i in TASK.mutated_inputs:
+        assert_task_close(TASK, dtype, cand_inputs[i], ref_inputs[i], label=f"{label} input {i}")
+
+
+def _skip_bf16_on_interpreter(dtype: str) -> None:
+    if dtype == "bfloat16" and not ON_GPU:
+        pytest.skip("interpreter: tl.dot on bf16 unsupported (triton-lang/triton#11584)")
+
+
+@pytest.mark.parametrize("dtype", TASK.dtypes)
+@pytest.mark.parametrize("shape", TASK.edge_shapes + TASK.cpu_shapes, ids=str)
+def test_naive_kernel_matches_reference(shape, dtype, seed, device):
+    _skip_bf16_on_interpreter(dtype)
+    check_attention(None, shape, dtype, seed=seed, device=device)
+
+
+@pytest.mark.parametrize("config", SPACE, ids=lambda c: "-".join(map(str, c.values())))
+def test_every_space_point_passes_on_small_edge_shapes(config, seed, device):
+    for shape in SPACE_SHAPES:
+        check_attention(config, shape, "float16", seed=seed, device=device)
+
+
+def test_space_is_sized_for_one_gpu_sweep():
+    assert 30 <= len(SPACE) <= 80
+    assert TASK.constraint(TASK.default_config) is None  # the naive kernel is a point
+    assert TASK.mutated_inputs == (3, 4)
+
+
+def test_render_header_matches_config():
+    for config in SPACE:
+        header = header_constants(TASK.render(config))
+        assert {k: header[k] for k in config} == config
+
+
+def test_reference_writes_only_the_new_cache_slots(seed):
+    q, k, v, k_cache, v_cache, cache_len = TASK.make_inputs((1, 2, 5, 3, 32), torch.float32,
+                                                            seed, "cpu")
+    k_before, v_before = k_cache.clone(), v_cache.clone()
+    TASK.reference(q, k, v, k_cache, v_cache, cache_len)
+    new = slice(cache_len, cache_len + 5)
+    assert k_cache.shape[2] == cache_len + 5 + CACHE_SLACK
+    assert torch.equal(v_cache[:, :, new], v)
+    assert not torch.equal(k_cache[:, :, new], k_before[:, :, new])
+    for untouched in (slice(0, cache_len), slice(cache_len + 5, None)):
+        assert torch.equal(k_cache[:, :, untouched], k_before[:, :, untouched])
+        assert torch.equal(v_cache[:, :, untouched], v_before[:, :, untouched])
+
+
+def test_reference_agrees_with_sdpa_on_rotated_inputs(seed):
+    """An independent formulation: RoPE by complex multiplication, then PyTorch's SDPA
+    with an explicit causal mask shifted by the cached prefix."""
+    batch, heads, seq, cache_len, dim = 2, 3, 11, 6, 32
+    q, k, v, k_cache, v_cache, _ = TASK.make_inputs((batch, heads, seq, cache_len, dim),
+                                                    torch.float32, seed, "cpu")
+    prefix_k, prefix_v = k_cache[:, :, :cache_len].clone(), v_cache[:, :, :cache_len].clone()
+    out = TASK.reference(q, k, v, k_cache, v_cache, cache_len)
+
+    pos = torch.arange(cache_len, cache_len + seq, dtype=torch.float64)
+    freq = 10000.0 ** (-torch.arange(dim // 2, dtype=torch.float64) / (dim // 2))
+    turn = torch.polar(torch.ones(seq, dim // 2, dtype=torch.float64), pos[:, None] * freq)
+
+    def rotate(x: torch.Tensor) -> torch.Tensor:
+        z = torch.complex(x[..., : dim // 2].double(), x[..., dim // 2 :].double()) * turn
+        return torch.cat((z.real, z.imag), dim=-1).float()
+
+    keys = torch.cat((prefix_k, rotate(k)), dim=2)
+    values = torch.cat((prefix_v, v), dim=2)
+    mask = torch.ones(seq, cache_len + seq, dtype=torch.bool).tril(diagonal=cache_len)
+    expected = F.scaled_dot_product_attention(rotate(q), keys, values, attn_mask=mask)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_rope_is_identity_at_position_zero_and_keeps_norms():
+    x = torch.randn(4, 64)
+    cos, sin = rope_cos_sin(torch.zeros(4, dtype=torch.long), 64)
+    assert torch.equal(apply_rope(x, cos, sin), x)
+    cos, sin = rope_cos_sin(torch.arange(100, 104), 64)
+    rotated = apply_rope(x, cos, sin)
+    assert not torch.allclose(rotated, x)
+    torch.testing.assert_close(rotated.norm(dim=-1), x.norm(dim=-1))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda i: i[:3] + (i[3][:, :, :-CACHE_SLACK - 1].contiguous(),
+                            i[4][:, :, :-CACHE_SLACK - 1].contiguous(), i[5]),
+         "exceeds cache size"),
+        (lambda i: i[:3] + (i[3].transpose(2, 3), i[4].transpose(2, 3), i[5]), "caches must"),
+        (lambda i: (i[0][..., :48], *i[1:]), "must share"),
+    ],
+    ids=["cache-too-small", "cache-transposed", "q-wrong-shape"],
+)
+def test_bad_inputs_raise_a_clear_error(change, message, seed, device):
+    inputs = TASK.make_inputs((1, 1, 4, 2, 64), torch.float16, seed, device)
+    caches = (inputs[3].clone(), inputs[4].clone())
+    with pytest.raises(ValueError, match=message):
+        candidate_for(TASK).run(*change(inputs))
+    assert torch.equal(inputs[3], caches[0]) and torch.equal(inputs[4], caches[1])
+
+
+def test_odd_head_dim_is_refused(seed, device):
+    inputs = TASK.make_inputs((1, 1, 4, 0, 48), torch.float16, seed, device)
+    with pytest.raises(ValueError, match="power of two"):
+        candidate_for(TASK).run(*inputs)
+
+
+def test_flop_and_byte_model():
+    # one head, 2 new tokens after 3 cached: query 0 sees 4 keys, query 1 sees 5
+    assert TASK.flops((1, 1, 2, 3, 8), torch.float16) == 4 * 8 * (4 + 5)
+    assert TASK.bytes_moved((1, 1, 2, 3, 8), torch.float16) == 8 * (6 * 2 + 2 * 3) * 2
+    assert not TASK.compute_bound
+    assert math.isclose(TASK.flops((1, 1, 4096, 0, 1), torch.float16) / (4 * 4096**2), 0.5,
+                        rel_tol=1e-3)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs CUDA")
+@pytest.mark.parametrize("dtype", TASK.dtypes)
+@pytest.mark.parametrize("config", SPACE, ids=lambda c: "-".join(map(str, c.values())))
+def test_every_space_point_passes_on_all_edge_shapes_gpu(config, dtype, seed):
+    for shape in TASK.edge_shapes:
+        check_attention(config, shape, dtype, seed=seed, device="cuda")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs CUDA")
+@pytest.mark.parametrize("dtype", TASK.dtypes)
+@pytest.mark.parametrize("shape", TASK.sweep_shapes, ids=str)
+def test_naive_kernel_matches_reference_on_sweep_gpu(shape, dtype, seed):
+    check_attention(None, shape, dtype, seed=seed, device="cuda")
