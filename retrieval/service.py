@@ -64,6 +64,11 @@ class LocalKnowledge:
         self.index.close()
         self.engine.dispose()
 
+    def warm_up(self) -> None:
+        """Load the embedding model and the vector matrix now rather than on first use."""
+        self.embedder.embed_query("warm up")
+        self.index.ensure_loaded()
+
     def session(self) -> Session:
         return Session(self.engine)
 

@@ -21,6 +21,7 @@ def create_app(
         kb = knowledge_ or LocalKnowledge(settings or Settings())
         if kb.settings.load_seeds_on_start:
             kb.seed_if_empty()
+        kb.warm_up()  # first request should not pay for the model and the matrix
         app.state.knowledge = kb
         yield
 

@@ -1,0 +1,88 @@
+"""The HTTP service on a real loopback port (uvicorn in a thread), and RemoteKnowledge."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from kb_testdata import make_knowledge, record_dict
+
+from kb.api.app import create_app
+from retrieval.query import RetrievalQuery
+from retrieval.remote import RemoteKnowledge, ServiceError, ServiceUnavailable
+
+TOKEN = "test-token"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root: Path = tmp_path_factory.mktemp("svc")
+    kb = make_knowledge(root, api_token=TOKEN)
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(create_app(knowledge_=kb), host="127.0.0.1",
+                                           port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "server did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_token_is_enforced_on_mutations(service: str) -> None:
+    body = record_dict(summary="token test")
+    assert httpx.post(f"{service}/experiences", json=body).status_code == 401
+    wrong = {"Authorization": "Bearer nope"}
+    assert httpx.post(f"{service}/experiences", json=body, headers=wrong).status_code == 401
+    ok = httpx.post(f"{service}/experiences", json=body,
+                    headers={"Authorization": f"Bearer {TOKEN}"})
+    assert ok.status_code == 201 and len(ok.json()["accepted"]) == 1
+    again = httpx.post(f"{service}/experiences", json=body,
+                       headers={"Authorization": f"Bearer {TOKEN}"})
+    assert again.status_code == 200 and again.json()["duplicates"] == ok.json()["accepted"]
+    assert httpx.get(f"{service}/health").json()["status"] == "ok"  # reads stay open
+
+
+def test_remote_client_round_trip(service: str) -> None:
+    remote = RemoteKnowledge(service, token=TOKEN)
+    bad = record_dict(summary="bad")
+    bad["verdict"] = "great"
+    report = remote.ingest([record_dict(summary="remote win", config={"B": 7}), bad])
+    assert len(report.accepted) == 1
+    assert report.rejected[0].index == 1 and report.rejected[0].field == "verdict"
+    stored = remote.get(report.accepted[0])
+    assert stored is not None and stored.edit.summary == "remote win"
+    assert remote.get("missing") is None
+    result = remote.retrieve(RetrievalQuery(op_type="softmax", gpu_name="NVIDIA H200",
+                                            arch="sm_90", triton_version="3.5.0"))
+    assert result.hits and "Past experiences" in result.prompt_block
+    assert remote.insights(op_type="softmax").categories[0].category == "tiling"
+    assert remote.stats()["experiences"] >= 1
+    plan = remote.bootstrap({"gpu_name": "NVIDIA GH200", "arch": "sm_90"})
+    assert plan.similar_hardware[0].gpu_name == "NVIDIA H200"
+    page = httpx.get(f"{service}/experiences", params={"op_type": "softmax", "limit": 1}).json()
+    assert page["total"] >= 1 and len(page["items"]) == 1
+    assert httpx.get(f"{service}/docs").status_code == 200
+    with pytest.raises(ServiceError, match="401"):
+        RemoteKnowledge(service).ingest([record_dict(summary="no token")])
+
+
+def test_service_down_raises_service_unavailable() -> None:
+    remote = RemoteKnowledge(f"http://127.0.0.1:{_free_port()}", timeout=2)
+    with pytest.raises(ServiceUnavailable):
+        remote.stats()
