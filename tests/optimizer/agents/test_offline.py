@@ -1,0 +1,99 @@
+"""The offline agent's catalog, evidence ordering, exploration and exhaustion."""
+
+from __future__ import annotations
+
+import pytest
+
+from kb.record import ExperienceRecord, source_hash
+from kernels.base import get_task
+from optimizer.agents.base import AgentContext, SearchExhausted
+from optimizer.agents.offline import OfflineAgent, catalog
+from optimizer.diffcheck import unified_diff
+
+RMSNORM = get_task("rmsnorm")
+SOFTMAX = get_task("softmax")
+
+
+def experience(task_name: str, config: dict, verdict: str, arch: str = "sm_90",
+               speedup: float | None = None) -> ExperienceRecord:
+    task = get_task(task_name)
+    parent, child = task.template, task.render(config)
+    timed = speedup is not None
+    return ExperienceRecord(
+        run_id="earlier", iteration=1,
+        task={"op_type": task.op_type, "task_id": task.name, "dtype": "float16"},
+        env={"gpu_name": "H200", "arch": arch, "triton_version": "3.5", "torch_version": "2.9"},
+        edit={"summary": f"set {config}", "categories": ["tiling"],
+              "diff": unified_diff(parent, child), "child_hash": source_hash(child)},
+        feedback={"stage": "performance" if timed else "correctness",
+                  "timing_available": timed, "time_ms": 1.0 if timed else None,
+                  "speedup_vs_parent": speedup},
+        verdict=verdict, provenance={"agent": "offline"})
+
+
+def context(task=RMSNORM, **kwargs) -> AgentContext:
+    return AgentContext(task=task, dtype="float16", iteration=1, round_kind="exploit",
+                        best_source=task.template, gpu_arch="sm_90", **kwargs)
+
+
+def test_every_candidate_is_one_legal_change_of_the_current_config() -> None:
+    current = SOFTMAX.default_config
+    for cand in catalog(SOFTMAX, current):
+        changed = {k for k, v in cand.config.items() if current[k] != v}
+        assert changed == {cand.param, *cand.enabler}
+        assert len(cand.enabler) <= 1
+        assert SOFTMAX.constraint(cand.config) is None
+
+
+def test_without_evidence_the_catalog_order_holds() -> None:
+    proposal = OfflineAgent(epsilon=0.0).propose(context())
+    assert proposal.summary.startswith("set PERSISTENT False -> True")
+    assert "catalog order" in proposal.rationale
+    assert not proposal.claimed_gain
+
+
+def test_a_measured_win_on_the_same_op_and_gpu_goes_first_and_is_cited() -> None:
+    win = experience("rmsnorm", {"NUM_WARPS": 8}, "improved", speedup=1.3)
+    proposal = OfflineAgent(epsilon=0.0).propose(context(experiences=[win]))
+    assert proposal.summary.startswith("set NUM_WARPS 4 -> 8")
+    assert win.id[:10] in proposal.rationale
+    assert "+NUM_WARPS = 8" in unified_diff(RMSNORM.template, proposal.source)
+
+
+def test_failures_push_an_edit_down_and_related_ops_count_less() -> None:
+    agent = OfflineAgent(epsilon=0.0)
+    lost = experience("rmsnorm", {"PERSISTENT": True}, "failed")
+    ranked = agent.rank(context(experiences=[lost]))
+    assert ranked[0][0].param != "PERSISTENT"
+    assert [c for c, _ in ranked if c.param == "PERSISTENT"][0] is ranked[-1][0]
+    same_op = experience("rmsnorm", {"NUM_WARPS": 2}, "improved", speedup=1.2)
+    related = experience("softmax", {"NUM_WARPS": 16}, "improved", speedup=1.2)
+    order = [c.value for c, _ in agent.rank(context(experiences=[related, same_op]))
+             if c.param == "NUM_WARPS"]
+    assert order[:2] == [2, 16]
+
+
+def test_exploration_round_picks_a_structural_change() -> None:
+    win = experience("rmsnorm", {"NUM_WARPS": 8}, "improved", speedup=1.3)
+    ctx = context(experiences=[win])
+    ctx.round_kind = "explore"
+    proposal = OfflineAgent(epsilon=0.0).propose(ctx)
+    assert proposal.summary.startswith(("set PERSISTENT", "set NATIVE_WEIGHT_MUL"))
+    assert "exploration round" in proposal.rationale
+
+
+def test_tried_candidates_are_skipped_until_nothing_is_left() -> None:
+    agent = OfflineAgent(epsilon=0.0)
+    tried: set[str] = set()
+    seen = set()
+    while True:
+        try:
+            proposal = agent.propose(context(tried_hashes=set(tried)))
+        except SearchExhausted:
+            break
+        assert proposal.summary not in seen
+        seen.add(proposal.summary)
+        tried.add(source_hash(proposal.source))
+    assert len(seen) == len(list(catalog(RMSNORM, RMSNORM.default_config)))
+    with pytest.raises(SearchExhausted):
+        agent.propose(context(tried_hashes=tried))
