@@ -13,7 +13,8 @@ import traceback
 
 MAX_MESSAGE_CHARS = 800
 
-_OOM_TEXTS = ("out of memory", "cannot allocate memory", "std::bad_alloc")
+_OOM_TEXTS = ("out of memory", "cannot allocate memory", "can't allocate memory",
+              "std::bad_alloc")
 _ILLEGAL_ACCESS_TEXTS = (
     "illegal memory access", "misaligned address", "unspecified launch failure",
     "out-of-bounds", "out of bounds access",
@@ -121,8 +122,8 @@ def classify_exit(returncode: int, stderr_tail: str) -> tuple[str, str, str]:
         except ValueError:
             name = str(-returncode)
         kind = "illegal_memory_access" if returncode == -signal.SIGSEGV else "crash"
-        return "run", kind, f"worker crashed with signal {name}\n{_last_lines(stderr_tail)}"
-    return "run", "crash", f"worker exited with code {returncode}\n{_last_lines(stderr_tail)}"
+        return "run", kind, f"worker crashed with signal {name}\n{_last_lines(stderr_tail)}".strip()
+    return "run", "crash", f"worker exited with code {returncode}\n{_last_lines(stderr_tail)}".strip()
 
 
 def _last_lines(text: str, count: int = 6) -> str:

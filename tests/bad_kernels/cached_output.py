@@ -1,0 +1,32 @@
+"""Cheat: remembers its output per input pointer and replays it. Expected: cheat_cached_output."""
+import torch
+import triton
+import triton.language as tl
+
+NUM_WARPS = 4
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, 0))
+    y = e / tl.sum(e, 0)
+    tl.store(out_ptr + row * stride_o + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+_CACHE = {}
+
+
+def run(x):
+    if x.data_ptr() in _CACHE:
+        return _CACHE[x.data_ptr()]
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    block = triton.next_power_of_2(x.shape[1])
+    softmax_kernel[(x.shape[0],)](out, x, x.shape[1], x.stride(0), out.stride(0),
+                                  BLOCK=block, num_warps=NUM_WARPS)
+    _CACHE[x.data_ptr()] = out
+    return out

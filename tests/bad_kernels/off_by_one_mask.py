@@ -1,0 +1,29 @@
+"""Planted: padding lanes masked with <= instead of <, so lane n_cols keeps the load's
+zero fill and joins the sum. Right when n_cols fills the block (128), wrong when the
+row is shorter than the block (7). Expected: wrong_result naming only the short shape."""
+import torch
+import triton
+import triton.language as tl
+
+NUM_WARPS = 4
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
+    x = tl.where(cols <= n_cols, x, -float("inf"))
+    e = tl.exp(x - tl.max(x, 0))
+    y = e / tl.sum(e, 0)
+    tl.store(out_ptr + row * stride_o + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def run(x):
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    block = triton.next_power_of_2(x.shape[1])
+    softmax_kernel[(x.shape[0],)](out, x, x.shape[1], x.stride(0), out.stride(0),
+                                  BLOCK=block, num_warps=NUM_WARPS)
+    return out
