@@ -123,7 +123,8 @@ def classify_exit(returncode: int, stderr_tail: str) -> tuple[str, str, str]:
             name = str(-returncode)
         kind = "illegal_memory_access" if returncode == -signal.SIGSEGV else "crash"
         return "run", kind, f"worker crashed with signal {name}\n{_last_lines(stderr_tail)}".strip()
-    return "run", "crash", f"worker exited with code {returncode}\n{_last_lines(stderr_tail)}".strip()
+    tail = _last_lines(stderr_tail)
+    return "run", "crash", f"worker exited with code {returncode}\n{tail}".strip()
 
 
 def _last_lines(text: str, count: int = 6) -> str:

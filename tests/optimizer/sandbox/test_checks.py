@@ -1,0 +1,77 @@
+"""Error statistics, the pass rules and the cheat guards, in-process (no subprocess)."""
+
+from __future__ import annotations
+
+import signal
+
+import torch
+
+from optimizer.sandbox import checks
+from optimizer.sandbox.errors import classify_exit, trim_compiler_message
+
+
+def test_stats_count_mismatches_and_name_the_first():
+    ref = torch.ones(4, 8)
+    out = ref.clone()
+    out[2, 5] = 1.5
+    stats = checks.error_stats(out, ref, atol=1e-3, rtol=1e-2)
+    assert stats.mismatches == 1 and stats.first_mismatch == (2, 5)
+    assert stats.max_abs_err == 0.5 and stats.mismatch_share == 1 / 32
+    assert checks.shape_verdict(stats, max_bias=1.0) == "wrong_result"
+
+
+def test_small_systematic_bias_passes_elementwise_and_fails_bias():
+    ref = torch.rand(64, 64) + 0.5
+    stats = checks.error_stats(ref * 1.004, ref, atol=1e-3, rtol=1e-2)
+    assert stats.mismatches == 0
+    assert abs(stats.bias - 0.004) < 1e-4
+    assert checks.shape_verdict(stats, max_bias=2e-3) == "bias"
+    assert checks.shape_verdict(stats, max_bias=1e-2) is None
+
+
+def test_nan_in_output_is_wrong_but_matching_inf_is_not():
+    ref = torch.tensor([1.0, float("inf"), 2.0])
+    assert checks.shape_verdict(checks.error_stats(ref.clone(), ref, 1e-3, 1e-3), 1e-3) is None
+    out = ref.clone()
+    out[2] = float("nan")
+    stats = checks.error_stats(out, ref, 1e-3, 1e-3)
+    assert stats.nonfinite == 1 and checks.shape_verdict(stats, 1e-3) == "wrong_result"
+
+
+def test_structure_mismatch_is_reported():
+    ref = torch.zeros(2, 3)
+    assert "shape" in checks.compare_outputs(torch.zeros(3, 2), ref, 1e-3, 1e-3)
+    assert "dtype" in checks.compare_outputs(torch.zeros(2, 3, dtype=torch.float16), ref, 1, 1)
+    assert "2 tensor(s)" in checks.compare_outputs((ref, ref), ref, 1e-3, 1e-3)
+
+
+def test_modified_inputs_and_expected_mutations():
+    x, cache = torch.randn(8), torch.zeros(8)
+    saved = checks.snapshot([x, cache, 3])
+    cache += 1
+    assert checks.modified_inputs([x, cache, 3], saved) == [1]
+    assert checks.modified_inputs([x, cache, 3], saved, expected={1: torch.ones(8)}) == []
+
+
+def test_aliasing_sees_views_and_reused_buffers():
+    x = torch.randn(4, 4)
+    assert "input 0" in checks.aliasing([x[1]], [x], [])
+    old = torch.empty(16)
+    assert "earlier call" in checks.aliasing([old[4:8]], [x], [old])
+    assert checks.aliasing([torch.empty(4, 4)], [x], [old]) is None
+
+
+def test_exit_classification():
+    assert classify_exit(-signal.SIGSEGV, "")[1] == "illegal_memory_access"
+    assert classify_exit(-signal.SIGKILL, "")[1] == "out_of_memory"
+    assert classify_exit(1, "RuntimeError: CUDA error: an illegal memory access was encountered"
+                         )[1] == "illegal_memory_access"
+    assert classify_exit(1, "torch.OutOfMemoryError: CUDA out of memory.")[1] == "out_of_memory"
+    assert classify_exit(-signal.SIGABRT, "")[1] == "crash"
+
+
+def test_compiler_message_keeps_the_marked_line():
+    text = "\n".join([f"src line {i}" for i in range(30)] +
+                     ["    y = a + b", "        ^", "ValueError('incompatible dimensions')"])
+    trimmed = trim_compiler_message(text)
+    assert "y = a + b" in trimmed and "incompatible" in trimmed and "src line 3\n" not in trimmed
