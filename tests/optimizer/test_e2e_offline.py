@@ -1,0 +1,60 @@
+"""End to end on the CPU interpreter: the offline agent on two related tasks, with a real
+LocalKnowledge, so that run 2 retrieves and uses what run 1 wrote; plus the stop
+conditions that are cheap to prove with real evaluations (max-iters, patience, budget).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from optimizer.agents.base import AgentContext
+from optimizer.agents.offline import OfflineAgent
+from optimizer.loop import LoopOptions
+from optimizer.policy import PolicyConfig, StopReason
+from optimizer.session import optimize
+
+pytestmark = pytest.mark.slow
+
+
+def options(shapes: list[tuple[int, ...]], retrieval: bool = True) -> LoopOptions:
+    return LoopOptions(shapes=shapes, sweep_shapes=shapes, seeds=1, timeout_s=120,
+                       retrieval=retrieval)
+
+
+def test_run_two_retrieves_and_uses_run_one(tmp_path: Path, local_knowledge) -> None:
+    first = optimize("softmax", OfflineAgent(epsilon=0.0), out_dir=tmp_path,
+                     knowledge=local_knowledge, policy=PolicyConfig(max_iters=2),
+                     options=options([(4, 128)]), command="test run 1")
+    assert first.stop_reason is StopReason.max_iters
+    assert [r.verdict for r in first.rounds] == ["neutral"] * 3  # untimed, verified
+    assert local_knowledge.stats()["experiences"] == len(first.records) == 3
+    first_ids = {r.id for r in first.records}
+    assert first.records[1].edit.diff and first.records[1].provenance.command == "test run 1"
+
+    agent = OfflineAgent(epsilon=0.0)
+    second = optimize("rmsnorm", agent, out_dir=tmp_path, knowledge=local_knowledge,
+                      policy=PolicyConfig(patience=1), options=options([(2, 256)]))
+    assert second.stop_reason is StopReason.patience  # one untimed round = no improvement
+    assert len(second.rounds) == 2
+    assert first_ids & set(second.retrieved_ids), "run 2 did not retrieve run 1"
+    used = second.rounds[1]
+    # without evidence the catalog's first edit (PERSISTENT) would come first; run 1's
+    # verified BLOCK_SIZE=1024 on softmax (a related op) moved that edit up, and it is cited
+    blank = agent.rank(AgentContext(task=second.task, dtype="float16", iteration=1,
+                                    round_kind="exploit", best_source=second.start_source))
+    assert blank[0][0].param == "PERSISTENT"
+    assert used.summary.startswith("set BLOCK_SIZE 0 -> 1024")
+    assert any(i[:10] in used.rationale for i in first_ids)
+    assert (second.report_path.parent / "best_so_far.png").stat().st_size > 0
+    assert "stopped by **patience**" in second.report_path.read_text()
+
+
+def test_budget_stops_the_run(tmp_path: Path) -> None:
+    result = optimize("softmax", OfflineAgent(), out_dir=tmp_path, knowledge=None,
+                      policy=PolicyConfig(budget_s=0.5), options=options([(4, 128)]))
+    assert result.stop_reason is StopReason.budget
+    assert len(result.rounds) == 1  # the baseline alone spent the budget
+    assert result.journal_path is not None  # no store: everything went to the journal
+    assert len(result.journal_path.read_text().splitlines()) == len(result.records)
