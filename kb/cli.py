@@ -9,10 +9,12 @@ Heavy imports (torch, chromadb, the embedder) happen inside the handlers, so
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -31,26 +33,211 @@ def register(command: Command) -> None:
     COMMANDS[command.name] = command
 
 
-def _not_yet(args: argparse.Namespace) -> int:
-    raise NotImplementedError(f"kernelkb {args.command} is not implemented yet")
-
-
 def _no_arguments(parser: argparse.ArgumentParser) -> None:
     pass
 
 
-for _name, _help in [
-    ("serve", "run the HTTP service (loads seeds into an empty store)"),
-    ("ingest", "ingest a JSONL file of experience records"),
-    ("query", "retrieve experiences and print the few-shot block"),
-    ("insights", "what worked: aggregate by edit category"),
-    ("bootstrap", "what to try first on new hardware"),
-    ("reindex", "rebuild the vector index from SQL"),
-    ("export", "write every experience as JSONL"),
-    ("stats", "counts by op, hardware, verdict"),
-    ("seed", "ingest every seeds/*.jsonl"),
-]:
-    register(Command(_name, _help, _no_arguments, _not_yet))
+def _knowledge():  # type: ignore[no-untyped-def]
+    from kb.settings import Settings
+    from retrieval.service import LocalKnowledge
+
+    return LocalKnowledge(Settings())
+
+
+def _print_json(data: object) -> None:
+    print(json.dumps(data, indent=2, default=str))
+
+
+def _json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+# -- serve ----------------------------------------------------------------------------
+def _add_serve(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default=None, help="default: KERNELKB_HOST or 127.0.0.1")
+    parser.add_argument("--port", type=int, default=None, help="default: KERNELKB_PORT or 8765")
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from kb.api.app import create_app
+    from kb.settings import Settings
+
+    settings = Settings()
+    uvicorn.run(create_app(settings), host=args.host or settings.host,
+                port=args.port or settings.port)
+    return 0
+
+
+# -- ingest / seed --------------------------------------------------------------------
+def _add_ingest(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, help="JSONL file, one experience record per line")
+    _json_flag(parser)
+
+
+def _print_report(name: str, report, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    if as_json:
+        _print_json({name: report.model_dump()})
+        return
+    print(f"{name}: {len(report.accepted)} accepted, {len(report.duplicates)} duplicate, "
+          f"{len({r.index for r in report.rejected})} rejected")
+    for r in report.rejected:
+        print(f"  line {r.index + 1}: {r.field}: {r.reason}")
+
+
+def _run_ingest(args: argparse.Namespace) -> int:
+    from kb.seeds import read_jsonl
+
+    if not args.file.is_file():
+        print(f"no such file: {args.file}", file=sys.stderr)
+        return 2
+    report = _knowledge().ingest(read_jsonl(args.file))
+    _print_report(str(args.file), report, args.json)
+    return 1 if report.rejected else 0
+
+
+def _run_seed(args: argparse.Namespace) -> int:
+    reports = _knowledge().seed()
+    if not reports:
+        print("no seeds/*.jsonl found")
+    for name, report in reports.items():
+        _print_report(name, report, args.json)
+    return 1 if any(r.rejected for r in reports.values()) else 0
+
+
+# -- query ----------------------------------------------------------------------------
+def _hardware_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--op", dest="op_type", help="op type, e.g. softmax")
+    parser.add_argument("--gpu", dest="gpu_name", help="GPU name, e.g. 'NVIDIA H200'")
+    parser.add_argument("--arch", help="e.g. sm_90")
+    parser.add_argument("--triton", dest="triton_version", help="Triton version")
+
+
+def _add_query(parser: argparse.ArgumentParser) -> None:
+    _hardware_flags(parser)
+    parser.add_argument("--task", dest="task_id")
+    parser.add_argument("--dtype")
+    parser.add_argument("--source", type=Path, help="file with the current kernel source")
+    parser.add_argument("--feedback", dest="feedback_text", help="latest feedback text")
+    parser.add_argument("-k", type=int, default=5)
+    parser.add_argument("--max-chars", type=int, default=4000)
+    parser.add_argument("--exclude-task", action="append", default=[], dest="exclude_tasks")
+    parser.add_argument("--no-related", action="store_true")
+    _json_flag(parser)
+
+
+def _run_query(args: argparse.Namespace) -> int:
+    from retrieval.query import RetrievalQuery
+
+    if not args.op_type:
+        print("--op is required", file=sys.stderr)
+        return 2
+    query = RetrievalQuery(
+        op_type=args.op_type, task_id=args.task_id, dtype=args.dtype, gpu_name=args.gpu_name,
+        arch=args.arch, triton_version=args.triton_version,
+        kernel_source=args.source.read_text() if args.source else None,
+        feedback_text=args.feedback_text, k=args.k, max_chars=args.max_chars,
+        exclude_tasks=args.exclude_tasks, include_related=not args.no_related,
+    )
+    result = _knowledge().retrieve(query)
+    if args.json:
+        _print_json(result.model_dump(mode="json"))
+    else:
+        print(result.prompt_block)
+    return 0
+
+
+# -- insights / bootstrap -------------------------------------------------------------
+def _add_insights(parser: argparse.ArgumentParser) -> None:
+    _hardware_flags(parser)
+    _json_flag(parser)
+
+
+def _run_insights(args: argparse.Namespace) -> int:
+    report = _knowledge().insights(op_type=args.op_type, gpu_name=args.gpu_name,
+                                   arch=args.arch, triton_version=args.triton_version)
+    if args.json:
+        _print_json(report.model_dump(mode="json"))
+        return 0
+    print(f"{report.total} experiences")
+    print(f"{'category':16} {'n':>5} {'wins':>5} {'win%':>6} {'median':>7} {'best':>6}  examples")
+    for c in report.categories:
+        med = f"{c.median_speedup:.2f}x" if c.median_speedup else "-"
+        best = f"{c.best_speedup:.2f}x" if c.best_speedup else "-"
+        print(f"{c.category:16} {c.count:5} {c.wins:5} {100 * c.win_rate:5.0f}% {med:>7} "
+              f"{best:>6}  {', '.join(i[:10] for i in c.example_ids)}")
+    return 0
+
+
+def _add_bootstrap(parser: argparse.ArgumentParser) -> None:
+    _hardware_flags(parser)
+    parser.add_argument("--sm-count", type=int)
+    parser.add_argument("--bandwidth", type=float, dest="mem_bandwidth_gbps", help="GB/s")
+    parser.add_argument("--smem", type=int, dest="smem_per_sm_kib", help="KiB per SM")
+    _json_flag(parser)
+
+
+def _run_bootstrap(args: argparse.Namespace) -> int:
+    env = {k: getattr(args, k) for k in ("gpu_name", "arch", "sm_count", "mem_bandwidth_gbps",
+                                         "smem_per_sm_kib")}
+    plan = _knowledge().bootstrap(env, op_type=args.op_type)
+    if args.json:
+        _print_json(plan.model_dump(mode="json"))
+        return 0
+    for m in plan.similar_hardware:
+        print(f"similar: {m.gpu_name} ({m.arch}) similarity {m.similarity:.2f}, "
+              f"{m.experiences} experiences")
+    for n, item in enumerate(plan.items, 1):
+        config = f" {item.config}" if item.config else ""
+        print(f"{n}. [{item.kind}] {item.category}{config}: {item.evidence}")
+    return 0
+
+
+# -- reindex / export / stats ---------------------------------------------------------
+def _run_reindex(args: argparse.Namespace) -> int:
+    print(f"indexed {_knowledge().reindex()} experiences")
+    return 0
+
+
+def _add_export(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-o", "--output", type=Path, help="file (default: stdout)")
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    from kb.queries import iter_records
+
+    kb = _knowledge()
+    out = args.output.open("w", encoding="utf-8") if args.output else sys.stdout
+    try:
+        with kb.session() as session:
+            for record in iter_records(session):
+                out.write(record.model_dump_json() + "\n")
+    finally:
+        if args.output:
+            out.close()
+    return 0
+
+
+def _run_stats(args: argparse.Namespace) -> int:
+    _print_json(_knowledge().stats())
+    return 0
+
+
+for _command in (
+    Command("serve", "run the HTTP service (loads seeds into an empty store)",
+            _add_serve, _run_serve),
+    Command("ingest", "ingest a JSONL file of experience records", _add_ingest, _run_ingest),
+    Command("query", "retrieve experiences and print the few-shot block", _add_query, _run_query),
+    Command("insights", "what worked: aggregate by edit category", _add_insights,
+            _run_insights),
+    Command("bootstrap", "what to try first on new hardware", _add_bootstrap, _run_bootstrap),
+    Command("reindex", "rebuild the vector index from SQL", _no_arguments, _run_reindex),
+    Command("export", "write every experience as JSONL", _add_export, _run_export),
+    Command("stats", "counts by op, hardware, verdict (JSON)", _no_arguments, _run_stats),
+    Command("seed", "ingest every seeds/*.jsonl", _json_flag, _run_seed),
+):
+    register(_command)
 
 from optimizer import command as _optimize  # noqa: E402 - light at import (argparse only)
 
