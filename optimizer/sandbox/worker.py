@@ -128,18 +128,6 @@ class Worker:
             saved = checks.snapshot(inputs)
             ref_inputs = checks.snapshot(inputs)
             ref = self.task.reference(*ref_inputs)
-            if self.device == "cuda" and s == 0:
-                from optimizer.sandbox.streams import run_behind_busy_stream
-
-                out = run_behind_busy_stream(run, inputs, saved)
-                early = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
-                if not isinstance(early, str) and checks.shape_verdict(early, self.tol.max_bias):
-                    raise ShapeFailure("cheat_unsynchronised", (
-                        f"({label}): output wrong when the inputs arrive in stream order "
-                        "behind other work: the kernel does not run on the current stream"))
-                for x, f in zip(inputs, saved, strict=True):
-                    if isinstance(x, torch.Tensor):
-                        x.copy_(f)
             out = run(*inputs)
             if self.device == "cuda":
                 torch.cuda.synchronize()
@@ -166,9 +154,23 @@ class Worker:
             if verdict:
                 raise ShapeFailure(verdict, checks.describe_failure(
                     verdict, label, stats, self.tol.max_bias))
+            if self.device == "cuda" and s == 0:
+                self.check_stream_order(run, inputs, saved, ref, label)
             earlier_outs.extend(o.detach() for o in outs)
             previous = ([o.detach().clone() for o in outs],
                         [r.detach().clone() for r in checks.flatten_tensors(ref)])
+
+    def check_stream_order(self, run: Any, inputs: list[Any], saved: list[Any], ref: Any,
+                           label: str) -> None:
+        """After a first (compiling) call, so the launch is fast enough to beat the sleep."""
+        from optimizer.sandbox.streams import run_behind_busy_stream
+
+        out = run_behind_busy_stream(run, inputs, saved)
+        stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
+        if isinstance(stats, str) or checks.shape_verdict(stats, self.tol.max_bias):
+            raise ShapeFailure("cheat_unsynchronised", (
+                f"({label}): output wrong when the inputs arrive in stream order behind "
+                "other work: the kernel does not run on (or wait for) the current stream"))
 
     def time_all(self, module: ModuleType) -> None:
         from optimizer.sandbox import timing

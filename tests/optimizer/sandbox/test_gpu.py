@@ -1,0 +1,65 @@
+"""GPU-only checks for the H200 run: the side-stream cheat, filled timing fields, the
+suspect flag, the baseline and the measured peaks. Skipped without CUDA."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+import torch
+
+from kb.record import Environment, Feedback
+from kernels.base import get_task
+from optimizer.sandbox import evaluate, measure_baseline, measure_peaks
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+
+BAD = Path(__file__).parents[2] / "bad_kernels"
+SHAPES = [(1, 7), (1024, 4096), (4096, 4096)]
+
+
+@pytest.fixture(scope="module")
+def timed():
+    baseline = measure_baseline("softmax", "float16", SHAPES)
+    source = get_task("softmax").template
+    return evaluate("softmax", source, shapes=SHAPES, baseline=baseline), baseline
+
+
+def test_side_stream_launch_is_caught():
+    result = evaluate("softmax", (BAD / "side_stream.py").read_text(), shapes=SHAPES[1:])
+    assert result.error_kind == "cheat_unsynchronised", result.text
+
+
+def test_timing_fields_are_filled(timed):
+    result, baseline = timed
+    assert result.ok and result.stage == "performance", result.text
+    assert result.timing_available and result.time_ms > 0
+    assert set(result.timings) == set(baseline.timings)
+    assert all(iqr >= 0 for _, iqr in result.timings.values())
+    assert result.speedup_vs_baseline is not None
+    assert result.achieved_gbps > 0 and 0 < result.peak_share < 1.2
+    assert result.registers is not None and result.registers > 0
+    assert result.spills is not None and result.smem_bytes is not None
+    assert result.bottleneck_hint
+    assert not result.suspect, result.suspect_reasons
+    Feedback.model_validate(result.feedback_dict())
+    env = Environment.model_validate(result.env)
+    assert env.arch.startswith("sm_") and env.sm_count and env.mem_bandwidth_gbps
+
+
+def test_impossible_speedup_is_remeasured_and_flagged(timed):
+    result, _ = timed
+    slow_parent = dataclasses.replace(
+        result, timings={k: (m * 100, i) for k, (m, i) in result.timings.items()})
+    child = evaluate("softmax", get_task("softmax").template, shapes=SHAPES, parent=slow_parent)
+    assert child.suspect and any("faster than the parent" in r for r in child.suspect_reasons)
+    assert child.speedup_vs_parent > 10
+    assert "SUSPECT" in child.text
+
+
+def test_measured_peaks_are_plausible():
+    peaks = measure_peaks(copy_mib=512, matmul_n=4096)
+    assert 500 < peaks["mem_bandwidth_gbps"] < 10_000
+    assert 50 < peaks["peak_tflops"] < 3_000
