@@ -264,13 +264,14 @@ def run(q, k, v, k_cache, v_cache, cache_len):
     total = cache_len + S
     cos, sin = _rope_table(q.device, D, total) if ROPE_TABLE else (q, q)  # q: never read
     rope_exp = -math.log2(ROPE_THETA) / (D // 2)
-    even = EVEN_SEQ and S % BLOCK_M == 0 and total % BLOCK_N == 0
+    even_rows = EVEN_SEQ and S % BLOCK_M == 0
+    even = even_rows and total % BLOCK_N == 0
     grid = (triton.cdiv(S, BLOCK_M), B * H)
     strides = (q.stride(1), q.stride(2), k_cache.stride(1), k_cache.stride(2))
     if not FUSE_KV_WRITE:
         kv_write_kernel[grid](k, v, k_cache, v_cache, cos, sin, rope_exp, cache_len, S, *strides,
-                              HEAD_DIM=D, BM=BLOCK_M, TABLE=ROPE_TABLE, EVEN=S % BLOCK_M == 0
-                              and EVEN_SEQ, num_warps=NUM_WARPS)
+                              HEAD_DIM=D, BM=BLOCK_M, TABLE=ROPE_TABLE, EVEN=even_rows,
+                              num_warps=NUM_WARPS)
     attention_kernel[grid](out, q, k, v, k_cache, v_cache, cos, sin, rope_exp,
                            cache_len, S, 1.0 / math.sqrt(D), *strides,
                            HEAD_DIM=D, BM=BLOCK_M, BN=BLOCK_N, TABLE=ROPE_TABLE,

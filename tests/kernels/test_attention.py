@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from kernel_checks import assert_task_close, candidate_for
 
 from kernels.attention import CACHE_SLACK, apply_rope, rope_cos_sin
-from kernels.base import DTYPES, Shape, get_task, header_constants
+from kernels.base import DTYPES, Shape, get_task, header_constants, load_candidate
 
 TASK = get_task("attention")
 SPACE = list(TASK.space())
@@ -41,6 +41,21 @@ def check_attention(config, shape: Shape, dtype: str, *, seed: int, device: str)
     assert_task_close(TASK, dtype, actual, expected, label=f"{label} output")
     for i in TASK.mutated_inputs:
         assert_task_close(TASK, dtype, cand_inputs[i], ref_inputs[i], label=f"{label} input {i}")
+
+
+def test_a_kernel_that_skips_the_cache_write_fails(seed, device):
+    """The fused form attends to new keys straight from k and v, so dropping its cache
+    write leaves the output right: only the cache comparison can catch it."""
+    fused = TASK.render({**TASK.default_config, "FUSE_KV_WRITE": True})
+    marker = "    if FUSED:  # this program writes the cache rows of its own query block\n"
+    assert fused.count(marker) == 1
+    module = load_candidate(fused.replace(marker, "    if False:\n"), "skips_cache_write")
+    inputs = TASK.make_inputs((1, 2, 9, 13, 32), torch.float16, seed, device)
+    ref_inputs, cand_inputs = _clone(inputs), _clone(inputs)
+    expected = TASK.reference(*ref_inputs)
+    assert_task_close(TASK, "float16", module.run(*cand_inputs), expected, label="output")
+    with pytest.raises(AssertionError, match="differ"):
+        assert_task_close(TASK, "float16", cand_inputs[3], ref_inputs[3], label="k_cache")
 
 
 def _skip_bf16_on_interpreter(dtype: str) -> None:
