@@ -32,6 +32,15 @@ CASES = [
     ("segfault", {}, "run", "illegal_memory_access", [FULL]),
 ]
 
+# what the agent must be told: the error and the candidate's line
+MESSAGES = {
+    "compile_error": ("incompatible dimensions", "tl.arange(0, 2 * BLOCK)"),
+    "oob_read": ("out-of-bounds load", "line 14"),
+    "small_bias": ("although every element is within tolerance",),
+    "syntax_error": ("expected ':'", "def run(x)"),
+    "runtime_error": ("view(-1, 3)",),
+}
+
 
 @pytest.mark.parametrize(("name", "kwargs", "stage", "kind", "failing"), CASES,
                          ids=[c[0] for c in CASES])
@@ -44,22 +53,7 @@ def test_planted_candidate_is_caught(name, kwargs, stage, kind, failing):
     assert result.failing_shapes == failing, result.text
     assert kind in result.text
     assert result.timing_available is False
-
-
-def test_bias_candidate_passes_the_max_error_rule():
-    """The 1.005 scaling hides under atol + rtol*|ref|; only the bias rule sees it."""
-    result = evaluate("softmax", (BAD / "small_bias.py").read_text(), shapes=SHAPES, seeds=1)
-    assert result.error_kind == "bias"
-    assert result.mismatch_share == 0.0
-    assert 3e-3 < result.bias < 7e-3
-    assert "although every element is within tolerance" in result.error_message
-
-
-def test_messages_point_at_the_candidate_line():
-    compile_err = evaluate("softmax", (BAD / "compile_error.py").read_text(), shapes=SHAPES[:1],
-                           seeds=1)
-    assert "incompatible dimensions" in compile_err.error_message
-    assert "tl.arange(0, 2 * BLOCK)" in compile_err.error_message
-    oob = evaluate("softmax", (BAD / "oob_read.py").read_text(), shapes=SHAPES, seeds=1)
-    assert "out-of-bounds load" in oob.error_message
-    assert "line 14" in oob.error_message
+    for text in MESSAGES.get(name, ()):
+        assert text in result.error_message, result.error_message
+    if name == "small_bias":  # hides under atol + rtol*|ref|; only the bias rule sees it
+        assert result.mismatch_share == 0.0 and 3e-3 < result.bias < 7e-3
