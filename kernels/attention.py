@@ -74,6 +74,9 @@ def _load_rotated(base, rows, row_ok, stride_s, pos, cos_ptr, sin_ptr, rope_exp,
     else:
         inv_freq = tl.exp2(offs_h.to(tl.float32) * rope_exp)  # theta ** (-i / HALF)
         angle = pos.to(tl.float32)[:, None] * inv_freq[None, :]
+        # reduce to [-pi, pi]: precision then holds at long positions even where cos / sin
+        # lower to the approximate hardware instructions
+        angle = angle - 6.283185307179586 * tl.floor(angle * 0.15915494309189535 + 0.5)
         cos = tl.cos(angle)
         sin = tl.sin(angle)
     return x1 * cos - x2 * sin, x2 * cos + x1 * sin
