@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs on the lent H200 (device tool): installs the carried wheels, then the named stages.
+# Every stage is resumable or idempotent; results go to benchmarks/ and are copied to $OUT.
+#   bash benchmarks/h200.sh gputests peers space optimize
+set -u
+export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+deadline=$(( $(date +%s) + ${BUDGET_S:-560} ))
+left() { echo $(( deadline - $(date +%s) )); }
+for stage in "$@"; do
+  echo "=== $stage ($(left) s left)"
+  case $stage in
+    gputests) timeout $(( $(left) - 30 )) python3 -m pytest -q -m gpu tests/optimizer/sandbox/test_gpu.py 2>&1 | tail -25 ;;
+    peers) timeout $(( $(left) - 30 )) python3 benchmarks/peers.py 2>&1 | grep -v Warning | tail -150 > "$OUT/peers.log" ;;
+    space) timeout $(( $(left) - 20 )) python3 benchmarks/measure_space.py --workers 12 > "$OUT/space.log" 2>&1 ;;
+    smoke) timeout $(( $(left) - 30 )) python3 -m kb.cli optimize softmax --no-retrieval --max-iters 3 --out runs_smoke 2>&1 | tail -30 ;;
+    optimize:*) t=${stage#optimize:}; timeout $(( $(left) - 30 )) python3 -m kb.cli optimize "$t" --no-retrieval --max-iters ${ITERS:-25} --patience 6 --out benchmarks/runs 2>&1 | tail -40 ;;
+  esac
+done
+tar czf "$OUT/results.tgz" benchmarks/results benchmarks/space benchmarks/runs runs_smoke 2>/dev/null
+tail -5 "$OUT"/*.log 2>/dev/null
