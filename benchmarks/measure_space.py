@@ -6,11 +6,12 @@ transfer benchmark (benchmarks/transfer.py) can replay an optimizer's choices ag
 many times at no GPU cost.
 
 Two phases per task:
-1. correctness of every configuration on the edge shapes plus the space shapes, each in
-   its own sandboxed subprocess (optimizer.sandbox.evaluate, timing off), many at once;
-   this also fills Triton's on-disk cache, so phase 2 does not compile;
-2. serial timing of the configurations that passed, in this process, on the space shapes
-   (smallest, median and largest sweep shape by bytes moved), with rotated inputs.
+1. correctness of every configuration on the edge shapes, each in its own sandboxed
+   subprocess (optimizer.sandbox.evaluate, timing off), many at once: compile errors,
+   hangs and edge-shape bugs end there;
+2. in this process, on the task's representative shapes (smallest, median and largest
+   sweep shape by bytes moved): the output checked against the reference computed once
+   per shape, then timed with rotated inputs.
 
 Resumable: the JSON file of a task is rewritten after every timed configuration and a
 finished task is skipped, so an interrupted lease continues where it stopped.
@@ -36,20 +37,13 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernels.base import DTYPES, Task, all_tasks, load_candidate  # noqa: E402
-from optimizer.sandbox import detect_environment, evaluate  # noqa: E402
+from optimizer.sandbox import checks, detect_environment, evaluate  # noqa: E402
 from optimizer.sandbox.compiled_info import kernel_resources  # noqa: E402
 from optimizer.sandbox.hardware import measure_peaks  # noqa: E402
 from optimizer.sandbox.timing import measure, rotating  # noqa: E402
 
 log = logging.getLogger("measure_space")
 SPACE_DIR = Path(__file__).resolve().parent / "space"
-
-
-def space_shapes(task: Task, dtype: torch.dtype) -> list[tuple[int, ...]]:
-    """Smallest, median and largest sweep shape by bytes moved: the replay's workload."""
-    by_size = sorted(task.sweep_shapes, key=lambda s: task.bytes_moved(s, dtype))
-    picks = [by_size[0], by_size[len(by_size) // 2], by_size[-1]]
-    return list(dict.fromkeys(picks))
 
 
 def geomean(values: list[float]) -> float:
@@ -62,9 +56,8 @@ def check_all(task: Task, dtype: str, configs: list[dict], shapes: list, workers
     todo = [c for c in configs if key(c) not in done]
 
     def one(cfg: dict) -> tuple[dict, dict]:
-        res = evaluate(task.name, task.render(cfg), dtype=dtype,
-                       shapes=[*task.edge_shapes, *shapes], seeds=1, timing=False,
-                       timeout_s=180)
+        res = evaluate(task.name, task.render(cfg), dtype=dtype, shapes="edge", seeds=2,
+                       timing=False, timeout_s=180)
         return cfg, {"config": cfg, "ok": res.ok, "stage": res.stage,
                      "error_kind": res.error_kind, "error_message": res.error_message,
                      "failing_shapes": res.failing_shapes, "max_rel_err": res.max_rel_err}
@@ -77,26 +70,41 @@ def check_all(task: Task, dtype: str, configs: list[dict], shapes: list, workers
 
 
 def time_all(task: Task, dtype: str, shapes: list, rows: dict[str, dict], save) -> None:
-    """Phase 2: time every correct configuration on the space shapes, in this process."""
+    """Phase 2: check and time every configuration that passed phase 1, in this process."""
+    tol = task.tolerances[dtype]
     torch_dtype = DTYPES[dtype]
     inputs = {s: [task.make_inputs(s, torch_dtype, seed, "cuda") for seed in range(3)]
               for s in shapes}
+    refs = {s: task.reference(*_fresh(task, inputs[s][0])) for s in shapes}
     pending = [r for r in rows.values() if r["ok"] and "times_ms" not in r]
     for i, row in enumerate(pending, 1):
         try:
             module = load_candidate(task.render(row["config"]), f"space_{i}")
             times = {}
             for shape in shapes:
+                label = task.shape_label(shape)
+                stats = checks.compare_outputs(module.run(*_fresh(task, inputs[shape][0])),
+                                               refs[shape], tol.atol, tol.rtol)
+                problem = stats if isinstance(stats, str) else checks.shape_verdict(
+                    stats, tol.max_bias)
+                if problem:
+                    raise ValueError(f"wrong on ({label}): {problem}")
                 median, iqr = measure(rotating(module.run, inputs[shape]))
-                times[task.shape_label(shape)] = [median, iqr]
+                times[label] = [median, iqr]
             row["times_ms"] = times
             row["time_ms"] = geomean([t[0] for t in times.values()])
             row["resources"] = kernel_resources(module)
-        except Exception as err:  # a config that passed the sandbox should not fail here
-            row.update(ok=False, error_kind="runtime_error", error_message=repr(err)[:300])
-        log.info("[%s %d/%d] time %s: %s ms", task.name, i, len(pending), key(row["config"]),
-                 f"{row.get('time_ms', float('nan')):.4f}")
+        except Exception as err:  # wrong on a large shape, or failed there
+            kind = "wrong_result" if isinstance(err, ValueError) else "runtime_error"
+            row.update(ok=False, error_kind=kind, error_message=str(err)[:300])
+        log.info("[%s %d/%d] time %s: %s", task.name, i, len(pending), key(row["config"]),
+                 f"{row['time_ms']:.4f} ms" if row.get("time_ms") else row.get("error_kind"))
         save()
+
+
+def _fresh(task: Task, inputs: tuple) -> tuple:
+    """Clones of the inputs the op writes (a KV cache), so every call starts alike."""
+    return tuple(x.clone() if i in task.mutated_inputs else x for i, x in enumerate(inputs))
 
 
 def baseline_times(task: Task, dtype: str, shapes: list) -> dict[str, list[float]]:
@@ -118,7 +126,7 @@ def measure_task(task: Task, dtype: str, workers: int, peaks: dict, command: str
     if data.get("complete"):
         log.info("%s: already complete, skipped", path.name)
         return path
-    shapes = space_shapes(task, DTYPES[dtype])
+    shapes = list(task.shapes("representative"))
     configs = list(task.space())
     rows: dict[str, dict] = {r["key"]: r for r in data.get("configs", [])}
     default_key = key(task.default_config)

@@ -100,12 +100,13 @@ def build_records(space: dict) -> list[ExperienceRecord]:
 
 def feedback_of(task: Task, space: dict, row: dict, parent: dict | None, base: dict) -> dict:
     if not row.get("ok") or not row.get("times_ms"):
+        message = (row.get("error_message") or "")[:200]
         return {"stage": "correctness" if row.get("error_kind") in ("wrong_result", "bias")
                 else (row.get("stage") or "run"),
                 "error_kind": row.get("error_kind") or "untimed",
                 "error_message": (row.get("error_message") or "")[:400],
                 "failing_shapes": row.get("failing_shapes") or [],
-                "text": f"failed: {row.get('error_kind')}: {(row.get('error_message') or '')[:200]}"}
+                "text": f"failed: {row.get('error_kind')}: {message}"}
     times = row["times_ms"]
     time_ms = geomean([t[0] for t in times.values()])
     base_ms = geomean([base[s][0] for s in times])

@@ -138,10 +138,18 @@ class Task:
         return set_header_constants(self.template, config)
 
     def shapes(self, which: str) -> tuple[Shape, ...]:
-        """Shape sets by name: sweep, edge, cpu, or all (= edge + sweep)."""
+        """Shape sets by name: sweep, edge, cpu, all (= edge + sweep), representative
+        (smallest, median and largest sweep shape by bytes moved) and tune (= edge +
+        representative: what each optimizer round checks and times on a GPU, the whole
+        sweep being kept for the end of a run)."""
         sets = {"sweep": self.sweep_shapes, "edge": self.edge_shapes, "cpu": self.cpu_shapes}
         if which == "all":
             return (*self.edge_shapes, *self.sweep_shapes)
+        if which == "representative":
+            by_size = sorted(self.sweep_shapes, key=lambda s: self.bytes_moved(s, torch.float16))
+            return tuple(dict.fromkeys((by_size[0], by_size[len(by_size) // 2], by_size[-1])))
+        if which == "tune":
+            return (*self.edge_shapes, *self.shapes("representative"))
         return sets[which]
 
     def shape_label(self, shape: Shape) -> str:

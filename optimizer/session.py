@@ -53,7 +53,7 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = No
                    command)
     journal = Journal(journal_path or run_dir / "journal.jsonl")
     writeback = Writeback(knowledge, journal)
-    baseline = sandbox.measure_baseline(task.name, options.dtype, options.shapes) \
+    baseline = sandbox.measure_baseline(task.name, options.dtype, options.sweep_shapes) \
         if measure_baseline else None
     loop = Loop(task, agent, info=info, evaluator=evaluator or sandbox.evaluate,
                 writeback=writeback, policy=Policy(policy or PolicyConfig()),

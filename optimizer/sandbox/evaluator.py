@@ -23,14 +23,15 @@ log = logging.getLogger(__name__)
 
 def resolve_shapes(task: Task, shapes: str | list[tuple[int, ...]], on_gpu: bool
                    ) -> tuple[str, list[Shape]]:
-    """(shape set name, shapes). "auto": cpu + edge on the interpreter, all on a GPU."""
+    """(shape set name, shapes). "auto": cpu + edge on the interpreter, tune on a GPU."""
     if isinstance(shapes, str):
         if shapes == "auto":
-            if on_gpu:
-                return "all", list(task.shapes("all"))
+            if on_gpu:  # edge + representative sweep shapes; runs end with a full sweep
+                return "tune", list(task.shapes("tune"))
             return "cpu+edge", [*task.cpu_shapes, *task.edge_shapes]
-        if shapes not in ("sweep", "edge", "cpu", "all"):
-            raise ValueError(f"unknown shape set {shapes!r}: auto, sweep, edge, cpu or all")
+        named = ("sweep", "edge", "cpu", "all", "representative", "tune")
+        if shapes not in named:
+            raise ValueError(f"unknown shape set {shapes!r}: auto or one of {named}")
         return shapes, list(task.shapes(shapes))
     resolved = [tuple(int(v) for v in s) for s in shapes]
     if not resolved:

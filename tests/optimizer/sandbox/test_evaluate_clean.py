@@ -54,7 +54,7 @@ def test_auto_shapes_on_cpu_are_cpu_plus_edge():
     task = get_task("softmax")
     name, shapes = resolve_shapes(task, "auto", on_gpu=False)
     assert name == "cpu+edge" and shapes == [*task.cpu_shapes, *task.edge_shapes]
-    assert resolve_shapes(task, "auto", on_gpu=True)[1] == list(task.shapes("all"))
+    assert resolve_shapes(task, "auto", on_gpu=True)[1] == list(task.shapes("tune"))
 
 
 @pytest.mark.parametrize(("kwargs", "error"), [
