@@ -20,6 +20,7 @@ from kb import models  # noqa: F401  (registers the tables on SQLModel.metadata)
 log = logging.getLogger(__name__)
 
 FTS_TABLE = "experience_fts"
+FTS_VOCAB = "experience_fts_vocab"  # per-term document counts, to drop common terms
 _FTS_DDL = (
     f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5("
     "exp_id UNINDEXED, op_type UNINDEXED, arch UNINDEXED, hardware_id UNINDEXED, body, "
@@ -39,6 +40,8 @@ def make_engine(url: str) -> Engine:
     if lexical_enabled(engine):
         with engine.begin() as conn:
             conn.execute(text(_FTS_DDL))
+            conn.execute(text(f"CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_VOCAB} "
+                              f"USING fts5vocab({FTS_TABLE}, 'row')"))
     else:
         log.info("lexical search disabled on %s: retrieval uses vectors only", engine.dialect.name)
     return engine

@@ -11,12 +11,24 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+from sqlalchemy import Index
 from sqlmodel import Field, SQLModel
 
 from kb.record import ExperienceRecord, source_hash
 
+# Columns the ladder reads for every candidate; the two covering indexes below answer a
+# rung (op + GPU + Triton, or op + arch) without touching the wide rows (75 ms -> a few
+# ms per query at 100k rows; benchmarks/kb_bench.py).
+_LADDER_PAYLOAD = ("task_id", "dtype", "verdict", "evidence", "categories",
+                   "speedup_vs_parent", "speedup_vs_baseline", "id")
+
 
 class Experience(SQLModel, table=True):
+    __table_args__ = (
+        Index("ix_ladder_gpu", "op_type", "gpu_name", "triton_version", *_LADDER_PAYLOAD),
+        Index("ix_ladder_arch", "op_type", "arch", *_LADDER_PAYLOAD),
+    )
+
     id: str = Field(primary_key=True, max_length=64)
     run_id: str = Field(index=True)
     iteration: int

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from sqlalchemy import text
 from sqlmodel import Session
 
-from kb.db import FTS_TABLE
+from kb.db import FTS_TABLE, FTS_VOCAB
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _STOP = frozenset(
@@ -40,11 +40,32 @@ def query_terms(*texts: str | None, limit: int = 16) -> list[str]:
     return [t.lower() for t in ranked[:limit]]
 
 
+MAX_DOC_SHARE = 0.02  # a term in more than 2% of the rows does not discriminate
+MIN_DOC_LIMIT = 200
+
+
+def distinctive(session: Session, terms: Sequence[str]) -> list[str]:
+    """Drop terms that occur in too many rows: they cost a scan and rank nothing."""
+    conn = session.connection()
+    total = conn.execute(text(f"SELECT max(rowid) FROM {FTS_TABLE}")).scalar() or 0
+    limit = max(MIN_DOC_LIMIT, int(MAX_DOC_SHARE * total))
+    keep = []
+    for term in terms:
+        docs = conn.execute(text(f"SELECT doc FROM {FTS_VOCAB} WHERE term = :t"),
+                            {"t": term}).scalar()
+        if docs and docs <= limit:
+            keep.append(term)
+    return keep
+
+
 def bm25_ranks(
     session: Session, terms: Sequence[str], op_types: Sequence[str], limit: int = 400
 ) -> dict[str, int]:
     """Rank (0 = best) of the best-matching experiences of the given ops."""
     if not terms or session.get_bind().dialect.name != "sqlite":
+        return {}
+    terms = distinctive(session, terms)
+    if not terms:
         return {}
     match = " OR ".join(f'"{t}"' for t in terms)
     ops = ",".join(f":op{i}" for i in range(len(op_types)))
