@@ -71,13 +71,19 @@ def build_records(space: dict) -> list[ExperienceRecord]:
             continue  # the naive kernel itself: it is every record's baseline
         parent_cfg, changed = step
         parent = rows.get(key(parent_cfg))
+        if row.get("ok") and not (row.get("time_ms") and parent and parent.get("time_ms")):
+            continue  # a partial space: keep only records with both sides measured
         param = next(p for p in (*task.variants, *task.knobs) if p.name == changed)
         old, new = parent_cfg[changed], row["config"][changed]
         parent_src, child_src = task.render(parent_cfg), task.render(row["config"])
         diff = "".join(difflib.unified_diff(parent_src.splitlines(True),
                                             child_src.splitlines(True), "parent.py", "child.py"))
         feedback = feedback_of(task, space, row, parent, base)
+        context = [f"{k}={v!r}" for k, v in parent_cfg.items()
+                   if v != task.default_config[k]]
         summary = f"set {changed} {old!r} -> {new!r}"
+        if context:
+            summary += f" (with {', '.join(context)})"
         if param.help:
             summary += f": {param.help}"
         records.append(ExperienceRecord(
@@ -146,8 +152,7 @@ def main() -> None:
     for path in sorted((ROOT / "benchmarks" / "space").glob("*.json")):
         space = json.loads(path.read_text())
         if not space.get("complete"):
-            print(f"{path.name}: incomplete, skipped")
-            continue
+            print(f"{path.name}: incomplete space, only measured pairs are kept")
         records = build_records(space)
         target = out_dir / f"space_{space['task']}_{space['dtype']}.jsonl"
         with target.open("w") as handle:
