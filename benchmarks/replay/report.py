@@ -13,6 +13,8 @@ ARM_LABELS = {
     "same_task_prior": "same-task prior (NOT cross-task)",
 }
 
+STYLES = {"cold": "-", "transfer": "--", "same_task_prior": "-."}
+
 
 def _num(value: float, digits: int = 0) -> str:
     if math.isinf(value):
@@ -109,7 +111,8 @@ def write_plot(payload: dict[str, Any], path: Path) -> None:
     for ax, task in zip(axes[0], tasks, strict=False):
         for arm, curve in payload["tasks"][task]["curves"].items():
             x = curve["evaluation"]
-            ax.plot(x, curve["median"], label=ARM_LABELS.get(arm, arm), drawstyle="steps-post")
+            ax.plot(x, curve["median"], label=ARM_LABELS.get(arm, arm), drawstyle="steps-post",
+                    linestyle=STYLES.get(arm, "-"), linewidth=2)  # equal arms stay visible
             ax.fill_between(x, curve["q1"], curve["q3"], alpha=0.2, step="post")
         ax.axhline(0.95, color="grey", linestyle=":", linewidth=1)
         ax.set_title(f"{task}: best so far (median, IQR band)")

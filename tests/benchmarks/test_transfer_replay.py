@@ -166,3 +166,40 @@ def test_transfer_arm_never_holds_the_held_out_task(space) -> None:
         {r.id for r in own}
     with pytest.raises(ValueError, match="unknown arm"):
         arm_records("oracle", "softmax", [space], [])
+
+
+def write_plain_space(folder: Path, name: str) -> None:
+    """Synthetic, fully timed space of another task: later knob values are faster."""
+    task = get_task(name)
+    labels = [task.shape_label(s) for s in task.shapes("representative")]
+    params = (*task.variants, *task.knobs)
+    rows = []
+    for cfg in task.space():
+        f = math.prod(1.0 - 0.03 * p.values.index(cfg[p.name]) for p in params)
+        times = {lab: [0.1 * f, 0.0001] for lab in labels}
+        rows.append({"key": config_key(cfg), "config": cfg, "ok": True,
+                     "stage": "correctness", "error_kind": None, "failing_shapes": [],
+                     "times_ms": times, "time_ms": 0.1 * f})
+    source = json.loads((folder / "softmax_float16.json").read_text())
+    data = {**source, "task": name, "op_type": task.op_type, "shapes": labels,
+            "default": config_key(task.default_config), "complete": True,
+            "baseline_ms": {lab: [0.12, 0.001] for lab in labels},
+            "space_size": len(rows), "configs": rows}
+    (folder / f"{name}_float16.json").write_text(json.dumps(data))
+
+
+@pytest.mark.slow
+def test_transfer_arm_retrieves_only_the_other_task(tmp_path: Path) -> None:
+    """Real stores and the real embedding model: the held-out run recalls the other task."""
+    write_space(tmp_path / "space")
+    write_plain_space(tmp_path / "space", "rmsnorm")
+    (tmp_path / "seeds").mkdir()
+    payload = run_benchmark(space_dir=tmp_path / "space", seeds_dir=tmp_path / "seeds",
+                            out_dir=tmp_path / "results", repeats=1, budget=6,
+                            tasks=["softmax"], arms=("cold", "transfer"))
+    softmax = payload["tasks"]["softmax"]
+    assert list(payload["tasks"]) == ["softmax"]  # rmsnorm is only the other task here
+    assert softmax["store_sizes"]["transfer"] > 0
+    assert softmax["arms"]["transfer"]["retrieved"]["max"] > 0  # recall reached the loop
+    assert softmax["arms"]["cold"]["retrieved"]["max"] == 0
+    assert not any("NO experiences" in n for n in softmax["notes"])
