@@ -330,11 +330,11 @@ def make_inputs(shape: Shape, dtype: torch.dtype, seed: int, device: str) -> tup
     """q, k, v for the new tokens; caches with cache_len random (already rotated) entries
     and CACHE_SLACK random slots past the new tokens; then cache_len itself."""
     batch, heads, seq, cache_len, head_dim = shape
-    gen = torch.Generator(device="cpu").manual_seed(seed)
+    gen = torch.Generator(device=device).manual_seed(seed)
     new = (batch, heads, seq, head_dim)
     cache = (batch, heads, cache_len + seq + CACHE_SLACK, head_dim)
-    q, k, v = (torch.randn(new, generator=gen) for _ in range(3))
-    k_cache, v_cache = (torch.randn(cache, generator=gen) for _ in range(2))
+    q, k, v = (torch.randn(new, generator=gen, device=device) for _ in range(3))
+    k_cache, v_cache = (torch.randn(cache, generator=gen, device=device) for _ in range(2))
     tensors = (q, k, v, k_cache, v_cache)
     return (*(t.to(device=device, dtype=dtype) for t in tensors), cache_len)
 

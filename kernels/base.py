@@ -75,6 +75,8 @@ class Task:
     description: str
     signature: str  # run()'s signature as the agent should keep it, e.g. "run(x) -> y"
     reference: Callable[..., Any]
+    # make_inputs(shape, dtype, seed, device): seeded, drawn on the device itself (a CPU
+    # draw of a 100M-element input costs seconds per input set on a GPU host)
     make_inputs: Callable[[Shape, torch.dtype, int, str], tuple[Any, ...]]
     shape_names: tuple[str, ...]  # e.g. ("rows", "cols")
     sweep_shapes: tuple[Shape, ...]

@@ -109,9 +109,9 @@ def make_inputs(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """A and B with unit-variance entries of C: A is scaled by 1/sqrt(K)."""
     m, n, k = shape
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    a = torch.randn((m, k), generator=gen, dtype=torch.float32) / k**0.5
-    b = torch.randn((k, n), generator=gen, dtype=torch.float32)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    a = torch.randn((m, k), generator=gen, dtype=torch.float32, device=device) / k**0.5
+    b = torch.randn((k, n), generator=gen, dtype=torch.float32, device=device)
     return a.to(device=device, dtype=dtype), b.to(device=device, dtype=dtype)
 
 

@@ -135,9 +135,9 @@ def make_inputs(
     shape: Shape, dtype: torch.dtype, seed: int, device: str
 ) -> tuple[torch.Tensor, torch.Tensor]:
     rows, hidden = shape
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    x = torch.randn((rows, hidden), generator=gen, dtype=torch.float32) * 2.0
-    weight = 1.0 + 0.5 * torch.randn((hidden,), generator=gen, dtype=torch.float32)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    x = torch.randn((rows, hidden), generator=gen, dtype=torch.float32, device=device) * 2.0
+    weight = 1.0 + 0.5 * torch.randn((hidden,), generator=gen, dtype=torch.float32, device=device)
     return x.to(device=device, dtype=dtype), weight.to(device=device, dtype=dtype)
 
 

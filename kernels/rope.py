@@ -184,12 +184,13 @@ def make_inputs(
     shape: Shape, dtype: torch.dtype, seed: int, device: str
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     batch, seq, n_heads, n_kv_heads, head_dim = shape
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    q = torch.randn((batch, seq, n_heads, head_dim), generator=gen, dtype=torch.float32)
-    k = torch.randn((batch, seq, n_kv_heads, head_dim), generator=gen, dtype=torch.float32)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    f32 = {"generator": gen, "dtype": torch.float32, "device": device}
+    q = torch.randn((batch, seq, n_heads, head_dim), **f32)
+    k = torch.randn((batch, seq, n_kv_heads, head_dim), **f32)
     # each sequence starts at its own offset, as in batched decoding with a KV cache
-    start = torch.randint(0, 64, (batch, 1), generator=gen, dtype=torch.int32)
-    positions = start + torch.arange(seq, dtype=torch.int32)[None, :]
+    start = torch.randint(0, 64, (batch, 1), generator=gen, dtype=torch.int32, device=device)
+    positions = start + torch.arange(seq, dtype=torch.int32, device=device)[None, :]
     return (q.to(device=device, dtype=dtype), k.to(device=device, dtype=dtype),
             positions.to(device))
 

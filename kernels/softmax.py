@@ -93,8 +93,8 @@ def reference(x: torch.Tensor) -> torch.Tensor:
 
 
 def make_inputs(shape: Shape, dtype: torch.dtype, seed: int, device: str) -> tuple[torch.Tensor]:
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    x = torch.randn(shape, generator=gen, dtype=torch.float32) * 3.0
+    gen = torch.Generator(device=device).manual_seed(seed)
+    x = torch.randn(shape, generator=gen, dtype=torch.float32, device=device) * 3.0
     return (x.to(device=device, dtype=dtype),)
 
 

@@ -113,9 +113,10 @@ def reference(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 def make_inputs(
     shape: Shape, dtype: torch.dtype, seed: int, device: str
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    gen = torch.Generator(device="cpu").manual_seed(seed)
-    gate = torch.randn(shape, generator=gen, dtype=torch.float32) * 3.0  # both tails of silu
-    up = torch.randn(shape, generator=gen, dtype=torch.float32)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    # x3: both tails of silu
+    gate = torch.randn(shape, generator=gen, dtype=torch.float32, device=device) * 3.0
+    up = torch.randn(shape, generator=gen, dtype=torch.float32, device=device)
     return gate.to(device=device, dtype=dtype), up.to(device=device, dtype=dtype)
 
 
