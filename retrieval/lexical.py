@@ -8,6 +8,7 @@ distinctive identifiers of the kernel source and words of the feedback, OR-ed to
 from __future__ import annotations
 
 import re
+import threading
 from collections import Counter
 from collections.abc import Sequence
 
@@ -17,6 +18,7 @@ from sqlmodel import Session
 from kb.db import FTS_TABLE, FTS_VOCAB
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+_CODE = re.compile(r"[A-Za-z]\w*_\w+|\b[A-Za-z]+\d\w*|\b[A-Z]{2,}\w*|\w+\.\w+\(")
 _STOP = frozenset(
     """def return import from for range and not the with this that else elif none true false
     triton torch tl self int float pid mask other offs off program_id load store arange
@@ -49,13 +51,53 @@ def distinctive(session: Session, terms: Sequence[str]) -> list[str]:
     conn = session.connection()
     total = conn.execute(text(f"SELECT max(rowid) FROM {FTS_TABLE}")).scalar() or 0
     limit = max(MIN_DOC_LIMIT, int(MAX_DOC_SHARE * total))
-    keep = []
-    for term in terms:
-        docs = conn.execute(text(f"SELECT doc FROM {FTS_VOCAB} WHERE term = :t"),
-                            {"t": term}).scalar()
-        if docs and docs <= limit:
-            keep.append(term)
-    return keep
+    docs = _DOC_COUNTS.lookup(session, terms, total, limit)
+    return [t for t in terms if 0 < docs.get(t, 0) <= limit]
+
+
+class _DocCounts:
+    """Per-term document counts, cached per database.
+
+    fts5vocab counts a term's documents by walking its whole posting list (~1 ms per
+    common term at 100k rows, 12 ms per query before this cache). Only common terms (over
+    the threshold) are cached, until the table has grown by a tenth; rare terms are cheap
+    to count and are read fresh, so a newly ingested identifier is found at once.
+    """
+
+    GROWTH = 1.1
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[tuple[str, str], tuple[int, int]] = {}  # (db, term) -> (docs, total)
+
+    def lookup(
+        self, session: Session, terms: Sequence[str], total: int, limit: int
+    ) -> dict[str, int]:
+        db = str(session.get_bind().url)
+        with self._lock:
+            known = {t: self._counts.get((db, t)) for t in terms}
+        fresh = {t: v[0] for t, v in known.items()
+                 if v is not None and total <= self.GROWTH * max(v[1], 1)}
+        stale = [t for t in terms if t not in fresh]
+        if stale:
+            names = ",".join(f":t{i}" for i in range(len(stale)))
+            read = dict(session.connection().execute(
+                text(f"SELECT term, doc FROM {FTS_VOCAB} WHERE term IN ({names})"),
+                {f"t{i}": t for i, t in enumerate(stale)}).all())
+            read = {t: int(read.get(t, 0)) for t in stale}
+            with self._lock:
+                self._counts.update(((db, t), (n, total)) for t, n in read.items() if n > limit)
+            fresh.update(read)
+        return fresh
+
+
+_DOC_COUNTS = _DocCounts()
+
+
+def has_code(*texts: str | None) -> bool:
+    """Whether a query carries identifiers (``BLOCK_SIZE``, ``tl.max``, ``num_warps``):
+    only then can BM25 add what the embedding misses."""
+    return any(chunk and _CODE.search(chunk) for chunk in texts)
 
 
 def bm25_ranks(

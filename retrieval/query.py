@@ -21,12 +21,10 @@ class RetrievalQuery(BaseModel):
     max_chars: int = Field(default=4000, ge=200, description="budget of the few-shot block")
 
     def embedding_text(self) -> str:
-        """Shaped like ExperienceRecord.embedding_text, so the two meet in one space."""
-        where = f" on {self.gpu_name}" if self.gpu_name else ""
-        arch = f" ({self.arch})" if self.arch else ""
-        parts = [f"{self.op_type} {self.dtype or ''}{where}{arch}".strip()]
+        """Shaped like ExperienceRecord.embedding_text ("op: what happened"), so the two
+        meet in one space; hardware and dtype are SQL filters, not text."""
         if self.feedback_text:
-            parts.append(self.feedback_text[:600])
-        elif self.kernel_source:
-            parts.append(" ".join(self.kernel_source.split())[:400])
-        return " | ".join(parts)
+            return f"{self.op_type}: {self.feedback_text[:400]}"
+        if self.kernel_source:
+            return f"{self.op_type}: {' '.join(self.kernel_source.split())[:300]}"
+        return self.op_type

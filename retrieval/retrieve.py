@@ -17,7 +17,7 @@ from kb.models import Experience
 from kb.vector_index import VectorIndex
 from retrieval.fewshot import render_block
 from retrieval.ladder import Candidate, gather
-from retrieval.lexical import bm25_ranks, query_terms
+from retrieval.lexical import bm25_ranks, has_code, query_terms
 from retrieval.query import RetrievalQuery
 from retrieval.ranking import diversify, rrf, score, support_counts, usefulness
 from retrieval.schemas import Hit, RetrievalResult
@@ -41,10 +41,12 @@ def retrieve(
     vector_rank = {exp_id: n for n, (exp_id, _) in enumerate(vector_hits)}
     clock.lap("vector")
 
-    terms = query_terms(query.kernel_source, query.feedback_text)
-    ops = sorted({c.op_type for c in candidates})
-    lexical_rank = {i: r for i, r in bm25_ranks(session, terms, ops).items() if i in by_id}
-    lexical_rank = {i: n for n, i in enumerate(sorted(lexical_rank, key=lexical_rank.get))}
+    lexical_rank: dict[str, int] = {}
+    if has_code(query.kernel_source, query.feedback_text):
+        terms = query_terms(query.kernel_source, query.feedback_text)
+        ops = sorted({c.op_type for c in candidates})
+        ranked = [i for i in bm25_ranks(session, terms, ops) if i in by_id]  # best first
+        lexical_rank = {i: n for n, i in enumerate(ranked)}
     clock.lap("lexical")
 
     relevance = rrf([vector_rank, lexical_rank], list(by_id))
@@ -58,11 +60,9 @@ def retrieve(
         (c.id for c in candidates if c.is_loss and c.rung.same_hardware and not c.rung.related),
         key=lambda i: -scores[i],
     )
-    pool = wins[: POOL * query.k] + losses[: POOL * max(query.max_warnings, 1)]
-    rows = {r.id: r for r in session.exec(select(Experience).where(Experience.id.in_(pool)))}
-    keys = {i: (rows[i].categories, _config_key(rows[i])) for i in pool}
-    picked_wins = diversify([i for i in wins if i in rows], keys, query.k)
-    picked_losses = diversify([i for i in losses if i in rows], keys, query.max_warnings)
+    rows: dict[str, Experience] = {}
+    picked_wins = _pick(session, wins, query.k, rows)
+    picked_losses = _pick(session, losses, query.max_warnings, rows)
     clock.lap("rank")
 
     def hit(exp_id: str) -> Hit:
@@ -82,6 +82,28 @@ def retrieve(
         hits=hits, warnings=warnings, rungs_used=rungs_used, candidates=len(candidates),
         prompt_block=block, timings_ms=clock.laps,
     )
+
+
+def _pick(session: Session, ordered: list[str], k: int, rows: dict[str, Experience]) -> list[str]:
+    """Diversify down the ranked ids, reading full rows in small chunks as the walk needs
+    them (the top few usually suffice; reading the whole pool cost ~5 ms at 100k)."""
+    picked: list[str] = []
+    if k == 0:
+        return picked
+    keys: dict[str, tuple[str, str]] = {}
+    chunk = 2 * k
+    for start in range(0, min(len(ordered), POOL * k), chunk):
+        part = ordered[start : start + chunk]
+        missing = [i for i in part if i not in rows]
+        if missing:
+            rows.update((r.id, r) for r in session.exec(
+                select(Experience).where(Experience.id.in_(missing))))
+        keys.update((i, (rows[i].categories, _config_key(rows[i]))) for i in part if i in rows)
+        seen = [i for i in ordered[: start + chunk] if i in keys]
+        picked = diversify(seen, keys, k)
+        if len(picked) >= k:
+            break
+    return picked
 
 
 def _config_key(row: Experience) -> str:
