@@ -8,7 +8,8 @@ enough candidates, so a well-covered GPU never pays for the lower rungs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from sqlalchemy import and_, not_, or_
@@ -39,8 +40,8 @@ class Rung:
     def label(self) -> str:
         return f"related_{self.name}" if self.related else self.name
 
-    @property
-    def weight(self) -> float:
+    @cached_property
+    def weight(self) -> float:  # cached: read once per candidate per query
         return RUNG_WEIGHT[self.name] * (RELATED_FACTOR if self.related else 1.0)
 
     @property
@@ -60,10 +61,10 @@ class Candidate:
     categories: str
     speedup_vs_parent: float | None
     speedup_vs_baseline: float | None
+    is_loss: bool = field(init=False)
 
-    @property
-    def is_loss(self) -> bool:
-        return self.verdict in LOSS_VERDICTS
+    def __post_init__(self) -> None:
+        self.is_loss = self.verdict in LOSS_VERDICTS
 
 
 def rungs(query: RetrievalQuery) -> list[Rung]:
