@@ -170,14 +170,22 @@ class VectorIndex:
         with self._lock:
             if candidates is None:
                 ids: Sequence[str] = self._ids
-                scores = self._matrix @ query
+                scores = _dot(self._matrix, query)
             else:
                 rows = [self._pos[c] for c in candidates if c in self._pos]
                 ids = [self._ids[r] for r in rows]
-                scores = self._matrix[rows] @ query if rows else np.zeros(0, np.float32)
+                scores = _dot(self._matrix[rows], query) if rows else np.zeros(0, np.float32)
         if len(ids) == 0:
             return []
         n = min(n, len(ids))
         top = np.argpartition(-scores, n - 1)[:n]
         top = top[np.argsort(-scores[top], kind="stable")]
         return [(ids[i], float(scores[i])) for i in top]
+
+
+def _dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """matrix @ query without BLAS. OpenBLAS's worker threads spin after a call and fight
+    torch's OpenMP threads for the 2 cores: the next query embedding took 44-60 ms instead
+    of 17 ms at 100k rows (benchmarks/results/kb_bench_cpu.md). einsum's own loop is
+    single-threaded and ~1 ms for a few thousand candidates."""
+    return np.einsum("ij,j->i", matrix, query)
