@@ -33,6 +33,7 @@ from kb.models import (
     kernel_row,
     lexical_text,
 )
+from kb.queries import iter_records
 from kb.record import ExperienceRecord, parse_record
 from kb.vector_index import VectorIndex
 
@@ -225,16 +226,18 @@ def reindex(engine: Engine, embedder: Embedder, index: VectorIndex, batch: int =
     index.wipe()
     done = 0
     with Session(engine) as session:
-        offset = 0
-        while True:
-            rows = session.exec(
-                select(Experience).order_by(Experience.id).offset(offset).limit(batch)
-            ).all()
-            if not rows:
-                break
-            records = [row.to_record() for row in rows]
-            index_records(index, records, embedder.embed([r.embedding_text() for r in records]))
-            done += len(records)
-            offset += batch
+        pending: list[ExperienceRecord] = []
+        for record in iter_records(session, batch=batch):
+            pending.append(record)
+            if len(pending) == batch:
+                done += _index_batch(index, embedder, pending)
+                pending = []
+        done += _index_batch(index, embedder, pending)
     log.info("reindex: %d vectors", done)
     return done
+
+
+def _index_batch(index: VectorIndex, embedder: Embedder, records: list[ExperienceRecord]) -> int:
+    if records:
+        index_records(index, records, embedder.embed([r.embedding_text() for r in records]))
+    return len(records)

@@ -19,10 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchmarks.replay.space import Space, config_key, geomean
+from benchmarks.replay.space import Space, config_key
 from kb.record import source_hash
-from kernels.base import DTYPES, header_constants
+from kernels.base import header_constants
 from optimizer.sandbox import feedback
+from optimizer.sandbox.evaluator import fill_timing
 from optimizer.sandbox.result import Baseline, EvalResult
 
 UNMEASURED = "unmeasured"
@@ -80,7 +81,10 @@ class ReplayEvaluator:
             result.ok, result.stage = True, "correctness"
             result.shapes_checked = list(space.shapes)
             if Space.is_timed(row):
-                _fill_timing(result, space, row, parent, baseline)
+                fill_timing(result, task, {"timings": row["times_ms"],
+                                           "resources": row.get("resources") or {}},
+                            [*task.sweep_shapes, *task.edge_shapes], parent,
+                            baseline or self.baseline())
                 self.calls.append(Call(key, "timed", result.time_ms))
             else:
                 result.timing_note = f"{UNMEASURED}: correct but not timed in the partial " \
@@ -99,45 +103,3 @@ def _rendering(task: Any, config: dict[str, Any]) -> str | None:
         return task.render(config)
     except (KeyError, ValueError):
         return None
-
-
-def _fill_timing(result: EvalResult, space: Space, row: dict[str, Any],
-                 parent: EvalResult | None, baseline: Baseline | None) -> None:
-    """The timing layer as optimizer.sandbox.evaluator fills it, from recorded numbers."""
-    task = space.task
-    result.stage, result.timing_available = "performance", True
-    result.timings = {label: (float(v[0]), float(v[1])) for label, v in row["times_ms"].items()}
-    labels = list(result.timings)
-    result.time_ms = geomean([result.timings[k][0] for k in labels])
-    base = baseline.timings if baseline else {k: v[0] for k, v in space.baseline_ms.items()}
-    if all(k in base for k in labels):
-        result.baseline_timings = {k: base[k] for k in labels}
-        result.baseline_ms = geomean(list(result.baseline_timings.values()))
-        result.speedup_vs_baseline = result.baseline_ms / result.time_ms
-    parent_times = parent.timings_median() if parent else {}
-    if parent_times and all(k in parent_times for k in labels):
-        result.parent_timings = {k: parent_times[k] for k in labels}
-        result.parent_ms = geomean(list(result.parent_timings.values()))
-        result.speedup_vs_parent = result.parent_ms / result.time_ms
-        result.regressions = {
-            k: result.timings[k][0] / parent_times[k] - 1 for k in labels
-            if result.timings[k][0] > parent_times[k] * (1 + feedback.REGRESSION_SHARE)}
-    by_label = {task.shape_label(s): s for s in (*task.sweep_shapes, *task.edge_shapes)}
-    if all(k in by_label for k in labels):
-        dtype = DTYPES[space.dtype]
-        seconds = sum(result.timings[k][0] for k in labels) * 1e-3
-        result.achieved_gbps = sum(task.bytes_moved(by_label[k], dtype) for k in labels) \
-            / seconds / 1e9
-        result.achieved_tflops = sum(task.flops(by_label[k], dtype) for k in labels) \
-            / seconds / 1e12
-        peak = space.env.get("peak_tflops" if task.compute_bound else "mem_bandwidth_gbps")
-        achieved = result.achieved_tflops if task.compute_bound else result.achieved_gbps
-        result.peak_share = achieved / peak if peak else None
-    resources = row.get("resources") or {}
-    result.registers, result.spills = resources.get("registers"), resources.get("spills")
-    result.smem_bytes = resources.get("smem_bytes")
-    warps = result.config.get("NUM_WARPS")
-    result.bottleneck_hint = feedback.bottleneck_hint(
-        result, compute_bound=task.compute_bound,
-        num_warps=warps if isinstance(warps, int) else None,
-        smem_per_sm_kib=space.env.get("smem_per_sm_kib"))

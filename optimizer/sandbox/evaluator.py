@@ -86,7 +86,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         result.error_kind, result.stage = "missing_run", "run"
         result.error_message = "the worker ended without a result"
     if result.ok:
-        _fill_timing(result, task, data, shape_list, parent, baseline, on_gpu, do_time)
+        fill_timing(result, task, data, shape_list, parent, baseline, on_gpu, do_time)
     result.text = feedback.render(result)
     return result
 
@@ -108,9 +108,11 @@ def _geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
-def _fill_timing(result: EvalResult, task: Task, data: dict[str, Any], shapes: list[Shape],
-                 parent: EvalResult | None, baseline: Baseline | None, on_gpu: bool,
-                 do_time: bool) -> None:
+def fill_timing(result: EvalResult, task: Task, data: dict[str, Any], shapes: list[Shape],
+                parent: EvalResult | None, baseline: Baseline | None, on_gpu: bool = True,
+                do_time: bool = True) -> None:
+    """The timing layer from a worker's per-shape timings and resources (also used by the
+    replay of measured spaces, so both judge a candidate the same way)."""
     timings = data.get("timings") or {}
     if not timings:
         result.timing_note = ("CPU interpreter: correctness only, no GPU timing" if not on_gpu
