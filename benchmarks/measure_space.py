@@ -6,12 +6,14 @@ transfer benchmark (benchmarks/transfer.py) can replay an optimizer's choices ag
 many times at no GPU cost.
 
 Two phases per task:
-1. correctness of every configuration on the edge shapes, each in its own sandboxed
-   subprocess (optimizer.sandbox.evaluate, timing off), many at once: compile errors,
-   hangs and edge-shape bugs end there;
-2. in this process, on the task's representative shapes (smallest, median and largest
-   sweep shape by bytes moved): the output checked against the reference computed once
-   per shape, then timed with rotated inputs.
+1. correctness of every configuration on the edge shapes and the task's representative
+   shapes (smallest, median and largest sweep shape by bytes moved), each configuration
+   in its own sandboxed subprocess (optimizer.sandbox.evaluate, timing off), many at
+   once: compile errors, hangs and edge-shape bugs end there, and every kernel
+   specialisation phase 2 needs lands in Triton's on-disk cache, compiled in parallel;
+2. in this process, one configuration at a time on an otherwise idle GPU: the output on
+   each representative shape checked against the reference computed once per shape,
+   then timed with rotated inputs.
 
 Resumable: the JSON file of a task is rewritten after every timed configuration and a
 finished task is skipped, so an interrupted lease continues where it stopped.
@@ -56,17 +58,19 @@ def check_all(task: Task, dtype: str, configs: list[dict], shapes: list, workers
     todo = [c for c in configs if key(c) not in done]
 
     def one(cfg: dict) -> tuple[dict, dict]:
-        res = evaluate(task.name, task.render(cfg), dtype=dtype, shapes="edge", seeds=1,
-                       timing=False, timeout_s=180)
+        res = evaluate(task.name, task.render(cfg), dtype=dtype,
+                       shapes=[*task.edge_shapes, *shapes], seeds=1, timing=False,
+                       timeout_s=240)
         return cfg, {"config": cfg, "ok": res.ok, "stage": res.stage,
                      "error_kind": res.error_kind, "error_message": res.error_message,
-                     "failing_shapes": res.failing_shapes, "max_rel_err": res.max_rel_err}
+                     "failing_shapes": res.failing_shapes, "max_rel_err": res.max_rel_err,
+                     "check_wall_s": round(res.wall_s or 0.0, 1)}
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for i, (cfg, row) in enumerate(pool.map(one, todo), 1):
             done[key(cfg)] = row
-            log.info("[%s %d/%d] check %s: %s", task.name, i, len(todo), key(cfg),
-                     "ok" if row["ok"] else row["error_kind"])
+            log.info("[%s %d/%d] check %s: %s (%.0f s)", task.name, i, len(todo), key(cfg),
+                     "ok" if row["ok"] else row["error_kind"], row["check_wall_s"])
 
 
 def time_all(task: Task, dtype: str, shapes: list, rows: dict[str, dict], save) -> None:
@@ -78,6 +82,7 @@ def time_all(task: Task, dtype: str, shapes: list, rows: dict[str, dict], save) 
     refs = {s: task.reference(*_fresh(task, inputs[s][0])) for s in shapes}
     pending = [r for r in rows.values() if r["ok"] and "times_ms" not in r]
     for i, row in enumerate(pending, 1):
+        began = time.perf_counter()
         try:
             module = load_candidate(task.render(row["config"]), f"space_{i}")
             times = {}
@@ -97,8 +102,10 @@ def time_all(task: Task, dtype: str, shapes: list, rows: dict[str, dict], save) 
         except Exception as err:  # wrong on a large shape, or failed there
             kind = "wrong_result" if isinstance(err, ValueError) else "runtime_error"
             row.update(ok=False, error_kind=kind, error_message=str(err)[:300])
-        log.info("[%s %d/%d] time %s: %s", task.name, i, len(pending), key(row["config"]),
-                 f"{row['time_ms']:.4f} ms" if row.get("time_ms") else row.get("error_kind"))
+        log.info("[%s %d/%d] time %s: %s (%.1f s)", task.name, i, len(pending),
+                 key(row["config"]),
+                 f"{row['time_ms']:.4f} ms" if row.get("time_ms") else row.get("error_kind"),
+                 time.perf_counter() - began)
         save()
 
 
@@ -114,6 +121,17 @@ def baseline_times(task: Task, dtype: str, shapes: list) -> dict[str, list[float
         sets = [task.make_inputs(shape, torch_dtype, seed, "cuda") for seed in range(3)]
         out[task.shape_label(shape)] = list(measure(rotating(task.reference, sets)))
     return out
+
+
+def _fit_workers(task: Task, dtype: str, shapes: list, workers: int) -> int:
+    """As many sandboxes as the GPU's memory holds: each keeps inputs, output, reference
+    and snapshots of the largest shape alive, about five times its bytes moved."""
+    need = 5 * max(task.bytes_moved(s, DTYPES[dtype]) for s in shapes)
+    free, _ = torch.cuda.mem_get_info()
+    fit = max(1, min(workers, int(0.8 * free / need)))
+    if fit < workers:
+        log.info("%s: %d parallel checks (%.1f GB each at most)", task.name, fit, need / 1e9)
+    return fit
 
 
 def key(cfg: dict) -> str:
@@ -146,7 +164,7 @@ def measure_task(task: Task, dtype: str, workers: int, peaks: dict, command: str
         os.replace(tmp, path)
 
     started = time.time()
-    check_all(task, dtype, configs, shapes, workers, rows)
+    check_all(task, dtype, configs, shapes, _fit_workers(task, dtype, shapes, workers), rows)
     save()
     if not data.get("baseline_ms"):
         data["baseline_ms"] = baseline_times(task, dtype, shapes)

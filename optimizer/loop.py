@@ -7,6 +7,7 @@ Each piece lives in its own module; this one only wires them and keeps the run's
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -132,7 +133,12 @@ class Loop:
                                shapes=shapes or self.options.shapes, parent=parent,
                                baseline=self.baseline, seeds=self.options.seeds,
                                timeout_s=self.options.timeout_s)
-        return result, result.wall_s or (time.monotonic() - began)
+        spent = result.wall_s or (time.monotonic() - began)
+        steps = json.loads((getattr(result, "artifacts", None) or {}).get("wall_s") or "{}")
+        slowest = sorted(steps.items(), key=lambda kv: -kv[1])[:3]
+        log.info("evaluated in %.1f s; slowest steps: %s", spent,
+                 ", ".join(f"{k} {v:.1f} s" for k, v in slowest) or "-")
+        return result, spent
 
     def _baseline_round(self, source: str) -> _State:
         result, spent = self._evaluate(source, None)

@@ -42,36 +42,77 @@ def flatten_tensors(value: Any) -> list[torch.Tensor]:
     return []
 
 
+CHUNK = 1 << 24  # elements per float64 pass: bounded temporaries on any output size
+
+
 def error_stats(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) -> ErrorStats:
     """Elementwise error statistics; relative error uses max(|ref|, atol) as denominator
-    so that near-zero reference values do not turn rounding noise into huge ratios."""
-    o = out.detach().to("cpu", torch.float64)
-    r = ref.detach().to("cpu", torch.float64)
-    diff = o - r
-    finite_ref = torch.isfinite(r)
-    both_nonfinite_equal = ~finite_ref & (o == r)
-    diff = torch.where(both_nonfinite_equal, torch.zeros_like(diff), diff)
-    absdiff = diff.abs().nan_to_num(nan=float("inf"))
-    nonfinite = int((~torch.isfinite(o) & finite_ref).sum())
-    over = absdiff > atol + rtol * r.abs().nan_to_num(posinf=0.0)
-    over &= ~both_nonfinite_equal
-    count = int(over.sum())
-    first = tuple(int(i) for i in over.nonzero()[0]) if count else None
-    finite = torch.isfinite(absdiff)
-    fin_diff = diff[finite]
-    mean_ref = float(r[finite_ref].abs().mean()) if bool(finite_ref.any()) else 0.0
+    so that near-zero reference values do not turn rounding noise into huge ratios.
+
+    Computed on the output's device in float64 chunks: on a GPU a pass over a
+    134M-element output takes milliseconds (on the host CPU it took seconds and
+    dominated a round), and the chunks keep memory flat when many sandboxes share one GPU.
+    """
+    o_all = out.detach().reshape(-1)
+    r_all = ref.detach().to(o_all.device).reshape(-1)
+    acc = _Accumulator()
+    for start in range(0, o_all.numel(), CHUNK):
+        acc.add(o_all[start:start + CHUNK].double(), r_all[start:start + CHUNK].double(),
+                start, atol, rtol)
+    count = acc.over
+    first = (tuple(int(i) for i in _unravel(acc.first_over, tuple(out.shape)))
+             if acc.first_over is not None else None)
+    mean_ref = acc.ref_abs_sum / acc.ref_finite if acc.ref_finite else 0.0
     return ErrorStats(
-        max_abs_err=float(absdiff.max()) if absdiff.numel() else 0.0,
-        max_rel_err=float((absdiff / r.abs().clamp_min(max(atol, 1e-12))).max())
-        if absdiff.numel() else 0.0,
-        mean_abs_err=float(fin_diff.abs().mean()) if fin_diff.numel() else 0.0,
-        bias=float(fin_diff.mean()) / mean_ref if fin_diff.numel() and mean_ref > 0 else 0.0,
-        mismatch_share=count / max(1, over.numel()),
-        mismatches=count,
-        elements=over.numel(),
-        first_mismatch=first,
-        nonfinite=nonfinite,
+        max_abs_err=acc.max_abs, max_rel_err=acc.max_rel,
+        mean_abs_err=acc.abs_sum / acc.finite if acc.finite else 0.0,
+        bias=(acc.diff_sum / acc.finite) / mean_ref if acc.finite and mean_ref > 0 else 0.0,
+        mismatch_share=count / max(1, o_all.numel()), mismatches=count,
+        elements=o_all.numel(), first_mismatch=first, nonfinite=acc.nonfinite,
     )
+
+
+class _Accumulator:
+    """Running sums and extremes of the error over the chunks of one output."""
+
+    def __init__(self) -> None:
+        self.max_abs = self.max_rel = self.abs_sum = self.diff_sum = self.ref_abs_sum = 0.0
+        self.finite = self.ref_finite = self.over = self.nonfinite = 0
+        self.first_over: int | None = None
+
+    def add(self, o: torch.Tensor, r: torch.Tensor, offset: int, atol: float,
+            rtol: float) -> None:
+        diff = o - r
+        finite_ref = torch.isfinite(r)
+        both_nonfinite_equal = ~finite_ref & (o == r)
+        diff = torch.where(both_nonfinite_equal, torch.zeros_like(diff), diff)
+        absdiff = diff.abs().nan_to_num(nan=float("inf"))
+        self.nonfinite += int((~torch.isfinite(o) & finite_ref).sum())
+        over = absdiff > atol + rtol * r.abs().nan_to_num(posinf=0.0)
+        over &= ~both_nonfinite_equal
+        n_over = int(over.sum())
+        if n_over and self.first_over is None:
+            self.first_over = offset + int(over.nonzero()[0, 0])
+        self.over += n_over
+        finite = torch.isfinite(absdiff)
+        fin_diff = diff[finite]
+        self.finite += fin_diff.numel()
+        self.abs_sum += float(fin_diff.abs().sum())
+        self.diff_sum += float(fin_diff.sum())
+        self.ref_finite += int(finite_ref.sum())
+        self.ref_abs_sum += float(r[finite_ref].abs().sum())
+        if absdiff.numel():
+            self.max_abs = max(self.max_abs, float(absdiff.max()))
+            rel = absdiff / r.abs().clamp_min(max(atol, 1e-12))
+            self.max_rel = max(self.max_rel, float(rel.max()))
+
+
+def _unravel(index: int, shape: tuple[int, ...]) -> list[int]:
+    coords = []
+    for size in reversed(shape or (1,)):
+        coords.append(index % size)
+        index //= size
+    return coords[::-1]
 
 
 def compare_outputs(out: Any, ref: Any, atol: float, rtol: float) -> ErrorStats | str:
@@ -86,8 +127,8 @@ def compare_outputs(out: Any, ref: Any, atol: float, rtol: float) -> ErrorStats 
             return f"output {i} has dtype {o.dtype}, expected {r.dtype}"
     if len(outs) == 1:
         return error_stats(outs[0], refs[0], atol, rtol)
-    cat_o = torch.cat([o.detach().reshape(-1).double() for o in outs])
-    cat_r = torch.cat([r.detach().reshape(-1).double() for r in refs])
+    cat_o = torch.cat([o.detach().reshape(-1) for o in outs])
+    cat_r = torch.cat([r.detach().reshape(-1).to(cat_o.device, cat_o.dtype) for r in refs])
     return error_stats(cat_o, cat_r, atol, rtol)
 
 

@@ -6,6 +6,7 @@ against the baseline and the parent, roofline figures, the hint and the agent te
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import math
 from typing import Any
@@ -78,7 +79,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         source_hash=hashlib.sha256(source.encode()).hexdigest()[:16],
         wall_s=outcome.wall_s,
         artifacts={"stdout_tail": outcome.stdout_tail, "stderr_tail": outcome.stderr_tail,
-                   "traceback": data.get("traceback", "")},
+                   "traceback": data.get("traceback", ""),
+                   "wall_s": json.dumps(data.get("wall_s", {}))},
     )
     _fill_error_stats(result)
     result.ok = result.error_kind is None and result.stage in ("correctness", "performance")

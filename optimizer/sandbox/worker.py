@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import sys
+import time
 import traceback
 from types import ModuleType
 from typing import Any
@@ -50,7 +51,15 @@ class Worker:
         self.seeds = max(1, int(request.get("seeds", 3)))
         self.mutated = tuple(getattr(self.task, "mutated_inputs", ()) or ())
         self.out: dict[str, Any] = {"final": False, "stage": "syntax", "shape": None,
-                                    "per_shape": {}, "failing_shapes": [], "checked": []}
+                                    "per_shape": {}, "failing_shapes": [], "checked": [],
+                                    "wall_s": {}}
+        self._clock = time.perf_counter()
+
+    def lap(self, what: str) -> None:
+        """Wall seconds per step (load, check and timing of each shape), for the log."""
+        now = time.perf_counter()
+        self.out["wall_s"][what] = round(now - self._clock, 3)
+        self._clock = now
 
     # -- bookkeeping ------------------------------------------------------------------
     def progress(self, stage: str, shape: str | None = None) -> None:
@@ -78,6 +87,7 @@ class Worker:
             stage, kind = classify_exception(err, stage="syntax")
             self.fail(stage, kind, exception_message(err, CANDIDATE_FILE), traceback.format_exc())
             return
+        self.lap("load")
         for shape in self.shapes:
             label = self.task.shape_label(shape)
             self.progress("run", label)
@@ -92,6 +102,7 @@ class Worker:
                 msg = f"on ({label}): {exception_message(err, CANDIDATE_FILE)}"
                 self.fail(stage, kind, msg, traceback.format_exc())
                 return
+            self.lap(f"check {label}")
             self.out["checked"].append(label)
         failures = self.out.get("failures", [])
         if failures:
@@ -189,6 +200,7 @@ class Worker:
             result = timing.time_shape(timing.rotating(module.run, sets),
                                        parent_ms=parent.get(label), floor_ms=floor)
             timings[label] = [result.median_ms, result.iqr_ms]
+            self.lap(f"time {label}")
             reasons += [f"({label}) {r}" for r in result.suspect_reasons]
         self.out.update(stage="performance", timings=timings, suspect_reasons=reasons,
                         resources=kernel_resources(module))
@@ -200,8 +212,8 @@ def _replayed(outs: list[torch.Tensor], ref: Any,
     old_outs, old_refs = previous
     refs = checks.flatten_tensors(ref)
     same_out = len(outs) == len(old_outs) and all(
-        checks.bitwise_equal(a.cpu(), b.cpu()) for a, b in zip(outs, old_outs, strict=True))
-    ref_changed = not all(checks.bitwise_equal(a.cpu(), b.cpu())
+        checks.bitwise_equal(a, b) for a, b in zip(outs, old_outs, strict=True))
+    ref_changed = not all(checks.bitwise_equal(a, b)
                           for a, b in zip(refs, old_refs, strict=True))
     return same_out and ref_changed
 

@@ -75,3 +75,15 @@ def test_compiler_message_keeps_the_marked_line():
                      ["    y = a + b", "        ^", "ValueError('incompatible dimensions')"])
     trimmed = trim_compiler_message(text)
     assert "y = a + b" in trimmed and "incompatible" in trimmed and "src line 3\n" not in trimmed
+
+
+def test_chunked_stats_equal_one_pass(monkeypatch):
+    ref = torch.rand(13, 9) + 0.5
+    out = ref * 1.001
+    out[5, 3], out[11, 2] = 9.0, float("nan")
+    whole = checks.error_stats(out, ref, 1e-3, 1e-2)
+    monkeypatch.setattr(checks, "CHUNK", 7)
+    chunked = checks.error_stats(out, ref, 1e-3, 1e-2)
+    assert chunked.first_mismatch == (5, 3) and chunked.mismatches == 2
+    for name in ("mean_abs_err", "bias", "mismatch_share", "nonfinite", "elements"):
+        assert abs(getattr(chunked, name) - getattr(whole, name)) < 1e-12, name
