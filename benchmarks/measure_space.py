@@ -173,7 +173,7 @@ def measure_task(task: Task, dtype: str, workers: int, peaks: dict, command: str
     ok = [r for r in rows.values() if r.get("time_ms")]
     best = min(ok, key=lambda r: r["time_ms"]) if ok else None
     log.info("%s: %d configs, %d timed, best %s (%.4f ms) in %.0f s", task.name, len(configs),
-             len(ok), best and best["key"], best["time_ms"] if best else float("nan"),
+             len(ok), best and key(best["config"]), best["time_ms"] if best else float("nan"),
              time.time() - started)
     return path
 
