@@ -55,7 +55,8 @@ def geomean(values: list[float]) -> float:
 def check_all(task: Task, dtype: str, configs: list[dict], shapes: list, workers: int,
               done: dict[str, dict]) -> None:
     """Phase 1: every configuration through the sandbox (correctness only), in parallel."""
-    todo = [c for c in configs if key(c) not in done]
+    todo = [c for c in configs if key(c) not in done
+            or done[key(c)].get("error_kind") == "out_of_memory"]
 
     def one(cfg: dict) -> tuple[dict, dict]:
         res = evaluate(task.name, task.render(cfg), dtype=dtype,
@@ -66,11 +67,20 @@ def check_all(task: Task, dtype: str, configs: list[dict], shapes: list, workers
                      "failing_shapes": res.failing_shapes, "max_rel_err": res.max_rel_err,
                      "check_wall_s": round(res.wall_s or 0.0, 1)}
 
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for i, (cfg, row) in enumerate(pool.map(one, todo), 1):
-            done[key(cfg)] = row
-            log.info("[%s %d/%d] check %s: %s (%.0f s)", task.name, i, len(todo), key(cfg),
-                     "ok" if row["ok"] else row["error_kind"], row["check_wall_s"])
+    for attempt, pool_size in enumerate((workers, max(1, workers // 4))):
+        with ThreadPoolExecutor(max_workers=pool_size) as pool:
+            for i, (cfg, row) in enumerate(pool.map(one, todo), 1):
+                done[key(cfg)] = row
+                log.info("[%s %d/%d] check %s: %s (%.0f s)", task.name, i, len(todo),
+                         key(cfg), "ok" if row["ok"] else row["error_kind"],
+                         row["check_wall_s"])
+        # GPU memory is shared by the parallel sandboxes: an out-of-memory there is the
+        # crowd's fault, not the candidate's, so those are checked again with fewer at once
+        todo = [c for c in configs if done[key(c)].get("error_kind") == "out_of_memory"]
+        if not todo or attempt:
+            break
+        log.info("%s: %d out-of-memory checks again, %d at a time", task.name, len(todo),
+                 max(1, workers // 4))
 
 
 def time_all(task: Task, dtype: str, shapes: list, rows: dict[str, dict], save) -> None:
@@ -141,7 +151,8 @@ def key(cfg: dict) -> str:
 def measure_task(task: Task, dtype: str, workers: int, peaks: dict, command: str) -> Path:
     path = SPACE_DIR / f"{task.name}_{dtype}.json"
     data = json.loads(path.read_text()) if path.exists() else {}
-    if data.get("complete"):
+    if data.get("complete") and not any(r.get("error_kind") == "out_of_memory"
+                                        for r in data.get("configs", [])):
         log.info("%s: already complete, skipped", path.name)
         return path
     shapes = list(task.shapes("representative"))
