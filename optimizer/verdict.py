@@ -2,7 +2,10 @@
 
 The threshold comes from the timing spread itself (IQR / median of both kernels), with a
 floor, so that a change inside the measurement noise is never called a win; if the agent
-*claimed* a gain there, the round is invalid (the article's section 5.2).
+*claimed* a gain there, the round is invalid (the article's section 5.2). The spread is
+that of single calls, while the medians compared come from hundreds of calls each, so the
+threshold is capped: on the H200 one noisy parent (IQR above its median on small shapes)
+otherwise hid a 1.5x win as "neutral".
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 from kb.record import Verdict
 
 MIN_NOISE = 0.02
+MAX_NOISE = 0.10
 _INCORRECT_KINDS = ("wrong_result", "bias", "cheat_")
 
 
@@ -27,7 +31,7 @@ def noise_threshold(result: Any, parent: Any | None, floor: float = MIN_NOISE) -
     spread = relative_spread(getattr(result, "timings", {}) or {})
     if parent is not None:
         spread += relative_spread(getattr(parent, "timings", {}) or {})
-    return max(floor, spread)
+    return min(MAX_NOISE, max(floor, spread))
 
 
 def judge(result: Any, parent: Any | None, *, claimed_gain: bool, noise: float) -> Verdict:

@@ -20,6 +20,14 @@ def test_noise_comes_from_the_spread_with_a_floor() -> None:
     assert noise_threshold(timed(1.0, 0.05), timed(1.0, 0.03)) == pytest.approx(0.08)
 
 
+def test_a_noisy_parent_cannot_hide_a_clear_win() -> None:
+    """Seen on the H200: a parent with IQR above its median made a 1.5x win 'neutral'."""
+    parent, child = timed(1.0, 1.3), timed(0.65, 0.01)
+    noise = noise_threshold(child, parent)
+    assert noise == pytest.approx(0.10)
+    assert judge(child, parent, claimed_gain=True, noise=noise) is Verdict.improved
+
+
 @pytest.mark.parametrize(("child_ms", "claimed", "expected"), [
     (0.8, False, Verdict.improved),
     (1.2, False, Verdict.regressed),

@@ -87,3 +87,17 @@ def test_chunked_stats_equal_one_pass(monkeypatch):
     assert chunked.first_mismatch == (5, 3) and chunked.mismatches == 2
     for name in ("mean_abs_err", "bias", "mismatch_share", "nonfinite", "elements"):
         assert abs(getattr(chunked, name) - getattr(whole, name)) < 1e-12, name
+
+
+def test_worker_times_the_sweep_shapes_not_the_edge_shapes(tmp_path):
+    from kernels.base import get_task
+    from optimizer.sandbox.worker import Worker
+
+    task = get_task("softmax")
+    shapes = [*task.edge_shapes, *task.cpu_shapes]
+    worker = Worker({"result_path": str(tmp_path / "r.json"), "task": "softmax",
+                     "dtype": "float16", "shapes": [list(s) for s in shapes]})
+    assert worker.timed_shapes() == [s for s in task.cpu_shapes if s not in task.edge_shapes]
+    alone = Worker({"result_path": str(tmp_path / "r.json"), "task": "softmax",
+                    "dtype": "float16", "shapes": [list(s) for s in task.edge_shapes]})
+    assert alone.timed_shapes() == list(task.edge_shapes)
