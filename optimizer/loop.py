@@ -86,6 +86,9 @@ class _State:
     tried: dict[str, int] = field(default_factory=dict)  # source hash -> round
 
 
+MIN_TIMEOUT_S = 20.0  # a candidate always gets this long, even at the end of the budget
+
+
 class Loop:
     def __init__(self, task: Task, agent: Agent, *, info: RunInfo, evaluator: Evaluator,
                  writeback: Writeback, policy: Policy, knowledge: Any = None,
@@ -132,13 +135,22 @@ class Loop:
         result = self.evaluate(self.task.name, source, dtype=self.options.dtype,
                                shapes=shapes or self.options.shapes, parent=parent,
                                baseline=self.baseline, seeds=self.options.seeds,
-                               timeout_s=self.options.timeout_s)
+                               timeout_s=self._timeout_s())
         spent = result.wall_s or (time.monotonic() - began)
         steps = json.loads((getattr(result, "artifacts", None) or {}).get("wall_s") or "{}")
         slowest = sorted(steps.items(), key=lambda kv: -kv[1])[:3]
         log.info("evaluated in %.1f s; slowest steps: %s", spent,
                  ", ".join(f"{k} {v:.1f} s" for k, v in slowest) or "-")
         return result, spent
+
+    def _timeout_s(self) -> float:
+        """The candidate's wall-clock limit, cut to what is left of the GPU-time budget: the
+        budget is checked between rounds, and on the H200 one whole-row 1-warp softmax
+        took 244 s, four times the budget it ran in."""
+        left = self.policy.remaining_s
+        if left is None:
+            return self.options.timeout_s
+        return min(self.options.timeout_s, max(MIN_TIMEOUT_S, left))
 
     def _baseline_round(self, source: str) -> _State:
         result, spent = self._evaluate(source, None)

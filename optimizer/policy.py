@@ -80,6 +80,13 @@ class Policy:
         return improved
 
     @property
+    def remaining_s(self) -> float | None:
+        """Evaluation seconds left in the budget (None without one)."""
+        if self.config.budget_s is None:
+            return None
+        return max(0.0, self.config.budget_s - self.spent_s)
+
+    @property
     def speedup(self) -> float | None:
         if self.baseline_score is None or self.best_score is None:
             return None

@@ -82,3 +82,18 @@ def test_every_tenth_round_explores() -> None:
 def test_bad_settings_are_refused(bad: dict) -> None:
     with pytest.raises(ValueError):
         PolicyConfig(**bad)
+
+
+def test_candidate_timeout_is_cut_to_the_budget_left() -> None:
+    from optimizer.loop import MIN_TIMEOUT_S, Loop, LoopOptions
+
+    loop = Loop.__new__(Loop)  # only the policy and options matter here
+    loop.policy = Policy(PolicyConfig(budget_s=100.0))
+    loop.options = LoopOptions(dtype="float16", timeout_s=60.0)
+    assert loop._timeout_s() == 60.0
+    loop.policy.spent_s = 70.0
+    assert loop.policy.remaining_s == 30.0 and loop._timeout_s() == 30.0
+    loop.policy.spent_s = 99.0
+    assert loop._timeout_s() == MIN_TIMEOUT_S
+    loop.policy = Policy(PolicyConfig())
+    assert loop.policy.remaining_s is None and loop._timeout_s() == 60.0
