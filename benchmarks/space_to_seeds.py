@@ -88,6 +88,7 @@ def build_records(space: dict) -> list[ExperienceRecord]:
             summary += f": {param.help}"
         records.append(ExperienceRecord(
             run_id=f"space-{task.name}-{space['dtype']}-{space['date'][:10]}",
+            created_at=space["date"],  # when it was measured: reruns write the same file
             iteration=i,
             task={"op_type": task.op_type, "task_id": task.name, "dtype": space["dtype"],
                   "shape_set": "space:" + ";".join(space["shapes"])},

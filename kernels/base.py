@@ -184,11 +184,23 @@ def set_header_constants(source: str, config: Config) -> str:
     for i, line in enumerate(lines):
         match = _HEADER_LINE.match(line.rstrip("\n"))
         if match and match.group(1) in remaining:
+            value = remaining.pop(match.group(1))
+            if _same_literal(match.group(2), value):
+                continue  # unchanged: keep the line byte for byte (the template renders as is)
             comment = f"  {match.group(3)}" if match.group(3) else ""
-            lines[i] = f"{match.group(1)} = {remaining.pop(match.group(1))!r}{comment}\n"
+            literal = f'"{value}"' if isinstance(value, str) else repr(value)
+            lines[i] = f"{match.group(1)} = {literal}{comment}\n"
     if remaining:
         raise KeyError(f"no header line for {sorted(remaining)}")
     return "".join(lines)
+
+
+def _same_literal(text: str, value: ConfigValue) -> bool:
+    try:
+        current = _literal(text)
+    except ValueError:
+        return False
+    return type(current) is type(value) and current == value
 
 
 def _literal(text: str) -> ConfigValue:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kb.record import ExperienceRecord, source_hash
-from kernels.base import get_task
+from kernels.base import get_task, header_constants
 from optimizer.agents.base import AgentContext, SearchExhausted
 from optimizer.agents.offline import OfflineAgent, catalog
 from optimizer.diffcheck import unified_diff
@@ -97,3 +97,19 @@ def test_tried_candidates_are_skipped_until_nothing_is_left() -> None:
     assert len(seen) == len(list(catalog(RMSNORM, RMSNORM.default_config)))
     with pytest.raises(SearchExhausted):
         agent.propose(context(tried_hashes=tried))
+
+
+def test_with_the_best_exhausted_it_walks_on_from_the_runner_up() -> None:
+    from optimizer.agents.base import RoundNote
+
+    agent = OfflineAgent(epsilon=0.0)
+    best = RMSNORM.default_config
+    tried = {source_hash(RMSNORM.render(c.config)) for c in catalog(RMSNORM, best)}
+    runner_up = {**best, "NUM_WARPS": 8}
+    note = RoundNote(1, "set NUM_WARPS 4 -> 8", ("warps_stages",), "regressed", runner_up,
+                     {"NUM_WARPS": 8}, time_ms=1.1)
+    proposal = agent.propose(context(tried_hashes=set(tried), history=[note]))
+    assert proposal.summary.startswith("from the runner-up at 1.1000 ms: set ")
+    config = header_constants(proposal.source)
+    assert config["NUM_WARPS"] == 8 and sum(config[k] != best[k] for k in best) == 2
+    assert source_hash(proposal.source) not in tried
