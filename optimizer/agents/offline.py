@@ -155,7 +155,8 @@ def _runner_ups(context: AgentContext) -> list[tuple[float, dict[str, ConfigValu
     for note in sorted((n for n in context.history if n.time_ms is not None
                         and n.verdict in ("improved", "neutral", "regressed")),
                        key=lambda n: n.time_ms):
-        config = {**context.task.default_config, **note.config}
+        default = context.task.default_config  # header constants that are not knobs stay
+        config = {**default, **{k: v for k, v in note.config.items() if k in default}}
         key = tuple(sorted(config.items()))
         if config != best and key not in seen:
             seen.add(key)

@@ -106,7 +106,8 @@ def test_with_the_best_exhausted_it_walks_on_from_the_runner_up() -> None:
     best = RMSNORM.default_config
     tried = {source_hash(RMSNORM.render(c.config)) for c in catalog(RMSNORM, best)}
     runner_up = {**best, "NUM_WARPS": 8}
-    note = RoundNote(1, "set NUM_WARPS 4 -> 8", ("warps_stages",), "regressed", runner_up,
+    header = {**header_constants(RMSNORM.render(runner_up)), "EPS_NOT_A_KNOB": 1e-6}
+    note = RoundNote(1, "set NUM_WARPS 4 -> 8", ("warps_stages",), "regressed", header,
                      {"NUM_WARPS": 8}, time_ms=1.1)
     proposal = agent.propose(context(tried_hashes=set(tried), history=[note]))
     assert proposal.summary.startswith("from the runner-up at 1.1000 ms: set ")
