@@ -106,9 +106,12 @@ def write_plot(payload: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     tasks = list(payload["tasks"])
-    fig, axes = plt.subplots(1, max(1, len(tasks)), figsize=(5.5 * max(1, len(tasks)), 4),
-                             squeeze=False)
-    for ax, task in zip(axes[0], tasks, strict=False):
+    cols = min(3, max(1, len(tasks)))
+    rows = max(1, -(-len(tasks) // cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4 * rows), squeeze=False)
+    for ax in list(axes.flat)[len(tasks):] if tasks else []:
+        ax.set_visible(False)  # the unused cells of the last row
+    for ax, task in zip(axes.flat, tasks, strict=False):
         for arm, curve in payload["tasks"][task]["curves"].items():
             x = curve["evaluation"]
             ax.plot(x, curve["median"], label=ARM_LABELS.get(arm, arm), drawstyle="steps-post",
