@@ -12,6 +12,8 @@ from typing import Any
 
 import matplotlib
 
+from kernels.base import DTYPES
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
@@ -85,6 +87,49 @@ def shape_speedups(result: Any) -> dict[str, float]:
             if shape in start.timings}
 
 
+def shape_table(result: Any) -> list[dict[str, Any]]:
+    """Per sweep shape: start and best time, eager time, achieved rate and share of peak."""
+    best, start, task = result.best_sweep, result.start_sweep, result.task
+    if best is None or not best.timing_available:
+        return []
+    dtype = DTYPES[result.dtype]
+    shapes = {task.shape_label(s): s for s in task.shapes("all")}
+    bandwidth = result.env.mem_bandwidth_gbps
+    tflops_peak = result.env.peak_tflops
+    rows = []
+    for label, (median, _) in best.timings.items():
+        start_ms = start.timings[label][0] if start and label in start.timings else None
+        eager_ms = best.baseline_timings.get(label)
+        row = {"shape": label, "best_ms": median, "start_ms": start_ms, "eager_ms": eager_ms,
+               "gbps": None, "tflops": None, "share": None}
+        if label in shapes:
+            seconds = median * 1e-3
+            row["gbps"] = task.bytes_moved(shapes[label], dtype) / seconds / 1e9
+            row["tflops"] = task.flops(shapes[label], dtype) / seconds / 1e12
+            shares = [row["gbps"] / bandwidth if bandwidth else 0.0,
+                      row["tflops"] / tflops_peak if tflops_peak else 0.0]
+            row["share"] = max(shares) or None
+        rows.append(row)
+    return rows
+
+
+def _table_row(row: dict[str, Any], regression: bool) -> str:
+    def ms(value: float | None) -> str:
+        return f"{value:.4f}" if value is not None else "-"
+
+    def ratio(num: float | None, den: float | None) -> str:
+        return f"{num / den:.2f}x" if num is not None and den else "-"
+
+    rate = "-"
+    if row["gbps"] is not None:
+        rate = f"{row['gbps']:.0f} GB/s, {row['tflops']:.1f} TFLOP/s"
+    share = f"{row['share']:.0%}" if row["share"] is not None else "-"
+    flag = " **REGRESSION**" if regression else ""
+    return (f"| {row['shape']} | {ms(row['start_ms'])} | {ms(row['best_ms'])} | "
+            f"{ratio(row['start_ms'], row['best_ms'])}{flag} | {ms(row['eager_ms'])} | "
+            f"{ratio(row['eager_ms'], row['best_ms'])} | {rate} | {share} |")
+
+
 def _untimed_note(ax: Any, timed: bool) -> None:
     if not timed:
         ax.text(0.5, 0.5, "no GPU timing (CPU interpreter: correctness only)",
@@ -125,8 +170,14 @@ def _markdown(result: Any, timed: bool, note: str, plots: list[str]) -> str:
     else:
         lines.append(f"correctness: {'pass' if sweep.ok else 'FAIL'} on "
                      f"{len(sweep.shapes_checked)} shapes")
-        for shape, speedup in shape_speedups(result).items():
-            flag = " **REGRESSION**" if shape in result.regressions else ""
-            lines.append(f"- {shape}: {speedup:.2f}x{flag}")
+        rows = shape_table(result)
+        if rows:
+            lines += ["", "| shape | start (ms) | best (ms) | vs start | PyTorch eager (ms) | "
+                      "vs eager | achieved | share of peak |", "|---|---:|---:|---:|---:|---:|"
+                      "---:|---:|"]
+            lines += [_table_row(row, row["shape"] in result.regressions) for row in rows]
+            lines += ["", "Share of peak: of the copy bandwidth or the matmul FLOP rate measured "
+                      "on this GPU, whichever the shape is closer to. Compiled and library "
+                      "peers: `python benchmarks/peers.py --runs <runs folder>`."]
     lines += ["", *[f"![{p}]({p})" for p in plots], ""]
     return "\n".join(lines)

@@ -1,0 +1,39 @@
+"""The report's per-shape table: start, best, eager, achieved rate and share of peak."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from kernels.base import get_task
+from optimizer.report import _table_row, shape_table
+
+SOFTMAX = get_task("softmax")
+
+
+def sweep(ms: float) -> SimpleNamespace:
+    label = SOFTMAX.shape_label((4096, 32768))
+    return SimpleNamespace(timing_available=True, timings={label: (ms, 0.001)},
+                           baseline_timings={label: 0.5})
+
+
+def test_rows_carry_speedups_and_the_share_of_the_measured_peak() -> None:
+    env = SimpleNamespace(mem_bandwidth_gbps=4000.0, peak_tflops=600.0)
+    result = SimpleNamespace(task=SOFTMAX, dtype="float16", env=env,
+                             best_sweep=sweep(0.1), start_sweep=sweep(0.2))
+    (row,) = shape_table(result)
+    nbytes = SOFTMAX.bytes_moved((4096, 32768), torch.float16)
+    assert row["gbps"] == pytest.approx(nbytes / 1e-4 / 1e9)
+    assert row["share"] == pytest.approx(row["gbps"] / 4000.0)
+    text = _table_row(row, regression=False)
+    assert "| 0.2000 | 0.1000 | 2.00x | 0.5000 | 5.00x |" in text
+    assert f"{row['share']:.0%}" in text
+
+
+def test_no_table_without_gpu_timing() -> None:
+    untimed = SimpleNamespace(timing_available=False, timings={}, baseline_timings={})
+    result = SimpleNamespace(task=SOFTMAX, dtype="float16", env=None, best_sweep=untimed,
+                             start_sweep=untimed)
+    assert shape_table(result) == []
