@@ -128,10 +128,12 @@ def peers_for(task: Task) -> dict[str, Callable]:
 
 # -- the run ------------------------------------------------------------------------------
 def optimized_kernel(task: Task, runs: Path | None):
-    """The newest best kernel that `kernelkb optimize` exported for this task, if any."""
+    """The newest best kernel that `kernelkb optimize` exported for this task, if any.
+    Newest by the run folder's name (TASK-YYYYmmddTHHMMSS-...): file times do not survive
+    the copy to and from a GPU host."""
     if runs is None:
         return None
-    found = sorted(runs.glob(f"*/best_{task.name}.py"), key=lambda p: p.stat().st_mtime)
+    found = sorted(runs.glob(f"*/best_{task.name}.py"), key=lambda p: p.parent.name)
     if not found:
         return None
     log.info("%s: optimized kernel %s", task.name, found[-1])
