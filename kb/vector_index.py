@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -166,21 +167,30 @@ class VectorIndex:
         self, query: np.ndarray, candidates: Sequence[str] | None, n: int
     ) -> list[tuple[str, float]]:
         """Exact cosine top-n over the candidate ids (all ids when None)."""
+        if candidates is None:
+            self.ensure_loaded()
+            candidates = self._ids
+        positions, scores = self.top(query, candidates, n)
+        return [(candidates[p], float(s)) for p, s in zip(positions, scores, strict=True)]
+
+    def top(
+        self, query: np.ndarray, candidates: Sequence[str], n: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Exact cosine top-n: positions into ``candidates`` (ids without a vector are
+        skipped) and their scores, best first."""
         self.ensure_loaded()
         with self._lock:
-            if candidates is None:
-                ids: Sequence[str] = self._ids
-                scores = _dot(self._matrix, query)
-            else:
-                rows = [self._pos[c] for c in candidates if c in self._pos]
-                ids = [self._ids[r] for r in rows]
-                scores = _dot(self._matrix[rows], query) if rows else np.zeros(0, np.float32)
-        if len(ids) == 0:
-            return []
-        n = min(n, len(ids))
+            rows = np.fromiter(map(self._pos.get, candidates, repeat(-1)), np.int64,
+                               len(candidates))
+            where = np.flatnonzero(rows >= 0)
+            if not len(where):
+                return where, np.zeros(0, dtype=np.float32)
+            rows = rows[where]
+            scores = _dot(self._matrix[rows], query)
+        n = min(n, len(rows))
         top = np.argpartition(-scores, n - 1)[:n]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(ids[i], float(scores[i])) for i in top]
+        return where[top], scores[top]
 
 
 def _dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:

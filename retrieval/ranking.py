@@ -5,65 +5,79 @@ the BM25 rank, scaled to [0.5, 1] so that it orders hits of equal usefulness but
 lift an unmeasured claim above a measured win. Usefulness multiplies: evidence level
 (measured > verified > claimed), outcome (bigger verified speedup > neutral), support
 (repeated wins of the same kind > one lucky run), ladder rung (same hardware and Triton
-version > other) and a dtype match.
+version > other) and a dtype match. All of it is computed over the candidate arrays at
+once (thousands of candidates at 100k rows: a Python loop cost ~7 ms a query).
 """
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from collections.abc import Sequence
 
-from retrieval.ladder import Candidate
+import numpy as np
+
+from retrieval.ladder import Candidates
 
 RRF_K = 60
 EVIDENCE_WEIGHT = {"measured": 1.0, "verified": 0.55, "claimed": 0.3}
 DTYPE_MISMATCH = 0.9
 
 
-def rrf(ranks: Sequence[dict[str, int]], ids: Sequence[str]) -> dict[str, float]:
-    """Reciprocal-rank fusion over several rankings, normalised to max 1.
-
-    Walks the rankings (a few hundred ids), not every candidate times every ranking:
-    at 100k rows the candidates number thousands."""
-    raw = dict.fromkeys(ids, 0.0)
-    for ranking in ranks:
-        for exp_id, rank in ranking.items():
-            if exp_id in raw:
-                raw[exp_id] += 1.0 / (RRF_K + 1 + rank)
-    top = max(raw.values(), default=0.0)
-    if top <= 0:
-        return raw
-    return {i: v / top for i, v in raw.items()}
+def rrf(n: int, rankings: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Reciprocal-rank fusion, normalised to max 1. Each ranking is (positions, ranks):
+    candidate positions and their rank (0 = best) in that ranking."""
+    raw = np.zeros(n, dtype=np.float64)
+    for positions, ranks in rankings:
+        np.add.at(raw, positions, 1.0 / (RRF_K + 1 + ranks))
+    top = raw.max(initial=0.0)
+    return raw / top if top > 0 else raw
 
 
-def support_counts(candidates: Sequence[Candidate]) -> Counter[tuple[str, str]]:
-    """Wins per (op, categories): how often this kind of edit won here."""
-    return Counter((c.op_type, c.categories) for c in candidates if c.verdict == "improved")
+def support_counts(c: Candidates) -> np.ndarray:
+    """Per candidate: the wins among the candidates with its (op, categories), i.e. how
+    often this kind of edit won here."""
+    if not len(c):
+        return np.zeros(0, dtype=np.int64)
+    key = c.column("op_type").astype(np.int64) * (1 << 31) + c.column("categories")
+    _, inverse = np.unique(key, return_inverse=True)
+    won = c.column("verdict") == c.snap.vocab["verdict"].code("improved")
+    return np.bincount(inverse, weights=won).astype(np.int64)[inverse]
 
 
-def outcome_weight(c: Candidate) -> float:
-    if c.verdict == "improved":
-        gain = c.speedup_vs_parent or 1.05
-        return 1.0 + min(max(math.log(gain), 0.0), 1.0)
-    if c.verdict == "neutral":
-        return 0.6
-    if c.verdict == "regressed":  # for warnings: a bigger loss is a stronger warning
-        return 1.0 + min(max(-math.log(c.speedup_vs_parent or 0.95), 0.0), 1.0)
-    return 1.0
+def outcome_weight(c: Candidates) -> np.ndarray:
+    verdict = c.column("verdict")
+    vocab = c.snap.vocab["verdict"]
+    gain = c.column("speedup_vs_parent")
+    usable = np.isfinite(gain) & (gain != 0)  # Python's `speedup or default`
+    with np.errstate(divide="ignore", invalid="ignore"):
+        up = np.log(np.where(usable, gain, 1.05))
+        down = -np.log(np.where(usable, gain, 0.95))
+    out = np.ones(len(c), dtype=np.float64)
+    out = np.where(verdict == vocab.code("improved"), 1.0 + np.clip(up, 0.0, 1.0), out)
+    out = np.where(verdict == vocab.code("neutral"), 0.6, out)
+    # for warnings: a bigger loss is a stronger warning
+    return np.where(verdict == vocab.code("regressed"), 1.0 + np.clip(down, 0.0, 1.0), out)
 
 
-def usefulness(c: Candidate, support: int, dtype: str | None) -> float:
-    weight = EVIDENCE_WEIGHT.get(c.evidence, 0.3) * outcome_weight(c) * c.rung.weight
-    if support > 1:
-        weight *= 1.0 + 0.1 * min(support - 1, 5)
-    if dtype and c.dtype != dtype:
-        weight *= DTYPE_MISMATCH
+def usefulness(c: Candidates, support: np.ndarray, dtype: str | None) -> np.ndarray:
+    evidence = c.snap.vocab["evidence"]
+    by_code = np.array([EVIDENCE_WEIGHT.get(w, 0.3) for w in evidence.words] or [0.3])
+    rung_weight = np.array([r.weight for r in c.rungs])
+    weight = by_code[c.column("evidence")] * outcome_weight(c) * rung_weight[c.rung]
+    weight = weight * np.where(support > 1, 1.0 + 0.1 * np.minimum(support - 1, 5), 1.0)
+    if dtype:
+        mismatch = c.column("dtype") != c.snap.vocab["dtype"].code(dtype)
+        weight = weight * np.where(mismatch, DTYPE_MISMATCH, 1.0)
     return weight
 
 
-def score(relevance: float, use: float) -> float:
+def score(relevance: np.ndarray, use: np.ndarray) -> np.ndarray:
     return (0.5 + 0.5 * relevance) * use
+
+
+def best_first(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Positions where mask holds, highest score first (ties keep candidate order)."""
+    positions = np.flatnonzero(mask)
+    return positions[np.argsort(-scores[positions], kind="stable")]
 
 
 def diversify(

@@ -1,5 +1,6 @@
-"""The query plan: ladder candidates (SQL) -> cosine on those ids (numpy) + BM25 (FTS5)
--> fusion and evidence weights -> diversity -> few-shot block.
+"""The query plan: ladder candidates (in-memory columns, checked against SQL) -> cosine on
+those ids (numpy) + BM25 (FTS5) -> fusion and evidence weights -> diversity -> few-shot
+block.
 
 Chroma's ``where`` is not on the hot path (59 ms p50 at 100k); see kb/vector_index.py.
 """
@@ -10,16 +11,18 @@ import json
 import time
 from collections.abc import Sequence
 
+import numpy as np
 from sqlmodel import Session, select
 
 from kb.embedder import Embedder
 from kb.models import Experience
 from kb.vector_index import VectorIndex
+from retrieval.columns import snapshot
 from retrieval.fewshot import render_block
-from retrieval.ladder import Candidate, gather
+from retrieval.ladder import gather
 from retrieval.lexical import bm25_ranks, has_code, query_terms
 from retrieval.query import RetrievalQuery
-from retrieval.ranking import diversify, rrf, score, support_counts, usefulness
+from retrieval.ranking import best_first, diversify, rrf, score, support_counts, usefulness
 from retrieval.schemas import Hit, RetrievalResult
 
 VECTOR_TOP = 300  # cosine ranks beyond this add nothing to RRF
@@ -30,48 +33,47 @@ def retrieve(
     session: Session, embedder: Embedder, index: VectorIndex, query: RetrievalQuery
 ) -> RetrievalResult:
     clock = _Clock()
-    candidates, rungs_used = gather(session, query, enough=max(4 * query.k, 40))
-    by_id = {c.id: c for c in candidates}
-    clock.lap("ladder_sql")
+    cands, rungs_used = gather(snapshot(session), query, enough=max(4 * query.k, 40))
+    ids = cands.ids(np.arange(len(cands)))
+    at = {exp_id: n for n, exp_id in enumerate(ids)}
+    clock.lap("ladder")
 
     qvec = embedder.embed_query(query.embedding_text())
     clock.lap("embed_query")
-    vector_hits = index.search(qvec, list(by_id), VECTOR_TOP)
-    similarity = dict(vector_hits)
-    vector_rank = {exp_id: n for n, (exp_id, _) in enumerate(vector_hits)}
+    vec_pos, vec_sim = index.top(qvec, ids, VECTOR_TOP)
     clock.lap("vector")
 
-    lexical_rank: dict[str, int] = {}
+    lex_pos = np.zeros(0, dtype=np.int64)
     if has_code(query.kernel_source, query.feedback_text):
         terms = query_terms(query.kernel_source, query.feedback_text)
-        ops = sorted({c.op_type for c in candidates})
-        ranked = [i for i in bm25_ranks(session, terms, ops) if i in by_id]  # best first
-        lexical_rank = {i: n for n, i in enumerate(ranked)}
+        ops = sorted({cands.snap.vocab["op_type"].words[c] for c in set(cands.column("op_type"))})
+        ranked = bm25_ranks(session, terms, ops)  # id -> rank, best first
+        lex_pos = np.array([at[i] for i in ranked if i in at], dtype=np.int64)
     clock.lap("lexical")
 
-    relevance = rrf([vector_rank, lexical_rank], list(by_id))
-    support = support_counts(candidates)
-    scores = {
-        c.id: score(relevance[c.id], usefulness(c, support[(c.op_type, c.categories)], query.dtype))
-        for c in candidates
-    }
-    wins = sorted((c.id for c in candidates if not c.is_loss), key=lambda i: -scores[i])
-    losses = sorted(
-        (c.id for c in candidates if c.is_loss and c.rung.same_hardware and not c.rung.related),
-        key=lambda i: -scores[i],
-    )
+    n = len(cands)
+    relevance = rrf(n, [(vec_pos, np.arange(len(vec_pos))), (lex_pos, np.arange(len(lex_pos)))])
+    support = support_counts(cands)
+    scores = score(relevance, usefulness(cands, support, query.dtype))
+    same_hw = np.array([r.same_hardware and not r.related for r in cands.rungs])[cands.rung] \
+        if n else np.zeros(0, dtype=bool)
+    wins = best_first(scores, ~cands.is_loss)
+    losses = best_first(scores, cands.is_loss & same_hw)
+    similarity = dict(zip(vec_pos.tolist(), vec_sim.tolist(), strict=True))
+    lexical_rank = {int(p): r for r, p in enumerate(lex_pos)}
     rows: dict[str, Experience] = {}
-    picked_wins = _pick(session, wins, query.k, rows)
-    picked_losses = _pick(session, losses, query.max_warnings, rows)
+    picked_wins = _pick(session, [ids[p] for p in wins[: POOL * query.k]], query.k, rows)
+    picked_losses = _pick(session, [ids[p] for p in losses[: POOL * query.max_warnings]],
+                          query.max_warnings, rows)
     clock.lap("rank")
 
     def hit(exp_id: str) -> Hit:
-        c: Candidate = by_id[exp_id]
+        p = at[exp_id]
         return Hit(
-            id=exp_id, score=round(scores[exp_id], 6), rung=c.rung.label,
-            similarity=similarity.get(exp_id), lexical_rank=lexical_rank.get(exp_id),
-            evidence=c.evidence, support=support[(c.op_type, c.categories)],
-            record=rows[exp_id].to_record(),
+            id=exp_id, score=round(float(scores[p]), 6), rung=cands.rungs[cands.rung[p]].label,
+            similarity=similarity.get(p), lexical_rank=lexical_rank.get(p),
+            evidence=cands.snap.vocab["evidence"].words[cands.column("evidence")[p]],
+            support=int(support[p]), record=rows[exp_id].to_record(),
         )
 
     hits = [hit(i) for i in picked_wins]
@@ -79,7 +81,7 @@ def retrieve(
     block = render_block(hits, warnings, query.max_chars)
     clock.lap("render")
     return RetrievalResult(
-        hits=hits, warnings=warnings, rungs_used=rungs_used, candidates=len(candidates),
+        hits=hits, warnings=warnings, rungs_used=rungs_used, candidates=n,
         prompt_block=block, timings_ms=clock.laps,
     )
 
