@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Index
 from sqlmodel import Field, SQLModel
@@ -102,10 +103,12 @@ def hardware_id(gpu_name: str, arch: str) -> str:
     return f"{gpu_name}|{arch}"
 
 
-def experience_row(record: ExperienceRecord) -> Experience:
+def experience_values(record: ExperienceRecord) -> dict[str, Any]:
+    """The ``Experience`` row as a dict, for one executemany insert per batch (building
+    ORM objects cost ~0.2 ms a record on ingest)."""
     fb = record.feedback
     assert record.id is not None
-    return Experience(
+    return dict(
         id=record.id,
         run_id=record.run_id,
         iteration=record.iteration,

@@ -88,7 +88,7 @@ class VectorIndex:
             end = start + _PAGE
             self.collection.upsert(
                 ids=list(ids[start:end]),
-                embeddings=vectors[start:end].tolist(),
+                embeddings=np.ascontiguousarray(vectors[start:end], dtype=np.float32),
                 metadatas=list(metadatas[start:end]) if metadatas else None,
             )
         with self._lock:

@@ -29,3 +29,16 @@ def test_embedding_texts_leave_sql_keys_out() -> None:
                            feedback_text="memory bound")
     assert query.embedding_text() == "softmax: memory bound"
     assert RetrievalQuery(op_type="rope").embedding_text() == "rope"
+
+
+def test_query_runner_and_batch_runner_agree() -> None:
+    """Queries run on ONNX Runtime, batches on torch (bf16 where native): same model, the
+    same vectors to cosine 0.9999."""
+    embedder = shared_embedder()
+    texts = ["softmax: [tiling] raise BLOCK_SIZE to cover a row | memory-bound",
+             "attention: skip fully masked causal blocks", "x"]
+    batch = embedder.embed(texts)
+    queries = np.stack([embedder.embed_query(t) for t in texts])
+    assert embedder.query_model is not embedder.model  # the ONNX runner, not the fallback
+    assert np.all((batch * queries).sum(axis=1) > 0.9999)
+    np.testing.assert_allclose(np.linalg.norm(queries, axis=1), 1.0, rtol=1e-5)

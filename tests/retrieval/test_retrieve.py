@@ -93,3 +93,15 @@ def test_prompt_block_respects_the_budget(knowledge: LocalKnowledge) -> None:
     for budget in (300, 1200, 5000):
         block = knowledge.retrieve(_q(k=8, max_chars=budget)).prompt_block
         assert 0 < len(block) <= budget and "[1]" in block
+
+
+def test_new_experiences_reach_the_next_query(knowledge: LocalKnowledge) -> None:
+    """The ladder's in-memory columns follow the SQL store between queries."""
+    knowledge.ingest([record_dict(summary="first tile", config={"BLOCK_SIZE": 1})])
+    assert len(knowledge.retrieve(_q()).hits) == 1
+    knowledge.ingest([record_dict(summary="second tile", config={"BLOCK_SIZE": 2}),
+                      record_dict(hw="A100", summary="a100 tile", config={"BLOCK_SIZE": 3})])
+    result = knowledge.retrieve(_q(k=5))
+    assert {h.record.edit.summary for h in result.hits} == {"first tile", "second tile",
+                                                            "a100 tile"}
+    assert result.rungs_used == ["same_gpu_triton", "any_hardware"]
