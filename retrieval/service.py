@@ -25,6 +25,7 @@ from kb.record import ExperienceRecord
 from kb.seeds import load_seeds
 from kb.settings import Settings
 from kb.vector_index import VectorIndex
+from retrieval.columns import snapshot
 from retrieval.hardware import bootstrap as bootstrap_plan
 from retrieval.insights import insights as insight_report
 from retrieval.query import RetrievalQuery
@@ -65,9 +66,13 @@ class LocalKnowledge:
         self.engine.dispose()
 
     def warm_up(self) -> None:
-        """Load the embedding model and the vector matrix now rather than on first use."""
+        """Load the embedding runners, the vector matrix and the ladder's columns now
+        rather than on the first query."""
         self.embedder.embed_query("warm up")
+        self.embedder.embed(["warm up"])
         self.index.ensure_loaded()
+        with self.session() as session:
+            snapshot(session)
 
     def session(self) -> Session:
         return Session(self.engine)
