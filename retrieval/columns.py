@@ -6,7 +6,8 @@ ranking read are small and experiences are immutable (content-hash ids, never up
 so a columnar snapshot answers a rung with a few vectorised comparisons.
 
 SQL stays the source of truth: each query checks ``max(rowid)`` (O(1) in SQLite) and
-reads only rows added since; a smaller maximum (rows deleted by hand) reloads all. On
+reads only rows added since; a smaller maximum on a fresh read (rows deleted by hand)
+reloads all. On
 other databases (no rowid) the key is ``count(*)`` and a change reloads all. Strings are
 stored as integer codes of a per-column vocabulary, so a filter is ``codes == code``.
 """
@@ -104,6 +105,12 @@ class ColumnStore:
             snap = self._snap
             if snap is not None and snap.key == key:
                 return snap
+            if snap is not None and key < snap.key and self._sqlite:
+                # a reader whose transaction began before another thread's refresh: the
+                # snapshot is newer, not wrong. Only a fresh read below it means deletion.
+                with session.get_bind().connect() as fresh:
+                    if int(fresh.execute(text(key_sql)).scalar() or 0) >= snap.key:
+                        return snap
             if snap is None or key < snap.key or not self._sqlite:
                 snap = _empty()
             where = f"WHERE rowid > {snap.key} AND rowid <= {key} ORDER BY rowid" \
