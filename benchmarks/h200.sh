@@ -15,7 +15,7 @@ for stage in "$@"; do
     peers) timeout $(( $(left) - 30 )) python3 benchmarks/peers.py 2>&1 | grep -v Warning | tail -150 > "$OUT/peers.log" ;;
     space) timeout $(( $(left) - 20 )) python3 benchmarks/measure_space.py --workers 14 --tasks ${SPACE_TASKS:-attention rmsnorm softmax swiglu rope matmul} > "$OUT/space.log" 2>&1 ;;
     smoke) timeout $(( $(left) - 30 )) python3 -m kb.cli optimize softmax --no-retrieval --max-iters 3 --out runs_smoke 2>&1 | tail -30 ;;
-    optimize:*) t=${stage#optimize:}; timeout $(( $(left) - 30 )) python3 -m kb.cli optimize "$t" ${OPT_FLAGS:---no-retrieval} --max-iters ${ITERS:-25} --patience 6 --budget-s ${TASK_BUDGET_S:-120} --out benchmarks/runs 2>&1 | grep -v Warning | tee -a "$OUT/optimize.log" | tail -40 ;;
+    optimize:*) t=${stage#optimize:}; timeout $(( $(left) - 30 )) python3 -m kb.cli optimize "$t" ${OPT_FLAGS-} --max-iters ${ITERS:-25} --patience 6 --budget-s ${TASK_BUDGET_S:-120} --out benchmarks/runs 2>&1 | grep -v Warning | tee -a "$OUT/optimize.log" | tail -40 ;;
     vs:*) t=${stage#vs:}; timeout $(( $(left) - 20 )) python3 benchmarks/peers.py --tasks ${t//,/ } --runs benchmarks/runs --tag _optimized 2>&1 | grep -v Warning | tail -80 > "$OUT/vs.log" ;;
     confirm) timeout $(( $(left) - 20 )) python3 benchmarks/transfer.py --confirm 2>&1 | grep -v Warning | tail -40 > "$OUT/confirm.log" ;;
   esac

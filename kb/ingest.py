@@ -222,16 +222,17 @@ def index_records(
 
 
 def ingest(
-    engine: Engine, embedder: Embedder, index: VectorIndex, items: Sequence[Any]
+    engine: Engine, embedder: Embedder | None, index: VectorIndex | None, items: Sequence[Any]
 ) -> IngestReport:
-    """Validate, store and index one batch; see the module docstring for the order."""
+    """Validate, store and index one batch; see the module docstring for the order.
+    Without an embedder and index (vectors off) the records go to SQL only."""
     records, rejected = validate_batch(items)
     with Session(engine) as session:
         new, duplicates = split_new(session, records)
-        vectors = embedder.embed([r.embedding_text() for r in new])
+        vectors = embedder.embed([r.embedding_text() for r in new]) if embedder else None
         store_records(session, new)
         session.commit()
-    if new:
+    if new and index is not None and vectors is not None:
         index_records(index, new, vectors)
     log.info("ingest: %d accepted, %d duplicates, %d rejections",
              len(new), len(duplicates), len(rejected))

@@ -24,6 +24,9 @@ class Settings(BaseSettings):
     chroma_host: str | None = None  # set to use a Chroma server instead of the folder
     chroma_port: int = 8000
     chroma_collection: str = "experiences"
+    # False: no embedding model and no Chroma (a bare GPU host); retrieval then ranks by
+    # the metadata ladder, evidence and BM25 only
+    vectors: bool = True
     api_token: str | None = None  # None = mutating endpoints are open
     seeds_dir: Path = REPO_ROOT / "seeds"
     load_seeds_on_start: bool = True

@@ -62,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
     options = LoopOptions(dtype=args.dtype, shapes=args.shapes, sweep_shapes=args.sweep_shapes,
                           seeds=args.seeds, timeout_s=args.timeout_s,
                           retrieval=not args.no_retrieval)
-    result = optimize(args.task, agent, out_dir=args.out, knowledge=make_knowledge(settings),
+    knowledge, write_back = make_knowledge(settings)
+    result = optimize(args.task, agent, out_dir=args.out, knowledge=knowledge,
+                      write_back=write_back,
                       policy=policy, options=options, journal_path=args.journal,
                       command="kernelkb " + shlex.join(sys.argv[1:]), on_round=log_round)
     progress.info("stopped by %s after %d rounds; report %s; kernel %s",
@@ -89,18 +91,31 @@ def make_agent(args: argparse.Namespace, settings: Any) -> Any:
                                 api_key=settings.llm_api_key))
 
 
-def make_knowledge(settings: Any) -> Any:
-    """The service when one is configured, else the in-process store, else none (journal)."""
+def make_knowledge(settings: Any) -> tuple[Any, bool]:
+    """(knowledge, whether runs write back to it). The service when one is configured;
+    else the in-process store, seeded on first use; on a bare GPU host (no embedding model
+    or Chroma) the same store without vectors, read for retrieval while the run's records
+    go to its journal (the host is lent: the journal is what comes back); without
+    sqlmodel either, none (journal only)."""
+    log = logging.getLogger(__name__)
     if settings.service_url:
         from retrieval.remote import RemoteKnowledge
 
-        return RemoteKnowledge(settings.service_url, settings.api_token)
+        return RemoteKnowledge(settings.service_url, settings.api_token), True
     try:
-        from retrieval.service import LocalKnowledge
-    except ImportError as err:  # a bare GPU host: no chromadb / sqlmodel
-        logging.getLogger(__name__).warning("no knowledge store here (%s): journal only", err)
-        return None
-    return LocalKnowledge(settings)
+        from retrieval.service import LocalKnowledge, vector_stack_available
+    except ImportError as err:  # no sqlmodel / sqlalchemy here
+        log.warning("no knowledge store here (%s): journal only", err)
+        return None, False
+    bare_host = settings.vectors and not vector_stack_available()
+    if bare_host:
+        log.warning("no embedding model / Chroma here: retrieval by metadata, evidence and "
+                    "BM25 only; this run's records go to its journal")
+        settings = settings.model_copy(update={"vectors": False})
+    knowledge = LocalKnowledge(settings)
+    for name, report in knowledge.seed_if_empty().items():
+        log.info("seeded %s: %d experiences", name, len(report.accepted))
+    return knowledge, not bare_host
 
 
 def log_round(outcome: Any) -> None:

@@ -37,9 +37,10 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = No
              command: str | None = None, journal_path: Path | None = None,
              on_round: Callable[[RoundOutcome], None] | None = None,
              evaluator: Callable[..., Any] | None = None, measure_baseline: bool = True,
-             run_id: str | None = None) -> RunResult:
+             run_id: str | None = None, write_back: bool = True) -> RunResult:
     """Run the loop on ``task_name`` and write report.md, plots, the exported kernel and
-    (when the service is missing or down) the journal into ``out_dir/<run id>/``."""
+    (when the service is missing or down, or ``write_back`` is off: knowledge read but
+    not written, as on a lent GPU host) the journal into ``out_dir/<run id>/``."""
     from optimizer import sandbox
 
     task = get_task(task_name)
@@ -52,7 +53,7 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = No
     info = RunInfo(run_id, task, options.dtype, shape_set, env, agent.name, agent.model,
                    command)
     journal = Journal(journal_path or run_dir / "journal.jsonl")
-    writeback = Writeback(knowledge, journal)
+    writeback = Writeback(knowledge if write_back else None, journal)
     baseline = sandbox.measure_baseline(task.name, options.dtype, options.sweep_shapes) \
         if measure_baseline else None
     loop = Loop(task, agent, info=info, evaluator=evaluator or sandbox.evaluate,

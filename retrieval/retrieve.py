@@ -30,18 +30,22 @@ POOL = 8  # rows read back per wanted hit, to leave room for the diversity filte
 
 
 def retrieve(
-    session: Session, embedder: Embedder, index: VectorIndex, query: RetrievalQuery
+    session: Session, embedder: Embedder | None, index: VectorIndex | None,
+    query: RetrievalQuery,
 ) -> RetrievalResult:
+    """Vectors off (no embedder / index: a bare GPU host): relevance from BM25 alone."""
     clock = _Clock()
     cands, rungs_used = gather(snapshot(session), query, enough=max(4 * query.k, 40))
     ids = cands.ids(np.arange(len(cands)))
     at = {exp_id: n for n, exp_id in enumerate(ids)}
     clock.lap("ladder")
 
-    qvec = embedder.embed_query(query.embedding_text())
-    clock.lap("embed_query")
-    vec_pos, vec_sim = index.top(qvec, ids, VECTOR_TOP)
-    clock.lap("vector")
+    vec_pos, vec_sim = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    if embedder is not None and index is not None:
+        qvec = embedder.embed_query(query.embedding_text())
+        clock.lap("embed_query")
+        vec_pos, vec_sim = index.top(qvec, ids, VECTOR_TOP)
+        clock.lap("vector")
 
     lex_pos = np.zeros(0, dtype=np.int64)
     if has_code(query.kernel_source, query.feedback_text):

