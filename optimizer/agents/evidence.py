@@ -23,6 +23,8 @@ VERDICT_VALUE: dict[Verdict, float] = {
     Verdict.incorrect: -1.0, Verdict.failed: -1.0, Verdict.invalid: -0.3,
 }
 CATEGORY_SHARE = 0.25  # how much a category-level vote counts against an exact one
+CONTEXT_FLOOR = 0.3  # the weight of an experience whose other knobs all differ
+CONTEXT_UNKNOWN = 0.6  # no knob in common to compare (another op, or a free-form edit)
 
 
 def header_changes(diff: str) -> dict[str, ConfigValue]:
@@ -71,14 +73,32 @@ class Evidence:
                               f"{record.verdict.value} [{record.id[:10]}]")
 
 
+def context_weight(record: ExperienceRecord, config: dict[str, ConfigValue] | None,
+                   param: str) -> float:
+    """How alike the record's configuration is to the candidate's, apart from ``param``.
+
+    A knob's effect depends on the others (8 warps help a whole-row softmax tile, not a
+    1024-wide one), so "BLOCK_SIZE=1024 won" measured next to other settings speaks less
+    for this candidate than the same edit measured in the same surroundings."""
+    theirs = record.edit.config or {}
+    shared = [k for k in theirs if k != param and config is not None and k in config]
+    if not shared:
+        return CONTEXT_UNKNOWN
+    share = sum(theirs[k] == config[k] for k in shared) / len(shared)
+    return CONTEXT_FLOOR + (1.0 - CONTEXT_FLOOR) * share
+
+
 def weigh(records: Iterable[ExperienceRecord], task: Task, arch: str,
-          param: str, value: ConfigValue, category: str) -> Evidence:
-    """Evidence for setting ``param`` to ``value`` (an edit of ``category``)."""
+          param: str, value: ConfigValue, category: str,
+          config: dict[str, ConfigValue] | None = None) -> Evidence:
+    """Evidence for setting ``param`` to ``value`` (an edit of ``category``); ``config``:
+    the candidate's whole configuration, for the context weight."""
     evidence = Evidence()
     for record in records:
         if "baseline" in record.edit.categories:
             continue
-        vote = relation_weight(record, task, arch) * outcome_value(record)
+        vote = relation_weight(record, task, arch) * outcome_value(record) * \
+            context_weight(record, config, param)
         changes = header_changes(record.edit.diff)
         if changes.get(param) == value and type(changes[param]) is type(value):
             evidence.add(vote, record, f"set {param}={value!r}:")

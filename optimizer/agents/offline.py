@@ -112,7 +112,7 @@ class OfflineAgent:
             if source_hash(source) in context.tried_hashes:
                 continue
             evidence = weigh(records, task, context.gpu_arch, cand.param, cand.value,
-                             cand.category)
+                             cand.category, cand.config)
             evidence.score += _history_vote(context, cand)
             evidence.score += insight_bonus.get(cand.category, 0.0)
             ranked.append((cand, evidence))

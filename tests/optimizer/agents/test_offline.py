@@ -114,3 +114,18 @@ def test_with_the_best_exhausted_it_walks_on_from_the_runner_up() -> None:
     config = header_constants(proposal.source)
     assert config["NUM_WARPS"] == 8 and sum(config[k] != best[k] for k in best) == 2
     assert source_hash(proposal.source) not in tried
+
+
+def test_evidence_measured_in_the_same_surroundings_counts_more() -> None:
+    from optimizer.agents.evidence import CONTEXT_FLOOR, context_weight
+
+    def with_config(config: dict) -> ExperienceRecord:
+        record = experience("rmsnorm", config, "improved", speedup=1.2)
+        return record.model_copy(update={"edit": record.edit.model_copy(
+            update={"config": config})})
+
+    here = {**RMSNORM.default_config, "NUM_WARPS": 8}
+    alike = with_config(here)
+    elsewhere = with_config({**here, "BLOCK_SIZE": 1024, "NATIVE_WEIGHT_MUL": True})
+    assert context_weight(alike, here, "NUM_WARPS") == 1.0
+    assert CONTEXT_FLOOR < context_weight(elsewhere, here, "NUM_WARPS") < 1.0
