@@ -16,114 +16,22 @@ import json
 import logging
 import math
 import sys
-from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernels.base import DTYPES, Task, all_tasks, load_candidate  # noqa: E402
+from kernels.peers import peers_for  # noqa: E402
+from optimizer.peers import trustworthy  # noqa: E402
 from optimizer.sandbox import detect_environment  # noqa: E402
 from optimizer.sandbox.hardware import measure_peaks  # noqa: E402
 from optimizer.sandbox.timing import measure, rotating  # noqa: E402
 
 log = logging.getLogger("peers")
 RESULTS = Path(__file__).resolve().parent / "results"
-
-
-# -- what a user would write instead ------------------------------------------------------
-def softmax_eager(x):
-    return torch.softmax(x, dim=-1)
-
-
-def rmsnorm_eager(x, w, eps=1e-6):  # the Llama / Hugging Face formulation
-    xf = x.float()
-    return w * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)
-
-
-def swiglu_eager(gate, up):
-    return F.silu(gate) * up
-
-
-def rotate_half(x):
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
-
-def rope_table(positions, head_dim, dtype):
-    dims = torch.arange(0, head_dim, 2, device=positions.device).float()
-    inv = 1.0 / (10000.0 ** (dims / head_dim))
-    freqs = positions.float()[:, None] * inv[None, :]
-    emb = torch.cat((freqs, freqs), dim=-1)
-    return emb.cos().to(dtype), emb.sin().to(dtype)
-
-
-def attention_unfused(q, k, v, k_cache, v_cache, cache_len):
-    """RoPE, cache write, SDPA: the pipeline the fused kernel replaces."""
-    seq, head_dim = q.shape[2], q.shape[3]
-    total = cache_len + seq
-    positions = torch.arange(cache_len, total, device=q.device)
-    cos, sin = rope_table(positions, head_dim, q.dtype)
-    q = q * cos + rotate_half(q) * sin
-    k = k * cos + rotate_half(k) * sin
-    k_cache[:, :, cache_len:total] = k
-    v_cache[:, :, cache_len:total] = v
-    keys, values = k_cache[:, :, :total], v_cache[:, :, :total]
-    if cache_len == 0:
-        return F.scaled_dot_product_attention(q, keys, values, is_causal=True)
-    visible = torch.arange(total, device=q.device)[None, :] <= positions[:, None]
-    return F.scaled_dot_product_attention(q, keys, values, attn_mask=visible)
-
-
-def liger_peer(task_name: str) -> Callable | None:
-    try:
-        if task_name == "softmax":
-            from liger_kernel.ops.softmax import LigerSoftmaxFunction
-            return LigerSoftmaxFunction.apply
-        if task_name == "rmsnorm":
-            from liger_kernel.ops.rms_norm import LigerRMSNormFunction
-            return lambda x, w, eps=1e-6: LigerRMSNormFunction.apply(x, w, eps, 0.0, "llama", False)
-        if task_name == "swiglu":
-            from liger_kernel.ops.swiglu import LigerSiLUMulFunction
-            return LigerSiLUMulFunction.apply
-        if task_name == "rope":
-            from liger_kernel.ops.rope import LigerRopeFunction
-            return liger_rope(LigerRopeFunction)
-    except ImportError as err:
-        log.warning("Liger-Kernel not importable (%s): its column stays empty", err)
-    return None
-
-
-def liger_rope(fn):
-    """Liger wants (batch, heads, seq, dim) and a cos/sin table; ours is (batch, seq, ...)."""
-    def call(q, k, *rest):
-        positions = torch.arange(q.shape[1], device=q.device)
-        cos, sin = rope_table(positions, q.shape[-1], q.dtype)
-        return fn(q.transpose(1, 2), k.transpose(1, 2), cos[None], sin[None])
-    return call
-
-
-def eager_peer(task: Task) -> Callable:
-    table = {"softmax": softmax_eager, "rmsnorm": rmsnorm_eager, "swiglu": swiglu_eager,
-             "attention": attention_unfused, "matmul": torch.matmul}
-    return table.get(task.name, task.reference)
-
-
-def peers_for(task: Task) -> dict[str, Callable]:
-    eager = eager_peer(task)
-    name = "cuBLAS" if task.name == "matmul" else (
-        "unfused eager" if task.name == "attention" else "eager")
-    peers = {name: eager}
-    if task.name != "matmul":
-        compiled = torch.compile(eager, dynamic=False)
-        peers["unfused compiled" if task.name == "attention" else "compiled"] = compiled
-    liger = liger_peer(task.name)
-    if liger is not None:
-        peers["liger"] = liger
-    return peers
 
 
 # -- the run ------------------------------------------------------------------------------
@@ -181,11 +89,11 @@ def analyse(row: dict, task: Task, shape: tuple, peaks: dict, ours: list[str],
     nbytes, nflops = task.bytes_moved(shape, torch_dtype), task.flops(shape, torch_dtype)
     floor = max(nbytes / (peaks["mem_bandwidth_gbps"] * 1e6),
                 nflops / (peaks["peak_tflops"] * 1e9))
-    # 15% slack: reads stream faster than the copy that measured the peak (read + write)
-    suspect = [k for k in (*ours, *peers) if row.get(k) is not None and row[k] < 0.85 * floor]
+    possible = trustworthy({k: row.get(k) for k in (*ours, *peers)}, floor)
+    suspect = [k for k in (*ours, *peers) if row.get(k) is not None and k not in possible]
     if suspect:
         row["suspect"] = suspect
-    best = min((row[k] for k in peers if row.get(k) and k not in suspect), default=None)
+    best = min((possible[k] for k in peers if k in possible), default=None)
     row["best peer ms"] = best
     for label in ours:
         ms = row.get(label)

@@ -29,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stop after this many seconds of evaluation (GPU) time")
     parser.add_argument("--target-speedup", type=float, default=None)
     parser.add_argument("--explore-every", type=int, default=10)
+    parser.add_argument("--no-peers", action="store_true",
+                        help="skip timing eager / torch.compile / Liger at the end (GPU only)")
     parser.add_argument("--no-retrieval", action="store_true",
                         help="do not retrieve experiences (still writes them back)")
     parser.add_argument("--dtype", default="float16")
@@ -61,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     options = LoopOptions(dtype=args.dtype, shapes=args.shapes, sweep_shapes=args.sweep_shapes,
                           seeds=args.seeds, timeout_s=args.timeout_s,
-                          retrieval=not args.no_retrieval)
+                          retrieval=not args.no_retrieval, peers=not args.no_peers)
     knowledge, write_back = make_knowledge(settings)
     result = optimize(args.task, agent, out_dir=args.out, knowledge=knowledge,
                       write_back=write_back,

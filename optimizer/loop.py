@@ -37,6 +37,7 @@ class LoopOptions:
     seeds: int = 3
     timeout_s: float = 60.0
     retrieval: bool = True
+    peers: bool = True  # on a GPU, time eager / torch.compile / Liger / ... for the report
 
 
 @dataclass
@@ -70,6 +71,7 @@ class RunResult:
     start_sweep: Any = None  # the starting kernel over the sweep shapes
     best_sweep: Any = None  # the best kernel over the sweep shapes, parent = start_sweep
     regressions: dict[str, float] = field(default_factory=dict)  # shape -> slowdown share
+    peer_timings: dict[str, dict[str, float | None]] = field(default_factory=dict)
     retrieved_ids: list[str] = field(default_factory=list)
     report_path: Path | None = None
     export_path: Path | None = None

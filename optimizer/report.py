@@ -113,6 +113,38 @@ def shape_table(result: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def peer_lines(result: Any) -> list[str]:
+    """The best kernel against every peer timed in this run, per shape (ms and speedup;
+    a peer under the roofline floor is marked impossible and kept out of 'best peer')."""
+    from optimizer.peers import best_peer
+
+    timings, best, task = result.peer_timings, result.best_sweep, result.task
+    if not timings or best is None or not best.timing_available:
+        return []
+    names = sorted({name for times in timings.values() for name in times})
+    peaks = {"mem_bandwidth_gbps": result.env.mem_bandwidth_gbps,
+             "peak_tflops": result.env.peak_tflops}
+    shapes = {task.shape_label(s): s for s in task.shapes("all")}
+    lines = ["", "## Against the peers (same run)", "",
+             "| shape | best kernel (ms) | " + " | ".join(names) + " | vs best peer |",
+             "|---|---:|" + "---:|" * len(names) + "---:|"]
+    for label, times in timings.items():
+        ours = best.timings.get(label, (None,))[0]
+        if ours is None or label not in shapes:
+            continue
+        top = best_peer(task, result.dtype, shapes[label], times, peaks)
+        cells = []
+        for name in names:
+            ms = times.get(name)
+            impossible = top is not None and ms is not None and ms < top[1] and name != top[0]
+            cells.append("-" if ms is None else f"{ms:.4f} ({ms / ours:.2f}x)"
+                         + (" under the roofline: ignored" if impossible else ""))
+        versus = f"{top[1] / ours:.2f}x ({top[0]})" if top else "-"
+        lines.append(f"| {label} | {ours:.4f} | " + " | ".join(cells) + f" | {versus} |")
+    lines += ["", "(x) = peer time / best kernel time: above 1 the optimized kernel is faster."]
+    return lines
+
+
 def _table_row(row: dict[str, Any], regression: bool) -> str:
     def ms(value: float | None) -> str:
         return f"{value:.4f}" if value is not None else "-"
@@ -177,7 +209,7 @@ def _markdown(result: Any, timed: bool, note: str, plots: list[str]) -> str:
                       "---:|---:|"]
             lines += [_table_row(row, row["shape"] in result.regressions) for row in rows]
             lines += ["", "Share of peak: of the copy bandwidth or the matmul FLOP rate measured "
-                      "on this GPU, whichever the shape is closer to. Compiled and library "
-                      "peers: `python benchmarks/peers.py --runs <runs folder>`."]
+                      "on this GPU, whichever the shape is closer to."]
+        lines += peer_lines(result)
     lines += ["", *[f"![{p}]({p})" for p in plots], ""]
     return "\n".join(lines)

@@ -32,6 +32,20 @@ def new_run_id(task_name: str) -> str:
     return f"{task_name}-{stamp}-{secrets.token_hex(3)}"
 
 
+def _peer_timings(task: Any, options: LoopOptions) -> dict[str, dict[str, float | None]]:
+    """The peers over the sweep shapes, in this run; a failure costs the table, not the run."""
+    from optimizer.peers import time_peers
+    from optimizer.sandbox.evaluator import resolve_shapes
+
+    shapes = [s for s in resolve_shapes(task, options.sweep_shapes, True)[1]
+              if s not in task.edge_shapes]
+    try:
+        return time_peers(task, options.dtype, shapes)
+    except Exception as err:  # noqa: BLE001 - the report goes out without the peers
+        log.warning("timing the peers failed (%s: %s)", type(err).__name__, err)
+        return {}
+
+
 def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = None,
              policy: PolicyConfig | None = None, options: LoopOptions | None = None,
              command: str | None = None, journal_path: Path | None = None,
@@ -60,6 +74,8 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = No
                 writeback=writeback, policy=Policy(policy or PolicyConfig()),
                 knowledge=knowledge, options=options, baseline=baseline, on_round=on_round)
     result = loop.run()
+    if options.peers and env.arch != "cpu":
+        result.peer_timings = _peer_timings(task, options)
     note = "" if env.arch != "cpu" else "(CPU interpreter: correctness only, no GPU timing)"
     result.report_path = write_report(result, run_dir, title_note=note)
     result.export_path = export_module(task, result.best_source,
