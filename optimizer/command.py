@@ -114,9 +114,16 @@ def make_knowledge(settings: Any) -> tuple[Any, bool]:
         log.warning("no embedding model / Chroma here: retrieval by metadata, evidence and "
                     "BM25 only; this run's records go to its journal")
         settings = settings.model_copy(update={"vectors": False})
-    knowledge = LocalKnowledge(settings)
-    for name, report in knowledge.seed_if_empty().items():
-        log.info("seeded %s: %d experiences", name, len(report.accepted))
+    try:
+        knowledge = LocalKnowledge(settings)
+        for name, report in knowledge.seed_if_empty().items():
+            log.info("seeded %s: %d experiences", name, len(report.accepted))
+    except Exception as err:  # noqa: BLE001 - e.g. a host's sqlite without FTS5
+        if not bare_host:
+            raise
+        log.warning("the local store failed here (%s: %s): journal only",
+                    type(err).__name__, err)
+        return None, False
     return knowledge, not bare_host
 
 

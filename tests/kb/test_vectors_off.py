@@ -42,3 +42,13 @@ def test_a_bare_gpu_host_reads_the_seeded_store_and_journals_its_records(
     assert knowledge.embedder is None and write_back is False
     assert knowledge.insights(op_type="softmax", gpu_name="NVIDIA H200").total > 0
     knowledge.close()
+
+
+def test_a_bare_host_whose_store_fails_still_runs_on_the_journal(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args, **kwargs):
+        raise RuntimeError("no such module: fts5")
+
+    monkeypatch.setattr(service, "vector_stack_available", lambda: False)
+    monkeypatch.setattr(service, "LocalKnowledge", broken)
+    assert make_knowledge(Settings(data_dir=tmp_path, seeds_dir=SEEDS)) == (None, False)
