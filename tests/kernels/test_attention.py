@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from kernel_checks import assert_task_close, candidate_for
 
 from kernels.attention import CACHE_SLACK, apply_rope, rope_cos_sin
-from kernels.base import DTYPES, Shape, get_task, header_constants, load_candidate
+from kernels.base import DTYPES, Shape, get_task, load_candidate
 
 TASK = get_task("attention")
 SPACE = list(TASK.space())
@@ -76,16 +76,9 @@ def test_every_space_point_passes_on_small_edge_shapes(config, seed, device):
         check_attention(config, shape, "float16", seed=seed, device=device)
 
 
-def test_space_is_sized_for_one_gpu_sweep():
-    assert 30 <= len(SPACE) <= 80
-    assert TASK.constraint(TASK.default_config) is None  # the naive kernel is a point
+def test_the_kv_caches_are_the_inputs_it_writes():
     assert TASK.mutated_inputs == (3, 4)
 
-
-def test_render_header_matches_config():
-    for config in SPACE:
-        header = header_constants(TASK.render(config))
-        assert {k: header[k] for k in config} == config
 
 
 def test_reference_writes_only_the_new_cache_slots(seed):
