@@ -44,6 +44,15 @@ class Tolerance:
     max_bias: float = 1e-3
 
 
+# Row-wise and elementwise ops computed in fp32 and stored in the input dtype: the error
+# is one rounding of the output, so the bounds follow each dtype's resolution.
+ELEMENTWISE_TOLERANCES = {
+    "float32": Tolerance(atol=1e-5, rtol=1e-5, max_bias=1e-5),
+    "float16": Tolerance(atol=1e-3, rtol=1e-2, max_bias=2e-3),
+    "bfloat16": Tolerance(atol=8e-3, rtol=2e-2, max_bias=1e-2),
+}
+
+
 @dataclass(frozen=True)
 class Knob:
     """A numeric launch or tile parameter with its legal values (the grid to search)."""

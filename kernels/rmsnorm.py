@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.base import Config, Knob, Shape, Task, Tolerance, Variant, register
+from kernels.base import ELEMENTWISE_TOLERANCES, Config, Knob, Shape, Task, Variant, register
 
 EPS = 1e-6
 
@@ -187,11 +187,7 @@ TASK = register(
         edge_shapes=((1, 1), (1, 7), (3, 1500), (7, 3584), (5, 4097), (2, 20000)),
         cpu_shapes=((8, 4096), (32, 5120)),
         dtypes=("float16", "bfloat16", "float32"),
-        tolerances={
-            "float32": Tolerance(atol=1e-5, rtol=1e-5, max_bias=1e-5),
-            "float16": Tolerance(atol=1e-3, rtol=1e-2, max_bias=2e-3),
-            "bfloat16": Tolerance(atol=8e-3, rtol=2e-2, max_bias=1e-2),
-        },
+        tolerances=ELEMENTWISE_TOLERANCES,
         bytes_moved=bytes_moved,
         flops=flops,
         template=TEMPLATE,

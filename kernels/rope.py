@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.base import Config, Knob, Shape, Task, Tolerance, Variant, register
+from kernels.base import ELEMENTWISE_TOLERANCES, Config, Knob, Shape, Task, Variant, register
 
 THETA = 10000.0
 
@@ -243,11 +243,7 @@ TASK = register(
         ),
         cpu_shapes=((1, 16, 8, 2, 128), (2, 8, 4, 4, 64)),
         dtypes=("float16", "bfloat16", "float32"),
-        tolerances={
-            "float32": Tolerance(atol=1e-5, rtol=1e-5, max_bias=1e-5),
-            "float16": Tolerance(atol=1e-3, rtol=1e-2, max_bias=2e-3),
-            "bfloat16": Tolerance(atol=8e-3, rtol=2e-2, max_bias=1e-2),
-        },
+        tolerances=ELEMENTWISE_TOLERANCES,
         bytes_moved=bytes_moved,
         flops=flops,
         template=TEMPLATE,

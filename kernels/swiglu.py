@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.base import Knob, Shape, Task, Tolerance, Variant, register
+from kernels.base import ELEMENTWISE_TOLERANCES, Knob, Shape, Task, Variant, register
 
 TEMPLATE = '''\
 import torch
@@ -153,11 +153,7 @@ TASK = register(
         edge_shapes=((1, 1), (1, 7), (3, 1000), (4, 4096), (5, 4097), (1, 14336)),
         cpu_shapes=((4, 11008), (16, 14336)),
         dtypes=("float16", "bfloat16", "float32"),
-        tolerances={
-            "float32": Tolerance(atol=1e-5, rtol=1e-5, max_bias=1e-5),
-            "float16": Tolerance(atol=1e-3, rtol=1e-2, max_bias=2e-3),
-            "bfloat16": Tolerance(atol=8e-3, rtol=2e-2, max_bias=1e-2),
-        },
+        tolerances=ELEMENTWISE_TOLERANCES,
         bytes_moved=bytes_moved,
         flops=flops,
         template=TEMPLATE,
