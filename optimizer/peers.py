@@ -48,10 +48,16 @@ def time_peers(task: Task, dtype: str, shapes: list[Shape]) -> dict[str, dict[st
     return out
 
 
+def possible_peers(task: Task, dtype: str, shape: Shape, times: dict[str, float | None],
+                   peaks: dict[str, Any]) -> dict[str, float]:
+    """The peers' times on ``shape`` that the GPU's measured peaks allow."""
+    torch_dtype = DTYPES[dtype]
+    floor = floor_ms(task.bytes_moved(shape, torch_dtype), task.flops(shape, torch_dtype), peaks)
+    return trustworthy(times, floor)
+
+
 def best_peer(task: Task, dtype: str, shape: Shape, times: dict[str, float | None],
               peaks: dict[str, Any]) -> tuple[str, float] | None:
     """(name, ms) of the fastest peer whose time is possible, or None."""
-    torch_dtype = DTYPES[dtype]
-    floor = floor_ms(task.bytes_moved(shape, torch_dtype), task.flops(shape, torch_dtype), peaks)
-    ok = trustworthy(times, floor)
+    ok = possible_peers(task, dtype, shape, times, peaks)
     return min(ok.items(), key=lambda kv: kv[1]) if ok else None

@@ -40,3 +40,13 @@ def test_peers_are_timed_on_the_gpu() -> None:
     times = time_peers(SOFTMAX, "float16", [(1024, 4096)])
     label = SOFTMAX.shape_label((1024, 4096))
     assert times[label]["eager"] > 0 and times[label]["compiled"] > 0
+
+
+def test_an_impossible_peer_time_is_marked_in_the_report() -> None:
+    floor = SOFTMAX.bytes_moved(SHAPE, torch.float16) / 4000e9 * 1e3
+    best = SimpleNamespace(timing_available=True, timings={LABEL: (2 * floor, 0.0)})
+    result = SimpleNamespace(task=SOFTMAX, dtype="float16", best_sweep=best,
+                             env=SimpleNamespace(**PEAKS),
+                             peer_timings={LABEL: {"liger": 0.5 * floor}})
+    text = "\n".join(peer_lines(result))
+    assert "under the roofline: ignored" in text and text.rstrip().count("| - |") == 1
