@@ -183,6 +183,11 @@ def confirm(results: Path, out_dir: Path, dtype: str) -> dict[str, Any]:
                          "gpu": res.env.get("gpu_name")})
             log.info("%s %s: replay %s ms, now %s ms", name, key, rows[-1]["replay_ms"],
                      res.time_ms)
+            _write_confirm(out_dir, results, rows)  # after every row: a cut run keeps its part
+    return {"source": str(results), "rows": rows}
+
+
+def _write_confirm(out_dir: Path, results: Path, rows: list[dict[str, Any]]) -> None:
     out = {"source": str(results), "rows": rows}
     (out_dir / "transfer_confirm.json").write_text(json.dumps(out, indent=1) + "\n")
     lines = ["# Replay winners re-timed on the GPU", "",
@@ -192,7 +197,6 @@ def confirm(results: Path, out_dir: Path, dtype: str) -> dict[str, Any]:
         lines.append(f"| {r['task']} | `{r['key']}`{' (naive)' if r['default'] else ''} "
                      f"| {r['replay_ms'] or '-'} | {r['gpu_ms'] or r['error_kind']} | {ratio} |")
     (out_dir / "transfer_confirm.md").write_text("\n".join(lines) + "\n")
-    return out
 
 
 def main() -> None:
