@@ -13,7 +13,10 @@ Two phases per task:
    specialisation phase 2 needs lands in Triton's on-disk cache, compiled in parallel;
 2. in this process, one configuration at a time on an otherwise idle GPU: the output on
    each representative shape checked against the reference computed once per shape,
-   then timed with rotated inputs.
+   then timed with rotated inputs; then a second timing pass in reverse order, keeping
+   each shape's lower median: the first pass of the lease measured its early configs
+   slow (the naive softmax 0.070 ms there, 0.054 ms re-timed alone), and two passes in
+   opposite orders leave no position favoured.
 
 Resumable: the JSON file of a task is rewritten after every timed configuration and a
 finished task is skipped, so an interrupted lease continues where it stopped.
@@ -91,6 +94,7 @@ def time_all(task: Task, dtype: str, shapes: list, rows: dict[str, dict], save) 
               for s in shapes}
     refs = {s: task.reference(*_fresh(task, inputs[s][0])) for s in shapes}
     pending = [r for r in rows.values() if r["ok"] and "times_ms" not in r]
+    modules: dict[str, object] = {}  # timed configs, for the reverse pass
     for i, row in enumerate(pending, 1):
         began = time.perf_counter()
         try:
@@ -117,6 +121,22 @@ def time_all(task: Task, dtype: str, shapes: list, rows: dict[str, dict], save) 
                  f"{row['time_ms']:.4f} ms" if row.get("time_ms") else row.get("error_kind"),
                  time.perf_counter() - began)
         save()
+        if row.get("time_ms"):
+            modules[key(row["config"])] = module
+    for i, row in enumerate(reversed([r for r in pending if key(r["config"]) in modules]), 1):
+        module, first = modules[key(row["config"])], row["time_ms"]
+        again = []
+        for shape in shapes:
+            label = task.shape_label(shape)
+            median, iqr = measure(rotating(module.run, inputs[shape]))
+            again.append(median)
+            if median < row["times_ms"][label][0]:
+                row["times_ms"][label] = [median, iqr]
+        row["time_ms"] = geomean([t[0] for t in row["times_ms"].values()])
+        row["passes_ms"] = [first, geomean(again)]  # forward pass, reverse pass
+        log.info("[%s %d/%d] again %s: %.4f, %.4f -> %.4f ms", task.name, i, len(modules),
+                 key(row["config"]), first, geomean(again), row["time_ms"])
+    save()
 
 
 def _fresh(task: Task, inputs: tuple) -> tuple:
