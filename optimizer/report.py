@@ -212,8 +212,20 @@ def _markdown(result: Any, timed: bool, note: str, plots: list[str]) -> str:
                       "vs eager | achieved | share of peak |", "|---|---:|---:|---:|---:|---:|"
                       "---:|---:|"]
             lines += [_table_row(row, row["shape"] in result.regressions) for row in rows]
-            lines += ["", "Share of peak: of the copy bandwidth or the matmul FLOP rate measured "
-                      "on this GPU, whichever the shape is closer to."]
+            lines += ["", _peak_note(result.env)]
         lines += peer_lines(result)
     lines += ["", *[f"![{p}]({p})" for p in plots], ""]
     return "\n".join(lines)
+
+
+def _peak_note(env: Any) -> str:
+    """Which ceilings "share of peak" divides by: measured on this GPU, or the datasheet's
+    (a run that could not measure them) — the two differ by ~12% on an H200's bandwidth."""
+    from optimizer.sandbox.hardware import datasheet
+
+    figures = (f"{env.mem_bandwidth_gbps:.0f} GB/s copy, {env.peak_tflops:.0f} TFLOP/s bf16 "
+               "matmul" if env.mem_bandwidth_gbps and env.peak_tflops else "none known")
+    source = "the datasheet" if (env.mem_bandwidth_gbps, env.peak_tflops) == \
+        datasheet(env.gpu_name or "") else "measured on this GPU at the start of the run"
+    return (f"Share of peak: of the copy bandwidth or the matmul rate ({figures}; {source}), "
+            "whichever the shape is closer to.")

@@ -61,7 +61,7 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = No
     options = options or LoopOptions()
     run_id = run_id or new_run_id(task.name)
     run_dir = Path(out_dir) / run_id
-    env = Environment(**sandbox.detect_environment())
+    env = Environment(**sandbox.detect_environment(_measured_peaks()))
     shape_set = options.shapes if isinstance(options.shapes, str) else \
         ";".join(task.shape_label(s) for s in options.shapes)
     info = RunInfo(run_id, task, options.dtype, shape_set, env, agent.name, agent.model,
@@ -84,3 +84,19 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = No
     result.journal_path = journal.path if writeback.journaled else None
     log.info("%s; report: %s", writeback.summary(), result.report_path)
     return result
+
+
+def _measured_peaks() -> dict[str, float] | None:
+    """Copy bandwidth and bf16 matmul rate measured on this GPU (~2 s), so the report's
+    "share of peak" is of what the card reaches, not of its datasheet; None on a CPU."""
+    import torch
+
+    from optimizer import sandbox
+
+    if not torch.cuda.is_available():
+        return None
+    try:
+        return sandbox.measure_peaks()
+    except RuntimeError as err:  # out of memory on a crowded card: the datasheet stands
+        log.warning("peaks not measured (%s): share of peak uses the datasheet", err)
+        return None

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from kernels.base import get_task
-from optimizer.report import _table_row, shape_table
+from optimizer.report import _peak_note, _table_row, shape_table
 
 SOFTMAX = get_task("softmax")
 
@@ -37,3 +37,13 @@ def test_no_table_without_gpu_timing() -> None:
     result = SimpleNamespace(task=SOFTMAX, dtype="float16", env=None, best_sweep=untimed,
                              start_sweep=untimed)
     assert shape_table(result) == []
+
+
+def test_the_footnote_says_whether_the_peaks_were_measured_or_from_the_datasheet() -> None:
+    datasheet = SimpleNamespace(gpu_name="NVIDIA H200", mem_bandwidth_gbps=4800.0,
+                                peak_tflops=989.0)
+    measured = SimpleNamespace(gpu_name="NVIDIA H200", mem_bandwidth_gbps=4219.4,
+                               peak_tflops=696.0)
+    assert "the datasheet" in _peak_note(datasheet) and "4800 GB/s" in _peak_note(datasheet)
+    note = _peak_note(measured)
+    assert "measured on this GPU" in note and "4219 GB/s" in note and "696 TFLOP/s" in note
