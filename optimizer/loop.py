@@ -262,7 +262,8 @@ class Loop:
             last_feedback=state.context_feedback, history=list(state.history),
             tried_hashes=set(state.tried), reminders=list(state.reminders),
             few_shot=recalled.few_shot, experiences=recalled.experiences,
-            insights=recalled.insights, gpu_arch=self.info.env.arch)
+            insights=recalled.insights, known_configs=recalled.known_configs,
+            gpu_arch=self.info.env.arch)
 
     # -- the end of a run ---------------------------------------------------------------
     def _sweep(self, result: RunResult, iteration: int) -> None:

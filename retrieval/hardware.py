@@ -47,24 +47,28 @@ def similarity(target: dict[str, Any], hw: Hardware) -> float:
     return round(value, 4)
 
 
-def similar_hardware(session: Session, target: dict[str, Any], top: int = 3) -> list[HardwareMatch]:
+def similar_hardware(session: Session, target: dict[str, Any], top: int = 3,
+                     include_own: bool = False) -> list[HardwareMatch]:
     counts = dict(session.exec(
         select(Experience.hardware_id, func.count()).group_by(Experience.hardware_id)).all())
     matches = [
         HardwareMatch(hardware_id=hw.id, gpu_name=hw.gpu_name, arch=hw.arch,
                       similarity=similarity(target, hw), experiences=int(counts.get(hw.id, 0)))
         for hw in session.exec(select(Hardware)).all()
-        if counts.get(hw.id) and hw.gpu_name != target.get("gpu_name")
+        if counts.get(hw.id) and (include_own or hw.gpu_name != target.get("gpu_name"))
     ]
     matches.sort(key=lambda m: (-m.similarity, -m.experiences, m.hardware_id))
     return matches[:top]
 
 
 def bootstrap(
-    session: Session, target: dict[str, Any], op_type: str | None = None, limit: int = 10
+    session: Session, target: dict[str, Any], op_type: str | None = None, limit: int = 10,
+    include_own: bool = False,
 ) -> BootstrapPlan:
-    """What to try first on ``target`` (keys: gpu_name, arch, sm_count, ...)."""
-    matches = similar_hardware(session, target)
+    """What to try first on ``target`` (keys: gpu_name, arch, sm_count, ...); with
+    ``include_own`` the target GPU's own experiences count too (a second optimization on
+    a card already known), otherwise only other hardware (a card never seen)."""
+    matches = similar_hardware(session, target, include_own=include_own)
     items: list[PlanItem] = []
     for match in matches:
         report = insights(session, op_type=op_type, gpu_name=match.gpu_name, arch=match.arch)
@@ -105,5 +109,6 @@ def _best_configs(session: Session, match: HardwareMatch, op_type: str | None) -
             evidence=f"best measured {task_id} {dtype} config on {match.gpu_name}: {gain:.2f}x "
                      "vs baseline",
             example_ids=[row.id], score=round(match.similarity * gain, 4),
+            task_id=task_id, dtype=dtype, similarity=match.similarity,
         ))
     return items

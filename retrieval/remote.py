@@ -63,8 +63,9 @@ class RemoteKnowledge:
                                     "triton_version": triton_version}.items() if v is not None}
         return InsightReport.model_validate(self._call("GET", "/insights", params=params))
 
-    def bootstrap(self, env: dict[str, Any], op_type: str | None = None) -> BootstrapPlan:
-        body = {"env": env, "op_type": op_type}
+    def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
+                  include_own: bool = False) -> BootstrapPlan:
+        body = {"env": env, "op_type": op_type, "include_own": include_own}
         return BootstrapPlan.model_validate(self._call("POST", "/bootstrap", json=body))
 
     def stats(self) -> dict[str, Any]:

@@ -63,6 +63,9 @@ class PlanItem(BaseModel):
     evidence: str = Field(description="why: wins / tries, speedups, example ids")
     example_ids: list[str]
     score: float
+    task_id: str | None = Field(None, description="for a config: the task it was measured on")
+    dtype: str | None = None
+    similarity: float | None = Field(None, description="of its hardware to the target")
 
 
 class BootstrapPlan(BaseModel):

@@ -43,7 +43,8 @@ class Knowledge(Protocol):
     def retrieve(self, query: RetrievalQuery) -> RetrievalResult: ...
     def insights(self, *, op_type: str | None = None, gpu_name: str | None = None,
                  arch: str | None = None, triton_version: str | None = None) -> InsightReport: ...
-    def bootstrap(self, env: dict[str, Any], op_type: str | None = None) -> BootstrapPlan: ...
+    def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
+                  include_own: bool = False) -> BootstrapPlan: ...
     def stats(self) -> dict[str, Any]: ...
 
 
@@ -126,9 +127,10 @@ class LocalKnowledge:
             return insight_report(session, op_type=op_type, gpu_name=gpu_name, arch=arch,
                                   triton_version=triton_version)
 
-    def bootstrap(self, env: dict[str, Any], op_type: str | None = None) -> BootstrapPlan:
+    def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
+                  include_own: bool = False) -> BootstrapPlan:
         with self.session() as session:
-            return bootstrap_plan(session, env, op_type=op_type)
+            return bootstrap_plan(session, env, op_type=op_type, include_own=include_own)
 
     def stats(self) -> dict[str, Any]:
         with self.session() as session:

@@ -89,6 +89,12 @@ class HeldOutKnowledge(MemorySink):
     def insights(self, **kwargs: Any) -> Any:
         return self.store.insights(**kwargs)
 
+    def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
+                  include_own: bool = False) -> Any:
+        """The store holds no record of an excluded task (``arm_records``), so its plan
+        cannot name one of its configurations."""
+        return self.store.bootstrap(env, op_type=op_type, include_own=include_own)
+
 
 def build_store(root: Path, records: list[ExperienceRecord], embedder: Any) -> Any:
     """A real LocalKnowledge (SQLite file + Chroma folder under ``root``) holding records."""

@@ -46,6 +46,7 @@ class AgentContext:
     few_shot: str = ""  # the retrieved experiences, rendered for a prompt
     experiences: list[ExperienceRecord] = field(default_factory=list)
     insights: list[dict[str, Any]] = field(default_factory=list)
+    known_configs: list[Any] = field(default_factory=list)  # best measured configs (PlanItem)
     gpu_arch: str = "cpu"
 
     @property

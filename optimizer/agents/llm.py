@@ -91,6 +91,9 @@ def build_messages(context: AgentContext) -> list[dict[str, str]]:
     directions = [f"- {v.name}: {v.help}" for v in task.variants]
     directions += [f"- {k.name} (one of {list(k.values)}){': ' + k.help if k.help else ''}"
                    for k in task.knobs]
+    directions += [f"- known configuration ({item.evidence}): "
+                   + ", ".join(f"{k}={v!r}" for k, v in sorted(item.config.items()))
+                   for item in context.known_configs[:2]]
     reminders = context.reminders[-5:] or ["(none)"]
     user = render(
         "round", task_name=task.name, op_type=task.op_type, dtype=context.dtype,

@@ -6,7 +6,8 @@ source edit. They are ranked by the evidence of retrieved experiences (same op a
 hardware first, then related ops; see ``evidence``), ties broken by the catalog order
 (variants first, then knobs, nearest values first), with epsilon-greedy exploration.
 Exploration rounds pick a structurally different candidate: a variant flip, or a far
-jump of a knob.
+jump of a knob. Before any single edit, an exploit round adopts a configuration the
+knowledge base measured best for this task on this GPU (or an alike one) whole.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from kb.record import source_hash
 from kernels.base import ConfigValue, Task
 from optimizer.agents.base import AgentContext, Proposal, SearchExhausted
 from optimizer.agents.evidence import Evidence, weigh
+
+MAX_ADOPTED = 2  # known configurations tried whole per run, best first
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,9 @@ class OfflineAgent:
         return ranked
 
     def propose(self, context: AgentContext) -> Proposal:
+        adopted = self.adoption(context) if context.round_kind == "exploit" else None
+        if adopted is not None:
+            return adopted
         ranked = self.rank(context)
         self.last_ranking = ranked
         if not ranked:
@@ -143,6 +149,27 @@ class OfflineAgent:
         return Proposal(source=context.task.render(cand.config), summary=summary,
                         categories=tuple(sorted(categories)), claimed_gain=False,
                         rationale=rationale)
+
+    def adoption(self, context: AgentContext) -> Proposal | None:
+        """Adopt a known best configuration whole (one of the first ``MAX_ADOPTED`` the
+        knowledge base measured for this task on this or an alike GPU), if legal, not the
+        current best and not tried: one evaluation instead of a walk of single edits."""
+        task, best = context.task, context.best_config
+        for item in context.known_configs[:MAX_ADOPTED]:
+            config = {**task.default_config, **item.config}
+            if config == best or task.constraint(config) is not None:
+                continue
+            source = task.render(config)
+            if source_hash(source) in context.tried_hashes:
+                continue
+            changed = {k: v for k, v in config.items() if best.get(k) != v}
+            listed = ", ".join(f"{k}={v!r}" for k, v in changed.items())
+            return Proposal(
+                source=source, summary=f"adopt a known best configuration: {listed}",
+                categories=tuple(sorted({_category(task, k) for k in changed})),
+                rationale=f"known configuration (bootstrap plan): {item.evidence} "
+                          f"[{', '.join(i[:10] for i in item.example_ids)}]")
+        return None
 
     def observe(self, proposal: Proposal, score: float | None, verdict: str) -> None:
         """Its memory is the run's history, which arrives through the context."""

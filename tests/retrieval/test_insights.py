@@ -36,3 +36,47 @@ def test_bootstrap_ranks_similar_hardware_first(knowledge: LocalKnowledge) -> No
     assert plan.similar_hardware[-1].gpu_name == "NVIDIA L4"
     assert plan.items and plan.items[0].from_hardware.startswith("NVIDIA H100")
     assert all(item.evidence and item.example_ids for item in plan.items)
+
+
+def test_bootstrap_with_include_own_also_offers_the_target_gpus_own_best_config(
+        knowledge: LocalKnowledge) -> None:
+    knowledge.ingest([
+        record_dict(hw="H200", summary="own best", speedup=1.8, config={"B": 4}),
+        record_dict(hw="H200", summary="own lesser", speedup=1.2, config={"B": 2}),
+        record_dict(hw="H100", summary="h100 win", speedup=1.5, config={"B": 1}),
+    ])
+    target = {"gpu_name": "NVIDIA H200", "arch": "sm_90", "sm_count": 132,
+              "mem_bandwidth_gbps": 4800, "smem_per_sm_kib": 228}
+    others = knowledge.bootstrap(target, op_type="softmax")
+    assert "NVIDIA H200" not in [m.gpu_name for m in others.similar_hardware]
+    own = knowledge.bootstrap(target, op_type="softmax", include_own=True)
+    configs = [i for i in own.items if i.kind == "config"]
+    first = configs[0]
+    assert first.config == {"B": 4} and first.from_hardware.startswith("NVIDIA H200")
+    assert (first.task_id, first.dtype, first.similarity) == ("softmax", "float16", 1.0)
+    assert {i.config["B"] for i in configs} == {4, 1}  # one best per task and hardware
+
+
+def test_the_optimizer_takes_only_this_tasks_configs_from_alike_gpus(
+        knowledge: LocalKnowledge) -> None:
+    from kb_testdata import HARDWARE
+
+    from kb.record import Environment
+    from kernels.base import get_task
+    from optimizer.recall import known_configs
+
+    softmax = get_task("softmax")
+    best = {**softmax.default_config, "NUM_WARPS": 8}
+    knowledge.ingest([
+        record_dict(hw="H200", summary="full config", speedup=1.1, config=best),
+        record_dict(hw="H200", summary="other dtype", speedup=1.9, config=best, dtype="bfloat16"),
+        record_dict(hw="H200", summary="partial config", speedup=1.5, config={"NUM_WARPS": 8},
+                    task="softmax_variant"),
+        record_dict(hw="L4", summary="far card", speedup=3.0,
+                    config={**best, "NUM_WARPS": 16}),
+    ])
+    env = Environment(**HARDWARE["H200"], triton_version="3.6.0", torch_version="2.11")
+    items = known_configs(knowledge, softmax, "float16", env)
+    assert [i.config for i in items] == [best]
+    cpu = Environment(gpu_name="cpu", arch="cpu", triton_version="3.6.0", torch_version="2.11")
+    assert known_configs(knowledge, softmax, "float16", cpu) == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from kb.api.deps import KnowledgeDep
 from retrieval.query import RetrievalQuery
@@ -17,6 +17,8 @@ router = APIRouter(tags=["knowledge"])
 class BootstrapRequest(BaseModel):
     env: dict[str, Any]
     op_type: str | None = None
+    include_own: bool = Field(False, description="also the target GPU's own experiences "
+                              "(a second optimization on a known card), not only others'")
 
 
 @router.post("/retrieve", response_model=RetrievalResult)
@@ -33,4 +35,4 @@ def insights(kb: KnowledgeDep, op_type: str | None = None, gpu_name: str | None 
 
 @router.post("/bootstrap", response_model=BootstrapPlan)
 def bootstrap(body: BootstrapRequest, kb: KnowledgeDep) -> BootstrapPlan:
-    return kb.bootstrap(body.env, op_type=body.op_type)
+    return kb.bootstrap(body.env, op_type=body.op_type, include_own=body.include_own)

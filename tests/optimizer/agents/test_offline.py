@@ -129,3 +129,38 @@ def test_evidence_measured_in_the_same_surroundings_counts_more() -> None:
     elsewhere = with_config({**here, "BLOCK_SIZE": 1024, "NATIVE_WEIGHT_MUL": True})
     assert context_weight(alike, here, "NUM_WARPS") == 1.0
     assert CONTEXT_FLOOR < context_weight(elsewhere, here, "NUM_WARPS") < 1.0
+
+
+def known(config: dict, similarity: float = 1.0):
+    from retrieval.schemas import PlanItem
+
+    return PlanItem(kind="config", category="warps_stages", config=config,
+                    from_hardware="NVIDIA H200|sm_90", evidence="best measured: 1.07x",
+                    example_ids=["abc123def456"], score=1.07, task_id="softmax",
+                    dtype="float16", similarity=similarity)
+
+
+def test_an_exploit_round_adopts_a_known_best_configuration_whole() -> None:
+    best = {**SOFTMAX.default_config, "NUM_WARPS": 8, "ROWS_PER_PROGRAM": 2}
+    ctx = context(SOFTMAX, known_configs=[known(best)])
+    proposal = OfflineAgent(epsilon=0.0).propose(ctx)
+    assert header_constants(proposal.source)["NUM_WARPS"] == 8
+    assert header_constants(proposal.source)["ROWS_PER_PROGRAM"] == 2
+    assert proposal.summary.startswith("adopt a known best configuration")
+    assert set(proposal.categories) == {"warps_stages", "launch_shape"}
+    assert "abc123def4" in proposal.rationale
+
+
+def test_a_known_configuration_is_skipped_when_tried_current_illegal_or_exploring() -> None:
+    best = {**SOFTMAX.default_config, "NUM_WARPS": 8}
+    illegal = {**SOFTMAX.default_config, "ONLINE": True}  # ONLINE needs BLOCK_SIZE > 0
+    agent = OfflineAgent(epsilon=0.0)
+    tried = context(SOFTMAX, known_configs=[known(best)],
+                    tried_hashes={source_hash(SOFTMAX.render(best))})
+    current = context(SOFTMAX, known_configs=[known(SOFTMAX.default_config)])
+    bad = context(SOFTMAX, known_configs=[known(illegal)])
+    for ctx in (tried, current, bad):
+        assert not agent.propose(ctx).summary.startswith("adopt")
+    exploring = context(SOFTMAX, known_configs=[known(best)])
+    exploring.round_kind = "explore"
+    assert not agent.propose(exploring).summary.startswith("adopt")
