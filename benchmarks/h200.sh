@@ -11,7 +11,7 @@ left() { echo $(( deadline - $(date +%s) )); }
 for stage in "$@"; do
   echo "=== $stage ($(left) s left)"
   case $stage in
-    gputests) timeout $(( $(left) - 30 )) python3 -m pytest -q -m gpu tests/optimizer/sandbox/test_gpu.py tests/optimizer/test_peers.py 2>&1 | tail -25 ;;
+    gputests) timeout $(( $(left) - 30 )) python3 -m pytest -q -m gpu tests/optimizer/sandbox/test_gpu.py tests/optimizer/test_peers.py 2>&1 | tee "$OUT/gputests.log" | tail -25 ;;
     peers) timeout $(( $(left) - 30 )) python3 benchmarks/peers.py 2>&1 | grep -v Warning | tail -150 > "$OUT/peers.log" ;;
     space) timeout $(( $(left) - 20 )) python3 benchmarks/measure_space.py --workers 14 --tasks ${SPACE_TASKS:-attention rmsnorm softmax swiglu rope matmul} > "$OUT/space.log" 2>&1 ;;
     smoke) timeout $(( $(left) - 30 )) python3 -m kb.cli optimize softmax --no-retrieval --max-iters 3 --out runs_smoke 2>&1 | tail -30 ;;
