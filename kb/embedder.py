@@ -7,7 +7,9 @@ from this 2-core CPU, benchmarks/results/kb_bench_cpu.md):
   where the CPU multiplies bf16 natively (oneDNN; twice the fp32 matmul rate here):
   ~330 texts/s instead of ~170/s. fp32 is bound at ~250 texts/s on two cores (0.7 GFLOP
   per 32-token text), so no fp32 runtime reaches 300/s. The vectors agree with fp32 to
-  cosine >= 0.9999 and are renormalised in fp32.
+  cosine >= 0.9999 and are renormalised in fp32. The transformer is traced under
+  autocast and frozen once per process (TorchScript, ~0.3 s): the weights are cast to
+  bf16 once instead of on every call, and the graph has no Python dispatch; ``_Frozen``.
 - ``embed_query`` (one short text, on the retrieval clock) runs ONNX Runtime on one
   thread (kb/onnx_minilm.py): ~7 ms where torch took ~16 ms of per-op overhead, and no
   OpenMP barrier that stalls when another process holds a core. Query vectors are cached
@@ -24,6 +26,7 @@ import contextlib
 import logging
 import os
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -57,6 +60,7 @@ class Embedder:
         self._bf16 = bf16
         self._onnx_queries = onnx_queries
         self._model: Any = None
+        self._frozen: _Frozen | None = None
         self._query_model: Any = None
         self._lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -78,6 +82,8 @@ class Embedder:
                 kwargs = {"attn_implementation": "eager"} if self._bf16 else {}
                 self._model = SentenceTransformer(str(path), device="cpu", model_kwargs=kwargs)
                 self._model.max_seq_length = MAX_TOKENS
+                if self._bf16:
+                    self._frozen = _Frozen.build(self._model)
             return self._model
 
     @property
@@ -115,6 +121,8 @@ class Embedder:
         import torch
 
         model = self.model
+        if self._frozen is not None:
+            return self._frozen.encode(texts, self.batch_size)
         autocast = torch.autocast("cpu", dtype=torch.bfloat16) if self._bf16 \
             else contextlib.nullcontext()
         with autocast:
@@ -135,6 +143,75 @@ class Embedder:
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
         return vector
+
+
+class _Frozen:
+    """The bf16 transformer as a frozen TorchScript graph, with the tokenisation and mean
+    pooling of the sentence-transformers pipeline around it.
+
+    Why: eager autocast re-casts every fp32 weight to bf16 in each ``embed`` and dispatches
+    ~200 ops from Python; the frozen trace holds bf16 weights as constants. Measured on
+    this 2-core CPU: see benchmarks/results/kb_bench_cpu.md. Traced on one padded batch;
+    shapes are dynamic, and ``build`` checks the trace against eager autocast on other
+    shapes, returning None (eager) on any failure or disagreement."""
+
+    CHECK = ["x", "softmax: [tiling] raise BLOCK_SIZE to cover a row | memory-bound",
+             "matmul: [pipelining] num_stages 3 -> 4 hides the global loads behind the "
+             "tensor core work, with a swizzled tile order | compute-bound, regressed"]
+
+    def __init__(self, model: Any) -> None:
+        import torch
+
+        self.tokenizer = model.tokenizer
+        example = self._tokens(self.CHECK[1:])  # padded: the mask path is traced
+        bert = model[0].auto_model
+        jit_autocast = torch._C._jit_set_autocast_mode(False)  # record autocast's casts
+        try:
+            with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16), \
+                    warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # tracer warnings on shape-dependent branches
+                traced = torch.jit.trace(bert, example, strict=False, check_trace=False)
+                self.graph = torch.jit.freeze(traced.eval())
+        finally:
+            torch._C._jit_set_autocast_mode(jit_autocast)
+
+    @classmethod
+    def build(cls, model: Any) -> _Frozen | None:
+        import torch
+
+        try:
+            frozen = cls(model)
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                eager = model.encode(cls.CHECK, convert_to_tensor=True).float().numpy()
+            cosine = (_unit(eager) * frozen.encode(cls.CHECK, 2)).sum(axis=1).min()
+            if cosine >= 0.9999:
+                return frozen
+            log.warning("frozen bf16 graph disagrees with eager (cosine %.5f): eager", cosine)
+        except Exception as exc:  # a torch or transformers that does not trace this model
+            log.warning("frozen bf16 graph unavailable (%s): eager autocast", exc)
+        return None
+
+    def _tokens(self, texts: list[str]) -> tuple[Any, Any]:
+        enc = self.tokenizer(texts, padding=True, truncation=True, max_length=MAX_TOKENS,
+                             return_tensors="pt")
+        return enc["input_ids"], enc["attention_mask"]
+
+    def encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        """Unit-norm float32 vectors; texts batched by length, as sentence-transformers."""
+        import torch
+
+        out = np.empty((len(texts), DIMENSION), dtype=np.float32)
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        with torch.no_grad():
+            for start in range(0, len(texts), batch_size):
+                part = order[start : start + batch_size]
+                ids, mask = self._tokens([texts[i] for i in part])
+                hidden = self.graph(ids, mask)
+                hidden = (hidden[0] if isinstance(hidden, tuple | list)
+                          else hidden["last_hidden_state"]).float()
+                weights = mask.unsqueeze(-1).float()
+                out[part] = ((hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)).numpy()
+        return _unit(out)
 
 
 def _unit(vectors: np.ndarray) -> np.ndarray:
