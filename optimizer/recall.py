@@ -17,7 +17,6 @@ class Recalled:
     experiences: list[ExperienceRecord] = field(default_factory=list)
     few_shot: str = ""
     insights: list[Any] = field(default_factory=list)
-    known_configs: list[Any] = field(default_factory=list)  # bootstrap PlanItems, best first
 
 
 def recall(knowledge: Any, task: Task, dtype: str, env: Environment, *, source: str,
@@ -40,18 +39,19 @@ def recall(knowledge: Any, task: Task, dtype: str, env: Environment, *, source: 
                     type(err).__name__, err)
         return Recalled()
     records = [h.record for h in (*result.hits, *result.warnings)]
-    return Recalled(records, result.prompt_block, list(report.categories),
-                    known_configs(knowledge, task, dtype, env))
+    return Recalled(records, result.prompt_block, list(report.categories))
 
 
 MIN_SIMILARITY = 0.7  # same architecture and alike in SMs and bandwidth (retrieval.hardware)
+MAX_KNOWN = 2  # known configurations offered to an agent per run, best first
 
 
 def known_configs(knowledge: Any, task: Task, dtype: str, env: Environment) -> list[Any]:
     """The best measured configurations of this task on this GPU, or on the most alike
     known GPUs: an agent can adopt one whole instead of rediscovering it one edit at a
     time (on the H200, attention's best is five edits from the naive kernel). None on a
-    CPU, where no configuration was ever timed."""
+    CPU, where no configuration was ever timed. Asked once per run: the plan does not
+    change with the round."""
     if env.arch == "cpu":
         return []
     try:
@@ -63,4 +63,5 @@ def known_configs(knowledge: Any, task: Task, dtype: str, env: Environment) -> l
     names = {p.name for p in (*task.knobs, *task.variants)}
     return [item for item in plan.items
             if item.kind == "config" and item.task_id == task.name and item.dtype == dtype
-            and set(item.config) == names and (item.similarity or 0.0) >= MIN_SIMILARITY]
+            and set(item.config) == names and (item.similarity or 0.0) >= MIN_SIMILARITY
+            ][:MAX_KNOWN]

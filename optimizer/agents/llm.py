@@ -93,7 +93,7 @@ def build_messages(context: AgentContext) -> list[dict[str, str]]:
                    for k in task.knobs]
     directions += [f"- known configuration ({item.evidence}): "
                    + ", ".join(f"{k}={v!r}" for k, v in sorted(item.config.items()))
-                   for item in context.known_configs[:2]]
+                   for item in context.known_configs]
     reminders = context.reminders[-5:] or ["(none)"]
     user = render(
         "round", task_name=task.name, op_type=task.op_type, dtype=context.dtype,

@@ -22,8 +22,6 @@ from kernels.base import ConfigValue, Task
 from optimizer.agents.base import AgentContext, Proposal, SearchExhausted
 from optimizer.agents.evidence import Evidence, weigh
 
-MAX_ADOPTED = 2  # known configurations tried whole per run, best first
-
 
 @dataclass(frozen=True)
 class Candidate:
@@ -151,11 +149,12 @@ class OfflineAgent:
                         rationale=rationale)
 
     def adoption(self, context: AgentContext) -> Proposal | None:
-        """Adopt a known best configuration whole (one of the first ``MAX_ADOPTED`` the
-        knowledge base measured for this task on this or an alike GPU), if legal, not the
-        current best and not tried: one evaluation instead of a walk of single edits."""
+        """Adopt a known best configuration whole (one the knowledge base measured for
+        this task on this or an alike GPU; ``optimizer.recall.known_configs``), if legal,
+        not the current best and not tried: one evaluation instead of a walk of single
+        edits."""
         task, best = context.task, context.best_config
-        for item in context.known_configs[:MAX_ADOPTED]:
+        for item in context.known_configs:
             config = {**task.default_config, **item.config}
             if config == best or task.constraint(config) is not None:
                 continue
