@@ -79,11 +79,9 @@ def build_records(space: dict) -> list[ExperienceRecord]:
         diff = "".join(difflib.unified_diff(parent_src.splitlines(True),
                                             child_src.splitlines(True), "parent.py", "child.py"))
         feedback = feedback_of(task, space, row, parent, base)
-        context = [f"{k}={v!r}" for k, v in parent_cfg.items()
-                   if v != task.default_config[k]]
+        # the parent's other settings are in the record's config (the few-shot block shows
+        # it): the summary says only what changed and why, which is what gets embedded
         summary = f"set {changed} {old!r} -> {new!r}"
-        if context:
-            summary += f" (with {', '.join(context)})"
         if param.help:
             summary += f": {param.help}"
         records.append(ExperienceRecord(

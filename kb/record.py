@@ -80,7 +80,11 @@ class Environment(_Strict):
 
 
 class Edit(_Strict):
-    summary: str = Field(min_length=1, description="the agent's own words")
+    summary: str = Field(min_length=1, description="the agent's own words: what the edit does")
+    rationale: str | None = Field(
+        default=None, max_length=1000,
+        description="why the agent tried it then (its evidence, search state); kept with "
+                    "the record, left out of the embedded text")
     categories: list[str] = Field(min_length=1)
     diff: str = Field(default="", description="unified diff against the parent kernel")
     config: dict[str, ConfigValue] = Field(default_factory=dict)
@@ -174,6 +178,8 @@ class ExperienceRecord(_Strict):
     def content_hash(self) -> str:
         """sha256 over everything but ``id`` and ``created_at``: same content, same id."""
         payload = self.model_dump(mode="json", exclude={"id", "created_at"})
+        if payload["edit"]["rationale"] is None:  # added later: old records keep their ids
+            del payload["edit"]["rationale"]
         canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 

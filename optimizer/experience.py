@@ -51,8 +51,6 @@ def build_record(info: RunInfo, *, iteration: int, round_kind: str, proposal: Pr
                  parent_source: str | None, diff: str, feedback: Feedback | dict[str, Any],
                  verdict: Verdict) -> ExperienceRecord:
     child = proposal.source if proposal.source is not None else proposal.raw or proposal.summary
-    summary = proposal.summary if not proposal.rationale else \
-        f"{proposal.summary} [{proposal.rationale}]"
     return ExperienceRecord(
         run_id=info.run_id,
         iteration=iteration,
@@ -60,7 +58,8 @@ def build_record(info: RunInfo, *, iteration: int, round_kind: str, proposal: Pr
                       shape_set=info.shape_set),
         env=info.env,
         edit=Edit(
-            summary=summary[:1000],
+            summary=proposal.summary[:1000],
+            rationale=proposal.rationale[:1000] or None,
             categories=list(proposal.categories),
             diff=diff,
             config=task_config(info.task, proposal.source or ""),

@@ -34,13 +34,16 @@ class Candidate:
     rank: int  # catalog order
     config: dict[str, ConfigValue]  # the full configuration to render
     enabler: dict[str, ConfigValue]  # other changes needed to make it legal, if any
+    help: str = ""  # what the parameter does, from the task's catalog
 
     def describe(self) -> str:
+        """What changes and what the change does (the measured space's seeds read alike,
+        so the two meet in the vector index)."""
         text = f"set {self.param} {self.old!r} -> {self.value!r}"
         if self.enabler:
             extra = ", ".join(f"{k}={v!r}" for k, v in self.enabler.items())
             text += f" (with {extra}, which it requires)"
-        return text
+        return f"{text}: {self.help}" if self.help else text
 
 
 def catalog(task: Task, current: dict[str, ConfigValue]) -> Iterator[Candidate]:
@@ -64,7 +67,7 @@ def catalog(task: Task, current: dict[str, ConfigValue]) -> Iterator[Candidate]:
                 config.update(enabler)
             rank += 1
             yield Candidate(param.name, here, value, param.category, structural,
-                            abs(i - index), rank, config, enabler)
+                            abs(i - index), rank, config, enabler, param.help)
 
 
 def _enabler(task: Task, config: dict[str, ConfigValue], fixed: str) -> dict | None:
@@ -140,7 +143,7 @@ class OfflineAgent:
             why = "highest evidence" if evidence.score else "catalog order (no evidence)"
         cited = "; ".join(evidence.notes[:4]) or "no retrieved experience on it"
         rationale = f"{why}; evidence score {evidence.score:+.2f}: {cited}"
-        summary = f"{self.base_note}{cand.describe()} ({cand.category})"
+        summary = f"{self.base_note}{cand.describe()}"
         best = context.best_config
         categories = {cand.category} | {_category(context.task, k) for k, v in
                                          cand.config.items() if best.get(k) != v}

@@ -42,3 +42,21 @@ def test_query_runner_and_batch_runner_agree() -> None:
     assert embedder.query_model is not embedder.model  # the ONNX runner, not the fallback
     assert np.all((batch * queries).sum(axis=1) > 0.9999)
     np.testing.assert_allclose(np.linalg.norm(queries, axis=1), 1.0, rtol=1e-5)
+
+
+def test_texts_of_earlier_batches_are_not_embedded_again() -> None:
+    """An optimizer journal repeats the same edit text across runs: the second batch takes
+    its vector from the cache; only the new text reaches the model."""
+    embedder = shared_embedder()
+    embedder.clear_caches()
+    first = embedder.embed(["cache test: fuse the epilogue", "cache test: more warps"])
+    encoded: list[list[str]] = []
+    original = embedder._encode_batch
+    embedder._encode_batch = lambda texts: encoded.append(texts) or original(texts)
+    try:
+        second = embedder.embed(["cache test: more warps", "cache test: split the reduction"])
+    finally:
+        del embedder._encode_batch
+    assert encoded == [["cache test: split the reduction"]]
+    assert np.array_equal(second[0], first[1])
+    assert float(second[1] @ first[1]) < 0.99  # the new text got its own vector

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kb_testdata import make_knowledge, record_dict
 
+from kb.record import parse_record
 from retrieval.query import RetrievalQuery
 from retrieval.service import LocalKnowledge
 
@@ -94,3 +95,18 @@ def test_get_list_and_filters(knowledge: LocalKnowledge) -> None:
     assert page.total == 2 and len(page.items) == 1
     assert knowledge.list(category="fusion").total == 1
     assert knowledge.list(gpu_name="NVIDIA A100-SXM4-80GB").items[0].env.arch == "sm_80"
+
+
+def test_rationale_is_kept_but_not_embedded_and_old_ids_hold() -> None:
+    """The agent's reasons (evidence, search state) stay with the record, out of the text
+    the vector index compares; records without one keep the ids they had before the
+    field existed (pinned: computed by the code of the commit before it)."""
+    plain = parse_record(record_dict())
+    assert plain.id == "5dde0e8ff61cc596444c12325e46b0ad"
+    data = record_dict()
+    data["edit"]["rationale"] = "catalog order (no evidence)"
+    reasoned = parse_record(data)
+    assert reasoned.edit.rationale == "catalog order (no evidence)"
+    assert reasoned.id != plain.id
+    assert reasoned.embedding_text() == plain.embedding_text()
+    assert "catalog" not in reasoned.embedding_text()

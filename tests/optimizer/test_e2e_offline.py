@@ -47,6 +47,9 @@ def test_run_two_retrieves_and_uses_run_one(tmp_path: Path, local_knowledge) -> 
     assert blank[0][0].param == "PERSISTENT"
     assert used.summary.startswith("set BLOCK_SIZE 0 -> 1024")
     assert any(i[:10] in used.rationale for i in first_ids)
+    stored = second.records[1].edit  # the reasons go to their own field, not the summary
+    assert stored.summary == used.summary and ": " in stored.summary  # says what it does
+    assert stored.rationale == used.rationale and "[" not in stored.summary
     assert (second.report_path.parent / "best_so_far.png").stat().st_size > 0
     assert "stopped by **patience**" in second.report_path.read_text()
 
