@@ -133,12 +133,13 @@ class Loop:
         self._sweep(result, iteration + 1)
         return result
 
-    def _evaluate(self, source: str, parent: Any, shapes: Any = None) -> tuple[Any, float]:
+    def _evaluate(self, source: str, parent: Any, shapes: Any = None,
+                  parent_source: str | None = None) -> tuple[Any, float]:
         began = time.monotonic()
         result = self.evaluate(self.task.name, source, dtype=self.options.dtype,
                                shapes=shapes or self.options.shapes, parent=parent,
                                baseline=self.baseline, seeds=self.options.seeds,
-                               timeout_s=self._timeout_s())
+                               timeout_s=self._timeout_s(), parent_source=parent_source)
         spent = result.wall_s or (time.monotonic() - began)
         steps = json.loads((getattr(result, "artifacts", None) or {}).get("wall_s") or "{}")
         slowest = sorted(steps.items(), key=lambda kv: -kv[1])[:3]
@@ -188,7 +189,7 @@ class Loop:
             return self._not_evaluated(state, iteration, kind, proposal, diff.diff,
                                        Verdict.invalid, "repeat", message)
         state.tried[source_hash(proposal.source)] = iteration
-        result, spent = self._evaluate(proposal.source, state.best_result)
+        result, spent = self._evaluate(proposal.source, state.best_result, parent_source=parent)
         noise = noise_threshold(result, state.best_result)
         verdict = judge(result, state.best_result, claimed_gain=proposal.claimed_gain,
                         noise=noise)
@@ -278,7 +279,7 @@ class Loop:
         if result.best_source == result.start_source:
             result.best_sweep = start
             return
-        best, _ = self._evaluate(result.best_source, start, shapes)
+        best, _ = self._evaluate(result.best_source, start, shapes, result.start_source)
         result.best_sweep = best
         result.regressions = regressions(best, start, noise_threshold(best, start))
         categories = sorted({c for r in self.records if r.verdict is Verdict.improved

@@ -42,7 +42,9 @@ def judge(result: Any, parent: Any | None, *, claimed_gain: bool, noise: float) 
             return Verdict.incorrect
         return Verdict.failed
     child_ms = result.time_ms if result.timing_available else None
-    parent_ms = getattr(parent, "time_ms", None) if parent is not None else None
+    # the parent over the same shapes, with any shape re-timed beside the child
+    parent_ms = getattr(result, "parent_ms", None) or (
+        getattr(parent, "time_ms", None) if parent is not None else None)
     if child_ms is None or parent_ms is None or result.suspect:
         return Verdict.neutral  # correct but not (trustworthily) timed: 'verified'
     ratio = parent_ms / child_ms

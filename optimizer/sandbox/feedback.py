@@ -104,6 +104,10 @@ def render(r: EvalResult) -> str:
         worst = sorted(r.regressions.items(), key=lambda kv: -kv[1])[:3]
         lines.append("shape sweep: slower than parent on " +
                      ", ".join(f"({k}) by {v:.0%}" for k, v in worst))
+    if r.parent_retimed:
+        lines.append("parent re-timed beside this candidate on " + ", ".join(
+            f"({k}): {r.parent_timings[k]:.4g} ms, not the earlier {v:.4g} ms"
+            for k, v in r.parent_retimed.items()))
     if r.suspect:
         lines.append("SUSPECT timing, not trusted: " + "; ".join(r.suspect_reasons[:3]))
     return "\n".join(lines)

@@ -81,6 +81,7 @@ class EvalResult:
     parent_ms: float | None = None
     baseline_timings: dict[str, float] = field(default_factory=dict)
     parent_timings: dict[str, float] = field(default_factory=dict)
+    parent_retimed: dict[str, float] = field(default_factory=dict)  # earlier figure, per shape
     speedup_vs_baseline: float | None = None
     speedup_vs_parent: float | None = None
     achieved_gbps: float | None = None

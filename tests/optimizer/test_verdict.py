@@ -54,3 +54,27 @@ def test_correct_but_untimed_is_neutral() -> None:
     cpu = EvalResult(ok=True, stage="correctness", task_name="softmax", dtype="float16",
                      shape_set="auto")
     assert judge(cpu, cpu, claimed_gain=True, noise=0.02) is Verdict.neutral
+
+
+def test_a_parent_retimed_beside_the_child_is_what_the_child_is_judged_against() -> None:
+    """The worker re-times the parent where the child looked over 10x faster (see
+    optimizer/sandbox/timing.py); its earlier, slow figure must not make a level child a
+    win. fill_timing is the evaluator's own layer (the replay uses it too)."""
+    from kernels.base import get_task
+    from optimizer.sandbox.evaluator import fill_timing
+
+    task, shape = get_task("softmax"), (1024, 4096)
+    label = task.shape_label(shape)
+    stale_parent = EvalResult(ok=True, stage="performance", task_name="softmax",
+                              dtype="float16", shape_set="auto", timing_available=True,
+                              time_ms=0.5, timings={label: (0.5, 0.0)})
+    verdicts = {}
+    for retimed in ({}, {label: 0.049}):
+        child = EvalResult(ok=True, stage="correctness", task_name="softmax",
+                           dtype="float16", shape_set="auto")
+        data = {"timings": {label: [0.0485, 0.0]}, "parent_retimed": retimed}
+        fill_timing(child, task, data, [shape], stale_parent, None)
+        verdicts[bool(retimed)] = judge(child, stale_parent, claimed_gain=False,
+                                        noise=noise_threshold(child, stale_parent))
+    assert verdicts == {False: Verdict.improved, True: Verdict.neutral}
+    assert child.parent_ms == pytest.approx(0.049) and child.parent_retimed == {label: 0.5}

@@ -66,3 +66,18 @@ def test_measured_peaks_are_plausible():
     peaks = measure_peaks(copy_mib=512, matmul_n=4096)
     assert 500 < peaks["mem_bandwidth_gbps"] < 10_000
     assert 50 < peaks["peak_tflops"] < 3_000
+
+
+def test_stale_parent_figure_is_retimed_beside_the_child(timed):
+    """A parent measured slow in another process (launch noise) must not turn a real gain
+    into a suspect one: given the parent's source, the worker times it again beside the
+    child, and the verdict and speedup use that figure."""
+    result, _ = timed
+    source = get_task("softmax").template
+    stale = dataclasses.replace(
+        result, timings={k: (m * 100, i) for k, (m, i) in result.timings.items()})
+    child = evaluate("softmax", source, shapes=SHAPES, parent=stale, parent_source=source)
+    assert not child.suspect, child.suspect_reasons
+    assert set(child.parent_retimed) == set(child.timings)  # every shape looked 100x faster
+    assert 0.5 < child.speedup_vs_parent < 2.0  # the same kernel: no gain, once re-timed
+    assert "parent re-timed beside this candidate" in child.text
