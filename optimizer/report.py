@@ -191,14 +191,14 @@ def _markdown(result: Any, timed: bool, note: str, plots: list[str]) -> str:
                      f"= {result.rounds[0].time_ms / best.time_ms:.2f}x")
     elif not timed:
         lines.append("- timing: none (CPU interpreter; correctness only, not GPU timing)")
-    lines += ["", "## Rounds", "", "| # | kind | edit | verdict | time (ms) | note |",
-              "|---|---|---|---|---|---|"]
+    lines += ["", "## Rounds", "", "| # | kind | edit | why (the agent's rationale) | verdict "
+              "| time (ms) | note |", "|---|---|---|---|---|---|---|"]
     for r in result.rounds:
         time_ms = f"{r.time_ms:.4f}" if r.time_ms is not None else "-"
-        note_text = (r.message or "").replace("|", "/").replace("\n", " ")[:120]
-        lines.append(f"| {r.iteration} | {r.kind} | {r.summary.replace('|', '/')[:100]} | "
+        lines.append(f"| {r.iteration} | {r.kind} | {_cell(r.summary, 100)} | "
+                     f"{_cell(r.rationale, 100)} | "
                      f"{r.verdict}{' (new best)' if r.improved else ''} | {time_ms} | "
-                     f"{note_text} |")
+                     f"{_cell(r.message, 120)} |")
     lines += ["", "## Shape sweep of the best kernel vs the start", ""]
     sweep = result.best_sweep
     if sweep is None:
@@ -231,3 +231,8 @@ def _peak_note(env: Any) -> str:
         datasheet(env.gpu_name or "") else "measured on this GPU at the start of the run"
     return (f"Share of peak: of the copy bandwidth or the matmul rate ({figures}; {source}), "
             "whichever the shape is closer to.")
+
+
+def _cell(text: str | None, width: int) -> str:
+    """One markdown table cell: no pipes or line breaks, cut to ``width``."""
+    return (text or "").replace("|", "/").replace("\n", " ")[:width]

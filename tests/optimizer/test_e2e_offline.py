@@ -51,7 +51,9 @@ def test_run_two_retrieves_and_uses_run_one(tmp_path: Path, local_knowledge) -> 
     assert stored.summary == used.summary and ": " in stored.summary  # says what it does
     assert stored.rationale == used.rationale and "[" not in stored.summary
     assert (second.report_path.parent / "best_so_far.png").stat().st_size > 0
-    assert "stopped by **patience**" in second.report_path.read_text()
+    report = second.report_path.read_text()
+    assert "stopped by **patience**" in report
+    assert used.rationale[:60].replace("|", "/") in report  # the rounds table says why
 
 
 def test_budget_stops_the_run(tmp_path: Path) -> None:
