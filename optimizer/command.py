@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
                           seeds=args.seeds, timeout_s=args.timeout_s,
                           retrieval=not args.no_retrieval, peers=not args.no_peers)
     knowledge, write_back = make_knowledge(settings)
+    interrupt_on_sigterm()
     result = optimize(args.task, agent, out_dir=args.out, knowledge=knowledge,
                       write_back=write_back,
                       policy=policy, options=options, journal_path=args.journal,
@@ -73,6 +75,15 @@ def run(args: argparse.Namespace) -> int:
                   result.stop_reason.value, len(result.rounds) - 1, result.report_path,
                   result.export_path)
     return 0
+
+
+def interrupt_on_sigterm() -> None:
+    """Let SIGTERM (what `timeout` and job schedulers send) stop a run as Ctrl-C does: the
+    rounds done are written up (report, exported kernel, journal) instead of lost."""
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 def make_agent(args: argparse.Namespace, settings: Any) -> Any:

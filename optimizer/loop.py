@@ -111,26 +111,37 @@ class Loop:
         state = self._baseline_round(start)
         recalled = self._recall(state)
         iteration = 0
-        while self.policy.stop_reason() is None:
-            iteration += 1
-            kind = getattr(self.agent, "fixed_round_kind", None) or \
-                self.policy.round_kind(iteration)
-            context = self._context(state, iteration, kind, recalled)
-            try:
-                proposal = self.agent.propose(context)
-            except SearchExhausted as err:
-                log.info("agent has nothing left: %s", err)
-                self.policy.exhausted = True
-                break
-            improved = self._round(state, iteration, kind, proposal)
-            if improved:
-                recalled = self._recall(state)
-        reason = self.policy.stop_reason() or StopReason.exhausted
+        interrupted = False
+        try:
+            while self.policy.stop_reason() is None:
+                iteration += 1
+                kind = getattr(self.agent, "fixed_round_kind", None) or \
+                    self.policy.round_kind(iteration)
+                context = self._context(state, iteration, kind, recalled)
+                try:
+                    proposal = self.agent.propose(context)
+                except SearchExhausted as err:
+                    log.info("agent has nothing left: %s", err)
+                    self.policy.exhausted = True
+                    break
+                improved = self._round(state, iteration, kind, proposal)
+                if improved:
+                    recalled = self._recall(state)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM from a time limit (optimizer.command)
+            log.warning("interrupted in round %d: keeping the rounds done, no sweep", iteration)
+            interrupted = True
+        reason = StopReason.interrupt if interrupted else \
+            self.policy.stop_reason() or StopReason.exhausted
         log.info("stopped after %d rounds: %s", iteration, reason.value)
         result = RunResult(self.info.run_id, self.task, self.info.dtype, self.info.env, reason,
                            self.rounds, self.records, start, state.best_source,
                            state.best_result, retrieved_ids=self.retrieved_ids)
-        self._sweep(result, iteration + 1)
+        if not interrupted:
+            try:
+                self._sweep(result, iteration + 1)
+            except KeyboardInterrupt:
+                log.warning("interrupted during the final sweep: the report has no sweep")
+                result.stop_reason = StopReason.interrupt
         return result
 
     def _evaluate(self, source: str, parent: Any, shapes: Any = None,

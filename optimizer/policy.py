@@ -18,6 +18,7 @@ class StopReason(str, Enum):
     target_speedup = "target_speedup"
     budget = "budget"  # GPU (evaluation) seconds spent
     exhausted = "exhausted"  # the agent had nothing left to try
+    interrupt = "interrupt"  # Ctrl-C or SIGTERM (a time limit): no sweep, the rounds reported
 
 
 @dataclass(frozen=True)

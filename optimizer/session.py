@@ -20,7 +20,7 @@ from optimizer.agents.base import Agent
 from optimizer.experience import RunInfo
 from optimizer.export import export_module
 from optimizer.loop import Loop, LoopOptions, RoundOutcome, RunResult
-from optimizer.policy import Policy, PolicyConfig
+from optimizer.policy import Policy, PolicyConfig, StopReason
 from optimizer.report import write_report
 from optimizer.writeback import Journal, Writeback
 
@@ -74,8 +74,11 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = No
                 writeback=writeback, policy=Policy(policy or PolicyConfig()),
                 knowledge=knowledge, options=options, baseline=baseline, on_round=on_round)
     result = loop.run()
-    if options.peers and env.arch != "cpu":
-        result.peer_timings = _peer_timings(task, options)
+    if options.peers and env.arch != "cpu" and result.stop_reason is not StopReason.interrupt:
+        try:
+            result.peer_timings = _peer_timings(task, options)
+        except KeyboardInterrupt:
+            log.warning("interrupted while timing the peers: the report goes out without them")
     note = "" if env.arch != "cpu" else "(CPU interpreter: correctness only, no GPU timing)"
     result.report_path = write_report(result, run_dir, title_note=note)
     result.export_path = export_module(task, result.best_source,

@@ -85,6 +85,9 @@ def run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
             except subprocess.TimeoutExpired:
                 timed_out = True
                 _kill_group(proc)
+            except BaseException:  # Ctrl-C / SIGTERM here: the worker has its own session
+                _kill_group(proc)
+                raise
         wall = time.monotonic() - start
         stdout_tail, stderr_tail = _tail(out_path), _tail(err_path)
         data = _read_json(request["result_path"])

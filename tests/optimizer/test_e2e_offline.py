@@ -63,3 +63,40 @@ def test_budget_stops_the_run(tmp_path: Path) -> None:
     assert len(result.rounds) == 1  # the baseline alone spent the budget
     assert result.journal_path is not None  # no store: everything went to the journal
     assert len(result.journal_path.read_text().splitlines()) == len(result.records)
+
+
+class _InterruptedAgent(OfflineAgent):
+    """Stands for Ctrl-C or a SIGTERM from a time limit arriving in round 2."""
+
+    def propose(self, context: AgentContext):
+        if context.iteration == 2:
+            raise KeyboardInterrupt("signal 15")
+        return super().propose(context)
+
+
+def test_an_interrupted_run_keeps_its_rounds_and_writes_its_report(tmp_path: Path) -> None:
+    result = optimize("softmax", _InterruptedAgent(epsilon=0.0), out_dir=tmp_path,
+                      knowledge=None, policy=PolicyConfig(max_iters=5),
+                      options=options([(4, 128)]))
+    assert result.stop_reason is StopReason.interrupt
+    assert len(result.rounds) == 2 and result.best_sweep is None  # baseline + round 1
+    assert len(result.journal_path.read_text().splitlines()) == 2
+    assert "stopped by **interrupt**" in result.report_path.read_text()
+    assert result.export_path.exists()
+
+
+def test_sigterm_stops_a_run_as_ctrl_c_does() -> None:
+    import os
+    import signal
+    import time
+
+    from optimizer.command import interrupt_on_sigterm
+
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        interrupt_on_sigterm()
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(2)  # the handler raises at the next bytecode, well before this ends
+    finally:
+        signal.signal(signal.SIGTERM, previous)
