@@ -87,7 +87,7 @@ def bench_task(task: Task, dtype: str, n_shapes: int, repeats: int,
             row: dict[str, Any] = {"task": task.name, "shape": task.shape_label(shape),
                                    "impl": label}
             try:
-                benches = [measure(call)[0] for _ in range(repeats)]
+                benches = [measure(call, passes=1)[0] for _ in range(repeats)]  # raw spread
                 row.update(do_bench_min=min(benches), do_bench_max=max(benches),
                            graph=graph_ms(call), host=host_ms(call))
             except Exception as err:  # noqa: BLE001 - a peer that cannot run this shape

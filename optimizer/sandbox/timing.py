@@ -29,6 +29,8 @@ log = logging.getLogger(__name__)
 SUSPECT_SPEEDUP = 10.0
 UNSYNC_RATIO = 2.0
 UNSYNC_SLACK_MS = 0.02  # sync latency + unhidden launch cost of a legitimate kernel
+LAUNCH_BOUND_MS = 0.03  # under this, a call's figure is mostly its launch path (see measure)
+LAUNCH_BOUND_PASSES = 3
 
 
 @dataclass
@@ -52,8 +54,25 @@ def rotating(run: Callable[..., Any], input_sets: Sequence[Sequence[Any]]) -> Ca
     return call
 
 
-def measure(call: Callable[[], Any], rep_ms: int = 100) -> tuple[float, float]:
-    """(median, interquartile range) in ms from do_bench's quantiles."""
+def measure(call: Callable[[], Any], rep_ms: int = 100,
+            passes: int = LAUNCH_BOUND_PASSES) -> tuple[float, float]:
+    """(median, interquartile range) in ms from do_bench's quantiles.
+
+    Under ``LAUNCH_BOUND_MS`` the figure also holds whatever host work of the call the GPU
+    waited for (wrapper, launcher, guards). That only ever adds time, and it moved up to
+    3x between repeats of one call in one process on the H200
+    (benchmarks/results/launch_bound_h200_float16.md), so there the lowest of ``passes``
+    passes is kept. Candidates, peers and the measured spaces all time through here."""
+    best = _quantiles(call, rep_ms)
+    if best[0] < LAUNCH_BOUND_MS:
+        for _ in range(passes - 1):
+            again = _quantiles(call, rep_ms)
+            if again[0] < best[0]:
+                best = again
+    return best
+
+
+def _quantiles(call: Callable[[], Any], rep_ms: int) -> tuple[float, float]:
     from triton.testing import do_bench
 
     q25, q50, q75 = do_bench(call, warmup=25, rep=rep_ms, quantiles=[0.25, 0.5, 0.75])

@@ -1,0 +1,28 @@
+"""The selection rules of optimizer/sandbox/timing.py, with do_bench's passes replaced by
+a script of figures (the GPU side runs in test_gpu.py on the H200)."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimizer.sandbox import timing
+
+
+@pytest.fixture
+def passes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, float]]:
+    """Figures the next do_bench passes return, in order; consumed as they are asked."""
+    script: list[tuple[float, float]] = []
+    monkeypatch.setattr(timing, "_quantiles", lambda call, rep_ms: script.pop(0))
+    return script
+
+
+def test_a_launch_bound_figure_keeps_the_lowest_of_three_passes(passes) -> None:
+    passes += [(0.025, 0.004), (0.008, 0.001), (0.012, 0.002)]
+    assert timing.measure(lambda: None) == (0.008, 0.001)
+    assert not passes
+
+
+def test_a_kernel_bound_figure_is_timed_once(passes) -> None:
+    passes += [(0.5, 0.01), (0.1, 0.01)]
+    assert timing.measure(lambda: None) == (0.5, 0.01)
+    assert passes == [(0.1, 0.01)]  # the second pass was never asked for
