@@ -6,8 +6,8 @@ from this 2-core CPU, benchmarks/results/kb_bench_cpu.md):
 - ``embed`` (batches: ingest, reindex) runs sentence-transformers on torch, in bfloat16
   where the CPU multiplies bf16 natively (oneDNN; twice the fp32 matmul rate here):
   ~330-400 texts/s of ~35 tokens instead of ~170/s. fp32 is bound at ~250 texts/s on
-  two cores (0.7 GFLOP per 32-token text), so no fp32 runtime reaches 300/s. The vectors agree with fp32 to
-  cosine >= 0.9999 and are renormalised in fp32. The transformer is traced under
+  two cores (0.7 GFLOP per 32-token text), so no fp32 runtime reaches 300/s. The
+  vectors agree with fp32 to cosine >= 0.9999 and are renormalised in fp32. The transformer is traced under
   autocast and frozen once per process (TorchScript, ~0.3 s): the weights are cast to
   bf16 once instead of on every call, and the graph has no Python dispatch; ``_Frozen``.
 - ``embed_query`` (one short text, on the retrieval clock) runs ONNX Runtime on one
