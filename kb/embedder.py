@@ -7,9 +7,10 @@ from this 2-core CPU, benchmarks/results/kb_bench_cpu.md):
   where the CPU multiplies bf16 natively (oneDNN; twice the fp32 matmul rate here):
   ~330-400 texts/s of ~35 tokens instead of ~170/s. fp32 is bound at ~250 texts/s on
   two cores (0.7 GFLOP per 32-token text), so no fp32 runtime reaches 300/s. The
-  vectors agree with fp32 to cosine >= 0.9999 and are renormalised in fp32. The transformer is traced under
-  autocast and frozen once per process (TorchScript, ~0.3 s): the weights are cast to
-  bf16 once instead of on every call, and the graph has no Python dispatch; ``_Frozen``.
+  vectors agree with fp32 to cosine >= 0.9999 and are renormalised in fp32. The
+  transformer is traced under autocast and frozen once per process (TorchScript, ~0.3 s):
+  the weights are cast to bf16 once instead of on every call, and the graph has no
+  Python dispatch; ``_Frozen``.
 - ``embed_query`` (one short text, on the retrieval clock) runs ONNX Runtime on one
   thread (kb/onnx_minilm.py): ~7 ms where torch took ~16 ms of per-op overhead, and no
   OpenMP barrier that stalls when another process holds a core. Query vectors are cached
