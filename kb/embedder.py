@@ -66,10 +66,8 @@ class Embedder:
         self._frozen: _Frozen | None = None
         self._query_model: Any = None
         self._lock = threading.Lock()
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()  # queries (ONNX Runtime)
-        self._cache_size = cache_size
-        self._batch_cache: OrderedDict[str, np.ndarray] = OrderedDict()  # batches (torch)
-        self._batch_cache_size = batch_cache_size
+        self._query_cache = _VectorCache(cache_size)  # ONNX Runtime vectors
+        self._batch_cache = _VectorCache(batch_cache_size)  # torch (bf16) vectors
 
     @property
     def model(self) -> Any:
@@ -118,17 +116,16 @@ class Embedder:
         are not embedded), come from a cache."""
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
+        unique = list(dict.fromkeys(texts))
         with self._lock:
-            known = {t: v for t in dict.fromkeys(texts)
-                     if (v := self._batch_cache.get(t)) is not None}
-        new = [t for t in dict.fromkeys(texts) if t not in known]
+            known = {t: v for t in unique if (v := self._batch_cache.get(t)) is not None}
+        new = [t for t in unique if t not in known]
         if new:
             vectors = self._encode_batch(new)
             known.update(zip(new, map(np.copy, vectors), strict=True))  # rows own their memory
             with self._lock:
-                self._batch_cache.update((t, known[t]) for t in new)
-                while len(self._batch_cache) > self._batch_cache_size:
-                    self._batch_cache.popitem(last=False)
+                for text in new:
+                    self._batch_cache.put(text, known[text])
         return np.stack([known[t] for t in texts])
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
@@ -147,22 +144,42 @@ class Embedder:
     def clear_caches(self) -> None:
         """Forget cached vectors (after a model change, or to time the model itself)."""
         with self._lock:
-            self._cache.clear()
+            self._query_cache.clear()
             self._batch_cache.clear()
 
     def embed_query(self, text: str) -> np.ndarray:
         with self._lock:
-            hit = self._cache.get(text)
-            if hit is not None:
-                self._cache.move_to_end(text)
-                return hit
+            hit = self._query_cache.get(text)
+        if hit is not None:
+            return hit
         runner = self.query_model
         vector = runner.encode([text])[0] if runner is not self._model else self.embed([text])[0]
         with self._lock:
-            self._cache[text] = vector
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+            self._query_cache.put(text, vector)
         return vector
+
+
+class _VectorCache:
+    """Vectors by text, least recently used dropped past ``size`` (the caller locks)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def get(self, text: str) -> np.ndarray | None:
+        vector = self._items.get(text)
+        if vector is not None:
+            self._items.move_to_end(text)
+        return vector
+
+    def put(self, text: str, vector: np.ndarray) -> None:
+        self._items[text] = vector
+        self._items.move_to_end(text)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        self._items.clear()
 
 
 class _Frozen:

@@ -163,16 +163,6 @@ class VectorIndex:
                 out[n] = self._matrix[row]
         return out
 
-    def search(
-        self, query: np.ndarray, candidates: Sequence[str] | None, n: int
-    ) -> list[tuple[str, float]]:
-        """Exact cosine top-n over the candidate ids (all ids when None)."""
-        if candidates is None:
-            self.ensure_loaded()
-            candidates = self._ids
-        positions, scores = self.top(query, candidates, n)
-        return [(candidates[p], float(s)) for p, s in zip(positions, scores, strict=True)]
-
     def top(
         self, query: np.ndarray, candidates: Sequence[str], n: int
     ) -> tuple[np.ndarray, np.ndarray]:
