@@ -120,7 +120,7 @@ def shape_table(result: Any) -> list[dict[str, Any]]:
 def peer_lines(result: Any) -> list[str]:
     """The best kernel against every peer timed in this run, per shape (ms and speedup;
     a peer under the roofline floor is marked impossible and kept out of 'best peer')."""
-    from optimizer.peers import possible_peers
+    from optimizer.peers import best_peer, possible_peers
 
     timings, best, task = result.peer_timings, result.best_sweep, result.task
     if not timings or best is None or not best.timing_available:
@@ -137,7 +137,7 @@ def peer_lines(result: Any) -> list[str]:
         if ours is None or label not in shapes:
             continue
         possible = possible_peers(task, result.dtype, shapes[label], times, peaks)
-        top = min(possible.items(), key=lambda kv: kv[1]) if possible else None
+        top = best_peer(task, result.dtype, shapes[label], times, peaks)
         cells = []
         for name in names:
             ms = times.get(name)

@@ -125,7 +125,7 @@ def _faster_than_parent(median: float, parent_ms: float | None) -> bool:
 
 def _too_good(median: float, parent_ms: float | None, floor_ms: float | None) -> list[str]:
     reasons = []
-    if parent_ms is not None and _faster_than_parent(median, parent_ms):
+    if _faster_than_parent(median, parent_ms):
         reasons.append(f"{parent_ms / median:.1f}x faster than the parent")
     if floor_ms is not None and median < floor_ms:
         reasons.append(f"faster than the GPU's peak allows ({median:.4f} < {floor_ms:.4f} ms)")
