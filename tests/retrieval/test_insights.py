@@ -6,6 +6,9 @@ from kb_testdata import record_dict
 
 from retrieval.service import LocalKnowledge
 
+H200_TARGET = {"gpu_name": "NVIDIA H200", "arch": "sm_90", "sm_count": 132,
+               "mem_bandwidth_gbps": 4800, "smem_per_sm_kib": 228}
+
 
 def test_insights_aggregate_by_category(knowledge: LocalKnowledge) -> None:
     knowledge.ingest([
@@ -29,8 +32,7 @@ def test_bootstrap_ranks_similar_hardware_first(knowledge: LocalKnowledge) -> No
         record_dict(hw="A100", summary="a100 win", speedup=2.5, config={"B": 2}),
         record_dict(hw="L4", summary="l4 win", speedup=1.1, config={"B": 3}),
     ])
-    target = {"gpu_name": "NVIDIA H200", "arch": "sm_90", "sm_count": 132,
-              "mem_bandwidth_gbps": 4800, "smem_per_sm_kib": 228}
+    target = H200_TARGET
     plan = knowledge.bootstrap(target)
     assert [m.gpu_name for m in plan.similar_hardware][0] == "NVIDIA H100 80GB HBM3"
     assert plan.similar_hardware[-1].gpu_name == "NVIDIA L4"
@@ -45,8 +47,7 @@ def test_bootstrap_with_include_own_also_offers_the_target_gpus_own_best_config(
         record_dict(hw="H200", summary="own lesser", speedup=1.2, config={"B": 2}),
         record_dict(hw="H100", summary="h100 win", speedup=1.5, config={"B": 1}),
     ])
-    target = {"gpu_name": "NVIDIA H200", "arch": "sm_90", "sm_count": 132,
-              "mem_bandwidth_gbps": 4800, "smem_per_sm_kib": 228}
+    target = H200_TARGET
     others = knowledge.bootstrap(target, op_type="softmax")
     assert "NVIDIA H200" not in [m.gpu_name for m in others.similar_hardware]
     own = knowledge.bootstrap(target, op_type="softmax", include_own=True)
