@@ -35,8 +35,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.peers import optimized_kernel  # noqa: E402
-from kernels.base import DTYPES, Task, all_tasks, load_candidate  # noqa: E402
+from benchmarks.peers import our_kernels  # noqa: E402
+from kernels.base import DTYPES, Task, all_tasks  # noqa: E402
 from kernels.peers import peers_for  # noqa: E402
 from optimizer.sandbox import detect_environment  # noqa: E402
 from optimizer.sandbox.timing import measure, rotating  # noqa: E402
@@ -72,12 +72,7 @@ def host_ms(call: Callable[[], Any], calls: int = 300) -> float:
 def bench_task(task: Task, dtype: str, n_shapes: int, repeats: int,
                runs: Path | None) -> list[dict[str, Any]]:
     torch_dtype = DTYPES[dtype]
-    impls = {"naive triton": load_candidate(task.render(task.default_config),
-                                            f"naive_{task.name}").run}
-    optimized = optimized_kernel(task, runs)
-    if optimized is not None:
-        impls["optimized triton"] = optimized.run
-    impls.update(peers_for(task))
+    impls = {**our_kernels(task, runs), **peers_for(task)}
     shapes = sorted(task.sweep_shapes, key=lambda s: task.bytes_moved(s, torch_dtype))
     rows = []
     for shape in shapes[:n_shapes]:

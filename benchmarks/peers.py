@@ -48,13 +48,19 @@ def optimized_kernel(task: Task, runs: Path | None):
     return load_candidate(found[-1].read_text(), f"optimized_{task.name}")
 
 
-def bench_task(task: Task, dtype: str, peaks: dict, runs: Path | None = None) -> list[dict]:
-    torch_dtype = DTYPES[dtype]
+def our_kernels(task: Task, runs: Path | None) -> dict:
+    """{"naive triton": run, "optimized triton": run (if a run exported one)}."""
     naive = load_candidate(task.render(task.default_config), f"naive_{task.name}")
     ours = {"naive triton": naive.run}
     optimized = optimized_kernel(task, runs)
     if optimized is not None:
         ours["optimized triton"] = optimized.run
+    return ours
+
+
+def bench_task(task: Task, dtype: str, peaks: dict, runs: Path | None = None) -> list[dict]:
+    torch_dtype = DTYPES[dtype]
+    ours = our_kernels(task, runs)
     peers = peers_for(task)
     rows = []
     torch._dynamo.config.cache_size_limit = 64
