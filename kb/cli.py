@@ -135,6 +135,8 @@ def _run_import(args: argparse.Namespace) -> int:
     from kb.importers import iter_files
     from kb.importers.load import load_file
 
+    if not args.verbose:  # the per-file lines below say it; ingest's per-batch INFO is noise
+        logging.getLogger("kb.ingest").setLevel(logging.WARNING)
     kb = _knowledge()
     results = []
     start = time.perf_counter()
