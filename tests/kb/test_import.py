@@ -262,10 +262,17 @@ def test_t4_needs_a_kernel_name_and_reads_units(knowledge: LocalKnowledge,
 def test_the_iterator_pairs_each_item_with_file_and_position(tmp_path: Path) -> None:
     write(tmp_path / "d" / "A4000.json", kt_cache([entry(16, 1, 2.0), entry(16, 2, -3.0)],
                                                   device="NVIDIA RTX A4000"))
+    whole = gzip.compress(json.dumps(kt_cache(GOOD)).encode())
+    (tmp_path / "d" / "cut.json.gz").write_bytes(whole[: len(whole) // 2])
+    (tmp_path / "d" / "text.json").write_text("{not json")
     items = dict(iter_import(tmp_path / "d"))
     assert isinstance(items["d/A4000.json:16,1"], ExperienceRecord)
     bad = items["d/A4000.json:16,2"]
     assert isinstance(bad, ImportRejection) and bad.where == "d/A4000.json:16,2"
+    cut, text = items["d/cut.json.gz"], items["d/text.json"]
+    assert isinstance(cut, ImportRejection) and cut.lines()[0].startswith(
+        "d/cut.json.gz: <file>: cannot read:")
+    assert isinstance(text, ImportRejection) and "<file>: invalid JSON" in text.lines()[0]
 
 
 def test_cli_import_reports_per_file_and_is_idempotent(
