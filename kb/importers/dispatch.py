@@ -68,6 +68,7 @@ def iter_files(path: str | Path, fmt: str = "auto", *, gpu: str | None = None,
 def import_file(file: Path, root: Path, fmt: str, *, gpu: GpuFacts | None = None,
                 license: str | None = None, source: str | None = None,
                 kernel: str | None = None) -> Iterator[tuple[str, Item]]:
+    """One file's items; a file it cannot use is one rejection or one note, never a raise."""
     name = files.source_name(file, root, source)
     try:
         data = files.load_json(file)
