@@ -110,7 +110,7 @@ _TABLE: tuple[GpuFacts, ...] = (
     # Blackwell (GB100)
     _nvidia("NVIDIA B200", "sm_100", "B200", 148, 8000, 180, 126, None, 80, 2250,
             "B200", "B200 SXM", "B200 180GB", default=True,
-            note="no boost clock published; fp32 peak approximate"),
+            note="no boost clock published; fp32 peak and L2 approximate"),
     # Ada (AD10x)
     _nvidia("NVIDIA L40S", "sm_89", "L40S", 142, 864, 48, 96, 2520, 91.6, 362,
             "L40S", default=True),
