@@ -71,10 +71,14 @@ class IndexStaleError(RuntimeError):
 
 
 def validate_batch(items: Sequence[Any]) -> tuple[list[ExperienceRecord], list[Rejection]]:
-    """Parse each item (dict or JSON text); collect field-level rejections."""
+    """Parse each item (dict or JSON text; an ExperienceRecord is already valid); collect
+    field-level rejections."""
     good: list[ExperienceRecord] = []
     bad: list[Rejection] = []
     for index, item in enumerate(items):
+        if isinstance(item, ExperienceRecord):  # validated when it was built
+            good.append(item)
+            continue
         try:
             data = json.loads(item) if isinstance(item, str | bytes) else item
         except json.JSONDecodeError as exc:

