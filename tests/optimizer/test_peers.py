@@ -94,6 +94,21 @@ def test_rotate_half_is_the_hf_one() -> None:
     assert rotate_half(x).tolist() == [-2.0, -3.0, 0.0, 1.0]
 
 
+def test_the_unfused_attention_must_write_the_cache_too() -> None:
+    """The op writes the KV cache: a peer with the right output but no cache write fails."""
+    from kernels.peers import attention_unfused
+
+    attention, shape = get_task("attention"), (1, 2, 9, 13, 32)
+    assert check_peer(attention, Peer("eager", attention_unfused, ""), "float16", shape,
+                      device=DEVICE) is None
+
+    def no_cache_write(q, k, v, k_cache, v_cache, cache_len):
+        return attention_unfused(q, k, v, k_cache.clone(), v_cache.clone(), cache_len)
+    reason = check_peer(attention, Peer("bad", no_cache_write, ""), "float16", shape,
+                        device=DEVICE)
+    assert reason == "wrong input(s) [3, 4] written by the op: not what the reference wrote"
+
+
 def test_our_triton_kernel_passes_the_same_check() -> None:
     """The check is the candidates' rule: the naive Triton RoPE (interpreted on a CPU) and
     softmax pass it in fp16."""
