@@ -135,16 +135,16 @@ def main() -> None:
     env = detect_environment(None)
     tasks = all_tasks()
     rows: list[dict[str, Any]] = []
-    for name in args.tasks or list(tasks):
-        rows += bench_task(tasks[name], args.dtype, args.shapes, args.repeats, args.runs)
     command = "python benchmarks/launch_bound.py " + " ".join(sys.argv[1:])
     RESULTS.mkdir(exist_ok=True)
     stem = RESULTS / f"launch_bound_{env['gpu_name'].split()[-1].lower()}_{args.dtype}"
-    stem.with_suffix(".json").write_text(json.dumps({
-        "env": env, "rows": rows, "command": command,
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=1))
-    text = markdown(rows, env, args.dtype, command)
-    stem.with_suffix(".md").write_text(text)
+    for name in args.tasks or list(tasks):
+        rows += bench_task(tasks[name], args.dtype, args.shapes, args.repeats, args.runs)
+        stem.with_suffix(".json").write_text(json.dumps({  # after each task
+            "env": env, "rows": rows, "command": command,
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=1))
+        text = markdown(rows, env, args.dtype, command)
+        stem.with_suffix(".md").write_text(text)
     print(text)
 
 

@@ -231,18 +231,18 @@ def main() -> None:
     env = detect_environment(peaks)
     tasks = all_tasks()
     rows, how = [], {}
+    command = "python benchmarks/peers.py " + " ".join(sys.argv[1:])
+    stem = RESULTS / f"peers_{env['gpu_name'].split()[-1].lower()}_{args.dtype}{args.tag}"
+    RESULTS.mkdir(exist_ok=True)
     for name in args.tasks or list(tasks):
         task_rows, task_how = bench_task(tasks[name], args.dtype, peaks, args.runs)
         rows += task_rows
         how.update({f"{name}/{k}": v for k, v in task_how.items()})
-    RESULTS.mkdir(exist_ok=True)
-    command = "python benchmarks/peers.py " + " ".join(sys.argv[1:])
-    stem = RESULTS / f"peers_{env['gpu_name'].split()[-1].lower()}_{args.dtype}{args.tag}"
-    stem.with_suffix(".json").write_text(json.dumps({
-        "env": env, "peaks": peaks, "rows": rows, "how": how, "command": command,
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=1))
-    text = markdown(rows, env, peaks, args.dtype, how, command)
-    stem.with_suffix(".md").write_text(text)
+        text = markdown(rows, env, peaks, args.dtype, how, command)  # after each task
+        stem.with_suffix(".json").write_text(json.dumps({
+            "env": env, "peaks": peaks, "rows": rows, "how": how, "command": command,
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=1))
+        stem.with_suffix(".md").write_text(text)
     print(text)
     failures = [(r["task"], r["shape"], k) for r in rows for k in r["below floor"]]
     if failures:

@@ -35,6 +35,9 @@ DTYPES: dict[str, torch.dtype] = {
 }
 
 
+SCRATCH_PER_WARP = 1024  # shared memory of reductions / layout conversions, per warp
+
+
 @dataclass(frozen=True)
 class Tolerance:
     atol: float
@@ -144,11 +147,14 @@ class Task:
     def smem_need(self, config: Config, shapes: tuple[Shape, ...] | None = None,
                   dtypes: tuple[str, ...] | None = None) -> int:
         """The most shared memory ``config`` needs over shapes x dtypes (default: every
-        shape and dtype of the task: a candidate must run them all)."""
+        shape and dtype of the task: a candidate must run them all): the task's model plus
+        the scratch that reductions and layout conversions take (up to 1 KiB a warp, seen
+        on the H200 for row reductions over unaligned rows)."""
         cfg = {**self.default_config, **config}
         shapes = shapes or (*self.edge_shapes, *self.sweep_shapes, *self.cpu_shapes)
-        return max(self.smem_bytes(cfg, shape, DTYPES[d])
-                   for shape in shapes for d in (dtypes or self.dtypes))
+        staged = max(self.smem_bytes(cfg, shape, DTYPES[d])
+                     for shape in shapes for d in (dtypes or self.dtypes))
+        return staged + SCRATCH_PER_WARP * int(cfg.get("NUM_WARPS", 4))
 
     def infeasible(self, config: Config, smem_limit: int | None,
                    shapes: tuple[Shape, ...] | None = None,

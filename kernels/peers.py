@@ -139,7 +139,7 @@ def liger_peer(task_name: str) -> Peer | None:
             return Peer("liger", LigerSiLUMulFunction.apply, "LigerSiLUMulFunction")
         if task_name == "rope":
             from liger_kernel.ops.rope import LigerRopeFunction
-            return Peer("liger", rope_hf(liger_rope(LigerRopeFunction)),
+            return Peer("liger", rope_hf(liger_rope(LigerRopeFunction.apply)),
                         "LigerRopeFunction on the (batch, heads, seq, dim) views, cos/sin "
                         "gathered from the HF cache in the input dtype; rotates q, k in place",
                         in_place=True)
