@@ -159,9 +159,10 @@ def markdown(rows: list[dict], env: dict, peaks: dict, dtype: str, how: dict,
     ]
     for task in dict.fromkeys(r["task"] for r in rows):
         trows = [r for r in rows if r["task"] == task]
-        impls = list(dict.fromkeys(c for r in trows for c in (*r["times"], *r["dropped"])))
-        impls = [c for c in OUR_COLUMNS if c in impls] + [c for c in impls
-                                                          if c not in OUR_COLUMNS]
+        present = list(dict.fromkeys(c for r in trows for c in (*r["times"], *r["dropped"])))
+        listed = [k.split("/", 1)[1] for k in how if k.startswith(f"{task}/")]  # peers_for order
+        impls = [c for c in (*OUR_COLUMNS, *listed) if c in present]
+        impls += [c for c in present if c not in impls]
         derived = [c for c in ("naive % of peak", "naive vs best peer",
                                "naive vs best peer (GPU)", "optimized % of peak",
                                "optimized vs best peer", "optimized vs best peer (GPU)")
