@@ -5,7 +5,8 @@ flushed between calls). Under ~30 µs that figure also holds whatever host work 
 call the GPU waited for (Python wrapper, Triton's launcher, torch.compile's guards), and
 it moved up to 5x between processes on the lent H200. For the smallest sweep shapes of
 every task, this times each implementation (naive and optimized Triton, the peers) three
-ways, in one process:
+ways, in one process, each after it was checked against the task's reference on the
+shape (optimizer/peers.py; a wrong one gets the reason instead of figures):
 
 - ``do_bench``: as everywhere else, repeated ``--repeats`` times (min and max shown);
 - ``graph``: the same calls captured in a CUDA graph and replayed
@@ -37,25 +38,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.peers import our_kernels  # noqa: E402
 from kernels.base import DTYPES, Task, all_tasks  # noqa: E402
-from kernels.peers import peers_for  # noqa: E402
+from kernels.peers import Peer, peers_for  # noqa: E402
+from optimizer.peers import check_peer, graph_ms  # noqa: E402
 from optimizer.sandbox import detect_environment  # noqa: E402
 from optimizer.sandbox.timing import measure, rotating  # noqa: E402
 
 log = logging.getLogger("launch_bound")
 RESULTS = Path(__file__).resolve().parent / "results"
-
-
-def graph_ms(call: Callable[[], Any], rep_ms: int = 100) -> float | None:
-    """Median ms per call replayed from a CUDA graph; None if the call cannot be captured
-    (a host sync or a host-side branch on device data inside it)."""
-    from triton.testing import do_bench_cudagraph
-
-    try:
-        return float(do_bench_cudagraph(call, rep=rep_ms, return_mode="median"))
-    except Exception as err:  # noqa: BLE001 - any capture failure: report, go on
-        log.warning("not capturable: %s", repr(err)[:160])
-        torch.cuda.synchronize()
-        return None
 
 
 def host_ms(call: Callable[[], Any], calls: int = 300) -> float:
@@ -71,16 +60,25 @@ def host_ms(call: Callable[[], Any], calls: int = 300) -> float:
 
 def bench_task(task: Task, dtype: str, n_shapes: int, repeats: int,
                runs: Path | None) -> list[dict[str, Any]]:
+    """Each implementation checked against the reference on the shape, then timed three
+    ways; a wrong one gets a row with the reason instead of figures."""
     torch_dtype = DTYPES[dtype]
-    impls = {**our_kernels(task, runs), **peers_for(task)}
+    impls = {**{k: Peer(k, fn, "ours") for k, fn in our_kernels(task, runs).items()},
+             **peers_for(task)}
     shapes = sorted(task.sweep_shapes, key=lambda s: task.bytes_moved(s, torch_dtype))
     rows = []
     for shape in shapes[:n_shapes]:
-        sets = [task.make_inputs(shape, torch_dtype, seed, "cuda") for seed in range(3)]
-        for label, fn in impls.items():
-            call = rotating(fn, sets)
+        for label, impl in impls.items():
             row: dict[str, Any] = {"task": task.name, "shape": task.shape_label(shape),
                                    "impl": label}
+            reason = check_peer(task, impl, dtype, shape)
+            if reason:
+                log.warning("%s %s %s dropped: %s", task.name, row["shape"], label, reason)
+                row["error"] = f"dropped: {reason}"
+                rows.append(row)
+                continue
+            sets = [task.make_inputs(shape, torch_dtype, seed, "cuda") for seed in range(3)]
+            call = rotating(impl.fn, sets)
             try:
                 benches = [measure(call, passes=1)[0] for _ in range(repeats)]  # raw spread
                 row.update(do_bench_min=min(benches), do_bench_max=max(benches),
@@ -112,8 +110,8 @@ def markdown(rows: list[dict[str, Any]], env: dict[str, Any], dtype: str, comman
     ]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['task']} | {r['shape']} | {r['impl']} | failed: "
-                         f"{r['error'][:60]} | | |")
+            lines.append(f"| {r['task']} | {r['shape']} | {r['impl']} | "
+                         f"{r['error'][:300]} | | |")
             continue
         lines.append(f"| {r['task']} | {r['shape']} | {r['impl']} | "
                      f"{ms(r['do_bench_min'])}–{ms(r['do_bench_max'])} | {ms(r['graph'])} | "
@@ -137,16 +135,16 @@ def main() -> None:
     env = detect_environment(None)
     tasks = all_tasks()
     rows: list[dict[str, Any]] = []
-    for name in args.tasks or list(tasks):
-        rows += bench_task(tasks[name], args.dtype, args.shapes, args.repeats, args.runs)
     command = "python benchmarks/launch_bound.py " + " ".join(sys.argv[1:])
     RESULTS.mkdir(exist_ok=True)
     stem = RESULTS / f"launch_bound_{env['gpu_name'].split()[-1].lower()}_{args.dtype}"
-    stem.with_suffix(".json").write_text(json.dumps({
-        "env": env, "rows": rows, "command": command,
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=1))
-    text = markdown(rows, env, args.dtype, command)
-    stem.with_suffix(".md").write_text(text)
+    for name in args.tasks or list(tasks):
+        rows += bench_task(tasks[name], args.dtype, args.shapes, args.repeats, args.runs)
+        stem.with_suffix(".json").write_text(json.dumps({  # after each task
+            "env": env, "rows": rows, "command": command,
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=1))
+        text = markdown(rows, env, args.dtype, command)
+        stem.with_suffix(".md").write_text(text)
     print(text)
 
 

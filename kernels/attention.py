@@ -358,6 +358,23 @@ def flops(shape: Shape, dtype: torch.dtype) -> int:
     return 4 * batch * heads * head_dim * _visible_pairs(seq, cache_len)
 
 
+def smem_bytes(cfg: Config, shape: Shape, dtype: torch.dtype) -> int:
+    """Shared memory of one program: the Q tile, NUM_STAGES buffers of the K and V tiles
+    read from the cache and, with the fused cache write, NUM_STAGES - 1 more of the new
+    keys and values read from k and v (plus their fp32 cos / sin rows with the RoPE table).
+    Fitted on the H200 (Triton 3.6, head_dim 128, benchmarks/space/attention_float16.json):
+    exact on every point but the unfused 16-row tile, which it over-counts (that tile
+    takes the mma.sync path with one K/V buffer); the infeasible point it predicts, 256
+    KiB, is what Triton asked for."""
+    head_dim, size = shape[4], dtype.itemsize
+    bm, bn, stages = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), int(cfg["NUM_STAGES"])
+    need = bm * head_dim * size + stages * 2 * bn * head_dim * size
+    if cfg["FUSE_KV_WRITE"]:
+        table = 2 * bn * (head_dim // 2) * 4 if cfg["ROPE_TABLE"] else 0
+        need += (stages - 1) * (2 * bn * head_dim * size + table)
+    return need
+
+
 def constraint(cfg: Config) -> str | None:
     """Prune to the points worth a GPU measurement (60)."""
     bm, bn = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"])
@@ -438,5 +455,6 @@ TASK = register(
         related_ops=("softmax", "rope", "matmul"),
         constraint=constraint,
         mutated_inputs=(3, 4),
+        smem_bytes=smem_bytes,
     )
 )

@@ -35,6 +35,9 @@ DTYPES: dict[str, torch.dtype] = {
 }
 
 
+SCRATCH_PER_WARP = 1024  # shared memory of reductions / layout conversions, per warp
+
+
 @dataclass(frozen=True)
 class Tolerance:
     atol: float
@@ -105,6 +108,11 @@ class Task:
     # Indices of inputs the op writes on purpose (e.g. a KV cache): a checker runs the
     # reference and the candidate on separate clones and compares these inputs afterwards.
     mutated_inputs: tuple[int, ...] = ()
+    # Shared memory one program of a configuration needs on a shape, in bytes, predicted
+    # from its tiles, stages and dtype (0: a kernel that stages nothing there). Compared
+    # with a GPU's per-block limit (kernels/resources.py) it marks points that cannot run.
+    smem_bytes: Callable[[Config, Shape, torch.dtype], int] = field(
+        default=lambda cfg, shape, dtype: 0)
 
     def __post_init__(self) -> None:
         if not self.sweep_shapes or not self.edge_shapes or not self.cpu_shapes:
@@ -127,13 +135,43 @@ class Task:
         header = header_constants(self.template)
         return {p.name: header[p.name] for p in (*self.knobs, *self.variants)}
 
-    def space(self) -> Iterator[dict[str, ConfigValue]]:
-        """Every legal point of variants x knobs (the exhaustive grid)."""
+    def space(self, smem_limit: int | None = None) -> Iterator[dict[str, ConfigValue]]:
+        """Every legal point of variants x knobs (the exhaustive grid); with a GPU's
+        shared-memory limit per block, only the points that fit it."""
         params = (*self.variants, *self.knobs)
         for values in itertools.product(*(p.values for p in params)):
             cfg = dict(zip((p.name for p in params), values, strict=True))
-            if self.constraint(cfg) is None:
+            if self.why_illegal(cfg, smem_limit) is None:
                 yield cfg
+
+    def smem_need(self, config: Config, shapes: tuple[Shape, ...] | None = None,
+                  dtypes: tuple[str, ...] | None = None) -> int:
+        """The most shared memory ``config`` needs over shapes x dtypes (default: every
+        shape and dtype of the task: a candidate must run them all): the task's model plus
+        the scratch that reductions and layout conversions take (up to 1 KiB a warp, seen
+        on the H200 for row reductions over unaligned rows)."""
+        cfg = {**self.default_config, **config}
+        shapes = shapes or (*self.edge_shapes, *self.sweep_shapes, *self.cpu_shapes)
+        staged = max(self.smem_bytes(cfg, shape, DTYPES[d])
+                     for shape in shapes for d in (dtypes or self.dtypes))
+        return staged + SCRATCH_PER_WARP * int(cfg.get("NUM_WARPS", 4))
+
+    def infeasible(self, config: Config, smem_limit: int | None,
+                   shapes: tuple[Shape, ...] | None = None,
+                   dtypes: tuple[str, ...] | None = None) -> str | None:
+        """Why ``config`` cannot run on a GPU with ``smem_limit`` bytes of shared memory per
+        block (None: it fits, or the limit is unknown)."""
+        if smem_limit is None:
+            return None
+        need = self.smem_need(config, shapes, dtypes)
+        if need <= smem_limit:
+            return None
+        return (f"needs {need // 1024} KiB of shared memory per program (predicted from its "
+                f"tiles and stages), over the GPU's {smem_limit // 1024} KiB per block")
+
+    def why_illegal(self, config: Config, smem_limit: int | None = None) -> str | None:
+        """The task's constraint, then the GPU's shared memory: None if ``config`` may run."""
+        return self.constraint(config) or self.infeasible(config, smem_limit)
 
     def render(self, config: Config) -> str:
         """Candidate source for a configuration: the template with its header rewritten."""

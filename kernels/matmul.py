@@ -125,6 +125,14 @@ def flops(shape: Shape, dtype: torch.dtype) -> int:
     return 2 * m * n * k
 
 
+def smem_bytes(cfg: Config, shape: Shape, dtype: torch.dtype) -> int:
+    """NUM_STAGES buffers of the A [BLOCK_M, BLOCK_K] and B [BLOCK_K, BLOCK_N] tiles.
+    Exact on the H200 (Triton 3.6, benchmarks/space/matmul_float16.json) for 64- and
+    128-row tiles; 16-row tiles (mma.sync path) keep one buffer fewer."""
+    bm, bn, bk = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), int(cfg["BLOCK_K"])
+    return int(cfg["NUM_STAGES"]) * (bm * bk + bk * bn) * dtype.itemsize
+
+
 def constraint(cfg: Config) -> str | None:
     """Prune the grid to the points worth a GPU measurement (about 70 of 648)."""
     bm, bn, bk = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), int(cfg["BLOCK_K"])
@@ -202,5 +210,6 @@ TASK = register(
         related_ops=("attention", "swiglu"),
         constraint=constraint,
         compute_bound=True,
+        smem_bytes=smem_bytes,
     )
 )

@@ -1,16 +1,28 @@
 """What a user would write instead of each task's Triton kernel: the peers it must beat.
 
+Each peer is called the way a model calls it, in its own layout and in the input dtype:
 PyTorch eager (the formulation models use), ``torch.compile`` of it (dynamic=False, so
 each shape gets its own kernel), Liger-Kernel where it has the op (softmax, RMSNorm,
 SwiGLU, RoPE), cuBLAS for matmul, and for the fused attention the unfused pipeline (RoPE,
-cache write, SDPA) eager and compiled. Used by ``benchmarks/peers.py`` and by the end of
-every ``kernelkb optimize`` run on a GPU.
+cache write, SDPA) eager and compiled. A peer is a candidate like any other: it is
+checked against the task's reference before it is timed (``optimizer/peers.py``).
+
+RoPE is the Hugging Face Llama formulation in the input dtype: a cos/sin cache built once
+(fp32 angles, ``cat(freqs, freqs)``, cast to the model's dtype), gathered at the tokens'
+positions, ``q * cos + rotate_half(q) * sin``. Layout: a model projects to (batch, seq,
+heads, head_dim) and views it as (batch, heads, seq, head_dim) with ``transpose(1, 2)``;
+that view is what HF's ``apply_rotary_pos_emb`` and Liger's ``LigerRopeFunction`` take.
+The task's inputs are that projection output, so the peers get the transposed *view* (no
+copy, as in the model) and their outputs are viewed back; nobody pays a transpose.
+Used by ``benchmarks/peers.py``, ``benchmarks/launch_bound.py`` and the end of every
+``kernelkb optimize`` run on a GPU.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -19,7 +31,19 @@ from kernels.base import Task
 
 log = logging.getLogger(__name__)
 
+ROPE_THETA = 10000.0
+MAX_POSITIONS = 8192  # a Llama-3-8B's max_position_embeddings: the cache a model builds once
 
+
+@dataclass(frozen=True)
+class Peer:
+    name: str
+    fn: Callable
+    how: str  # how it is called (formulation, layout, dtype): printed under the tables
+    in_place: bool = False  # writes its inputs on purpose, as users call it (Liger RoPE)
+
+
+# -- the formulations ---------------------------------------------------------------------
 def softmax_eager(x):
     return torch.softmax(x, dim=-1)
 
@@ -38,9 +62,46 @@ def rotate_half(x):
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
+_ROPE_CACHES: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+
+
+def rope_cache(head_dim: int, dtype: torch.dtype, device: torch.device | str,
+               length: int = MAX_POSITIONS) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin [length, head_dim] in the model's dtype, built once per (head_dim, dtype,
+    device) like HF's rotary module: fp32 angles, cat(freqs, freqs), cast."""
+    key = (head_dim, dtype, str(device), length)
+    if key not in _ROPE_CACHES:
+        exponent = torch.arange(0, head_dim, 2, dtype=torch.int64, device=device).float()
+        inv_freq = 1.0 / (ROPE_THETA ** (exponent / head_dim))
+        freqs = torch.outer(torch.arange(length, device=device, dtype=torch.float32), inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)
+        _ROPE_CACHES[key] = (emb.cos().to(dtype), emb.sin().to(dtype))
+    return _ROPE_CACHES[key]
+
+
+def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
+    """HF's apply_rotary_pos_emb: q, k (batch, heads, seq, dim), cos / sin (batch, seq, dim)."""
+    cos, sin = cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim)
+    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+
+
+def _rope_hf(q, k, positions, cos_cached, sin_cached):
+    cos, sin = cos_cached[positions], sin_cached[positions]  # (batch, seq, head_dim)
+    q_rot, k_rot = apply_rotary_pos_emb(q.transpose(1, 2), k.transpose(1, 2), cos, sin)
+    return q_rot.transpose(1, 2), k_rot.transpose(1, 2)
+
+
+def rope_hf(apply: Callable = _rope_hf) -> Callable:
+    """The task's run(q, k, positions) as an HF Llama layer computes it."""
+    def call(q, k, positions):
+        cos_cached, sin_cached = rope_cache(q.shape[-1], q.dtype, q.device)
+        return apply(q, k, positions, cos_cached, sin_cached)
+    return call
+
+
 def rope_table(positions, head_dim, dtype):
     dims = torch.arange(0, head_dim, 2, device=positions.device).float()
-    inv = 1.0 / (10000.0 ** (dims / head_dim))
+    inv = 1.0 / (ROPE_THETA ** (dims / head_dim))
     freqs = positions.float()[:, None] * inv[None, :]
     emb = torch.cat((freqs, freqs), dim=-1)
     return emb.cos().to(dtype), emb.sin().to(dtype)
@@ -63,49 +124,63 @@ def attention_unfused(q, k, v, k_cache, v_cache, cache_len):
     return F.scaled_dot_product_attention(q, keys, values, attn_mask=visible)
 
 
-def liger_peer(task_name: str) -> Callable | None:
+# -- Liger-Kernel -------------------------------------------------------------------------
+def liger_peer(task_name: str) -> Peer | None:
     try:
         if task_name == "softmax":
             from liger_kernel.ops.softmax import LigerSoftmaxFunction
-            return LigerSoftmaxFunction.apply
+            return Peer("liger", LigerSoftmaxFunction.apply, "LigerSoftmaxFunction")
         if task_name == "rmsnorm":
             from liger_kernel.ops.rms_norm import LigerRMSNormFunction
-            return lambda x, w, eps=1e-6: LigerRMSNormFunction.apply(x, w, eps, 0.0, "llama", False)
+            return Peer("liger", lambda x, w, eps=1e-6: LigerRMSNormFunction.apply(
+                x, w, eps, 0.0, "llama", False), "LigerRMSNormFunction, casting mode 'llama'")
         if task_name == "swiglu":
             from liger_kernel.ops.swiglu import LigerSiLUMulFunction
-            return LigerSiLUMulFunction.apply
+            return Peer("liger", LigerSiLUMulFunction.apply, "LigerSiLUMulFunction")
         if task_name == "rope":
             from liger_kernel.ops.rope import LigerRopeFunction
-            return liger_rope(LigerRopeFunction)
+            return Peer("liger", rope_hf(liger_rope(LigerRopeFunction.apply)),
+                        "LigerRopeFunction on the (batch, heads, seq, dim) views, cos/sin "
+                        "gathered from the HF cache in the input dtype; rotates q, k in place",
+                        in_place=True)
     except ImportError as err:
         log.warning("Liger-Kernel not importable (%s): its column stays empty", err)
     return None
 
 
-def liger_rope(fn):
-    """Liger wants (batch, heads, seq, dim) and a cos/sin table; ours is (batch, seq, ...)."""
-    def call(q, k, *rest):
-        positions = torch.arange(q.shape[1], device=q.device)
-        cos, sin = rope_table(positions, q.shape[-1], q.dtype)
-        return fn(q.transpose(1, 2), k.transpose(1, 2), cos[None], sin[None])
-    return call
+def liger_rope(fn) -> Callable:
+    """Liger's RoPE as HF's patch calls it: q, k (batch, heads, seq, dim) views of the
+    projection, cos / sin (batch, seq, dim) at the tokens' positions."""
+    def apply(q, k, positions, cos_cached, sin_cached):
+        cos, sin = cos_cached[positions], sin_cached[positions]
+        q_rot, k_rot = fn(q.transpose(1, 2), k.transpose(1, 2), cos, sin)
+        return q_rot.transpose(1, 2), k_rot.transpose(1, 2)
+    return apply
 
 
-def eager_peer(task: Task) -> Callable:
-    table = {"softmax": softmax_eager, "rmsnorm": rmsnorm_eager, "swiglu": swiglu_eager,
-             "attention": attention_unfused, "matmul": torch.matmul}
-    return table.get(task.name, task.reference)
-
-
-def peers_for(task: Task) -> dict[str, Callable]:
-    eager = eager_peer(task)
-    name = "cuBLAS" if task.name == "matmul" else (
-        "unfused eager" if task.name == "attention" else "eager")
-    peers = {name: eager}
-    if task.name != "matmul":
-        compiled = torch.compile(eager, dynamic=False)
-        peers["unfused compiled" if task.name == "attention" else "compiled"] = compiled
+# -- the peers of a task ------------------------------------------------------------------
+def peers_for(task: Task) -> dict[str, Peer]:
+    """{name: Peer} a user would pick instead of the task's kernel."""
+    if task.name == "matmul":
+        peers = [Peer("cuBLAS", torch.matmul, "torch.matmul (cuBLAS)")]
+    elif task.name == "attention":
+        peers = [Peer("unfused eager", attention_unfused,
+                      "HF rotate-half RoPE in the input dtype, cache slice writes, SDPA"),
+                 Peer("unfused compiled", torch.compile(attention_unfused, dynamic=False),
+                      "the same, torch.compile(dynamic=False)")]
+    elif task.name == "rope":
+        peers = [Peer("eager", rope_hf(), "HF Llama apply_rotary_pos_emb in the input dtype "
+                      "on the (batch, heads, seq, dim) views, cos/sin cache gathered at the "
+                      "positions"),
+                 Peer("compiled", rope_hf(torch.compile(_rope_hf, dynamic=False)),
+                      "the same, torch.compile(dynamic=False)")]
+    else:
+        eager = {"softmax": softmax_eager, "rmsnorm": rmsnorm_eager,
+                 "swiglu": swiglu_eager}.get(task.name, task.reference)
+        peers = [Peer("eager", eager, f"PyTorch eager ({eager.__name__})"),
+                 Peer("compiled", torch.compile(eager, dynamic=False),
+                      "the same, torch.compile(dynamic=False)")]
     liger = liger_peer(task.name)
     if liger is not None:
-        peers["liger"] = liger
-    return peers
+        peers.append(liger)
+    return {p.name: p for p in peers}

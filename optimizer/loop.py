@@ -71,7 +71,7 @@ class RunResult:
     start_sweep: Any = None  # the starting kernel over the sweep shapes
     best_sweep: Any = None  # the best kernel over the sweep shapes, parent = start_sweep
     regressions: dict[str, float] = field(default_factory=dict)  # shape -> slowdown share
-    peer_timings: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    peer_timings: Any = None  # optimizer.peers.PeerTimes of the run's end, on a GPU
     retrieved_ids: list[str] = field(default_factory=list)
     report_path: Path | None = None
     export_path: Path | None = None

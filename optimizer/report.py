@@ -118,35 +118,68 @@ def shape_table(result: Any) -> list[dict[str, Any]]:
 
 
 def peer_lines(result: Any) -> list[str]:
-    """The best kernel against every peer timed in this run, per shape (ms and speedup;
-    a peer under the roofline floor is marked impossible and kept out of 'best peer')."""
-    from optimizer.peers import best_peer, possible_peers
+    """The best kernel against every peer checked and timed in this run, per shape: the
+    eager call (do_bench) and the GPU time alone (CUDA-graph replay), the speedup on the
+    call figure; dropped peers with their reason; figures under the roofline floor listed
+    as failures to explain, never as the best peer."""
+    from optimizer.peers import below_floor, best_peer, shape_floor
 
-    timings, best, task = result.peer_timings, result.best_sweep, result.task
-    if not timings or best is None or not best.timing_available:
+    peers, best, task = result.peer_timings, result.best_sweep, result.task
+    if not peers or best is None or not best.timing_available:
         return []
-    names = sorted({name for times in timings.values() for name in times})
+    names = peers.names()
     peaks = {"mem_bandwidth_gbps": result.env.mem_bandwidth_gbps,
              "peak_tflops": result.env.peak_tflops}
+    ours_graph = getattr(best, "graph_timings", None) or {}
     shapes = _shapes_by_label(task)
     lines = ["", "## Against the peers (same run)", "",
-             "| shape | best kernel (ms) | " + " | ".join(names) + " | vs best peer |",
+             "Each cell: eager call (do_bench, ms) / GPU time alone (CUDA-graph replay, ms), "
+             "and in brackets peer call / best kernel call. Every peer was checked against "
+             "the reference on the shape before it was timed.", "",
+             "| shape | best kernel | " + " | ".join(names) + " | vs best peer |",
              "|---|---:|" + "---:|" * len(names) + "---:|"]
-    for label, times in timings.items():
+    dropped, failures = [], []
+    for label, times in peers.eager.items():
         ours = best.timings.get(label, (None,))[0]
         if ours is None or label not in shapes:
             continue
-        possible = possible_peers(task, result.dtype, shapes[label], times, peaks)
+        floor = shape_floor(task, result.dtype, shapes[label], peaks)
+        under = below_floor({**times, "best kernel": ours}, floor)
+        failures += [f"{name} on {label}: {ms:.4f} ms < floor {floor:.4f} ms"
+                     for name, ms in under.items()]
         top = best_peer(task, result.dtype, shapes[label], times, peaks)
         cells = []
         for name in names:
-            ms = times.get(name)
-            cells.append("-" if ms is None else f"{ms:.4f} ({ms / ours:.2f}x)"
-                         + ("" if name in possible else " under the roofline: ignored"))
+            if name in peers.dropped.get(label, {}):
+                dropped.append(f"{name} on {label}: {peers.dropped[label][name]}")
+                cells.append(f"dropped [{len(dropped)}]")
+            elif name in times:
+                cells.append(f"{_pair(times[name], peers.graph[label].get(name))} "
+                             f"({times[name] / ours:.2f}x)"
+                             + (" BELOW FLOOR" if name in under else ""))
+            else:
+                cells.append("-")
         versus = f"{top[1] / ours:.2f}x ({top[0]})" if top else "-"
-        lines.append(f"| {label} | {ours:.4f} | " + " | ".join(cells) + f" | {versus} |")
-    lines += ["", "(x) = peer time / best kernel time: above 1 the optimized kernel is faster."]
+        lines.append(f"| {label} | {_pair(ours, ours_graph.get(label))} | "
+                     + " | ".join(cells) + f" | {versus} |")
+    lines += ["", "(x) = peer call time / best kernel call time: above 1 the optimized "
+              "kernel is faster. GPU time of the best kernel: '-' where the sandbox did not "
+              "replay it from a graph."]
+    lines += ["", "Peers: " + "; ".join(f"**{n}**: {how}" for n, how in peers.how.items())]
+    if dropped:
+        lines += ["", "Dropped (wrong or cannot run; not timed):", ""]
+        lines += [f"{i}. {_cell(text, 400)}" for i, text in enumerate(dropped, 1)]
+    if failures:
+        lines += ["", "**Failures to explain** (faster than the roofline floor allows; "
+                  "never the best peer):", ""] + [f"- {f}" for f in failures]
     return lines
+
+
+def _pair(call_ms: float | None, graph_ms: float | None) -> str:
+    def ms(value: float | None) -> str:
+        return f"{value:.4f}" if value is not None else "-"
+
+    return f"{ms(call_ms)} / {ms(graph_ms)}"
 
 
 def _table_row(row: dict[str, Any], regression: bool) -> str:

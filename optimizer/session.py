@@ -32,8 +32,9 @@ def new_run_id(task_name: str) -> str:
     return f"{task_name}-{stamp}-{secrets.token_hex(3)}"
 
 
-def _peer_timings(task: Any, options: LoopOptions) -> dict[str, dict[str, float | None]]:
-    """The peers over the sweep shapes, in this run; a failure costs the table, not the run."""
+def _peer_timings(task: Any, options: LoopOptions) -> Any:
+    """The peers over the sweep shapes, checked then timed in this run (PeerTimes, or None:
+    a failure costs the table, not the run)."""
     from optimizer.peers import time_peers
     from optimizer.sandbox.evaluator import resolve_shapes
 
@@ -43,7 +44,7 @@ def _peer_timings(task: Any, options: LoopOptions) -> dict[str, dict[str, float 
         return time_peers(task, options.dtype, shapes)
     except Exception as err:  # noqa: BLE001 - the report goes out without the peers
         log.warning("timing the peers failed (%s: %s)", type(err).__name__, err)
-        return {}
+        return None
 
 
 def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = None,

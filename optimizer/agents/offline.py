@@ -19,6 +19,7 @@ from typing import Any
 
 from kb.record import source_hash
 from kernels.base import ConfigValue, Task
+from kernels.resources import smem_limit
 from optimizer.agents.base import AgentContext, Proposal, SearchExhausted
 from optimizer.agents.evidence import Evidence, weigh
 
@@ -46,8 +47,10 @@ class Candidate:
         return f"{text}: {self.help}" if self.help else text
 
 
-def catalog(task: Task, current: dict[str, ConfigValue]) -> Iterator[Candidate]:
-    """Every single change of the current config, in catalog order, made legal if needed."""
+def catalog(task: Task, current: dict[str, ConfigValue],
+            smem_limit: int | None = None) -> Iterator[Candidate]:
+    """Every single change of the current config, in catalog order, made legal if needed
+    (legal: the task's constraint, and the GPU's shared memory per block when known)."""
     rank = 0
     params = [(v, True) for v in task.variants] + [(k, False) for k in task.knobs]
     for param, structural in params:
@@ -60,8 +63,8 @@ def catalog(task: Task, current: dict[str, ConfigValue]) -> Iterator[Candidate]:
                 continue
             config = {**current, param.name: value}
             enabler: dict[str, ConfigValue] = {}
-            if task.constraint(config) is not None:
-                enabler = _enabler(task, config, param.name) or {}
+            if task.why_illegal(config, smem_limit) is not None:
+                enabler = _enabler(task, config, param.name, smem_limit) or {}
                 if not enabler:
                     continue
                 config.update(enabler)
@@ -70,13 +73,14 @@ def catalog(task: Task, current: dict[str, ConfigValue]) -> Iterator[Candidate]:
                             abs(i - index), rank, config, enabler, param.help)
 
 
-def _enabler(task: Task, config: dict[str, ConfigValue], fixed: str) -> dict | None:
+def _enabler(task: Task, config: dict[str, ConfigValue], fixed: str,
+             smem_limit: int | None = None) -> dict | None:
     """The first single other change (catalog order) that makes ``config`` legal."""
     for param in (*task.variants, *task.knobs):
         if param.name == fixed:
             continue
         for value in param.values:
-            if task.constraint({**config, param.name: value}) is None:
+            if task.why_illegal({**config, param.name: value}, smem_limit) is None:
                 return {param.name: value}
     return None
 
@@ -111,7 +115,7 @@ class OfflineAgent:
         task, records = context.task, context.experiences
         insight_bonus = _insight_bonus(context.insights)
         ranked = []
-        for cand in catalog(task, base):
+        for cand in catalog(task, base, smem_limit(context.gpu_arch)):
             source = task.render(cand.config)
             if source_hash(source) in context.tried_hashes:
                 continue
@@ -159,7 +163,7 @@ class OfflineAgent:
         task, best = context.task, context.best_config
         for item in context.known_configs:
             config = {**task.default_config, **item.config}
-            if config == best or task.constraint(config) is not None:
+            if config == best or task.why_illegal(config, smem_limit(context.gpu_arch)):
                 continue
             source = task.render(config)
             if source_hash(source) in context.tried_hashes:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from kb.record import source_hash
 from kernels.base import ConfigValue, Task
+from kernels.resources import smem_limit
 from optimizer.agents.base import AgentContext, Proposal, SearchExhausted
 
 SEARCHES = ("grid", "tpe")
@@ -45,19 +46,21 @@ class TunerAgent:
             raise ValueError(f"search must be one of {SEARCHES}, not {self.search!r}")
         self._rng = random.Random(self.seed)
 
-    def space(self, task: Task, structure: dict[str, ConfigValue]) -> list[dict]:
-        """Legal knob settings with the variants fixed to ``structure``, nearest first."""
+    def space(self, task: Task, structure: dict[str, ConfigValue],
+              smem_limit: int | None = None) -> list[dict]:
+        """Legal knob settings with the variants fixed to ``structure``, nearest first
+        (legal: the task's constraint, and the GPU's shared memory per block if known)."""
         fixed = {v.name: structure[v.name] for v in task.variants}
         points = []
         for values in itertools.product(*(k.values for k in task.knobs)):
             config = {**fixed, **dict(zip((k.name for k in task.knobs), values, strict=True))}
-            if task.constraint(config) is None:
+            if task.why_illegal(config, smem_limit) is None:
                 points.append(config)
         return sorted(points, key=lambda c: _distance(task, structure, c))
 
     def propose(self, context: AgentContext) -> Proposal:
         task, best = context.task, context.best_config
-        untried = [c for c in self.space(task, best)
+        untried = [c for c in self.space(task, best, smem_limit(context.gpu_arch))
                    if source_hash(task.render(c)) not in context.tried_hashes]
         if not untried:
             raise SearchExhausted(f"the knob grid of {task.name} under this structure is done")

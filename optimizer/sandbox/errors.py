@@ -73,6 +73,8 @@ def classify_exception(err: BaseException, *, stage: str) -> tuple[str, str]:
         return "run", "out_of_memory"
     if any(t in texts for t in _ILLEGAL_ACCESS_TEXTS):
         return "run", "illegal_memory_access"
+    if any(type(e).__name__ == "OutOfResources" for e in chain):
+        return "compile", "out_of_resources"  # e.g. more shared memory than a block may use
     if any(_is_triton_compile_error(e) for e in chain):
         return "compile", "compile_error"
     return "run", "runtime_error"

@@ -161,20 +161,3 @@ def test_flop_and_byte_model():
     assert not TASK.compute_bound
     assert math.isclose(TASK.flops((1, 1, 4096, 0, 1), torch.float16) / (4 * 4096**2), 0.5,
                         rel_tol=1e-3)
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not ON_GPU, reason="needs CUDA")
-@pytest.mark.parametrize("dtype", TASK.dtypes)
-@pytest.mark.parametrize("config", SPACE, ids=lambda c: "-".join(map(str, c.values())))
-def test_every_space_point_passes_on_all_edge_shapes_gpu(config, dtype, seed):
-    for shape in TASK.edge_shapes:
-        check_attention(config, shape, dtype, seed=seed, device="cuda")
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not ON_GPU, reason="needs CUDA")
-@pytest.mark.parametrize("dtype", TASK.dtypes)
-@pytest.mark.parametrize("shape", TASK.sweep_shapes, ids=str)
-def test_naive_kernel_matches_reference_on_sweep_gpu(shape, dtype, seed):
-    check_attention(None, shape, dtype, seed=seed, device="cuda")

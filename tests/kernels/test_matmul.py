@@ -60,20 +60,3 @@ def test_flop_and_byte_model():
     assert TASK.flops((2, 3, 4), torch.float16) == 2 * 2 * 3 * 4
     assert TASK.bytes_moved((2, 3, 4), torch.bfloat16) == (8 + 12 + 6) * 2
     assert TASK.compute_bound
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not ON_GPU, reason="needs CUDA")
-@pytest.mark.parametrize("dtype", TASK.dtypes)
-@pytest.mark.parametrize("config", SPACE, ids=lambda c: "-".join(map(str, c.values())))
-def test_every_space_point_passes_on_all_edge_shapes_gpu(config, dtype, seed):
-    for shape in TASK.edge_shapes:
-        check_config(TASK, config, shape, dtype, seed=seed, device="cuda")
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not ON_GPU, reason="needs CUDA")
-@pytest.mark.parametrize("dtype", TASK.dtypes)
-@pytest.mark.parametrize("shape", TASK.sweep_shapes, ids=str)
-def test_naive_kernel_matches_reference_on_sweep_gpu(shape, dtype, seed):
-    check_config(TASK, None, shape, dtype, seed=seed, device="cuda")

@@ -1,0 +1,91 @@
+"""The spaces of the tasks on the GPU: what every point does there, in one pooled test.
+
+What this proves, on the GPU it runs on:
+- attention and matmul (the tiled, staged kernels, whose shared memory is modelled): every
+  legal point, in float16, on every edge shape, computes the op within the task's
+  tolerances (the output and any input the op writes), or, where the shared-memory model
+  predicts more than the GPU's limit per block, Triton refuses it with OutOfResources on
+  exactly those shapes; their naive kernels do it on every sweep shape in every dtype;
+- every task, in every dtype, on every edge shape: a covering subset of points (the
+  fewest, chosen greedily, in which every value of every knob and variant appears);
+- no compiled kernel uses more shared memory than the task's model predicts.
+The interpreter tests run every point of every task in every dtype on small shapes on a CPU.
+
+Compiling is the cost (one to a few seconds a kernel, about a thousand kernels), so the
+points are spread over a pool of worker processes (spawned: CUDA does not survive a
+fork), the costliest first. One process per point took over half an hour on the H200.
+"""
+
+from __future__ import annotations
+
+import collections
+import multiprocessing
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+import pytest
+import torch
+from space_points import check_point
+
+from kernels.base import Task, all_tasks
+
+ON_GPU = torch.cuda.is_available()
+WORKERS = max(1, min(16, (os.cpu_count() or 2) - 1))
+EVERY_POINT = ("attention", "matmul")  # in float16, on the edge shapes
+
+
+def covering_subset(task: Task, points: list[dict]) -> list[dict]:
+    """The fewest points (greedy) in which every value of every knob and variant appears."""
+    def pairs(point: dict) -> set:
+        return set(point.items())
+
+    uncovered = set().union(*(pairs(p) for p in points))
+    chosen = []
+    while uncovered:
+        best = max(points, key=lambda p: len(pairs(p) & uncovered))
+        chosen.append(best)
+        uncovered -= pairs(best)
+    return chosen
+
+
+def space_jobs() -> list[tuple[str, dict, tuple[str, ...], str]]:
+    """(task, point, dtypes, shape set) jobs, the costliest first."""
+    tasks = all_tasks()
+    every = [n for n in EVERY_POINT if n in tasks]
+    jobs = [(name, tasks[name].default_config, (dtype,), "sweep")
+            for name in every for dtype in tasks[name].dtypes]
+    for name, task in tasks.items():
+        subset = covering_subset(task, list(task.space()))
+        dtypes = tuple(d for d in task.dtypes if name not in EVERY_POINT or d != "float16")
+        jobs += [(name, point, dtypes, "edge") for point in subset]
+    for name in every:
+        jobs += [(name, point, ("float16",), "edge") for point in tasks[name].space()]
+    return jobs
+
+
+def test_the_covering_subset_covers_every_value() -> None:
+    for task in all_tasks().values():
+        points = list(task.space())
+        subset = covering_subset(task, points)
+        for param in (*task.knobs, *task.variants):
+            used = {p[param.name] for p in points}
+            assert used == {p[param.name] for p in subset}, (task.name, param.name)
+        assert len(subset) < len(points)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not ON_GPU, reason="needs CUDA")
+def test_the_spaces_on_the_gpu() -> None:
+    jobs = space_jobs()
+    began = time.perf_counter()
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(WORKERS, mp_context=context) as pool:
+        results = list(pool.map(check_point, *zip(*jobs, strict=True)))
+    problems = [(job[0], p) for job, r in zip(jobs, results, strict=True) for p in r["problems"]]
+    refused = sum(r["refused"] for r in results)
+    print(f"{len(jobs)} jobs on {WORKERS} workers in {time.perf_counter() - began:.0f} s; "
+          f"{refused} (point, shape) refused as predicted (over the GPU's shared memory)")
+    by_task = collections.Counter(task for task, _ in problems)
+    shown = [p for task in by_task for p in [p for t, p in problems if t == task][:8]]
+    assert not problems, f"problems per task {dict(by_task)}:\n" + "\n".join(shown)
