@@ -124,6 +124,13 @@ def _tensors(value: Any) -> list[torch.Tensor]:
 class Tracker(TorchDispatchMode):
     """Provenance of every storage while the candidate's code runs (see the module doc)."""
 
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """False: torch would otherwise wrap __torch_dispatch__ to keep torch.compile out,
+        importing torch._dynamo on the first op (seconds per worker) for a mode that never
+        compiles anything."""
+        return False
+
     def __init__(self, candidate_file: str) -> None:
         super().__init__()
         self.candidate_file = candidate_file
@@ -285,8 +292,8 @@ class Tracker(TorchDispatchMode):
             self.skip_launches = False
 
     def warm_up(self) -> None:
-        """Enter the mode once: its first use imports torch._dynamo, which rebinds
-        ``torch.manual_seed``; done before tamper.py's snapshot, that is no change."""
+        """Enter the mode once, before tamper.py's snapshot, so that anything its first
+        use imports lazily (torch._dynamo rebinds ``torch.manual_seed``) is no change."""
         with self.call([]):
             torch.empty(1).add_(1)
 
