@@ -124,7 +124,7 @@ def lay_out(spec: dict[str, Any]) -> None:
         except OSError as err:
             if path == "/":
                 raise  # the root left writable is no containment
-            print(f"jail: {path} left as it was: {err}", file=sys.stderr)
+            sys.stderr.write(f"jail: {path} left as it was: {err}\n")
     for fd in held.values():
         os.close(fd)
     os.chdir(spec.get("cwd") or workdir)

@@ -8,8 +8,10 @@ the checks run. ``Snapshot`` records, before the candidate is imported, the iden
 every callable attribute of those modules and of the classes they define (plus the
 builtins and the tensor class), and the depth of PyTorch's mode stacks; ``changes``
 lists what differs after the import and after each call. A change is a rejection:
-``cheat_timer`` when it touches the timing path, ``cheat_tamper`` otherwise. Additions
-are not changes (lazy submodules appear on first use); only replaced or deleted ones.
+``cheat_timer`` when it touches the timing path, ``cheat_tamper`` otherwise. A class is
+read through its MRO, so a method added to ``torch.Tensor`` that shadows one inherited
+from the C base class is a change; a module-level name added over a builtin (``len``,
+``abs``) is one too. Other additions are not (lazy submodules appear on first use).
 
 What the timing itself uses is held here too (builtins captured at import: a C builtin
 cannot be altered, only the module attribute that names it), so the wall-clock
@@ -59,11 +61,25 @@ def _callables(namespace: dict[str, Any]) -> dict[str, int]:
             if callable(v) or isinstance(v, (staticmethod, classmethod, property))}
 
 
+def _resolved(cls: type) -> dict[str, Any]:
+    """Every attribute as lookup finds it: the first class along the MRO that has it."""
+    found: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        if klass is object:
+            continue
+        found.update(vars(klass))
+    return found
+
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
 class Snapshot:
     """Identities of what the harness calls, taken before the candidate is imported."""
 
     def __init__(self, task_module: str | None = None, extra: tuple[str, ...] = ()) -> None:
         self.entries: dict[str, tuple[dict[str, int], bool]] = {}
+        self._initial_names: dict[str, frozenset[str]] = {}
         names = [(m, True) for m in TIMING_MODULES] + [(m, False) for m in HARNESS_MODULES]
         names += [(m, False) for m in (task_module, *extra) if m]
         for name, timing in names:
@@ -73,21 +89,23 @@ class Snapshot:
             self._add(name, vars(module), timing)
             for attr, value in list(vars(module).items()):
                 if isinstance(value, type) and getattr(value, "__module__", None) == name:
-                    self._add(f"{name}.{attr}", dict(vars(value)), timing)
+                    self._add(f"{name}.{attr}", _resolved(value), timing)
         for module_name, cls_name in EXTRA_CLASSES:
             module = _module(module_name)
             cls = getattr(module, cls_name, None) if module else None
             if isinstance(cls, type):
-                self._add(f"{module_name}.{cls_name}", dict(vars(cls)),
+                self._add(f"{module_name}.{cls_name}", _resolved(cls),
                           module_name == "torch.cuda")
         driver = _active_driver()
         if driver is not None:
-            self._add("triton.runtime.driver.active", dict(vars(type(driver))), True)
+            self._add("triton.runtime.driver.active", _resolved(type(driver)), True)
         self._keep = [sys.modules.get(n) for n, _ in names]  # modules stay imported
         self.modes = _mode_depths()
 
     def _add(self, where: str, namespace: dict[str, Any], timing: bool) -> None:
         self.entries[where] = (_callables(namespace), timing)
+        if where in sys.modules:  # names a module already had (callable or not)
+            self._initial_names[where] = frozenset(namespace)
 
     def changes(self) -> list[Change]:
         """What was replaced or deleted since the snapshot (empty when nothing was)."""
@@ -103,21 +121,28 @@ class Snapshot:
                 value = now.get(attr, _MISSING)
                 if value is _MISSING or id(value) != ident:
                     found.append(Change(f"{where}.{attr}", timing))
+            if where in sys.modules and where != "builtins":
+                shadowing = (set(now) - set(before)) & _BUILTIN_NAMES - {"__builtins__"}
+                found += [Change(f"{where}.{attr} (over the builtin)", timing)
+                          for attr in sorted(shadowing) if attr not in self._globals(where)]
         if _mode_depths() != self.modes:
             found.append(Change("PyTorch's mode stack (a TorchFunctionMode or "
                                 "TorchDispatchMode was left open)", False))
         return found
 
+    def _globals(self, where: str) -> frozenset[str]:
+        return self._initial_names.get(where, frozenset())
+
     def _namespace(self, where: str) -> dict[str, Any] | None:
         if where == "triton.runtime.driver.active":
             driver = _active_driver()
-            return dict(vars(type(driver))) if driver is not None else None
+            return _resolved(type(driver)) if driver is not None else None
         if where in sys.modules:
             return vars(sys.modules[where])
         parent, _, attr = where.rpartition(".")
         module = sys.modules.get(parent)
         cls = getattr(module, attr, None) if module is not None else None
-        return dict(vars(cls)) if isinstance(cls, type) else None
+        return _resolved(cls) if isinstance(cls, type) else None
 
 
 _MISSING = object()
