@@ -182,7 +182,7 @@ class Worker:
                     if isinstance(x, torch.Tensor):
                         x.copy_(f)
             saved = checks.snapshot(inputs)
-            out = self.tracked_call(run, inputs, label, record=s == 0)
+            out, rule_broken = self.tracked_call(run, inputs, label, record=s == 0)
             ref_inputs = checks.snapshot(saved)
             ref = self.task.reference(*ref_inputs)
             outs = checks.flatten_tensors(out)
@@ -198,6 +198,8 @@ class Worker:
             alias = checks.aliasing(outs, inputs, earlier_outs)
             if alias:
                 raise ShapeFailure("cheat_aliasing", f"({label}): {alias}")
+            if rule_broken:
+                raise ShapeFailure("torch_compute", f"({label}): {rule_broken}")
             stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
             if isinstance(stats, str):
                 raise ShapeFailure("wrong_result", f"({label}): {stats}")
@@ -216,8 +218,11 @@ class Worker:
                         [r.detach().clone() for r in checks.flatten_tensors(ref)])
         self.check_counterfactual(run, shape, label)
 
-    def tracked_call(self, run: Any, inputs: list[Any], label: str, record: bool) -> Any:
-        """One recorded call: the Triton-only rule and the tamper check after it."""
+    def tracked_call(self, run: Any, inputs: list[Any], label: str, record: bool
+                     ) -> tuple[Any, str | None]:
+        """One recorded call, the tamper check after it; (output, why the Triton-only
+        rule was broken or None): the caller reports a replayed or aliased output first,
+        being the more specific diagnosis."""
         assert self.tracker is not None
         with self.tracker.call(inputs):
             out = run(*inputs)
@@ -229,12 +234,10 @@ class Worker:
             raise ShapeFailure("wrong_result", f"({label}): {plain}")
         written = [inputs[i] for i in self.mutated if isinstance(inputs[i], torch.Tensor)]
         problem = self.tracker.violation(checks.flatten_tensors(out), written)
-        if problem:
-            raise ShapeFailure("torch_compute", f"({label}): {problem}")
         if record:
             sigs = self.tracker.signatures(own_only=True)
             self.expected_launches[label] = (len(sigs), set(sigs))
-        return out
+        return out, problem
 
     def check_counterfactual(self, run: Any, shape: tuple[int, ...], label: str) -> None:
         """Once more with every Triton launch skipped and fresh allocations NaN: an output
