@@ -47,3 +47,43 @@ def test_snapshot_sees_a_replaced_function_and_a_replaced_method():
     assert where == {"time.perf_counter", "torch.Tensor.abs"}
     assert tamper.describe([tamper.Change("time.perf_counter", True)])[0] == "cheat_timer"
     assert snapshot.changes() == []
+
+
+def _checked_worker(tmp_path, name: str):
+    from kernels.base import load_candidate
+    from optimizer.sandbox.worker import Worker
+
+    request = {"task": "softmax", "dtype": "float16", "shapes": [[4, 128]], "seeds": 1,
+               "source": (BAD / f"{name}.py").read_text(),
+               "result_path": str(tmp_path / "result.json")}
+    worker = Worker(request)
+    worker.evaluate()  # checks only on the CPU: records what each checked call launched
+    assert worker.expected_launches["rows=4,cols=128"][0] == 1
+    module = load_candidate(request["source"], module_name="again")
+    worker.tracker.candidate_file = module.__file__
+    return worker, module
+
+
+@pytest.mark.parametrize(("name", "caught"), [("_good", False), ("timed_differently", True)])
+def test_timed_calls_must_launch_what_the_checked_calls_launched(tmp_path, name, caught):
+    """The mechanism behind the GPU test: under the clock, the launches per call (and a
+    sample of their grids and arguments) are compared with the checked calls'."""
+    from optimizer.sandbox import timing
+    from optimizer.sandbox.worker import Tampered, _Counted
+
+    worker, module = _checked_worker(tmp_path, name)
+    sets = [worker.make_inputs((4, 128), seed=100 + k) for k in range(2)]
+    call = _Counted(timing.rotating(module.run, sets))
+
+    def fake_do_bench() -> None:  # named like the harness's timing loop
+        for _ in range(16):
+            call()
+
+    with worker.counting_launches() as tracker:
+        fake_do_bench()
+    if caught:
+        with pytest.raises(Tampered, match="launched .* per call"):
+            worker.check_timed_launches("rows=4,cols=128", call.calls, tracker)
+    else:
+        worker.check_timed_launches("rows=4,cols=128", call.calls, tracker)
+        assert tracker.counted == 16
