@@ -339,6 +339,17 @@ class Tracker(TorchDispatchMode):
                 return f"{why} wrote into an input the op updates in place; {RULE}"
         return None
 
+    def tampered(self) -> str | None:
+        """Why this tracker no longer records faithfully (state set from outside), or None.
+        Checked between calls, when nothing may be in flight."""
+        if _TRACKER is not self:
+            return "the provenance tracker was replaced"
+        if self.depth or self.active or self.skip_launches or self.counting:
+            return "the provenance tracker's state was changed"
+        if any(callable(v) for v in vars(self).values()):
+            return "a method of the provenance tracker was overridden"
+        return None
+
     def signatures(self, own_only: bool = False) -> list[tuple[Any, ...]]:
         return [(x.kernel, x.signature) for x in self.launches if x.candidate or not own_only]
 

@@ -100,6 +100,9 @@ class Worker:
     def guard(self, when: str) -> None:
         """Raise Tampered if anything the harness relies on was replaced."""
         changes = self.snapshot.changes() if self.snapshot else []
+        broken = self.tracker.tampered() if self.tracker else None
+        if broken:
+            changes.append(tamper.Change(broken, timing=False))
         if changes:
             kind, message = tamper.describe(changes)
             raise Tampered(kind, f"{message} (seen {when})")

@@ -19,6 +19,7 @@ CASES = [
                                            "after a call on (rows=1,cols=7)")),
     ("patch_checks", "cheat_tamper", ("optimizer.sandbox.checks.compare_outputs",)),
     ("open_mode", "cheat_tamper", ("mode stack",)),
+    ("tracker_off", "cheat_tamper", ("the provenance tracker's state was changed",)),
 ]
 
 
