@@ -295,7 +295,7 @@ class Tracker(TorchDispatchMode):
 
     def warm_up(self) -> None:
         """Enter the mode once, before tamper.py's snapshot, so that anything its first
-        use imports lazily (torch._dynamo rebinds ``torch.manual_seed``) is no change."""
+        use imports lazily is no change."""
         with self.call([]):
             torch.empty(1).add_(1)
 
@@ -313,7 +313,7 @@ class Tracker(TorchDispatchMode):
                   written_inputs: list[torch.Tensor] = ()) -> str | None:  # type: ignore[assignment]
         """Why the outputs (and the inputs the op writes, e.g. a KV cache) break the rule."""
         if self.escapes:
-            return _trim_list(self.escapes) + f"; {RULE}"
+            return _trim_list(list(dict.fromkeys(self.escapes))) + f"; {RULE}"
         if not any(launch.candidate for launch in self.launches):
             foreign = sorted({launch.kernel for launch in self.launches})
             extra = f" (only kernels not defined in it: {', '.join(foreign)})" if foreign else ""

@@ -46,6 +46,10 @@ HARNESS_MODULES = ("builtins", "torch", "torch.nn.functional", "torch.testing", 
 # Classes whose methods the checks and the timer call.
 EXTRA_CLASSES = (("torch", "Tensor"), ("torch.cuda", "Event"), ("torch.cuda", "Stream"))
 
+# Rebound by torch itself when torch._dynamo is first imported (torch.compile does): the
+# harness never calls them, so their rebinding is not a change.
+REBOUND_BY_TORCH = frozenset({"torch.manual_seed"})
+
 HELD_PERF_COUNTER = time.perf_counter
 HELD_MONOTONIC = time.monotonic
 
@@ -119,7 +123,8 @@ class Snapshot:
                 if attr in ("__weakref__", "__dict__", "__subclasshook__", "__init_subclass__"):
                     continue
                 value = now.get(attr, _MISSING)
-                if value is _MISSING or id(value) != ident:
+                if (value is _MISSING or id(value) != ident) \
+                        and f"{where}.{attr}" not in REBOUND_BY_TORCH:
                     found.append(Change(f"{where}.{attr}", timing))
             if where in sys.modules and where != "builtins":
                 shadowing = (set(now) - set(before)) & _BUILTIN_NAMES - {"__builtins__"}
