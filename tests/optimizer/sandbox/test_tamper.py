@@ -88,3 +88,35 @@ def test_timed_calls_must_launch_what_the_checked_calls_launched(tmp_path, name,
     else:
         worker.check_timed_launches("rows=4,cols=128", call.calls, tracker)
         assert tracker.counted == 16
+
+
+@pytest.mark.parametrize(("name", "kind"), [("_good", None), ("timed_differently", "cheat_timer")])
+def test_time_all_plumbing_on_the_cpu(tmp_path, monkeypatch, name, kind):
+    """worker.time_all end to end with do_bench and the device synchronise stood in for
+    (the figures are the GPU's business: test_gpu.py): the launch check and the tamper
+    check run under the clock, and a timed result is written."""
+    import json
+
+    from optimizer.sandbox import tamper as tamper_mod
+    from optimizer.sandbox import timing
+    from optimizer.sandbox import worker as worker_mod
+
+    worker, module = _checked_worker(tmp_path, name)
+
+    def fake_do_bench(fn, warmup=25, rep=100, quantiles=None, return_mode="mean"):
+        for _ in range(8):
+            fn()
+        return [0.9, 1.0, 1.1] if quantiles else 1.0
+
+    monkeypatch.setattr(timing, "_do_bench", fake_do_bench)
+    monkeypatch.setattr(timing, "_SYNCHRONIZE", lambda: None)
+    monkeypatch.setattr(worker_mod, "_spin_up_clocks", lambda: None)
+    worker.snapshot = tamper_mod.Snapshot(task_module="kernels.softmax")  # after the stand-ins
+    assert worker.time_all(module) is (kind is None)
+    written = json.loads((tmp_path / "result.json").read_text())
+    if kind is None:
+        assert worker.out["timings"]["rows=4,cols=128"] == pytest.approx([1.0, 0.2])
+        assert worker.out["stage"] == "performance"
+    else:
+        assert written["error_kind"] == kind and written["stage"] == "performance"
+        assert "under the clock run() launched" in written["error_message"]
