@@ -5,7 +5,10 @@ alternating, plus the bare start of the jail around a Python that does nothing.
     python benchmarks/sandbox_overhead.py [--runs 5] [--task softmax]
 
 Prints medians and every figure; on a GPU host the evaluation is timed too (the naive
-kernel on its edge shapes), so the figure includes compiling into a fresh Triton cache.
+kernel on its edge shapes), so the figure includes compiling into a fresh Triton cache;
+a third row runs uncontained and reuses one Triton cache across evaluations: against the
+plain row, what the fresh cache costs (the evaluator keeps it fresh per candidate so that
+no candidate can plant compiled kernels for the next).
 """
 
 from __future__ import annotations
@@ -55,15 +58,27 @@ def main() -> None:
         raise SystemExit(f"no namespaces on this host ({reason}): nothing to compare")
     real = jail.unavailable_reason
     figures: dict[str, list[float]] = {"evaluation, namespaces": [], "evaluation, plain": [],
+                                       "plain + shared cache": [],
                                        "bare start, namespaces": [], "bare start, plain": []}
     _evaluation_s(args.task)  # first run: caches and page cache warm
+    shared = tempfile.mkdtemp(prefix="kernelkb_shared_triton_")
+    fresh_env = runner.worker_env
+
+    def shared_env(*a, **k):  # type: ignore[no-untyped-def]
+        env = fresh_env(*a, **k)
+        env["TRITON_CACHE_DIR"] = shared
+        return env
+
     for _ in range(args.runs):
         figures["evaluation, namespaces"].append(_evaluation_s(args.task))
         jail.unavailable_reason = lambda: "off for the comparison"  # type: ignore[assignment]
         try:
             figures["evaluation, plain"].append(_evaluation_s(args.task))
+            runner.worker_env = shared_env  # type: ignore[assignment]
+            figures["plain + shared cache"].append(_evaluation_s(args.task))
         finally:
             jail.unavailable_reason = real
+            runner.worker_env = fresh_env
         figures["bare start, namespaces"].append(_bare_start_s(True))
         figures["bare start, plain"].append(_bare_start_s(False))
     for name, values in figures.items():
