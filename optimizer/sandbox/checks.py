@@ -26,8 +26,10 @@ class ErrorStats:
     mismatch_share: float
     mismatches: int
     elements: int
-    first_mismatch: tuple[int, ...] | None
+    first_mismatch: tuple[int, ...] | None  # coordinates inside first_output
     nonfinite: int  # NaN / inf in the output where the reference is finite
+    first_output: int | None = None  # which output (for ops returning several)
+    outputs: int = 1
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -53,22 +55,37 @@ def error_stats(out: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float) 
     134M-element output takes milliseconds (on the host CPU it took seconds and
     dominated a round), and the chunks keep memory flat when many sandboxes share one GPU.
     """
-    o_all = out.detach().reshape(-1)
-    r_all = ref.detach().to(o_all.device).reshape(-1)
+    return _stats_over([out], [ref], atol, rtol)
+
+
+def _stats_over(outs: Sequence[torch.Tensor], refs: Sequence[torch.Tensor], atol: float,
+                rtol: float) -> ErrorStats:
+    """One set of statistics over several outputs, the first mismatch located by output
+    and by coordinates inside it (not by a flat offset into all outputs joined)."""
     acc = _Accumulator()
-    for start in range(0, o_all.numel(), CHUNK):
-        acc.add(o_all[start:start + CHUNK].double(), r_all[start:start + CHUNK].double(),
-                start, atol, rtol)
+    first: tuple[int, ...] | None = None
+    first_output: int | None = None
+    elements = 0
+    for index, (out, ref) in enumerate(zip(outs, refs, strict=True)):
+        o_all = out.detach().reshape(-1)
+        r_all = ref.detach().to(o_all.device).reshape(-1)
+        acc.first_over = None
+        for start in range(0, o_all.numel(), CHUNK):
+            acc.add(o_all[start:start + CHUNK].double(), r_all[start:start + CHUNK].double(),
+                    start, atol, rtol)
+        if acc.first_over is not None and first is None:
+            first = tuple(int(i) for i in _unravel(acc.first_over, tuple(out.shape)))
+            first_output = index
+        elements += o_all.numel()
     count = acc.over
-    first = (tuple(int(i) for i in _unravel(acc.first_over, tuple(out.shape)))
-             if acc.first_over is not None else None)
     mean_ref = acc.ref_abs_sum / acc.ref_finite if acc.ref_finite else 0.0
     return ErrorStats(
         max_abs_err=acc.max_abs, max_rel_err=acc.max_rel,
         mean_abs_err=acc.abs_sum / acc.finite if acc.finite else 0.0,
         bias=(acc.diff_sum / acc.finite) / mean_ref if acc.finite and mean_ref > 0 else 0.0,
-        mismatch_share=count / max(1, o_all.numel()), mismatches=count,
-        elements=o_all.numel(), first_mismatch=first, nonfinite=acc.nonfinite,
+        mismatch_share=count / max(1, elements), mismatches=count,
+        elements=elements, first_mismatch=first, nonfinite=acc.nonfinite,
+        first_output=first_output, outputs=len(outs),
     )
 
 
@@ -125,11 +142,17 @@ def compare_outputs(out: Any, ref: Any, atol: float, rtol: float) -> ErrorStats 
             return f"output {i} has shape {tuple(o.shape)}, expected {tuple(r.shape)}"
         if o.dtype != r.dtype:
             return f"output {i} has dtype {o.dtype}, expected {r.dtype}"
-    if len(outs) == 1:
-        return error_stats(outs[0], refs[0], atol, rtol)
-    cat_o = torch.cat([o.detach().reshape(-1) for o in outs])
-    cat_r = torch.cat([r.detach().reshape(-1).to(cat_o.device, cat_o.dtype) for r in refs])
-    return error_stats(cat_o, cat_r, atol, rtol)
+    return _stats_over(outs, refs, atol, rtol)
+
+
+def plain_tensor_problem(value: Any) -> str | None:
+    """Outputs must be plain tensors: a Tensor subclass can override the very operations
+    the checks run on it (``__torch_function__``) and answer them falsely."""
+    for i, t in enumerate(flatten_tensors(value)):
+        if type(t) is not torch.Tensor:
+            return (f"output {i} is a {type(t).__module__}.{type(t).__name__}, not a plain "
+                    "torch.Tensor")
+    return None
 
 
 def shape_verdict(stats: ErrorStats, max_bias: float) -> str | None:
@@ -141,11 +164,25 @@ def shape_verdict(stats: ErrorStats, max_bias: float) -> str | None:
     return None
 
 
+def mismatch_location(stats: ErrorStats) -> str:
+    """'output 1, row 3, column 5' (2-D), 'output 0, index (0, 2, 1, 7)' (n-D); the output
+    is named only when the op returns several."""
+    coords = stats.first_mismatch or ()
+    parts = [f"output {stats.first_output}"] if stats.outputs > 1 else []
+    if len(coords) == 2:
+        parts.append(f"row {coords[0]}, column {coords[1]}")
+    elif len(coords) == 1:
+        parts.append(f"element {coords[0]}")
+    else:
+        parts.append(f"index {tuple(coords)}")
+    return ", ".join(parts)
+
+
 def describe_failure(kind: str, label: str, stats: ErrorStats, max_bias: float) -> str:
     if kind == "bias":
         return (f"({label}): systematic bias {stats.bias:+.2e} of the mean |reference| "
                 f"(limit {max_bias:.0e}), although every element is within tolerance")
-    where = f", first at index {stats.first_mismatch}" if stats.first_mismatch else ""
+    where = f", first at {mismatch_location(stats)}" if stats.first_mismatch else ""
     nan = f", {stats.nonfinite} NaN/inf" if stats.nonfinite else ""
     return (f"({label}): {stats.mismatches} of {stats.elements} elements over tolerance"
             f"{where}{nan}; max abs err {stats.max_abs_err:.3g}")

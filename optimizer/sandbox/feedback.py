@@ -53,7 +53,15 @@ def _err_line(r: EvalResult) -> str:
 
 
 def render(r: EvalResult) -> str:
-    """The agent-facing text."""
+    """The agent-facing text, with a last line when the candidate ran uncontained."""
+    text = _render_layers(r)
+    if r.containment and r.containment.startswith("uncontained"):
+        text += (f"\nsandbox: {r.containment}; the candidate ran with a scrubbed environment "
+                 "and a fresh working directory only")
+    return text
+
+
+def _render_layers(r: EvalResult) -> str:
     if r.stage in ("syntax", "compile", "run") and r.error_kind:
         head = {"syntax": "syntax", "compile": "compile", "run": "run"}[r.stage]
         lines = [f"{head}: FAILED ({r.error_kind})", r.error_message or ""]

@@ -22,6 +22,9 @@ ERROR_KINDS: tuple[str, ...] = (
     "crash",
     "timeout",
     "out_of_memory",
+    "cheat_tamper",
+    "cheat_timer",
+    "torch_compute",
     "cheat_unsynchronised",
     "cheat_input_modified",
     "cheat_aliasing",
@@ -100,6 +103,7 @@ class EvalResult:
     config: dict[str, Any] = field(default_factory=dict)
     source_hash: str = ""
     wall_s: float | None = None
+    containment: str | None = None  # "namespaces", or "uncontained: <why>" (runner.py)
 
     def timings_median(self) -> dict[str, float]:
         """shape label -> median ms, the form a child's evaluation compares against."""

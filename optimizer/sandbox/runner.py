@@ -9,6 +9,12 @@ into a classified failure.
 Memory: on the CPU the worker's address space is capped with RLIMIT_AS. On a GPU that is
 impossible (CUDA reserves huge virtual ranges), so the limit becomes
 ``torch.cuda.set_per_process_memory_fraction`` inside the worker instead.
+
+Containment (jail.py): the worker gets a scrubbed environment (``worker_env``: no API
+keys, tokens or ``KERNELKB_*``; HOME, TMPDIR and the Triton cache inside the evaluation's
+own directory, which is also its working directory) and runs in user, mount, network and
+PID namespaces where the host allows them. Where it does not, the run goes on with the
+scrubbed environment alone, a warning is logged and the outcome says it was not contained.
 """
 
 from __future__ import annotations
@@ -21,9 +27,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from optimizer.sandbox import jail
 from optimizer.sandbox.errors import classify_exit
 
 log = logging.getLogger(__name__)
@@ -41,6 +49,7 @@ class WorkerOutcome:
     stderr_tail: str
     returncode: int | None
     wall_s: float
+    containment: str = "namespaces"  # or "uncontained: <why>"
 
 
 def _limit_address_space(limit_mb: int) -> Any:
@@ -55,7 +64,7 @@ def _limit_address_space(limit_mb: int) -> Any:
 
 def run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
                mem_limit_mb: int | None) -> WorkerOutcome:
-    """Run one request in a fresh ``python -m optimizer.sandbox.worker`` process."""
+    """Run one request in a fresh, contained ``python -m optimizer.sandbox.worker``."""
     with tempfile.TemporaryDirectory(prefix="kernelkb_sandbox_") as tmp:
         request = {**request, "result_path": os.path.join(tmp, "result.json")}
         if use_gpu:
@@ -63,11 +72,18 @@ def run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
         request_path = os.path.join(tmp, "request.json")
         with open(request_path, "w") as handle:
             json.dump(request, handle)
-        env = {**os.environ, "PYTHONPATH": _pythonpath(), "PYTHONUNBUFFERED": "1"}
-        if use_gpu:
-            env.pop("TRITON_INTERPRET", None)
+        run_id = uuid.uuid4().hex
+        env = worker_env(os.environ, tmp, use_gpu=use_gpu, run_id=run_id)
+        argv = [sys.executable, "-m", "optimizer.sandbox.worker", request_path]
+        reason = jail.unavailable_reason()
+        if reason is None:
+            argv = jail.command(argv, workdir=tmp, cwd=env["HOME"], hide=hidden_paths(),
+                                keep=kept_paths())
+            containment = "namespaces"
         else:
-            env["TRITON_INTERPRET"] = "1"
+            log.warning("sandbox: no namespaces here (%s); the candidate runs with a "
+                        "scrubbed environment only", reason)
+            containment = f"uncontained: {reason}"
         preexec = None
         if not use_gpu:
             preexec = _limit_address_space(mem_limit_mb or DEFAULT_CPU_MEM_LIMIT_MB)
@@ -75,9 +91,8 @@ def run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
         start = time.monotonic()
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "optimizer.sandbox.worker", request_path],
-                stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env, cwd=_PROJECT_ROOT,
-                start_new_session=True, preexec_fn=preexec,
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
+                cwd=env["HOME"], start_new_session=True, preexec_fn=preexec,
             )
             timed_out = False
             try:
@@ -88,6 +103,9 @@ def run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
             except BaseException:  # Ctrl-C / SIGTERM here: the worker has its own session
                 _kill_group(proc)
                 raise
+            finally:
+                _kill_group(proc)
+                _kill_marked(run_id)
         wall = time.monotonic() - start
         stdout_tail, stderr_tail = _tail(out_path), _tail(err_path)
         data = _read_json(request["result_path"])
@@ -100,7 +118,75 @@ def run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
             data = {**data, "final": True, "stage": data.get("stage") or stage,
                     "error_kind": kind, "error_message": where + message,
                     "failing_shapes": data.get("failing_shapes", []) + failing}
-        return WorkerOutcome(data, stdout_tail, stderr_tail, proc.returncode, wall)
+        return WorkerOutcome(data, stdout_tail, stderr_tail, proc.returncode, wall,
+                             containment)
+
+
+# What Python, Triton and CUDA need from the parent's environment; nothing else passes
+# (API keys, tokens, KERNELKB_* settings, proxies stay behind).
+_ENV_NAMES = frozenset({"PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME",
+                        "CUDA_PATH", "LANG", "LC_ALL", "OMP_NUM_THREADS", "MKL_NUM_THREADS"})
+_ENV_PREFIXES = ("TRITON_", "CUDA_", "PYTORCH_", "NVIDIA_")
+_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+RUN_ID_VAR = "SANDBOX_RUN_ID"
+
+
+def worker_env(parent: Any, evaldir: str, *, use_gpu: bool, run_id: str) -> dict[str, str]:
+    """The worker's whole environment: the allowed names from ``parent``, and HOME,
+    TMPDIR, the working directory and the Triton cache inside the evaluation's directory
+    (a fresh cache per candidate: a shared one could be poisoned for the next)."""
+    env = {k: v for k, v in parent.items()
+           if (k in _ENV_NAMES or k.startswith(_ENV_PREFIXES))
+           and not any(word in k.upper() for word in _SECRET_WORDS)}
+    for name in ("home", "tmp", "triton"):
+        os.makedirs(os.path.join(evaldir, name), exist_ok=True)
+    env.update(HOME=os.path.join(evaldir, "home"), TMPDIR=os.path.join(evaldir, "tmp"),
+               TRITON_CACHE_DIR=os.path.join(evaldir, "triton"), PYTHONPATH=_PROJECT_ROOT,
+               PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", **{RUN_ID_VAR: run_id})
+    env.setdefault("PATH", os.defpath)
+    if use_gpu:
+        env.pop("TRITON_INTERPRET", None)
+    else:
+        env["TRITON_INTERPRET"] = "1"
+    return env
+
+
+def hidden_paths() -> list[str]:
+    """Covered by empty tmpfs inside the jail: the project (and with it the task modules
+    and a store kept there), the parent's working directory and HOME, shared temporary
+    space, and any path a KERNELKB_* setting names (the store, the service's data)."""
+    paths = [_PROJECT_ROOT, os.getcwd(), os.path.expanduser("~"), "/root", "/home", "/tmp",
+             "/var/tmp", "/dev/shm"]
+    for name, value in os.environ.items():
+        if name.startswith("KERNELKB_") and os.path.isabs(value):
+            paths.append(value if os.path.isdir(value) else os.path.dirname(value))
+    return [p for p in paths if p and p != "/" and os.path.isdir(p)]
+
+
+def kept_paths() -> list[str]:
+    """Bound back read-only: the code the worker imports and the Python that runs it."""
+    import numpy
+    import torch
+    import triton
+
+    paths = [os.path.join(_PROJECT_ROOT, "kernels"), os.path.join(_PROJECT_ROOT, "optimizer"),
+             sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))]
+    for module in (torch, triton, numpy):
+        paths.append(os.path.dirname(os.path.dirname(os.path.realpath(module.__file__))))
+    return list(dict.fromkeys(paths))
+
+
+def _kill_marked(run_id: str) -> None:
+    """End every process still carrying this run's id (the fallback without a PID
+    namespace: children that left the process group with setsid)."""
+    marker = f"{RUN_ID_VAR}={run_id}".encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as handle:
+                if marker in handle.read().split(b"\0"):
+                    os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            continue
 
 
 def _timeout(progress: dict[str, Any], timeout_s: float) -> dict[str, Any]:
@@ -118,7 +204,7 @@ def _timeout(progress: dict[str, Any], timeout_s: float) -> dict[str, Any]:
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
 
@@ -139,6 +225,3 @@ def _tail(path: str) -> str:
         return handle.read().decode(errors="replace")
 
 
-def _pythonpath() -> str:
-    existing = os.environ.get("PYTHONPATH")
-    return _PROJECT_ROOT + (os.pathsep + existing if existing else "")

@@ -23,8 +23,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from triton.testing import do_bench as _do_bench
+
+from optimizer.sandbox.tamper import HELD_PERF_COUNTER
 
 log = logging.getLogger(__name__)
+# Held at import, before any candidate is: a candidate that rebinds
+# triton.testing.do_bench does not reach this name (and tamper.py reports the rebinding).
+_SYNCHRONIZE = torch.cuda.synchronize
+WALL_CALLS = 50  # calls timed back to back by the wall-clock cross-check
+WALL_SHARE = 0.7  # a benchmark figure under this share of wall-clock time per call is suspect
 
 SUSPECT_SPEEDUP = 10.0
 UNSYNC_RATIO = 2.0
@@ -73,21 +81,18 @@ def measure(call: Callable[[], Any], rep_ms: int = 100,
 
 
 def _quantiles(call: Callable[[], Any], rep_ms: int) -> tuple[float, float]:
-    from triton.testing import do_bench
-
-    q25, q50, q75 = do_bench(call, warmup=25, rep=rep_ms, quantiles=[0.25, 0.5, 0.75])
+    q25, q50, q75 = _do_bench(call, warmup=25, rep=rep_ms, quantiles=[0.25, 0.5, 0.75])
     return float(q50), float(q75 - q25)
 
 
 def measure_synced(call: Callable[[], Any], rep_ms: int = 100) -> float:
     """Median ms when every call ends with a device-wide synchronise before the clock."""
-    from triton.testing import do_bench
 
     def synced() -> None:
         call()
-        torch.cuda.synchronize()
+        _SYNCHRONIZE()
 
-    return float(do_bench(synced, warmup=10, rep=rep_ms, return_mode="median"))
+    return float(_do_bench(synced, warmup=10, rep=rep_ms, return_mode="median"))
 
 
 def time_shape(call: Callable[[], Any], *, parent_ms: float | None, floor_ms: float | None,
@@ -112,11 +117,33 @@ def time_shape(call: Callable[[], Any], *, parent_ms: float | None, floor_ms: fl
                 parent_ms = timing.parent_retimed_ms
         timing.suspect_reasons = _too_good(median, parent_ms, floor_ms)
     timing.synced_ms = measure_synced(call)
+    wall = wall_ms_per_call(call)
+    if wall is not None and median < WALL_SHARE * wall:
+        timing.suspect_reasons.append(
+            f"{median:.4f} ms on the benchmark clock but {wall:.4f} ms per call of wall-clock "
+            f"time over {WALL_CALLS} back-to-back calls: the clock may be tampered with")
     if timing.synced_ms > UNSYNC_RATIO * median + UNSYNC_SLACK_MS:
         timing.suspect_reasons.append(
             f"{median:.4f} ms on the stream clock but {timing.synced_ms:.4f} ms with the "
             "device synchronised: work may run on another stream after the clock stops")
     return timing
+
+
+def wall_ms_per_call(call: Callable[[], Any], calls: int = WALL_CALLS) -> float | None:
+    """Wall-clock ms per call over back-to-back calls, on a clock held since import; None
+    when the calls are bound by their host side (then wall time says nothing of the GPU
+    time: the queue never fills), i.e. when syncing adds under half to the host time."""
+    _SYNCHRONIZE()
+    began = HELD_PERF_COUNTER()
+    for _ in range(calls):
+        call()
+    queued = HELD_PERF_COUNTER()
+    _SYNCHRONIZE()
+    ended = HELD_PERF_COUNTER()
+    host, total = queued - began, ended - began
+    if total < 1.5 * host:
+        return None
+    return total / calls * 1e3
 
 
 def _faster_than_parent(median: float, parent_ms: float | None) -> bool:

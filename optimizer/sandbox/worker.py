@@ -1,5 +1,10 @@
 """The child process: load one candidate, check it on every shape, time it on a GPU.
 
+Before the candidate is imported the worker wraps Triton's launch path and snapshots
+what the harness relies on (provenance.py, tamper.py); after the import and after every
+call it checks the snapshot, and every checked call is recorded so that an output not
+computed by the candidate's own Triton kernels is rejected (``torch_compute``).
+
 Run as ``python -m optimizer.sandbox.worker REQUEST.json``. The request names the
 result file; the worker writes its progress there (stage and shape) before each step,
 so when it hangs or dies the parent still knows where, then the final result. stdout
@@ -14,25 +19,35 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
 import torch
 
 from kernels.base import DTYPES, Task, get_task, load_candidate
-from optimizer.sandbox import checks
+from optimizer.sandbox import checks, provenance, tamper, timing
 from optimizer.sandbox.errors import classify_exception, exception_message, trim
 
 log = logging.getLogger("optimizer.sandbox.worker")
 
 CANDIDATE_FILE = "candidate.py"
 TIMING_INPUT_SETS = 3
-_SEVERITY = ("cheat_unsynchronised", "cheat_input_modified", "cheat_aliasing",
+_SEVERITY = ("torch_compute", "cheat_unsynchronised", "cheat_input_modified", "cheat_aliasing",
              "cheat_cached_output", "wrong_result", "bias")
 
 
 class ShapeFailure(Exception):
     """A shape failed a check (not an exception of the candidate's own)."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class Tampered(Exception):
+    """The candidate replaced something the harness relies on: stop at once."""
 
     def __init__(self, kind: str, message: str):
         super().__init__(message)
@@ -54,6 +69,9 @@ class Worker:
                                     "per_shape": {}, "failing_shapes": [], "checked": [],
                                     "wall_s": {}}
         self._clock = time.perf_counter()
+        self.tracker: provenance.Tracker | None = None
+        self.snapshot: tamper.Snapshot | None = None
+        self.expected_launches: dict[str, tuple[int, set[tuple[Any, ...]]]] = {}
 
     def lap(self, what: str) -> None:
         """Wall seconds per step (load, check and timing of each shape), for the log."""
@@ -79,20 +97,48 @@ class Worker:
         self.write()
 
     # -- the layers -------------------------------------------------------------------
+    def guard(self, when: str) -> None:
+        """Raise Tampered if anything the harness relies on was replaced."""
+        changes = self.snapshot.changes() if self.snapshot else []
+        broken = self.tracker.tampered() if self.tracker else None
+        if broken:
+            changes.append(tamper.Change(broken, timing=False))
+        if changes:
+            kind, message = tamper.describe(changes)
+            raise Tampered(kind, f"{message} (seen {when})")
+
     def evaluate(self) -> None:
         self.progress("syntax")
+        self.tracker = provenance.install(candidate_file="")
+        self.tracker.warm_up()  # lazy imports that rebind torch attributes happen now
+        main = sys.modules.get("__main__")
+        self.snapshot = tamper.Snapshot(
+            task_module=self.task.reference.__module__,
+            extra=("__main__",) if getattr(main, "Worker", None) is Worker else ())
         try:
-            module = load_candidate(self.request["source"], module_name="candidate")
+            with self.tracker.importing():
+                module = load_candidate(self.request["source"], module_name="candidate")
         except BaseException as err:  # noqa: B036 - anything the candidate's import raises
             stage, kind = classify_exception(err, stage="syntax")
             self.fail(stage, kind, exception_message(err, CANDIDATE_FILE), traceback.format_exc())
             return
+        self.tracker.candidate_file = getattr(module, "__file__", "") or ""
+        try:
+            self.guard("after the import")
+            self.check_all(module)
+        except Tampered as err:
+            self.fail("correctness", err.kind, str(err))
+
+    def check_all(self, module: ModuleType) -> None:
         self.lap("load")
         for shape in self.shapes:
             label = self.task.shape_label(shape)
             self.progress("run", label)
             try:
                 self.check_shape(module.run, shape, label)
+            except Tampered:
+                self.out["failing_shapes"].append(label)
+                raise
             except ShapeFailure as failure:
                 self.out["failing_shapes"].append(label)
                 self.out.setdefault("failures", []).append([failure.kind, str(failure)])
@@ -113,7 +159,8 @@ class Worker:
             return
         self.out.update(stage="correctness", error_kind=None)
         if self.request.get("timing") and self.device == "cuda":
-            self.time_all(module)
+            if not self.time_all(module):
+                return
         self.out["final"] = True
         self.write()
 
@@ -123,7 +170,8 @@ class Worker:
     def check_shape(self, run: Any, shape: tuple[int, ...], label: str) -> None:
         """Every seed on the SAME input storage (fresh values copied in), so an output
         cached by input pointer comes back stale; earlier outputs stay alive so a reused
-        output buffer is visible."""
+        output buffer is visible. The reference runs after the candidate, so no answer
+        sits in memory for the candidate to find."""
         inputs: list[Any] | None = None
         earlier_outs: list[torch.Tensor] = []
         previous: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None
@@ -137,11 +185,9 @@ class Worker:
                     if isinstance(x, torch.Tensor):
                         x.copy_(f)
             saved = checks.snapshot(inputs)
-            ref_inputs = checks.snapshot(inputs)
+            out, rule_broken = self.tracked_call(run, inputs, label, record=s == 0)
+            ref_inputs = checks.snapshot(saved)
             ref = self.task.reference(*ref_inputs)
-            out = run(*inputs)
-            if self.device == "cuda":
-                torch.cuda.synchronize()
             outs = checks.flatten_tensors(out)
             expected = {i: ref_inputs[i] for i in self.mutated}
             changed = checks.modified_inputs(inputs, saved, expected)
@@ -155,6 +201,8 @@ class Worker:
             alias = checks.aliasing(outs, inputs, earlier_outs)
             if alias:
                 raise ShapeFailure("cheat_aliasing", f"({label}): {alias}")
+            if rule_broken:
+                raise ShapeFailure("torch_compute", f"({label}): {rule_broken}")
             stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
             if isinstance(stats, str):
                 raise ShapeFailure("wrong_result", f"({label}): {stats}")
@@ -167,9 +215,58 @@ class Worker:
                     verdict, label, stats, self.tol.max_bias))
             if self.device == "cuda" and s == 0:
                 self.check_stream_order(run, inputs, saved, ref, label)
+                self.guard(f"after a call on ({label})")
             earlier_outs.extend(o.detach() for o in outs)
             previous = ([o.detach().clone() for o in outs],
                         [r.detach().clone() for r in checks.flatten_tensors(ref)])
+        self.check_counterfactual(run, shape, label)
+
+    def tracked_call(self, run: Any, inputs: list[Any], label: str, record: bool
+                     ) -> tuple[Any, str | None]:
+        """One recorded call, the tamper check after it; (output, why the Triton-only
+        rule was broken or None): the caller reports a replayed or aliased output first,
+        being the more specific diagnosis."""
+        assert self.tracker is not None
+        with self.tracker.call(inputs):
+            out = run(*inputs)
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        self.guard(f"after a call on ({label})")
+        plain = checks.plain_tensor_problem(out)
+        if plain:
+            raise ShapeFailure("wrong_result", f"({label}): {plain}")
+        written = [inputs[i] for i in self.mutated if isinstance(inputs[i], torch.Tensor)]
+        problem = self.tracker.violation(checks.flatten_tensors(out), written)
+        if record:
+            sigs = self.tracker.signatures(own_only=True)
+            self.expected_launches[label] = (len(sigs), set(sigs))
+        return out, problem
+
+    def check_counterfactual(self, run: Any, shape: tuple[int, ...], label: str) -> None:
+        """Once more with every Triton launch skipped and fresh allocations NaN: an output
+        still right then did not come from the kernels, whatever route it took."""
+        assert self.tracker is not None
+        inputs = self.make_inputs(shape, seed=0)
+        ref = self.task.reference(*checks.snapshot(inputs))
+        try:
+            with self.tracker.call(inputs, skip_launches=True):
+                out = run(*inputs)
+            if self.device == "cuda":
+                torch.cuda.synchronize()
+        except Exception:  # noqa: BLE001 - failing without its kernels is the honest outcome
+            return
+        finally:
+            self.guard(f"after a call on ({label})")
+        if checks.plain_tensor_problem(out):
+            return
+        outs = checks.flatten_tensors(out)
+        if not outs or not sum(o.numel() for o in outs):
+            return
+        stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
+        if not isinstance(stats, str) and checks.shape_verdict(stats, self.tol.max_bias) is None:
+            raise ShapeFailure("torch_compute", (
+                f"({label}): the output was still correct with every Triton launch skipped, "
+                f"so it was not computed by the candidate's kernels; {provenance.RULE}"))
 
     def check_stream_order(self, run: Any, inputs: list[Any], saved: list[Any], ref: Any,
                            label: str) -> None:
@@ -189,8 +286,9 @@ class Worker:
         edge = {tuple(s) for s in self.task.edge_shapes}
         return [s for s in self.shapes if s not in edge] or self.shapes
 
-    def time_all(self, module: ModuleType) -> None:
-        from optimizer.sandbox import timing
+    def time_all(self, module: ModuleType) -> bool:
+        """Time every sweep shape; False when the candidate was caught tampering or doing
+        other work under the clock than when it was checked (the failure is written)."""
         from optimizer.sandbox.compiled_info import kernel_resources
 
         self.progress("performance")
@@ -199,22 +297,69 @@ class Worker:
         timings, reasons, retimed = {}, [], {}
         parent_run = _ParentRunner(self.request.get("parent_source"))
         _spin_up_clocks()
-        for shape in self.timed_shapes():
-            label = self.task.shape_label(shape)
-            self.progress("performance", label)
-            sets = [self.make_inputs(shape, seed=100 + k) for k in range(TIMING_INPUT_SETS)]
-            floor = timing.floor_ms(self.task.bytes_moved(shape, self.dtype),
-                                    self.task.flops(shape, self.dtype), peaks)
-            result = timing.time_shape(
-                timing.rotating(module.run, sets), parent_ms=parent.get(label), floor_ms=floor,
-                parent_call=lambda sets=sets: parent_run.call(sets))
-            timings[label] = [result.median_ms, result.iqr_ms]
-            if result.parent_retimed_ms is not None:
-                retimed[label] = result.parent_retimed_ms
-            self.lap(f"time {label}")
-            reasons += [f"({label}) {r}" for r in result.suspect_reasons]
+        try:
+            for shape in self.timed_shapes():
+                label = self.task.shape_label(shape)
+                self.progress("performance", label)
+                sets = [self.make_inputs(shape, seed=100 + k) for k in range(TIMING_INPUT_SETS)]
+                floor = timing.floor_ms(self.task.bytes_moved(shape, self.dtype),
+                                        self.task.flops(shape, self.dtype), peaks)
+                call = _Counted(timing.rotating(module.run, sets))
+                with self.counting_launches() as tracker:
+                    result = timing.time_shape(
+                        call, parent_ms=parent.get(label), floor_ms=floor,
+                        parent_call=lambda sets=sets: parent_run.call(sets))
+                self.guard(f"after timing ({label})")
+                self.check_timed_launches(label, call.calls, tracker)
+                timings[label] = [result.median_ms, result.iqr_ms]
+                if result.parent_retimed_ms is not None:
+                    retimed[label] = result.parent_retimed_ms
+                self.lap(f"time {label}")
+                reasons += [f"({label}) {r}" for r in result.suspect_reasons]
+        except Tampered as err:
+            self.out["failing_shapes"].append(label)
+            self.fail("performance", err.kind, str(err))
+            return False
         self.out.update(stage="performance", timings=timings, suspect_reasons=reasons,
                         parent_retimed=retimed, resources=kernel_resources(module))
+        return True
+
+    @contextmanager
+    def counting_launches(self) -> Iterator[provenance.Tracker]:
+        assert self.tracker is not None
+        tracker = self.tracker
+        tracker.counted, tracker.sampled, tracker.counting = 0, set(), True
+        try:
+            yield tracker
+        finally:
+            tracker.counting = False
+
+    def check_timed_launches(self, label: str, calls: int, tracker: provenance.Tracker) -> None:
+        """Under the clock, run() must launch what it launched when checked: the same
+        number of the candidate's kernels per call, with the same grid and arguments."""
+        expected = self.expected_launches.get(label)
+        if expected is None or not calls:
+            return
+        per_call, signatures = expected
+        odd = [sig for sig in tracker.sampled if sig not in signatures]
+        if tracker.counted != per_call * calls or odd:
+            seen = f"{tracker.counted / calls:.2f}"
+            detail = f"; e.g. {odd[0][0]} launched with other grid/arguments" if odd else ""
+            raise Tampered("cheat_timer", (
+                f"({label}): under the clock run() launched {seen} of the candidate's Triton "
+                f"kernels per call, {per_call} when checked{detail}: the timed work must be "
+                "the checked work"))
+
+
+class _Counted:
+    """The timed call, counted (the launches per call are compared with the checks)."""
+
+    def __init__(self, call: Any) -> None:
+        self.call, self.calls = call, 0
+
+    def __call__(self) -> Any:
+        self.calls += 1
+        return self.call()
 
 
 class _ParentRunner:
@@ -226,8 +371,6 @@ class _ParentRunner:
         self.source, self.module, self.failed = source, None, not source
 
     def call(self, sets: list[list[Any]]) -> Any:
-        from optimizer.sandbox import timing
-
         if self.module is None and not self.failed:
             try:
                 self.module = load_candidate(self.source, module_name="parent")
@@ -268,8 +411,6 @@ def _worse(stats: checks.ErrorStats, worst: dict[str, Any]) -> bool:
 
 def measure_baseline(request: dict[str, Any]) -> dict[str, Any]:
     """Reference (PyTorch eager) median per shape, timed like a candidate."""
-    from optimizer.sandbox import timing
-
     task, dtype = get_task(request["task"]), DTYPES[request["dtype"]]
     out: dict[str, float] = {}
     for shape in (tuple(s) for s in request["shapes"]):

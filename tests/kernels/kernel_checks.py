@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from kernels.base import DTYPES, Shape, Task, load_candidate
+from optimizer.sandbox import provenance
 
 
 def _mismatch_report(
@@ -116,6 +117,17 @@ def candidate_for(task: Task, config: Mapping[str, Any] | None = None) -> Module
     return _load_source(task.render(dict(config or {})))
 
 
+def run_tracked(task: Task, module: ModuleType, inputs: list[Any], label: str) -> Any:
+    """``module.run(*inputs)``, asserting the evaluator's Triton-only rule held."""
+    tracker = provenance.install(module.__file__)
+    with tracker.call(inputs):
+        actual = module.run(*inputs)
+    written = [inputs[i] for i in task.mutated_inputs]
+    problem = tracker.violation(_as_tensors(actual), written)
+    assert problem is None, f"{label}: {problem}"
+    return actual
+
+
 def check_config(
     task: Task,
     config: Mapping[str, Any] | None,
@@ -125,10 +137,13 @@ def check_config(
     seed: int,
     device: str,
 ) -> None:
-    """Run one config of a task on one shape and dtype, and assert it matches the reference."""
+    """Run one config of a task on one shape and dtype, and assert it matches the reference
+    and keeps the evaluator's Triton-only rule (optimizer/sandbox/provenance.py)."""
     module = candidate_for(task, config)
-    inputs = task.make_inputs(shape, DTYPES[dtype_name], seed, device)
-    expected = task.reference(*inputs)
-    actual = module.run(*inputs)
+    inputs = list(task.make_inputs(shape, DTYPES[dtype_name], seed, device))
     label = f"{task.name} {task.shape_label(shape)} {dtype_name} config={dict(config or {})}"
+    actual = run_tracked(task, module, inputs, label)
+    expected = task.reference(*[x.clone() if isinstance(x, torch.Tensor) else x
+                                for x in task.make_inputs(shape, DTYPES[dtype_name], seed,
+                                                          device)])
     assert_task_close(task, dtype_name, actual, expected, label=label)

@@ -13,7 +13,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from kernel_checks import assert_task_close, candidate_for
+from kernel_checks import assert_task_close, candidate_for, run_tracked
 
 from kernels.attention import CACHE_SLACK, apply_rope, rope_cos_sin
 from kernels.base import DTYPES, Shape, get_task, load_candidate
@@ -36,8 +36,8 @@ def check_attention(config, shape: Shape, dtype: str, *, seed: int, device: str)
     inputs = TASK.make_inputs(shape, DTYPES[dtype], seed, device)
     ref_inputs, cand_inputs = _clone(inputs), _clone(inputs)
     expected = TASK.reference(*ref_inputs)
-    actual = candidate_for(TASK, config).run(*cand_inputs)
     label = f"attention {TASK.shape_label(shape)} {dtype} config={dict(config or {})}"
+    actual = run_tracked(TASK, candidate_for(TASK, config), cand_inputs, label)
     assert_task_close(TASK, dtype, actual, expected, label=f"{label} output")
     for i in TASK.mutated_inputs:
         assert_task_close(TASK, dtype, cand_inputs[i], ref_inputs[i], label=f"{label} input {i}")

@@ -101,3 +101,15 @@ def test_worker_times_the_sweep_shapes_not_the_edge_shapes(tmp_path):
     alone = Worker({"result_path": str(tmp_path / "r.json"), "task": "softmax",
                     "dtype": "float16", "shapes": [list(s) for s in task.edge_shapes]})
     assert alone.timed_shapes() == list(task.edge_shapes)
+
+
+def test_a_mismatch_in_the_second_output_names_that_output_and_its_row_and_column():
+    q, k = torch.ones(3, 5), torch.ones(4, 6)
+    bad_k = k.clone()
+    bad_k[2, 4] = 3.0
+    stats = checks.compare_outputs((q.clone(), bad_k), (q, k), 1e-3, 1e-3)
+    assert stats.first_output == 1 and stats.first_mismatch == (2, 4)
+    text = checks.describe_failure("wrong_result", "s", stats, 1e-3)
+    assert "first at output 1, row 2, column 4" in text
+    four_d = checks.compare_outputs(torch.zeros(2, 2, 2, 2), torch.ones(2, 2, 2, 2), 0.1, 0.1)
+    assert checks.mismatch_location(four_d) == "index (0, 0, 0, 0)"  # one output: not named

@@ -81,3 +81,37 @@ def test_stale_parent_figure_is_retimed_beside_the_child(timed):
     assert set(child.parent_retimed) == set(child.timings)  # every shape looked 100x faster
     assert 0.5 < child.speedup_vs_parent < 2.0  # the same kernel: no gain, once re-timed
     assert "parent re-timed beside this candidate" in child.text
+
+
+# -- issue 12: cheats only a GPU shows, and the CPU ones again on the GPU path ----------
+@pytest.mark.parametrize(("name", "kind"), [
+    ("patch_do_bench", "cheat_timer"),  # a correct kernel + four lines halving do_bench
+    ("patch_clock_in_run", "cheat_timer"),
+    ("timed_differently", "cheat_timer"),  # less work when it sees the timing loop
+    ("torch_plain", "torch_compute"),
+    ("torch_fallback", "torch_compute"),
+    ("overwrite_after_launch", "torch_compute"),
+    ("numpy_roundtrip", "torch_compute"),  # .cpu().numpy(): a host read of the data
+])
+def test_planted_cheat_is_caught_on_the_gpu(name, kind):
+    result = evaluate("softmax", (BAD / f"{name}.py").read_text(), shapes=SHAPES[1:])
+    assert not result.ok and result.error_kind == kind, result.text
+    assert not result.timing_available
+
+
+def test_matmul_answered_by_cublas_is_rejected():
+    result = evaluate("matmul", "import torch\n\n\ndef run(a, b):\n    return a @ b\n",
+                      shapes=[(128, 256, 512)])
+    assert result.error_kind == "torch_compute", result.text
+    assert "aten::mm" in result.error_message
+
+
+def test_candidates_run_contained_with_the_gpu_reachable(timed):
+    """The timed clean candidate above ran inside the namespaces: the device nodes
+    passed through (or, where namespaces are missing here, the feedback says so)."""
+    result, _ = timed
+    from optimizer.sandbox import jail
+
+    expected = "namespaces" if jail.unavailable_reason() is None else "uncontained"
+    assert result.containment.startswith(expected), result.containment
+    assert result.timing_available

@@ -1,0 +1,462 @@
+"""The Triton-only rule: a candidate's outputs must come from its own Triton kernels.
+
+The rule, as the agent is told it: inside ``run`` PyTorch may *allocate* tensors (empty,
+zeros, full, ..._like), *lay them out* (views, reshapes, strides, contiguous), *move*
+them (copy_, clone, cat, stack, pad) and *cast* them (to, _to_copy): these move or place
+data but compute nothing of the op. It may also compute *data-independent constants*
+(index ranges, a RoPE cos/sin table), since a constant cannot carry the answer. Any
+other PyTorch op (softmax, mm, add, exp, sum, where, index, ...) whose inputs hold the
+data (the run inputs, anything a kernel wrote, or values derived from them) is compute:
+it may run, but its result must not reach an output. Every output must be written by a
+Triton kernel defined in the candidate's own file, and at least one must launch.
+
+How it is seen, on the GPU and in the interpreter alike:
+
+* a ``TorchDispatchMode`` sees every aten op on tensors, whatever the Python spelling
+  (``torch.*``, ``Tensor`` methods, ``torch.nn.functional``, ``torch.ops.aten``, ``.data``,
+  in-place ops, a reference imported from the project). It keeps a provenance per storage:
+  holds data, written by which Triton kernels, touched by which compute ops, or filled
+  from host values made outside PyTorch's ops (``torch.tensor``, ``from_numpy``);
+* the launch path is wrapped (``JITFunction.run``, the interpreter's
+  ``InterpretedFunction.run`` and a compiled kernel's direct ``[grid]`` runner): every
+  tensor argument of a launch counts as written by that kernel; a kernel defined outside
+  the candidate's file (a library's, an inductor-generated one) counts as foreign compute;
+* host escapes are recorded: ``Tensor.numpy``/``tolist``/``__dlpack__`` on data, and
+  (an audit hook, which cannot be removed) ctypes calls and new processes inside ``run``;
+* a counterfactual call with every Triton launch skipped and every fresh allocation
+  filled with NaN: if the output is still right, it did not come from the kernels
+  (this catches routes no hook sees, e.g. numpy writing through a raw pointer).
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+RULE = ("the output must come from the candidate's Triton kernels: inside run(), PyTorch "
+        "may only allocate, view, copy and cast tensors and compute data-independent "
+        "constants")
+
+# Read only the shape / dtype / device of their tensor arguments: the result is fresh.
+ALLOCATION_OPS = frozenset({
+    "aten::empty", "aten::empty_like", "aten::empty_strided", "aten::new_empty",
+    "aten::new_empty_strided", "aten::zeros", "aten::zeros_like", "aten::new_zeros",
+    "aten::ones", "aten::ones_like", "aten::new_ones", "aten::full", "aten::full_like",
+    "aten::new_full", "aten::scalar_tensor", "aten::empty_permuted", "aten::resize_",
+    "aten::fill_", "aten::zero_",
+})
+_POISONED = frozenset({"aten::empty", "aten::empty_like", "aten::empty_strided",
+                       "aten::new_empty", "aten::new_empty_strided", "aten::empty_permuted"})
+# Move, place or cast values without computing on them (views are found by the schema).
+MOVEMENT_OPS = frozenset({
+    "aten::copy_", "aten::_to_copy", "aten::clone", "aten::contiguous", "aten::_copy_from",
+    "aten::_copy_from_and_resize", "aten::cat", "aten::stack", "aten::constant_pad_nd",
+    "aten::repeat", "aten::flip", "aten::roll", "aten::_unsafe_view", "aten::view_copy",
+    "aten::permute_copy", "aten::expand_copy", "aten::t_copy", "aten::transpose_copy",
+    "aten::unsqueeze_copy", "aten::squeeze_copy", "aten::slice_copy", "aten::select_copy",
+    "aten::detach_copy", "aten::alias_copy", "aten::narrow_copy", "aten::set_",
+    "aten::record_stream", "aten::_local_scalar_dense", "aten::lift_fresh_copy",
+})
+# Make a tensor from host values (Python lists, numpy arrays): a possible way back in.
+HOST_MADE_OPS = frozenset({"aten::lift_fresh", "aten::lift_fresh_copy", "aten::lift"})
+SAMPLE_FIRST = 4
+SAMPLE_SHARE = 0.125
+_RANDOM = random.random  # held: tamper.py watches the random module too
+_AUDITED = ("ctypes.", "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn",
+            "os.fork", "os.forkpty", "os.spawn")
+_IGNORED_AUDIT = ("ctypes.dlopen", "ctypes.dlsym")
+
+
+@dataclass
+class Prov:
+    """Where the values of one storage came from."""
+
+    data: bool = False  # holds (something derived from) the run's data
+    kernels: set[str] = field(default_factory=set)  # candidate kernels that wrote it
+    ops: set[str] = field(default_factory=set)  # compute on data that flowed into it
+    host: set[str] = field(default_factory=set)  # values made outside PyTorch's ops
+
+    def merge(self, other: Prov) -> None:
+        self.data |= other.data
+        self.kernels |= other.kernels
+        self.ops |= other.ops
+        self.host |= other.host
+
+    def copy(self) -> Prov:
+        return Prov(self.data, set(self.kernels), set(self.ops), set(self.host))
+
+
+@dataclass
+class Launch:
+    kernel: str
+    candidate: bool
+    signature: tuple[Any, ...]  # grid, scalar args, tensor shapes/dtypes: the work done
+
+
+def _key(t: torch.Tensor) -> tuple[int, int] | None:
+    try:
+        storage = t.untyped_storage()
+        ptr = storage.data_ptr()
+    except (RuntimeError, NotImplementedError):
+        return None
+    return (storage._cdata, ptr) if ptr else None
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    found = []
+    for leaf in tree_leaves(value):
+        base = getattr(leaf, "base", None)  # a TensorDescriptor wraps its tensor
+        if isinstance(base, torch.Tensor):
+            leaf = base
+        if isinstance(leaf, torch.Tensor):
+            found.append(leaf)
+    return found
+
+
+class Tracker(TorchDispatchMode):
+    """Provenance of every storage while the candidate's code runs (see the module doc)."""
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        """False: torch would otherwise wrap __torch_dispatch__ to keep torch.compile out,
+        importing torch._dynamo on the first op (seconds per worker) for a mode that never
+        compiles anything."""
+        return False
+
+    def __init__(self, candidate_file: str) -> None:
+        super().__init__()
+        self.candidate_file = candidate_file
+        self.provs: dict[tuple[int, int], Prov] = {}
+        self.active = False  # recording a run() call (or the candidate's import)
+        self.depth = 0  # >0 inside a Triton launch: its own host copies are not the candidate's
+        self.skip_launches = False  # the counterfactual call
+        self.launches: list[Launch] = []
+        self.compute_seen: set[str] = set()  # compute on data, reaching an output or not
+        self.escapes: list[str] = []
+        self._thread = threading.get_ident()
+        # timing: launches of the candidate's kernels counted, a sample of them described
+        self.counting = False
+        self.counted = 0
+        self.sampled: set[tuple[Any, ...]] = set()
+
+    # -- what the candidate's host code does ---------------------------------------
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None
+                           ) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if self.active and not self.depth:
+            self._record(func, args, kwargs, out)
+        return out
+
+    def _record(self, func: Any, args: Any, kwargs: Any, out: Any) -> None:
+        schema = func._schema
+        name = schema.name
+        written_names = {a.name for a in schema.arguments
+                         if a.alias_info is not None and a.alias_info.is_write}
+        written = [t for a, v in zip(schema.arguments, args, strict=False)
+                   if a.name in written_names for t in _tensors(v)]
+        written += [t for k, v in kwargs.items() if k in written_names for t in _tensors(v)]
+        written_ids = {id(t) for t in written}
+        read = [t for t in _tensors((args, kwargs)) if id(t) not in written_ids]
+        outs = [t for t in _tensors(out) if id(t) not in written_ids]
+        if name in ALLOCATION_OPS:
+            result = Prov()
+            if self.skip_launches and name in _POISONED:
+                self._poison(outs)
+        elif name in HOST_MADE_OPS:
+            result = Prov(host={f"{name} (torch.tensor / as_tensor of host values)"})
+        elif getattr(func, "is_view", False):
+            return  # same storage, same values
+        elif name in MOVEMENT_OPS:
+            result = self._union(read)
+        else:
+            result = self._union(read)
+            if result.data or result.host:
+                result.ops.add(name)
+                result.data = True
+                self.compute_seen.add(name)
+        for t in written:
+            self.prov(t).merge(result)
+        for t in outs:
+            key = _key(t)
+            if key is not None:
+                self.provs[key] = result.copy()
+
+    def _union(self, tensors: list[torch.Tensor]) -> Prov:
+        total = Prov()
+        for t in tensors:
+            total.merge(self.prov(t))
+        return total
+
+    def _poison(self, outs: list[torch.Tensor]) -> None:
+        self.depth += 1
+        try:
+            for t in outs:
+                if t.is_floating_point() or t.is_complex():
+                    t.fill_(float("nan"))
+                elif t.dtype != torch.bool:
+                    t.fill_(-7)
+        finally:
+            self.depth -= 1
+
+    def prov(self, t: torch.Tensor) -> Prov:
+        """A storage never seen being made is host-made (from_numpy, the harness's own)."""
+        key = _key(t)
+        if key is None:
+            return Prov()
+        if key not in self.provs:
+            self.provs[key] = Prov(host={"a tensor made outside PyTorch's ops (e.g. "
+                                         "torch.from_numpy) or not the candidate's"})
+        return self.provs[key]
+
+    def mark_input(self, t: torch.Tensor) -> None:
+        key = _key(t)
+        if key is not None:
+            self.provs[key] = Prov(data=True)
+
+    def mark_known(self, t: torch.Tensor) -> None:
+        """A harness-side constant the candidate may legitimately hold (none today)."""
+        key = _key(t)
+        if key is not None:
+            self.provs.setdefault(key, Prov())
+
+    # -- the launch side ----------------------------------------------------------
+    def launch(self, fn: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
+               do_launch: Callable[[], Any]) -> Any:
+        if self.counting and not self.depth:
+            self._count(fn, grid, args, kwargs)
+        if not self.active or self.depth or threading.get_ident() != self._thread:
+            return do_launch()
+        name, where = _kernel_identity(fn)
+        own = where == self.candidate_file
+        tensors = _tensors((args, kwargs))
+        self.launches.append(Launch(name, own, _signature(grid, args, kwargs)))
+        result = None
+        if not self.skip_launches:
+            self.depth += 1
+            try:
+                result = do_launch()
+            finally:
+                self.depth -= 1
+        for t in tensors:
+            prov = self.prov(t)
+            prov.data = True
+            if own:
+                prov.kernels.add(name)
+            else:
+                prov.ops.add(f"Triton kernel {name} from {where} (not the candidate's)")
+        return result
+
+    def _count(self, fn: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """Cheap enough for the timed calls: a counter; the first launches and then one in
+        eight at random (a candidate cannot tell which) described in full."""
+        name, where = _kernel_identity(fn)
+        if where != self.candidate_file:
+            return  # the parent, re-timed beside the candidate
+        self.counted += 1
+        if self.counted <= SAMPLE_FIRST or _RANDOM() < SAMPLE_SHARE:
+            self.sampled.add((name, _signature(grid, args, kwargs)))
+
+    def host_read(self, what: str, t: torch.Tensor) -> None:
+        if self.active and not self.depth and threading.get_ident() == self._thread:
+            if self.prov(t).data:
+                self.escapes.append(f"Tensor.{what}() read the data on the host")
+
+    def audit(self, event: str, args: Any) -> None:
+        if not self.active or self.depth or threading.get_ident() != self._thread:
+            return
+        if event.startswith(_AUDITED) and not event.startswith(_IGNORED_AUDIT):
+            self.escapes.append(f"{event} ran inside run()")
+
+    # -- one call -------------------------------------------------------------------
+    @contextmanager
+    def call(self, inputs: list[Any], *, skip_launches: bool = False) -> Iterator[None]:
+        """Record one run() call on ``inputs``."""
+        for t in _tensors(inputs):
+            self.mark_input(t)
+        self.launches, self.compute_seen, self.escapes = [], set(), []
+        self.skip_launches = skip_launches
+        self.active = True
+        try:
+            with self:
+                yield
+        finally:
+            self.active = False
+            self.skip_launches = False
+
+    def warm_up(self) -> None:
+        """Enter the mode once, before tamper.py's snapshot, so that anything its first
+        use imports lazily is no change."""
+        with self.call([]):
+            torch.empty(1).add_(1)
+
+    @contextmanager
+    def importing(self) -> Iterator[None]:
+        """The candidate's import: what it makes there cannot depend on any data."""
+        self.active = True
+        try:
+            with self:
+                yield
+        finally:
+            self.active = False
+
+    def violation(self, outputs: list[torch.Tensor],
+                  written_inputs: list[torch.Tensor] = ()) -> str | None:  # type: ignore[assignment]
+        """Why the outputs (and the inputs the op writes, e.g. a KV cache) break the rule."""
+        if self.escapes:
+            return _trim_list(list(dict.fromkeys(self.escapes))) + f"; {RULE}"
+        if not any(launch.candidate for launch in self.launches):
+            foreign = sorted({launch.kernel for launch in self.launches})
+            extra = f" (only kernels not defined in it: {', '.join(foreign)})" if foreign else ""
+            ran = f"; PyTorch compute that ran: {_trim_list(sorted(self.compute_seen))}" \
+                if self.compute_seen else ""
+            return f"no Triton kernel of the candidate launched inside run(){extra}{ran}; {RULE}"
+        for i, t in enumerate(outputs):
+            prov = self.prov(t)
+            if prov.ops:
+                return (f"{_trim_list(sorted(prov.ops))} ran inside run() on the data and "
+                        f"its result reached output {i}; {RULE}")
+            if prov.host:
+                return (f"output {i} holds values from {_trim_list(sorted(prov.host))}; "
+                        f"{RULE}")
+            if not prov.kernels and t.numel():
+                launched = _trim_list(sorted({x.kernel for x in self.launches}))
+                return (f"output {i} was not written by any Triton kernel of the candidate "
+                        f"(kernels launched: {launched}); {RULE}")
+        for t in written_inputs:
+            prov = self.prov(t)
+            if prov.ops or prov.host:
+                why = _trim_list(sorted(prov.ops | prov.host))
+                return f"{why} wrote into an input the op updates in place; {RULE}"
+        return None
+
+    def tampered(self) -> str | None:
+        """Why this tracker no longer records faithfully (state set from outside), or None.
+        Checked between calls, when nothing may be in flight."""
+        if _TRACKER is not self:
+            return "the provenance tracker was replaced"
+        if self.depth or self.active or self.skip_launches or self.counting:
+            return "the provenance tracker's state was changed"
+        if any(callable(v) for v in vars(self).values()):
+            return "a method of the provenance tracker was overridden"
+        return None
+
+    def signatures(self, own_only: bool = False) -> list[tuple[Any, ...]]:
+        return [(x.kernel, x.signature) for x in self.launches if x.candidate or not own_only]
+
+
+def _trim_list(items: list[str], keep: int = 4) -> str:
+    extra = f" and {len(items) - keep} more" if len(items) > keep else ""
+    return ", ".join(items[:keep]) + extra
+
+
+def _kernel_identity(fn: Any) -> tuple[str, str]:
+    inner = getattr(fn, "fn", fn)
+    code = getattr(inner, "__code__", None)
+    name = getattr(inner, "__name__", type(fn).__name__)
+    return name, code.co_filename if code is not None else "<unknown>"
+
+
+def _signature(grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+    def one(v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            return ("tensor", tuple(v.shape), tuple(v.stride()), str(v.dtype))
+        if isinstance(v, (int, float, bool, str, type(None))):
+            return v
+        return type(v).__name__
+
+    grid_sig = tuple(grid) if isinstance(grid, (tuple, list)) else "callable"
+    return (grid_sig, tuple(one(a) for a in args),
+            tuple(sorted((k, one(v)) for k, v in kwargs.items())))
+
+
+# -- installing the hooks ---------------------------------------------------------------
+_TRACKER: Tracker | None = None
+_INSTALLED = False
+
+
+def install(candidate_file: str) -> Tracker:
+    """A fresh tracker for one candidate; the launch paths and host escapes are wrapped
+    once per process (the wrappers do nothing while no call is recorded)."""
+    global _TRACKER, _INSTALLED
+    tracker = Tracker(candidate_file)
+    _TRACKER = tracker
+    if not _INSTALLED:
+        _wrap_launchers()
+        _wrap_host_reads()
+        sys.addaudithook(_audit)
+        _INSTALLED = True
+    return tracker
+
+
+def _audit(event: str, args: Any) -> None:
+    if _TRACKER is not None:
+        _TRACKER.audit(event, args)
+
+
+def _wrap_launchers() -> None:
+    from triton.runtime.jit import JITFunction
+
+    owners: list[Any] = [JITFunction]
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+        owners.append(InterpretedFunction)
+    except ImportError:  # pragma: no cover - every supported triton has the interpreter
+        pass
+    for owner in owners:
+        original = owner.run
+
+        def run(self: Any, *args: Any, grid: Any, warmup: Any, _original: Any = original,
+                **kwargs: Any) -> Any:
+            def go() -> Any:
+                return _original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            if warmup or _TRACKER is None:
+                return go()
+            return _TRACKER.launch(self, grid, args, kwargs, go)
+
+        owner.run = run
+    _wrap_compiled_runner()
+
+
+def _wrap_compiled_runner() -> None:
+    """``kernel.warmup(...)[grid](...)`` launches a compiled kernel without JITFunction.run."""
+    try:
+        from triton.compiler.compiler import CompiledKernel
+    except ImportError:  # pragma: no cover
+        return
+    original = CompiledKernel.__getitem__
+
+    def getitem(self: Any, grid: Any) -> Any:
+        runner = original(self, grid)
+
+        def launch(*args: Any, **kwargs: Any) -> Any:
+            if _TRACKER is None:
+                return runner(*args, **kwargs)
+            fn = getattr(getattr(self, "src", None), "fn", self)
+            return _TRACKER.launch(fn, grid, args, kwargs, lambda: runner(*args, **kwargs))
+
+        return launch
+
+    CompiledKernel.__getitem__ = getitem
+
+
+def _wrap_host_reads() -> None:
+    for name in ("numpy", "tolist", "__dlpack__"):
+        original = getattr(torch.Tensor, name)
+
+        def wrapper(self: torch.Tensor, *args: Any, _original: Any = original,
+                    _name: str = name, **kwargs: Any) -> Any:
+            if _TRACKER is not None:
+                _TRACKER.host_read(_name, self)
+            return _original(self, *args, **kwargs)
+
+        setattr(torch.Tensor, name, wrapper)

@@ -1,0 +1,193 @@
+"""Catch a candidate that replaces what the harness relies on (its timer, its checks).
+
+The candidate runs in the worker's own process, so it can reach every module the harness
+uses: patch ``triton.testing.do_bench`` to halve its answer, ``time.perf_counter``,
+``torch.cuda.Event.elapsed_time``, ``torch.cuda.synchronize``, or the harness's own
+``checks.compare_outputs``, or leave a ``TorchFunctionMode`` open that rewrites every op
+the checks run. ``Snapshot`` records, before the candidate is imported, the identity of
+every callable attribute of those modules and of the classes they define (plus the
+builtins and the tensor class), and the depth of PyTorch's mode stacks; ``changes``
+lists what differs after the import and after each call. A change is a rejection:
+``cheat_timer`` when it touches the timing path, ``cheat_tamper`` otherwise. A class is
+read through its MRO, so a method added to ``torch.Tensor`` that shadows one inherited
+from the C base class is a change; a module-level name added over a builtin (``len``,
+``abs``) is one too. Other additions are not (lazy submodules appear on first use).
+
+What the timing itself uses is held here too (builtins captured at import: a C builtin
+cannot be altered, only the module attribute that names it), so the wall-clock
+cross-check in timing.py reads a clock the candidate cannot touch.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib
+import sys
+import time
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import torch
+
+# Modules whose callables the timing path looks up at call time (do_bench does).
+TIMING_MODULES = ("time", "triton.testing", "torch.cuda", "torch.cuda.streams",
+                  "torch.cuda.memory", "triton.runtime.driver", "optimizer.sandbox.timing",
+                  "triton.backends.nvidia.driver")
+# Modules the checks and the worker rely on.
+HARNESS_MODULES = ("builtins", "torch", "torch.nn.functional", "torch.testing", "math",
+                   "json", "os", "random", "numpy", "optimizer.sandbox.checks",
+                   "optimizer.sandbox.worker", "optimizer.sandbox.streams",
+                   "optimizer.sandbox.provenance", "optimizer.sandbox.bounds",
+                   "optimizer.sandbox.errors", "optimizer.sandbox.tamper",
+                   "optimizer.sandbox.compiled_info", "kernels.base",
+                   "triton.runtime.jit", "triton.runtime.interpreter",
+                   "triton.compiler.compiler", "triton.runtime.autotuner")
+# Classes whose methods the checks and the timer call.
+EXTRA_CLASSES = (("torch", "Tensor"), ("torch.cuda", "Event"), ("torch.cuda", "Stream"))
+
+# Rebound by torch itself when torch._dynamo is first imported (torch.compile does): the
+# harness never calls them, so their rebinding is not a change.
+REBOUND_BY_TORCH = frozenset({"torch.manual_seed"})
+
+HELD_PERF_COUNTER = time.perf_counter
+HELD_MONOTONIC = time.monotonic
+
+
+@dataclass(frozen=True)
+class Change:
+    where: str  # "triton.testing.do_bench", "torch.Tensor.abs", "mode stack"
+    timing: bool
+
+
+def _callables(namespace: dict[str, Any]) -> dict[str, int]:
+    return {k: id(v) for k, v in list(namespace.items())
+            if callable(v) or isinstance(v, (staticmethod, classmethod, property))}
+
+
+def _resolved(cls: type) -> dict[str, Any]:
+    """Every attribute as lookup finds it: the first class along the MRO that has it."""
+    found: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__):
+        if klass is object:
+            continue
+        found.update(vars(klass))
+    return found
+
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+class Snapshot:
+    """Identities of what the harness calls, taken before the candidate is imported."""
+
+    def __init__(self, task_module: str | None = None, extra: tuple[str, ...] = ()) -> None:
+        self.entries: dict[str, tuple[dict[str, int], bool]] = {}
+        self._initial_names: dict[str, frozenset[str]] = {}
+        names = [(m, True) for m in TIMING_MODULES] + [(m, False) for m in HARNESS_MODULES]
+        names += [(m, False) for m in (task_module, *extra) if m]
+        for name, timing in names:
+            module = _module(name)
+            if module is None:
+                continue
+            self._add(name, vars(module), timing)
+            for attr, value in list(vars(module).items()):
+                if isinstance(value, type) and getattr(value, "__module__", None) == name:
+                    self._add(f"{name}.{attr}", _resolved(value), timing)
+        for module_name, cls_name in EXTRA_CLASSES:
+            module = _module(module_name)
+            cls = getattr(module, cls_name, None) if module else None
+            if isinstance(cls, type):
+                self._add(f"{module_name}.{cls_name}", _resolved(cls),
+                          module_name == "torch.cuda")
+        driver = _active_driver()
+        if driver is not None:
+            self._add("triton.runtime.driver.active", _resolved(type(driver)), True)
+        self._keep = [sys.modules.get(n) for n, _ in names]  # modules stay imported
+        self.modes = _mode_depths()
+
+    def _add(self, where: str, namespace: dict[str, Any], timing: bool) -> None:
+        self.entries[where] = (_callables(namespace), timing)
+        if where in sys.modules:  # names a module already had (callable or not)
+            self._initial_names[where] = frozenset(namespace)
+
+    def changes(self) -> list[Change]:
+        """What was replaced or deleted since the snapshot (empty when nothing was)."""
+        found: list[Change] = []
+        for where, (before, timing) in self.entries.items():
+            now = self._namespace(where)
+            if now is None:
+                found.append(Change(where, timing))
+                continue
+            for attr, ident in before.items():
+                if attr in ("__weakref__", "__dict__", "__subclasshook__", "__init_subclass__"):
+                    continue
+                value = now.get(attr, _MISSING)
+                if (value is _MISSING or id(value) != ident) \
+                        and f"{where}.{attr}" not in REBOUND_BY_TORCH:
+                    found.append(Change(f"{where}.{attr}", timing))
+            if where in sys.modules and where != "builtins":
+                shadowing = (set(now) - set(before)) & _BUILTIN_NAMES - {"__builtins__"}
+                found += [Change(f"{where}.{attr} (over the builtin)", timing)
+                          for attr in sorted(shadowing) if attr not in self._globals(where)]
+        if _mode_depths() != self.modes:
+            found.append(Change("PyTorch's mode stack (a TorchFunctionMode or "
+                                "TorchDispatchMode was left open)", False))
+        return found
+
+    def _globals(self, where: str) -> frozenset[str]:
+        return self._initial_names.get(where, frozenset())
+
+    def _namespace(self, where: str) -> dict[str, Any] | None:
+        if where == "triton.runtime.driver.active":
+            driver = _active_driver()
+            return _resolved(type(driver)) if driver is not None else None
+        if where in sys.modules:
+            return vars(sys.modules[where])
+        parent, _, attr = where.rpartition(".")
+        module = sys.modules.get(parent)
+        cls = getattr(module, attr, None) if module is not None else None
+        return _resolved(cls) if isinstance(cls, type) else None
+
+
+_MISSING = object()
+
+
+def _module(name: str) -> ModuleType | None:
+    if name == "builtins":
+        return builtins
+    if name == "__main__":
+        return sys.modules.get(name)
+    try:
+        return importlib.import_module(name)
+    except Exception:  # noqa: BLE001 - a module this host lacks (no CUDA backend) is skipped
+        return None
+
+
+def _active_driver() -> Any:
+    try:
+        from triton.runtime import driver
+        return driver.active
+    except Exception:  # noqa: BLE001 - no GPU driver on the CPU interpreter
+        return None
+
+
+def _mode_depths() -> tuple[int, int]:
+    return (torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack())
+
+
+def describe(changes: list[Change]) -> tuple[str, str]:
+    """(error kind, message) for a non-empty list of changes."""
+    timing = [c.where for c in changes if c.timing]
+    kind = "cheat_timer" if timing or any(_names_timer(c.where) for c in changes) \
+        else "cheat_tamper"
+    names = sorted({c.where for c in changes})
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    what = "the timing path" if kind == "cheat_timer" else "the harness"
+    return kind, (f"the candidate replaced what {what} relies on: {shown}; the evaluator "
+                  "times and checks through its own references and rejects any change")
+
+
+def _names_timer(where: str) -> bool:
+    return any(word in where for word in ("do_bench", "perf_counter", "monotonic",
+                                          "elapsed_time", "synchronize", "Event"))

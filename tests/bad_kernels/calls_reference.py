@@ -1,0 +1,27 @@
+"""Cheat: finds the task's own reference in the worker (the project's modules are
+loaded there) and returns it after a dummy launch. Expected: torch_compute."""
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+NUM_WARPS = 4
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, 0))
+    y = e / tl.sum(e, 0)
+    tl.store(out_ptr + row * stride_o + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def run(x):
+    scratch = torch.empty_like(x)
+    softmax_kernel[(x.shape[0],)](scratch, x, x.shape[1], x.stride(0), scratch.stride(0),
+                                  BLOCK=triton.next_power_of_2(x.shape[1]), num_warps=NUM_WARPS)
+    return sys.modules["kernels.softmax"].reference(x)

@@ -1,0 +1,24 @@
+"""Cheat: launches the project's naive kernel (not its own), loaded from the task.
+Expected: torch_compute (only kernels not defined in the candidate launched)."""
+import triton
+import triton.language as tl
+
+NUM_WARPS = 4
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, 0))
+    y = e / tl.sum(e, 0)
+    tl.store(out_ptr + row * stride_o + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def run(x):
+    from kernels.base import get_task, load_candidate
+
+    naive = load_candidate(get_task("softmax").template, module_name="borrowed")
+    return naive.run(x)

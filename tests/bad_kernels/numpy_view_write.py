@@ -1,0 +1,32 @@
+"""Cheat: no hook sees it. numpy views of the tensors' memory through the C base class
+(torch._C.TensorBase.numpy), numpy computes the answer and writes it straight into the
+kernel's output. Expected: torch_compute, from the counterfactual call (with every Triton
+launch skipped the output is still right, so it does not come from the kernel)."""
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+
+NUM_WARPS = 4
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, 0))
+    y = e / tl.sum(e, 0)
+    tl.store(out_ptr + row * stride_o + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def run(x):
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    softmax_kernel[(x.shape[0],)](out, x, x.shape[1], x.stride(0), out.stride(0),
+                                  BLOCK=triton.next_power_of_2(x.shape[1]), num_warps=NUM_WARPS)
+    a = torch._C.TensorBase.numpy(x).astype(np.float32)
+    e = np.exp(a - a.max(axis=-1, keepdims=True))
+    torch._C.TensorBase.numpy(out)[...] = e / e.sum(axis=-1, keepdims=True)
+    return out

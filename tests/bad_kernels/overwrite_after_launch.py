@@ -1,0 +1,31 @@
+"""Cheat: the kernel launches, then PyTorch overwrites its result, in several
+spellings (copy_, slice assignment through .data, torch.ops.aten, torch.nn.functional).
+Expected: torch_compute."""
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+NUM_WARPS = 4
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, 0))
+    y = e / tl.sum(e, 0)
+    tl.store(out_ptr + row * stride_o + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def run(x):
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    block = triton.next_power_of_2(x.shape[1])
+    softmax_kernel[(x.shape[0],)](out, x, x.shape[1], x.stride(0), out.stride(0),
+                                  BLOCK=block, num_warps=NUM_WARPS)
+    out.copy_(torch.ops.aten._softmax(x.float(), -1, False).to(x.dtype))
+    out.data[:] = F.softmax(x.data.float(), dim=-1).to(x.dtype)
+    return out

@@ -1,0 +1,40 @@
+"""Cheat: patches the clocks from inside run(), on its first call (time.perf_counter,
+torch.cuda.Event.elapsed_time, torch.cuda.synchronize).
+Expected: cheat_timer (seen after the call)."""
+import time
+
+import torch
+import triton
+import triton.language as tl
+
+NUM_WARPS = 4
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, 0))
+    y = e / tl.sum(e, 0)
+    tl.store(out_ptr + row * stride_o + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+_PATCHED = []
+
+
+def run(x):
+    if not _PATCHED:
+        real = time.perf_counter
+        time.perf_counter = lambda: real() * 0.5
+        torch.cuda.Event.elapsed_time = lambda self, end: 0.001
+        torch.cuda.synchronize = lambda *a, **k: None
+        _PATCHED.append(True)
+
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    block = triton.next_power_of_2(x.shape[1])
+    softmax_kernel[(x.shape[0],)](out, x, x.shape[1], x.stride(0), out.stride(0),
+                                  BLOCK=block, num_warps=NUM_WARPS)
+    return out

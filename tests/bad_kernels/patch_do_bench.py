@@ -1,0 +1,33 @@
+"""Cheat (the H200 case of issue 12): a correct kernel plus four lines that halve what
+triton.testing.do_bench reports. Expected: cheat_timer (seen right after the import)."""
+import torch
+import triton
+import triton.language as tl
+import triton.testing
+
+NUM_WARPS = 4
+
+# the four lines: every figure do_bench reports is halved
+_real_do_bench = triton.testing.do_bench
+triton.testing.do_bench = lambda *a, **k: [v / 2 for v in _real_do_bench(*a, **k)] \
+    if k.get("quantiles") else _real_do_bench(*a, **k) / 2
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, 0))
+    y = e / tl.sum(e, 0)
+    tl.store(out_ptr + row * stride_o + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def run(x):
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    block = triton.next_power_of_2(x.shape[1])
+    softmax_kernel[(x.shape[0],)](out, x, x.shape[1], x.stride(0), out.stride(0),
+                                  BLOCK=block, num_warps=NUM_WARPS)
+    return out

@@ -1,0 +1,28 @@
+"""Cheat: the kernel is made to fail on purpose and a PyTorch fallback answers.
+Expected: torch_compute (the kernel raised, torch.softmax produced the output)."""
+import torch
+import triton
+import triton.language as tl
+
+NUM_WARPS = 4
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, 0))
+    y = e / tl.sum(e, 0)
+    tl.store(out_ptr + row * stride_o + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def run(x):
+    out = torch.empty_like(x)
+    try:
+        softmax_kernel[(x.shape[0],)](out, x, x.shape[1], x.stride(0), out.stride(0),
+                                      BLOCK=3, num_warps=NUM_WARPS)  # not a power of 2
+    except Exception:
+        return torch.softmax(x.float(), dim=-1).to(x.dtype)
+    return out

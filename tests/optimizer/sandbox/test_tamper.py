@@ -1,0 +1,122 @@
+"""A candidate that replaces what the harness relies on (its clock, its comparison, the
+ops the checks run) is rejected: ``cheat_timer`` for the timing path, ``cheat_tamper``
+for the rest. On the CPU the timing is labelled unavailable, but the check still runs
+after the import and after every call (the GPU side is in test_gpu.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from optimizer.sandbox import evaluate, tamper
+
+BAD = Path(__file__).parents[2] / "bad_kernels"
+
+CASES = [
+    ("patch_do_bench", "cheat_timer", ("triton.testing.do_bench", "after the import")),
+    ("patch_clock_in_run", "cheat_timer", ("time.perf_counter", "torch.cuda.synchronize",
+                                           "after a call on (rows=1,cols=7)")),
+    ("patch_checks", "cheat_tamper", ("optimizer.sandbox.checks.compare_outputs",)),
+    ("open_mode", "cheat_tamper", ("mode stack",)),
+    ("tracker_off", "cheat_tamper", ("the provenance tracker's state was changed",)),
+]
+
+
+@pytest.mark.parametrize(("name", "kind", "named"), CASES, ids=[c[0] for c in CASES])
+def test_replacing_what_the_harness_uses_is_caught(name, kind, named):
+    result = evaluate("softmax", (BAD / f"{name}.py").read_text(), shapes=[(1, 7)], seeds=1)
+    assert not result.ok and result.error_kind == kind, result.text
+    for text in named:
+        assert text in result.error_message, result.error_message
+
+
+def test_snapshot_sees_a_replaced_function_and_a_replaced_method():
+    import time
+
+    import torch
+
+    snapshot = tamper.Snapshot()
+    assert snapshot.changes() == []
+    real_clock, real_abs = time.perf_counter, torch.Tensor.abs
+    try:
+        time.perf_counter = lambda: 0.0
+        torch.Tensor.abs = lambda self: self
+        where = {c.where for c in snapshot.changes()}
+    finally:
+        time.perf_counter, torch.Tensor.abs = real_clock, real_abs
+    assert where == {"time.perf_counter", "torch.Tensor.abs"}
+    assert tamper.describe([tamper.Change("time.perf_counter", True)])[0] == "cheat_timer"
+    assert snapshot.changes() == []
+
+
+def _checked_worker(tmp_path, name: str):
+    from kernels.base import load_candidate
+    from optimizer.sandbox.worker import Worker
+
+    request = {"task": "softmax", "dtype": "float16", "shapes": [[4, 128]], "seeds": 1,
+               "source": (BAD / f"{name}.py").read_text(),
+               "result_path": str(tmp_path / "result.json")}
+    worker = Worker(request)
+    worker.evaluate()  # checks only on the CPU: records what each checked call launched
+    assert worker.expected_launches["rows=4,cols=128"][0] == 1
+    module = load_candidate(request["source"], module_name="again")
+    worker.tracker.candidate_file = module.__file__
+    return worker, module
+
+
+@pytest.mark.parametrize(("name", "caught"), [("_good", False), ("timed_differently", True)])
+def test_timed_calls_must_launch_what_the_checked_calls_launched(tmp_path, name, caught):
+    """The mechanism behind the GPU test: under the clock, the launches per call (and a
+    sample of their grids and arguments) are compared with the checked calls'."""
+    from optimizer.sandbox import timing
+    from optimizer.sandbox.worker import Tampered, _Counted
+
+    worker, module = _checked_worker(tmp_path, name)
+    sets = [worker.make_inputs((4, 128), seed=100 + k) for k in range(2)]
+    call = _Counted(timing.rotating(module.run, sets))
+
+    def fake_do_bench() -> None:  # named like the harness's timing loop
+        for _ in range(16):
+            call()
+
+    with worker.counting_launches() as tracker:
+        fake_do_bench()
+    if caught:
+        with pytest.raises(Tampered, match="launched .* per call"):
+            worker.check_timed_launches("rows=4,cols=128", call.calls, tracker)
+    else:
+        worker.check_timed_launches("rows=4,cols=128", call.calls, tracker)
+        assert tracker.counted == 16
+
+
+@pytest.mark.parametrize(("name", "kind"), [("_good", None), ("timed_differently", "cheat_timer")])
+def test_time_all_plumbing_on_the_cpu(tmp_path, monkeypatch, name, kind):
+    """worker.time_all end to end with do_bench and the device synchronise stood in for
+    (the figures are the GPU's business: test_gpu.py): the launch check and the tamper
+    check run under the clock, and a timed result is written."""
+    import json
+
+    from optimizer.sandbox import tamper as tamper_mod
+    from optimizer.sandbox import timing
+    from optimizer.sandbox import worker as worker_mod
+
+    worker, module = _checked_worker(tmp_path, name)
+
+    def fake_do_bench(fn, warmup=25, rep=100, quantiles=None, return_mode="mean"):
+        for _ in range(8):
+            fn()
+        return [0.9, 1.0, 1.1] if quantiles else 1.0
+
+    monkeypatch.setattr(timing, "_do_bench", fake_do_bench)
+    monkeypatch.setattr(timing, "_SYNCHRONIZE", lambda: None)
+    monkeypatch.setattr(worker_mod, "_spin_up_clocks", lambda: None)
+    worker.snapshot = tamper_mod.Snapshot(task_module="kernels.softmax")  # after the stand-ins
+    assert worker.time_all(module) is (kind is None)
+    written = json.loads((tmp_path / "result.json").read_text())
+    if kind is None:
+        assert worker.out["timings"]["rows=4,cols=128"] == pytest.approx([1.0, 0.2])
+        assert worker.out["stage"] == "performance"
+    else:
+        assert written["error_kind"] == kind and written["stage"] == "performance"
+        assert "under the clock run() launched" in written["error_message"]

@@ -1,0 +1,87 @@
+"""The Triton-only rule (optimizer/sandbox/provenance.py): every planted way of computing
+the answer outside the candidate's own Triton kernels is rejected as ``torch_compute``
+with a message naming what ran, and honest candidates pass.
+
+Most cases run the worker in-process (a fraction of a second each); two go through the
+whole sandboxed subprocess to show the rule holds there too.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kernels.base import get_task
+from optimizer.sandbox import evaluate
+from optimizer.sandbox.worker import Worker
+
+BAD = Path(__file__).parents[2] / "bad_kernels"
+SHAPES = [[4, 128], [1, 7]]
+
+
+def run_worker_here(source: str, tmp_path: Path, task: str = "softmax",
+                    shapes: list[list[int]] = SHAPES) -> dict:
+    request = {"task": task, "dtype": "float16", "shapes": shapes, "seeds": 2,
+               "source": source, "result_path": str(tmp_path / "result.json")}
+    Worker(request).evaluate()
+    return json.loads((tmp_path / "result.json").read_text())
+
+
+# planted file -> what the message must name
+CHEATS = {
+    "torch_plain": "no Triton kernel of the candidate launched inside run(); PyTorch compute "
+                   "that ran: aten::_softmax",
+    "torch_fallback": "aten::_softmax ran inside run() on the data and its result reached output 0",
+    "overwrite_after_launch": "aten::_softmax ran inside run()",
+    "inplace_fixup": "aten::div_, aten::sum ran inside run()",
+    "numpy_roundtrip": "Tensor.numpy() read the data on the host",
+    "numpy_hidden_read": "output 0 holds values from aten::lift_fresh",
+    "ctypes_write": "ctypes.string_at ran inside run()",
+    "python_lists": "Tensor.tolist() read the data on the host",
+    "calls_reference": "aten::_softmax ran inside run()",
+    "foreign_kernel": "only kernels not defined in it: softmax_kernel",
+    "numpy_view_write": "still correct with every Triton launch skipped",
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_output_not_from_the_candidates_kernels_is_rejected(name, tmp_path):
+    result = run_worker_here((BAD / f"{name}.py").read_text(), tmp_path)
+    assert result["error_kind"] == "torch_compute", result.get("error_message")
+    assert CHEATS[name] in result["error_message"]
+    assert "must come from the candidate's Triton kernels" in result["error_message"]
+    assert result["failing_shapes"] == ["rows=4,cols=128", "rows=1,cols=7"]
+
+
+def test_a_tensor_subclass_output_is_refused(tmp_path):
+    result = run_worker_here((BAD / "subclass_output.py").read_text(), tmp_path)
+    assert result["error_kind"] == "wrong_result"
+    assert "not a plain torch.Tensor" in result["error_message"]
+
+
+@pytest.mark.parametrize("task", ["rope", "attention", "matmul"])
+def test_templates_with_host_side_tables_or_two_kernels_pass(task, tmp_path):
+    """RoPE and attention build cos/sin tables with torch on the host (data-independent
+    constants); matmul's split-K adds its partials in a second kernel. All keep the rule."""
+    t = get_task(task)
+    configs = [t.default_config]
+    if task == "rope":
+        configs.append({**t.default_config, "PRECOMPUTED_TABLE": True})
+    if task == "attention":
+        configs.append({**t.default_config, "ROPE_TABLE": True})
+    if task == "matmul":
+        configs.append({**t.default_config, "SPLIT_K": 4, "BLOCK_M": 16})
+    shapes = [list(s) for s in t.cpu_shapes[:1]]
+    for i, config in enumerate(configs):
+        (tmp_path / str(i)).mkdir()
+        result = run_worker_here(t.render(config), tmp_path / str(i), task=task, shapes=shapes)
+        assert result.get("error_kind") is None, (config, result.get("error_message"))
+
+
+def test_the_rule_holds_through_the_sandboxed_subprocess():
+    result = evaluate("softmax", (BAD / "torch_fallback.py").read_text(), shapes=[(1, 7)],
+                      seeds=1)
+    assert (result.stage, result.error_kind) == ("correctness", "torch_compute"), result.text
+    assert "aten::_softmax" in result.text and "torch_compute" in result.text
