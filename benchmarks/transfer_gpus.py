@@ -325,6 +325,7 @@ def leave_one_gpu_out(rows: Sequence[ExperienceRow], make_model: Callable[[], Co
             result["_fit_seconds"] = round(fit_s, 1)
             result["_objective"] = model.chosen_objective
             result["_selection"] = model.selection
+            result["_train_gpus"] = sorted(model.train_gpus)
             out.append({"case": case.name, "op": op, "gpu": target, "kind": "gpu",
                         "vendor": case.rows[0].gpu_facts.get("vendor"),
                         "configs": len(case.truth), **result})
@@ -349,6 +350,7 @@ def leave_one_task_out(rows: Sequence[ExperienceRow], extra: Sequence[Experience
         result["_fit_seconds"] = round(fit_s, 1)
         result["_objective"] = model.chosen_objective
         result["_selection"] = model.selection
+        result["_train_ops"] = sorted({r.op for r in train})
         out.append({"case": case.name, "op": op, "gpu": case.target_gpu, "kind": "task",
                     "train": label, "configs": len(case.truth), **result})
         log(f"  {case.name}: E@3% ranker {fmt_e3(result['ranker'])} | cold "
