@@ -248,6 +248,15 @@ class Task:
     def shape_label(self, shape: Shape) -> str:
         return ",".join(f"{n}={v}" for n, v in zip(self.shape_names, shape, strict=True))
 
+    def parse_shape(self, label: str) -> Shape:
+        """The inverse of shape_label: "rows=4,cols=128" -> (4, 128); ValueError else."""
+        pairs = dict(part.split("=", 1) for part in label.split(",") if "=" in part)
+        try:
+            return tuple(int(pairs[name]) for name in self.shape_names)
+        except (KeyError, ValueError):
+            raise ValueError(f"task {self.name}: {label!r} is not a {self.shape_names} shape"
+                             ) from None
+
 
 _HEADER_LINE = re.compile(r"^([A-Z][A-Z0-9_]*)\s*=\s*(.+?)\s*(#.*)?$")
 
@@ -340,6 +349,29 @@ def _load_builtin_tasks() -> None:
         except ModuleNotFoundError as err:
             if err.name != f"kernels.{module}":
                 raise
+
+
+def record_launch(record: Any, shape_label: str) -> Launch | None:
+    """``launch_of`` for the learned ranker (retrieval/ranker.py): the Launch of an
+    experience record's configuration on one of its shapes, for a registered task (None
+    for another task, a shape set name such as "sweep", or a config the task rejects)."""
+    try:
+        task = get_task(record.task.task_id)
+        dtype = record.task.dtype if record.task.dtype in DTYPES else "float16"
+        return task.launch(dict(record.edit.config), task.parse_shape(shape_label), dtype)
+    except (KeyError, ValueError, TypeError):
+        return None
+
+
+def record_cost(record: Any, shape_label: str) -> tuple[float | None, float | None]:
+    """``cost_of`` for the ranker: (bytes moved, flops) of a record's shape, or Nones."""
+    try:
+        task = get_task(record.task.task_id)
+        shape = task.parse_shape(shape_label)
+        dtype = DTYPES.get(record.task.dtype, torch.float16)
+        return float(task.bytes_moved(shape, dtype)), float(task.flops(shape, dtype))
+    except (KeyError, ValueError):
+        return None, None
 
 
 def load_candidate(source: str, module_name: str = "candidate") -> Any:

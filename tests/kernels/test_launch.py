@@ -101,3 +101,23 @@ def test_generic_launch_from_knob_names():
     assert launch.elements_per_program == 1024
     assert launch.programs == 4096 * 4096 // 1024  # bytes_moved / 2 / size elements
     assert launch.tile_bytes == 1024 * 4 * 2 and launch.num_stages == 2
+
+
+def test_record_resolvers_for_the_ranker():
+    """kernels.base.record_launch / record_cost: what callers pass to rows_from_records."""
+    from types import SimpleNamespace
+
+    from kernels.base import record_cost, record_launch
+
+    task = TASKS["softmax"]
+    record = SimpleNamespace(task=SimpleNamespace(task_id="softmax", dtype="float16"),
+                             edit=SimpleNamespace(config={"NUM_WARPS": 8}))
+    label = task.shape_label((128, 4096))
+    assert task.parse_shape(label) == (128, 4096)
+    assert record_launch(record, label) == task.launch({"NUM_WARPS": 8}, (128, 4096))
+    assert record_cost(record, label) == (task.bytes_moved((128, 4096), torch.float16),
+                                          task.flops((128, 4096), torch.float16))
+    assert record_launch(record, "sweep") is None and record_cost(record, "sweep") == (None, None)
+    other = SimpleNamespace(task=SimpleNamespace(task_id="convolution", dtype="unspecified"),
+                            edit=SimpleNamespace(config={}))
+    assert record_launch(other, label) is None
