@@ -483,7 +483,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--objective", default="regression",
-                        choices=("regression", "lambdarank", "auto"))
+                        choices=("regression", "regression_top", "lambdarank", "auto"))
     parser.add_argument("--trees", type=int, default=150)
     parser.add_argument("--max-rows-per-group", type=int, default=1500)
     parser.add_argument("--skip", choices=("gpu", "task"), action="append", default=[])
