@@ -100,7 +100,41 @@ def read_kernel_tuner(path: Path) -> list[ExperienceRow]:
     return rows
 
 
-def load_kernel_tuner(data_dir: Path) -> list[ExperienceRow]:
+def load_kernel_tuner(data_dir: Path, reader: str = "import") -> list[ExperienceRow]:
+    """Every Kernel Tuner / T4 file under data_dir as rows: through ``kernelkb import``'s
+    importers (kb.importers: validated ExperienceRecords, then rows_from_records with the
+    convention-based launch), or, where that package is absent, the private reader above
+    with the same field mapping (also ``reader="private"``: it skips record validation,
+    ~10x faster on 2 cores)."""
+    try:
+        from kb.importers import iter_import
+    except ImportError:
+        reader = "private"
+    if reader == "private":
+        return _read_folder(data_dir)
+    from kb.record import ExperienceRecord
+    from retrieval.launch import record_launch
+    from retrieval.ranker import rows_from_records
+
+    records, problems = [], []
+    for where, item in iter_import(data_dir):
+        if isinstance(item, ExperienceRecord):
+            records.append(item)
+        elif hasattr(item, "lines"):
+            problems.append(where)
+    if problems:
+        log(f"  {len(problems)} entries rejected by the importer (first: {problems[0]})")
+    if not records:
+        raise FileNotFoundError(f"no Kernel Tuner or T4 records under {data_dir}")
+    return rows_from_records(records, record_launch, facts_of=_record_facts)
+
+
+def _record_facts(env: Any) -> dict[str, Any]:
+    facts = gpu_facts(env.gpu_name) or {}
+    return {**facts, **{k: v for k, v in env.model_dump().items() if v is not None}}
+
+
+def _read_folder(data_dir: Path) -> list[ExperienceRow]:
     files = sorted(p for p in Path(data_dir).rglob("*.json*") if "_T4" not in p.name
                    and not p.name.startswith("T1_"))
     if not files:
@@ -486,6 +520,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         choices=("regression", "regression_top", "lambdarank", "auto"))
     parser.add_argument("--trees", type=int, default=150)
     parser.add_argument("--max-rows-per-group", type=int, default=1500)
+    parser.add_argument("--reader", choices=("import", "private"), default="import",
+                        help="import: through kb.importers (validated records, as `kernelkb "
+                        "import` reads them); private: this file's direct reader (faster)")
     parser.add_argument("--skip", choices=("gpu", "task"), action="append", default=[])
     parser.add_argument("--task-train", choices=("spaces", "spaces+imported", "both"),
                         default="both", help="leave-one-task-out training data")
@@ -502,7 +539,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     imported: list[ExperienceRow] = []
     if "gpu" not in args.skip or args.task_train != "spaces":
         log(f"reading Kernel Tuner data from {args.data}")
-        imported = load_kernel_tuner(args.data)
+        imported = load_kernel_tuner(args.data, args.reader)
         log(f"  {len(imported)} rows, GPUs {sorted({r.gpu for r in imported})}")
     cases: list[dict[str, Any]] = []
     if "gpu" not in args.skip:
