@@ -41,8 +41,8 @@ Objectives: ``regression`` (L2 on the log relative time), ``regression_top`` (th
 rows near their group's best weighted up to 10x: the head of the order is what a search
 walks) and ``lambdarank`` (LightGBM's ranking objective over the same groups, graded by
 distance to the best). ``objective="auto"`` picks one on inner folds of the *training*
-rows only (leave-one-GPU-out over up to 3 training GPUs, or leave-one-op-out when there
-is a single GPU), by the mean best-of-top-10; benchmarks/transfer_gpus.py reports the
+rows only (leave-one-GPU-out over 2 training GPUs, or leave-one-op-out when there is a
+single GPU), by the mean best-of-top-10; benchmarks/transfer_gpus.py reports the
 choice and the fold scores per case.
 
 Why LightGBM: gradient-boosted trees are what TVM / Ansor's cost model uses (XGBoost) and
@@ -60,8 +60,9 @@ times how well its relative times agree with the target's measured ones (Spearma
 the shared configurations, once 3 are measured), so a GPU that orders like the target
 counts more; (2) a small booster is fit on the target's rows with the base model's
 prediction as init_score (a residual model, weighted by the measurements alone), once
-``min_update`` measurements exist. Both are redone at 1, 2, 4, 8, 16... measurements,
-as callers choose (the benchmark does).
+``min_update`` measurements exist, its correction shrunk by k / (k + 8) for k
+measurements (a few nudge the order, many decide it). Both are redone at 1, 2, 4, 8,
+16... measurements, as callers choose (the benchmark does).
 """
 
 from __future__ import annotations
@@ -315,6 +316,8 @@ def _grade(label: float) -> int:
 
 
 OBJECTIVES = ("regression", "regression_top", "lambdarank")
+INNER_FOLDS = 2  # objective="auto": held-out training GPUs (or ops) it compares on
+RESIDUAL_PRIOR = 8  # measurements at which the target's residual model counts half
 TOP_WEIGHT = 9.0  # regression_top: a row at the best weighs 10x, at 1.1x ~4.3x, at 2x ~1x
 
 
@@ -464,10 +467,13 @@ class CostModel:
 
     def _select_objective(self, rows: Sequence[ExperienceRow]) -> str:
         """The objective with the better mean best-of-top-10 on inner folds of ``rows``
-        (leave-one-GPU-out over at most 3 training GPUs, else leave-one-op-out)."""
+        (leave-one-GPU-out over INNER_FOLDS training GPUs, else leave-one-op-out)."""
         unit = "gpu" if len({r.gpu for r in rows}) > 1 else "op"
         values = sorted({getattr(r, unit) for r in rows})
-        folds = values[:: max(1, len(values) // 3)][:3]
+        # INNER_FOLDS held-out units spread over the sorted list (first and last for 2)
+        picks = {round(i * (len(values) - 1) / max(1, INNER_FOLDS - 1))
+                 for i in range(min(INNER_FOLDS, len(values)))}
+        folds = [values[i] for i in sorted(picks)]
         scores: dict[str, list[float]] = {o: [] for o in self.objectives}
         for held in folds:
             train = [r for r in rows if getattr(r, unit) != held]
@@ -508,7 +514,10 @@ class CostModel:
         if self.chosen_objective == "lambdarank":
             base = -base  # LambdaRank scores relevance: higher is better
         if self._residual is not None and self._residual[1] == with_raw:
-            base = base + self._residual[0].predict(x, num_threads=self.threads)
+            # shrunk by k / (k + RESIDUAL_PRIOR): a few measurements nudge, many decide
+            k = len(self._measured)
+            base = base + k / (k + RESIDUAL_PRIOR) * self._residual[0].predict(
+                x, num_threads=self.threads)
         return base
 
     def rank(self, candidates: Sequence[ExperienceRow], neighbours: int = 3,
