@@ -14,14 +14,25 @@ Public API (what bootstrap, the offline agent and the benchmarks code against)::
     model.update(measured_rows)                        # the target's own measurements
     ranked = model.rank(cands)                         # re-ordered with them
 
-- ``launch_of(record, shape_label) -> Launch | None`` is injected by the caller (retrieval
-  may not import kernels): for a Triton task ``lambda r, s: task.launch(r.edit.config,
-  parse(s))``; for imported Kernel Tuner data ``retrieval.launch.record_launch``.
+- ``launch_of(record, shape_label) -> Launch | None`` and ``cost_of(record, shape_label)
+  -> (bytes, flops)`` are injected by the caller (retrieval may not import kernels): for
+  Triton tasks ``kernels.base.record_launch`` / ``record_cost``; for imported Kernel Tuner
+  data ``retrieval.launch.record_launch`` (no cost). ``facts_of(env)`` defaults to
+  ``default_facts``: kb.gpu_facts' table under the record's own fingerprint.
+- ``candidate_rows(op, configs, shape_labels, target_facts, launch_of_config,
+  cost_of_shape)``: for a Triton task ``lambda c, s: task.launch(c, task.parse_shape(s))``
+  and ``lambda s: (task.bytes_moved(task.parse_shape(s), dtype), task.flops(...))``;
+  ``target_facts`` as ``default_facts(env)`` gives them (gpu_name, arch, sm_count, ...).
 - ``ExperienceRow``: op, shape label, GPU name, config, measured time (None = failed), the
-  launch facts, the GPU facts and the shape's bytes / flops. ``candidate_rows`` builds the
-  same rows without a time for the configurations to rank on the target GPU.
-- ``RankedConfig(config, predicted_rel_time, score, evidence)``: ``predicted_rel_time`` is
-  the model's estimate of time / best time on the target (geomean over the shapes).
+  launch facts, the GPU facts and the shape's bytes / flops.
+- ``RankedConfig(config, predicted_rel_time, score, evidence, measured_rel_time)``:
+  ``predicted_rel_time`` estimates time / best time on the target (geomean over the
+  shapes; NaN under the lambdarank objective, which predicts an order, not a time);
+  ``evidence`` (first 20 only) lists ``Neighbour(gpu, similarity, rel_time, rank_pct,
+  shape)``: the same configuration on the most similar training GPUs.
+- ``update(rows)`` takes ALL the target's measurements so far on each call (``[]`` goes
+  back to the zero-shot model); cheap (no retraining of the base model).
+- ``CostModel(objective="regression" | "regression_top" | "lambdarank" | "auto")``.
 
 What it learns. Target: log(time / best time) of each row within its (op, shape, GPU)
 group, clipped at 20x; a failed configuration counts as twice the group's slowest. Inputs:
