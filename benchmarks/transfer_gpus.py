@@ -414,6 +414,7 @@ def fmt_x(stats: dict[str, float], runs: int) -> str:
 
 
 METHODS = ("cold", "most_similar_gpu", "mean_rank", "ranker_zero_shot", "ranker")
+COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:pink", "tab:purple")
 
 
 def goals(gpu_cases: list[dict[str, Any]], task_cases: list[dict[str, Any]]) -> list[str]:
@@ -489,10 +490,10 @@ def write_plot(payload: dict[str, Any], path: Path) -> None:
     rows_n = math.ceil(len(cases) / cols)
     fig, axes = plt.subplots(rows_n, cols, figsize=(3.2 * cols, 2.6 * rows_n), squeeze=False)
     for ax, c in zip(axes.flat, cases, strict=False):
-        for m in METHODS:
+        for m, color in zip(METHODS, COLORS, strict=True):
             if m in c:
                 curve = [min(v, 5.0) for v in c[m]["curve"]]
-                ax.plot(range(1, len(curve) + 1), curve, label=m, lw=1.2)
+                ax.plot(range(1, len(curve) + 1), curve, label=m, lw=1.2, color=color)
         ax.set_xscale("log")
         ax.axhline(TOLERANCE, color="grey", lw=0.6, ls="--")
         ax.set_title(c["case"], fontsize=8)
@@ -500,7 +501,7 @@ def write_plot(payload: dict[str, Any], path: Path) -> None:
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(cases):]:
         ax.axis("off")
-    axes.flat[0].legend(fontsize=6)
+    axes.flat[0].legend(fontsize=6)  # the first case has every method
     fig.supxlabel("evaluations")
     fig.supylabel("best so far / best (capped at 5)")
     fig.tight_layout()
