@@ -117,7 +117,10 @@ def test_update_moves_predictions_toward_the_targets_measurements():
     for c in rng.sample(CONFIGS, 16):
         measured.append(ExperienceRow(op="synthetic", shape="n=4M", gpu="odd", config=c,
                                       time_ms=odd_time(c), launch=launch_of(c), gpu_facts=odd))
+    model.update(measured[:3])
+    assert not model.update_accepted  # fewer than min_update: the zero-shot order stands
     model.update(measured)
+    assert model.update_accepted  # it orders held-out measurements better than zero-shot
     after = agreement()
     assert after > before + 0.2, (before, after)
     ranked = model.rank(cands)
