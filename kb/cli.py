@@ -127,6 +127,13 @@ def _add_query(parser: argparse.ArgumentParser) -> None:
     _json_flag(parser)
 
 
+def _related_ops(op_type: str) -> list[str]:
+    """The op's declared relatives, from the kernels registry (Task.related_ops)."""
+    from kernels.base import related_ops_of
+
+    return list(related_ops_of(op_type))
+
+
 def _run_query(args: argparse.Namespace) -> int:
     from retrieval.query import RetrievalQuery
 
@@ -139,6 +146,7 @@ def _run_query(args: argparse.Namespace) -> int:
         kernel_source=args.source.read_text() if args.source else None,
         feedback_text=args.feedback_text, k=args.k, max_chars=args.max_chars,
         exclude_tasks=args.exclude_tasks, include_related=not args.no_related,
+        related_ops=_related_ops(args.op_type) if not args.no_related else [],
     )
     result = _knowledge().retrieve(query)
     if args.json:

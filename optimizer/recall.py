@@ -19,18 +19,26 @@ class Recalled:
     insights: list[Any] = field(default_factory=list)
 
 
+def query_for(task: Task, dtype: str, env: Environment, *, source: str | None = None,
+              feedback: str | None = None, k: int = 8) -> Any:
+    """The retrieval query of a round: the task's op, its declared related ops (the one
+    source of truth: ``Task.related_ops``), the hardware and Triton version it runs on."""
+    from retrieval.query import RetrievalQuery
+
+    return RetrievalQuery(op_type=task.op_type, task_id=task.name, dtype=dtype,
+                          gpu_name=env.gpu_name, arch=env.arch,
+                          triton_version=env.triton_version, kernel_source=source,
+                          feedback_text=feedback or None, k=k,
+                          related_ops=list(task.related_ops))
+
+
 def recall(knowledge: Any, task: Task, dtype: str, env: Environment, *, source: str,
            feedback: str, k: int = 8) -> Recalled:
     """Hits and warnings as records, the few-shot block, and the op's category insights.
 
     A knowledge service that fails here costs the round its few-shot examples, not the run.
     """
-    from retrieval.query import RetrievalQuery
-
-    query = RetrievalQuery(op_type=task.op_type, task_id=task.name, dtype=dtype,
-                           gpu_name=env.gpu_name, arch=env.arch,
-                           triton_version=env.triton_version, kernel_source=source,
-                           feedback_text=feedback or None, k=k)
+    query = query_for(task, dtype, env, source=source, feedback=feedback, k=k)
     try:
         result = knowledge.retrieve(query)
         report = knowledge.insights(op_type=task.op_type, arch=env.arch)

@@ -15,6 +15,10 @@ class Hit(BaseModel):
     lexical_rank: int | None = Field(default=None, description="BM25 rank among candidates")
     evidence: str
     support: int = Field(description="winning experiences with the same categories here")
+    related: bool = Field(False, description="from a related op, not the query's own: it "
+                          "fills a slot the op's own experiences left empty")
+    version_note: str | None = Field(None, description="set when measured under another "
+                                     "Triton version than the query's")
     record: ExperienceRecord
 
 

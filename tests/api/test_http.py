@@ -71,6 +71,12 @@ def test_remote_client_round_trip(service: str) -> None:
     result = remote.retrieve(RetrievalQuery(op_type="softmax", gpu_name="NVIDIA H200",
                                             arch="sm_90", triton_version="3.5.0"))
     assert result.hits and "Past experiences" in result.prompt_block
+    # no related_ops on the wire: the service fills them from the kernels registry, and
+    # rmsnorm's Task declares softmax related
+    rmsnorm = remote.retrieve(RetrievalQuery(op_type="rmsnorm", gpu_name="NVIDIA H200"))
+    assert rmsnorm.hits and all(h.related and h.record.task.op_type == "softmax"
+                                for h in rmsnorm.hits)
+    assert "(related op softmax" in rmsnorm.prompt_block
     assert remote.insights(op_type="softmax").categories[0].category == "tiling"
     assert remote.stats()["experiences"] >= 1
     plan = remote.bootstrap({"gpu_name": "NVIDIA GH200", "arch": "sm_90"})

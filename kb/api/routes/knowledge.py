@@ -23,6 +23,11 @@ class BootstrapRequest(BaseModel):
 
 @router.post("/retrieve", response_model=RetrievalResult)
 def retrieve(query: RetrievalQuery, kb: KnowledgeDep) -> RetrievalResult:
+    """A query without ``related_ops`` gets its op's declared ones from the registry."""
+    if query.related_ops is None:
+        from kernels.base import related_ops_of  # torch: imported on first use
+
+        query = query.model_copy(update={"related_ops": list(related_ops_of(query.op_type))})
     return kb.retrieve(query)
 
 
