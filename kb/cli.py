@@ -159,12 +159,15 @@ def _run_query(args: argparse.Namespace) -> int:
 # -- insights / bootstrap -------------------------------------------------------------
 def _add_insights(parser: argparse.ArgumentParser) -> None:
     _hardware_flags(parser)
+    parser.add_argument("--current-triton", help="label and rank lower what was measured "
+                        "under another Triton version (--triton filters instead)")
     _json_flag(parser)
 
 
 def _run_insights(args: argparse.Namespace) -> int:
     report = _knowledge().insights(op_type=args.op_type, gpu_name=args.gpu_name,
-                                   arch=args.arch, triton_version=args.triton_version)
+                                   arch=args.arch, triton_version=args.triton_version,
+                                   current_triton=args.current_triton)
     if args.json:
         _print_json(report.model_dump(mode="json"))
         return 0
@@ -175,6 +178,8 @@ def _run_insights(args: argparse.Namespace) -> int:
         best = f"{c.best_speedup:.2f}x" if c.best_speedup else "-"
         print(f"{c.category:16} {c.count:5} {c.wins:5} {100 * c.win_rate:5.0f}% {med:>7} "
               f"{best:>6}  {', '.join(i[:10] for i in c.example_ids)}")
+        if c.version_note:
+            print(f"{'':16} ({c.version_note})")
     return 0
 
 
@@ -188,7 +193,7 @@ def _add_bootstrap(parser: argparse.ArgumentParser) -> None:
 
 def _run_bootstrap(args: argparse.Namespace) -> int:
     env = {k: getattr(args, k) for k in ("gpu_name", "arch", "sm_count", "mem_bandwidth_gbps",
-                                         "smem_per_sm_kib")}
+                                         "smem_per_sm_kib", "triton_version")}
     plan = _knowledge().bootstrap(env, op_type=args.op_type)
     if args.json:
         _print_json(plan.model_dump(mode="json"))
@@ -198,7 +203,8 @@ def _run_bootstrap(args: argparse.Namespace) -> int:
               f"{m.experiences} experiences")
     for n, item in enumerate(plan.items, 1):
         config = f" {item.config}" if item.config else ""
-        print(f"{n}. [{item.kind}] {item.category}{config}: {item.evidence}")
+        note = f" ({item.version_note})" if item.version_note else ""
+        print(f"{n}. [{item.kind}] {item.category}{config}: {item.evidence}{note}")
     return 0
 
 
@@ -248,8 +254,17 @@ for _command in (
     register(_command)
 
 from optimizer import command as _optimize  # noqa: E402 - light at import (argparse only)
+from optimizer import revalidate_command as _revalidate  # noqa: E402 - argparse only
+
+
+def _run_revalidate(args: argparse.Namespace) -> int:
+    status, text = _revalidate.execute(args)
+    print(text, file=sys.stderr if status else sys.stdout)
+    return status
+
 
 register(Command("optimize", _optimize.HELP, _optimize.add_arguments, _optimize.run))
+register(Command("revalidate", _revalidate.HELP, _revalidate.add_arguments, _run_revalidate))
 
 
 def build_parser() -> argparse.ArgumentParser:

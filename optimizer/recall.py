@@ -41,7 +41,8 @@ def recall(knowledge: Any, task: Task, dtype: str, env: Environment, *, source: 
     query = query_for(task, dtype, env, source=source, feedback=feedback, k=k)
     try:
         result = knowledge.retrieve(query)
-        report = knowledge.insights(op_type=task.op_type, arch=env.arch)
+        report = knowledge.insights(op_type=task.op_type, arch=env.arch,
+                                    current_triton=env.triton_version)
     except Exception as err:  # noqa: BLE001 - retrieval is advisory; the loop goes on
         log.warning("retrieval failed (%s: %s); continuing without experiences",
                     type(err).__name__, err)

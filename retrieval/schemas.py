@@ -40,6 +40,10 @@ class CategoryInsight(BaseModel):
     best_speedup: float | None
     losses: int
     example_ids: list[str]
+    other_version: int = Field(0, description="rows measured under another Triton version "
+                               "than the report's current_triton")
+    other_version_wins: int = 0
+    version_note: str | None = None
 
 
 class InsightReport(BaseModel):
@@ -47,6 +51,7 @@ class InsightReport(BaseModel):
     gpu_name: str | None
     arch: str | None
     triton_version: str | None
+    current_triton: str | None = None
     total: int
     categories: list[CategoryInsight]
 
@@ -70,6 +75,9 @@ class PlanItem(BaseModel):
     task_id: str | None = Field(None, description="for a config: the task it was measured on")
     dtype: str | None = None
     similarity: float | None = Field(None, description="of its hardware to the target")
+    triton_version: str | None = Field(None, description="for a config: its Triton version")
+    version_note: str | None = Field(None, description="set when measured under another "
+                                     "Triton version than the target's")
 
 
 class BootstrapPlan(BaseModel):

@@ -42,7 +42,8 @@ class Knowledge(Protocol):
     def ingest(self, records: Sequence[Any]) -> IngestReport: ...
     def retrieve(self, query: RetrievalQuery) -> RetrievalResult: ...
     def insights(self, *, op_type: str | None = None, gpu_name: str | None = None,
-                 arch: str | None = None, triton_version: str | None = None) -> InsightReport: ...
+                 arch: str | None = None, triton_version: str | None = None,
+                 current_triton: str | None = None) -> InsightReport: ...
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
                   include_own: bool = False) -> BootstrapPlan: ...
     def stats(self) -> dict[str, Any]: ...
@@ -122,10 +123,11 @@ class LocalKnowledge:
             return run_retrieval(session, self.embedder, self.index, query)
 
     def insights(self, *, op_type: str | None = None, gpu_name: str | None = None,
-                 arch: str | None = None, triton_version: str | None = None) -> InsightReport:
+                 arch: str | None = None, triton_version: str | None = None,
+                 current_triton: str | None = None) -> InsightReport:
         with self.session() as session:
             return insight_report(session, op_type=op_type, gpu_name=gpu_name, arch=arch,
-                                  triton_version=triton_version)
+                                  triton_version=triton_version, current_triton=current_triton)
 
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
                   include_own: bool = False) -> BootstrapPlan:

@@ -91,7 +91,8 @@ def build_messages(context: AgentContext) -> list[dict[str, str]]:
     directions = [f"- {v.name}: {v.help}" for v in task.variants]
     directions += [f"- {k.name} (one of {list(k.values)}){': ' + k.help if k.help else ''}"
                    for k in task.knobs]
-    directions += [f"- known configuration ({item.evidence}): "
+    directions += [f"- known configuration ({item.evidence}"
+                   + (f"; {item.version_note}" if item.version_note else "") + "): "
                    + ", ".join(f"{k}={v!r}" for k, v in sorted(item.config.items()))
                    for item in context.known_configs]
     reminders = context.reminders[-5:] or ["(none)"]

@@ -33,9 +33,11 @@ def retrieve(query: RetrievalQuery, kb: KnowledgeDep) -> RetrievalResult:
 
 @router.get("/insights", response_model=InsightReport)
 def insights(kb: KnowledgeDep, op_type: str | None = None, gpu_name: str | None = None,
-             arch: str | None = None, triton_version: str | None = None) -> InsightReport:
+             arch: str | None = None, triton_version: str | None = None,
+             current_triton: str | None = None) -> InsightReport:
+    """``triton_version`` filters; ``current_triton`` labels and ranks other versions lower."""
     return kb.insights(op_type=op_type, gpu_name=gpu_name, arch=arch,
-                       triton_version=triton_version)
+                       triton_version=triton_version, current_triton=current_triton)
 
 
 @router.post("/bootstrap", response_model=BootstrapPlan)
