@@ -106,6 +106,73 @@ def _run_seed(args: argparse.Namespace) -> int:
     return 1 if any(r.rejected for r in reports.values()) else 0
 
 
+# -- import ---------------------------------------------------------------------------
+def _add_import(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("paths", type=Path, nargs="+", metavar="PATH",
+                        help="files or folders (*.json, *.json.gz are read)")
+    parser.add_argument("--format", dest="fmt", choices=("auto", "kernel-tuner", "t4"),
+                        default="auto",
+                        help="auto (default): sniff each file; kernel-tuner or t4: only those")
+    parser.add_argument("--gpu", help="GPU of files that name none (or one the table lacks)")
+    parser.add_argument("--license", help="licence of the data (default: the LICENSE file "
+                                          "in its folder or above, else 'unknown')")
+    parser.add_argument("--kernel", help="kernel name where a file names none (T4)")
+    parser.add_argument("--source", help="data set name for record sources (default: the "
+                                         "folder holding the LICENSE file, else PATH)")
+    _json_flag(parser)
+
+
+def _import_progress(result) -> None:  # type: ignore[no-untyped-def]
+    if sys.stderr.isatty():
+        rate = result.seen / result.seconds if result.seconds else 0.0
+        print(f"\r{result.source}: {result.seen} records, {rate:.0f}/s", end="",
+              file=sys.stderr, flush=True)
+
+
+def _run_import(args: argparse.Namespace) -> int:
+    import time
+
+    from kb.importers import iter_files
+    from kb.importers.load import load_file
+
+    kb = _knowledge()
+    results = []
+    start = time.perf_counter()
+    try:
+        for path in args.paths:
+            for source, items in iter_files(path, args.fmt, gpu=args.gpu, license=args.license,
+                                            source=args.source, kernel=args.kernel):
+                r = load_file(source, items, kb.ingest, progress=_import_progress)
+                rate = r.seen / r.seconds if r.seconds else 0.0
+                print(f"\r{source}: {r.seen} records in {r.seconds:.1f} s ({rate:.0f}/s)",
+                      file=sys.stderr, flush=True)
+                results.append(r)
+    except (ValueError, FileNotFoundError) as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    seconds = time.perf_counter() - start
+    total = {k: sum(getattr(r, k) for r in results)
+             for k in ("accepted", "duplicates", "rejected")}
+    if args.json:
+        _print_json({"files": [r.as_dict() for r in results], **total,
+                     "seconds": round(seconds, 2)})
+    else:
+        for r in results:
+            print(f"{r.source}: {r.accepted} accepted, {r.duplicates} duplicate, "
+                  f"{r.rejected} rejected")
+            for note in r.notes:
+                print(f"  note: {note}")
+            for line in r.problems[:5]:
+                print(f"  {line}")
+            if len(r.problems) > 5:
+                print(f"  ... and {len(r.problems) - 5} more")
+        records = sum(r.seen for r in results)
+        print(f"total: {total['accepted']} accepted, {total['duplicates']} duplicate, "
+              f"{total['rejected']} rejected from {len(results)} files in {seconds:.1f} s "
+              f"({records / seconds if seconds else 0:.0f} records/s)")
+    return 1 if total["rejected"] else 0
+
+
 # -- query ----------------------------------------------------------------------------
 def _hardware_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--op", dest="op_type", help="op type, e.g. softmax")
@@ -242,6 +309,8 @@ for _command in (
     Command("serve", "run the HTTP service (loads seeds into an empty store)",
             _add_serve, _run_serve),
     Command("ingest", "ingest a JSONL file of experience records", _add_ingest, _run_ingest),
+    Command("import", "import Kernel Tuner / T4 tuning data as experiences", _add_import,
+            _run_import),
     Command("query", "retrieve experiences and print the few-shot block", _add_query, _run_query),
     Command("insights", "what worked: aggregate by edit category", _add_insights,
             _run_insights),

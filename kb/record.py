@@ -77,6 +77,7 @@ class Environment(_Strict):
     triton_version: str = Field(min_length=1)
     torch_version: str = Field(min_length=1)
     cuda_version: str | None = None
+    vendor: str | None = Field(default=None, description="nvidia, amd, ...; None = not recorded")
 
 
 class Edit(_Strict):
@@ -150,6 +151,20 @@ class Provenance(_Strict):
     round_kind: RoundKind = "exploit"
     command: str | None = Field(default=None, description="command that produced it")
     source: str | None = Field(default=None, description="seed set or host it came from")
+    license: str | None = Field(default=None, description="licence of imported data, e.g. MIT")
+    device: str | None = Field(default=None,
+                               description="the device name as the source data wrote it")
+    date: datetime | None = Field(default=None, description="when it was measured, if known")
+
+
+# Fields added after records were first written: left out of the content hash while None.
+_OPTIONAL_LATER: tuple[tuple[str, str], ...] = (
+    ("edit", "rationale"),
+    ("env", "vendor"),
+    ("provenance", "license"),
+    ("provenance", "device"),
+    ("provenance", "date"),
+)
 
 
 class ExperienceRecord(_Strict):
@@ -178,8 +193,9 @@ class ExperienceRecord(_Strict):
     def content_hash(self) -> str:
         """sha256 over everything but ``id`` and ``created_at``: same content, same id."""
         payload = self.model_dump(mode="json", exclude={"id", "created_at"})
-        if payload["edit"]["rationale"] is None:  # added later: old records keep their ids
-            del payload["edit"]["rationale"]
+        for section, name in _OPTIONAL_LATER:  # added later: old records keep their ids
+            if payload[section][name] is None:
+                del payload[section][name]
         canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 

@@ -1,0 +1,259 @@
+"""Public spec facts of the GPUs that tuning data comes from, looked up by device name.
+
+Why: experience transfers between GPUs by what the parts are (SM count, bandwidth,
+shared memory per SM, registers), not by what they are called. Importers fill an
+experience's hardware fingerprint from this table; retrieval and the optimizer read it
+to compare GPUs. kb/ is the lowest layer, so this module imports nothing of the project.
+
+Figures are vendor datasheet / whitepaper values, written here by hand:
+
+- ``peak_tensor_tflops`` is the dense fp16/bf16 matrix-multiply peak with fp32
+  accumulation (what a Triton matmul uses), the convention of ``Environment.peak_tflops``
+  (989 on the H200). GeForce cards run fp32-accumulate at half their fp16-accumulate
+  rate, so theirs are half the headline figure; the RDNA2 W6600 has no matrix units and
+  its figure is packed fp16 math.
+- ``smem_per_sm_kib`` is the shared memory (LDS) one SM / CU can give its blocks;
+  ``max_smem_per_block_kib`` the most one block may opt into.
+- AMD counts are per CU. RDNA parts pair CUs into WGPs that share 128 KiB of LDS; in CU
+  mode one CU uses 64 KiB. ``max_threads_per_sm`` on RDNA is 32 waves of 32, as
+  rocminfo reports it.
+- An MI250X package is two GCDs that software sees as two devices; a kernel runs on one,
+  so the row is one GCD (110 CUs, 1.6 TB/s, 64 GB), half the package's datasheet figures.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePath
+from typing import Any
+
+
+@dataclass(frozen=True)
+class GpuFacts:
+    name: str  # canonical: the name the vendor's tools print (nvidia-smi, rocm-smi)
+    vendor: str  # "nvidia" or "amd"
+    arch: str  # sm_80, gfx90a, ...
+    family: str  # parts that differ only in memory or form factor share a family
+    sm_count: int  # SMs (NVIDIA) or CUs (AMD)
+    mem_bandwidth_gbps: float
+    memory_gib: float
+    smem_per_sm_kib: int
+    max_smem_per_block_kib: int
+    regs_per_sm: int  # 32-bit registers per SM / CU
+    max_threads_per_sm: int
+    warp_size: int  # 32, or 64 for a CDNA wavefront
+    l2_mib: float
+    boost_clock_mhz: int | None
+    peak_fp32_tflops: float
+    peak_tensor_tflops: float  # see the module docstring
+    aliases: tuple[str, ...] = ()
+    family_default: bool = False  # the part a name without memory / form factor means
+    note: str = ""
+    keys: tuple[frozenset[str], ...] = field(default=(), compare=False, repr=False)
+
+    def to_env_fields(self) -> dict[str, Any]:
+        """The ``Environment`` fields this table knows (versions come from the caller)."""
+        return {
+            "gpu_name": self.name,
+            "arch": self.arch,
+            "vendor": self.vendor,
+            "sm_count": self.sm_count,
+            "mem_bandwidth_gbps": self.mem_bandwidth_gbps,
+            "smem_per_sm_kib": self.smem_per_sm_kib,
+            "peak_tflops": self.peak_tensor_tflops,
+        }
+
+
+def _nvidia(name: str, arch: str, family: str, sms: int, gbps: float, mem: float,
+            l2: float, mhz: int | None, fp32: float, tensor: float, *aliases: str,
+            default: bool = False, note: str = "") -> GpuFacts:
+    # shared memory and threads per SM follow the architecture
+    smem, block, threads = {
+        "sm_80": (164, 163, 2048), "sm_86": (100, 99, 1536), "sm_89": (100, 99, 1536),
+        "sm_90": (228, 227, 2048), "sm_100": (228, 227, 2048),
+    }[arch]
+    return GpuFacts(name, "nvidia", arch, family, sms, gbps, mem, smem, block, 65536, threads,
+                    32, l2, mhz, fp32, tensor, aliases, default, note)
+
+
+def _amd(name: str, arch: str, family: str, cus: int, gbps: float, mem: float, regs: int,
+         threads: int, wave: int, l2: float, mhz: int, fp32: float, tensor: float,
+         *aliases: str, note: str = "") -> GpuFacts:
+    return GpuFacts(name, "amd", arch, family, cus, gbps, mem, 64, 64, regs, threads, wave,
+                    l2, mhz, fp32, tensor, aliases, True, note)
+
+
+def _rtx(number: str) -> tuple[str, ...]:
+    return (f"RTX {number}", f"RTX{number}")
+
+
+_TABLE: tuple[GpuFacts, ...] = (
+    # A100 (GA100): 108 SMs, 40 MiB L2, 1410 MHz; only memory and bandwidth differ
+    _nvidia("NVIDIA A100-PCIE-40GB", "sm_80", "A100", 108, 1555, 40, 40, 1410, 19.5, 312,
+            "A100-PCIE-40GB", "A100 PCIe 40GB", "A100 PCIe", "A100 40GB"),
+    _nvidia("NVIDIA A100-SXM4-40GB", "sm_80", "A100", 108, 1555, 40, 40, 1410, 19.5, 312,
+            "A100-SXM4-40GB", "A100 SXM 40GB"),
+    _nvidia("NVIDIA A100 80GB PCIe", "sm_80", "A100", 108, 1935, 80, 40, 1410, 19.5, 312,
+            "A100 80GB PCIe"),
+    _nvidia("NVIDIA A100-SXM4-80GB", "sm_80", "A100", 108, 2039, 80, 40, 1410, 19.5, 312,
+            "A100-SXM4-80GB", "A100 SXM 80GB", "A100 SXM4", "A100 SXM", "A100-80GB", "A100",
+            default=True),
+    # Hopper (GH100)
+    _nvidia("NVIDIA H100 PCIe", "sm_90", "H100", 114, 2000, 80, 50, 1755, 51.2, 756,
+            "H100 PCIe", "H100 PCIe 80GB"),
+    _nvidia("NVIDIA H100 80GB HBM3", "sm_90", "H100", 132, 3350, 80, 50, 1980, 67, 989,
+            "H100 SXM", "H100 SXM5", "H100 SXM5 80GB", "H100", default=True),
+    _nvidia("NVIDIA H200", "sm_90", "H200", 132, 4800, 141, 50, 1980, 67, 989,
+            "H200", "H200 SXM", "H200 141GB", "H200 SXM 141GB", default=True),
+    # Blackwell (GB100)
+    _nvidia("NVIDIA B200", "sm_100", "B200", 148, 8000, 180, 126, None, 80, 2250,
+            "B200", "B200 SXM", "B200 180GB", default=True,
+            note="no boost clock published; fp32 peak approximate"),
+    # Ada (AD10x)
+    _nvidia("NVIDIA L40S", "sm_89", "L40S", 142, 864, 48, 96, 2520, 91.6, 362,
+            "L40S", default=True),
+    _nvidia("NVIDIA GeForce RTX 4060", "sm_89", "RTX 4060", 24, 272, 8, 24, 2460, 15.1, 30.2,
+            *_rtx("4060"), default=True),
+    _nvidia("NVIDIA GeForce RTX 4070", "sm_89", "RTX 4070", 46, 504, 12, 36, 2475, 29.1, 58.3,
+            *_rtx("4070"), default=True),
+    _nvidia("NVIDIA GeForce RTX 4080", "sm_89", "RTX 4080", 76, 716.8, 16, 64, 2505, 48.7,
+            97.5, *_rtx("4080"), default=True),
+    _nvidia("NVIDIA GeForce RTX 4090", "sm_89", "RTX 4090", 128, 1008, 24, 72, 2520, 82.6,
+            165.2, *_rtx("4090"), default=True),
+    # Ampere consumer and workstation (GA10x)
+    _nvidia("NVIDIA GeForce RTX 3060", "sm_86", "RTX 3060", 28, 360, 12, 3, 1777, 12.7, 25.5,
+            *_rtx("3060"), default=True),
+    _nvidia("NVIDIA GeForce RTX 3070", "sm_86", "RTX 3070", 46, 448, 8, 4, 1725, 20.3, 40.6,
+            *_rtx("3070"), default=True),
+    _nvidia("NVIDIA GeForce RTX 3080", "sm_86", "RTX 3080", 68, 760, 10, 5, 1710, 29.8, 59.5,
+            *_rtx("3080"), "RTX 3080 10GB", default=True),
+    _nvidia("NVIDIA GeForce RTX 3090", "sm_86", "RTX 3090", 82, 936, 24, 6, 1695, 35.6, 71,
+            *_rtx("3090"), default=True),
+    _nvidia("NVIDIA RTX A4000", "sm_86", "RTX A4000", 48, 448, 16, 4, 1560, 19.2, 76.7,
+            "RTX A4000", "A4000", default=True),
+    _nvidia("NVIDIA RTX A6000", "sm_86", "RTX A6000", 84, 768, 48, 6, 1800, 38.7, 154.8,
+            "RTX A6000", "A6000", default=True),
+    # AMD CDNA (wave64): 512 KiB of vector registers per CU
+    _amd("AMD Instinct MI250X", "gfx90a", "MI250X", 110, 1638.4, 64, 131072, 2048, 64, 8,
+         1700, 23.9, 191.5, "MI250X", "Instinct MI250X",
+         note="one GCD of the two in a package"),
+    _amd("AMD Instinct MI300X", "gfx942", "MI300X", 304, 5300, 192, 131072, 2048, 64, 32,
+         2100, 81.7, 1307.4, "MI300X", "Instinct MI300X",
+         note="L2 is 4 MiB per XCD; the 256 MiB Infinity Cache is not counted"),
+    # AMD RDNA (wave32 under HIP): two SIMD32 per CU
+    _amd("AMD Radeon PRO W6600", "gfx1032", "W6600", 28, 224, 8, 65536, 1024, 32, 2, 2903,
+         10.4, 20.9, "Radeon PRO W6600", "W6600",
+         note="no matrix units: the fp16 figure is packed math; 32 MiB Infinity Cache"),
+    _amd("AMD Radeon PRO W7800", "gfx1100", "W7800", 70, 576, 32, 98304, 1024, 32, 6, 2499,
+         45.2, 90.5, "Radeon PRO W7800", "W7800",
+         note="fp16 via WMMA; 64 MiB Infinity Cache"),
+)
+
+# Words that name the vendor or product line, not the part: "NVIDIA GeForce RTX 3090"
+# and "RTX 3090" are one GPU. "Ti", "SUPER", "NVL", "Laptop" are NOT dropped: those are
+# other parts, and a wrong match is worse than none.
+_NOISE = frozenset({"nvidia", "amd", "geforce", "tesla", "instinct", "radeon", "pro", "tm",
+                    "r", "corporation", "ati"})
+_ARCH = re.compile(r"^(?:sm_?(\d+)[a-z]?|(gfx[0-9a-f]+))$")
+_DATA_SUFFIXES = (".json.gz", ".json", ".gz", ".csv", ".jsonl")
+
+
+def _tokens(text: str) -> frozenset[str]:
+    words = re.split(r"[^0-9a-z]+", text.lower())
+    return frozenset(w for w in words if w and w not in _NOISE)
+
+
+def _build_index() -> tuple[dict[frozenset[str], GpuFacts], tuple[GpuFacts, ...]]:
+    """Alias token sets -> part; checked at import, so two parts never share a name."""
+    index: dict[frozenset[str], GpuFacts] = {}
+    table = []
+    for facts in _TABLE:
+        keys = tuple(dict.fromkeys(_tokens(a) for a in (facts.name, *facts.aliases)))
+        facts = GpuFacts(**{**facts.__dict__, "keys": keys})
+        table.append(facts)
+        for key in keys:
+            other = index.setdefault(key, facts)
+            if other.name != facts.name:
+                raise ValueError(f"alias {sorted(key)} names {other.name} and {facts.name}")
+    return index, tuple(table)
+
+
+_BY_KEY, TABLE = _build_index()
+
+
+def known_names() -> list[str]:
+    return [f.name for f in TABLE]
+
+
+def _by_arch(arch: str) -> GpuFacts | None:
+    """An arch names a part only when one family has it (gfx90a: MI250X; sm_90: H100 or
+    H200, so no answer)."""
+    families = {f.family for f in TABLE if f.arch == arch}
+    if len(families) != 1:
+        return None
+    return next(f for f in TABLE if f.arch == arch and f.family_default)
+
+
+def _match(name: str) -> GpuFacts | None:
+    text = name.strip().lower()
+    arch = _ARCH.match(text)
+    if arch:
+        return _by_arch(f"sm_{arch.group(1)}" if arch.group(1) else arch.group(2))
+    for part in text.split("/"):  # ROCm writes "AMD Instinct MI250X / MI250"
+        found = _BY_KEY.get(_tokens(part))
+        if found is not None:
+            return found
+    return None
+
+
+def _from_hint(hint: str) -> GpuFacts | None:
+    """A file name such as MI250X.json.gz or results_A100_T4.json: the longest run of its
+    words that names a part, leftmost first."""
+    stem = PurePath(hint).name
+    for suffix in _DATA_SUFFIXES:
+        if stem.lower().endswith(suffix):
+            stem = stem[: -len(suffix)]
+            break
+    words = [w for w in re.split(r"[^0-9A-Za-z]+", stem) if w]
+    for size in range(len(words), 0, -1):
+        for start in range(len(words) - size + 1):
+            found = _match(" ".join(words[start : start + size]))
+            if found is not None:
+                return found
+    return None
+
+
+def lookup(name: str | None, hint: str | None = None) -> GpuFacts | None:
+    """Facts for a device name as tools write it ("NVIDIA A100-PCIE-40GB", "AMD Radeon PRO
+    W6600", "gfx90a", "h200"); ``hint`` (e.g. a file name) is read only when the name is
+    empty. None when unknown: callers say so, with ``closest`` and ``known_names``."""
+    if name and name.strip():
+        return _match(name)
+    if hint:
+        return _from_hint(hint)
+    return None
+
+
+def closest(name: str) -> str | None:
+    """The known part whose name or an alias reads most like ``name`` (for messages)."""
+    wanted = name.strip().lower()
+    scored = [(difflib.SequenceMatcher(None, wanted, alias.lower()).ratio(), facts.name)
+              for facts in TABLE for alias in (facts.name, *facts.aliases)]
+    score, best = max(scored)
+    return best if score >= 0.4 else None
+
+
+def unknown_gpu_message(name: str) -> str:
+    """The one sentence every caller prints for a name the table does not know."""
+    arch = _ARCH.match(name.strip().lower())
+    if arch:
+        wanted = f"sm_{arch.group(1)}" if arch.group(1) else arch.group(2)
+        parts = [f.name for f in TABLE if f.arch == wanted]
+        near = f"; {wanted} is {', '.join(parts)}: name the part" if parts else ""
+    else:
+        found = closest(name) if name.strip() else None
+        near = f"; closest: {found!r}" if found else ""
+    return (f"unknown GPU {name!r}{near}; known: {', '.join(known_names())}. "
+            "Name one of them (e.g. --gpu) or add the part to kb/gpu_facts.py")

@@ -1,0 +1,8 @@
+"""Importers of other people's tuning data (Kernel Tuner caches, T4 results) as
+experiences: ``iter_import(path, fmt)`` yields ("file:position", record or why not)."""
+
+from kb.importers.dispatch import FORMATS, Item, import_file, iter_files, iter_import
+from kb.importers.records import ImportNote, ImportRejection
+
+__all__ = ["FORMATS", "ImportNote", "ImportRejection", "Item", "import_file", "iter_files",
+           "iter_import"]

@@ -1,0 +1,168 @@
+"""Import a file or folder of other people's tuning data: pick the format per file, find
+the kernel and the GPU, and yield validated records (or why not) by "file:position".
+
+The GPU of a file: the device name it writes when the facts table knows it; else
+``--gpu``; else its file name (MI250X.json.gz). A file name that names only a family
+(A100) takes the part a Kernel Tuner cache in the same folder names, if exactly one
+does (a T4 file converted from that cache sits beside it); else the family's usual part.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from kb import gpu_facts
+from kb.gpu_facts import GpuFacts
+from kb.importers import files, kernel_tuner, t4
+from kb.importers.records import (
+    FileContext,
+    ImportNote,
+    ImportRejection,
+    Measurement,
+    to_record,
+)
+from kb.record import ExperienceRecord
+
+FORMATS = ("auto", kernel_tuner.FORMAT, t4.FORMAT)
+Item = ExperienceRecord | ImportRejection | ImportNote
+_MODULES = (kernel_tuner, t4)
+
+
+def iter_import(path: str | Path, fmt: str = "auto", *, gpu: str | None = None,
+                license: str | None = None, source: str | None = None,
+                kernel: str | None = None) -> Iterator[tuple[str, Item]]:
+    """Records of every data file under ``path`` as ("file:position", item). ``fmt``:
+    auto (sniff each file), kernel-tuner or t4 (other files are skipped with a note).
+    ``gpu`` / ``kernel`` stand in where a file does not say; ``license`` overrides the
+    LICENSE file; ``source`` replaces the data set's folder name in record sources.
+    Raises ValueError for an unknown format or ``gpu``, FileNotFoundError for no path."""
+    for _, items in iter_files(path, fmt, gpu=gpu, license=license, source=source,
+                               kernel=kernel):
+        yield from items
+
+
+def iter_files(path: str | Path, fmt: str = "auto", *, gpu: str | None = None,
+               license: str | None = None, source: str | None = None,
+               kernel: str | None = None
+               ) -> Iterator[tuple[str, Iterator[tuple[str, Item]]]]:
+    """``iter_import`` one file at a time: (file's source name, its items)."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    chosen = None
+    if gpu:
+        chosen = gpu_facts.lookup(gpu)
+        if chosen is None:
+            raise ValueError(gpu_facts.unknown_gpu_message(gpu))
+    root = Path(path)
+    if not root.exists():
+        raise FileNotFoundError(f"no such file or folder: {root}")
+    for cached in (files.license_file, files.sibling_spec, files.sibling_devices):
+        cached.cache_clear()  # files may have changed since an earlier import
+    for file in files.walk(root):
+        yield files.source_name(file, root, source), import_file(
+            file, root, fmt, gpu=chosen, license=license, source=source, kernel=kernel)
+
+
+def import_file(file: Path, root: Path, fmt: str, *, gpu: GpuFacts | None = None,
+                license: str | None = None, source: str | None = None,
+                kernel: str | None = None) -> Iterator[tuple[str, Item]]:
+    name = files.source_name(file, root, source)
+    try:
+        data = files.load_json(file)
+    except ValueError as exc:
+        yield name, ImportRejection(name, (("<file>", str(exc)),))
+        return
+    module = next((m for m in _MODULES if m.matches(data)), None)
+    if module is None or fmt not in ("auto", module.FORMAT):
+        yield name, ImportNote(name, _skip_reason(data, fmt, module))
+        return
+    try:
+        ctx, notes = _context(file, name, data, module, gpu=gpu, license=license,
+                              kernel=kernel)
+    except ValueError as exc:
+        field, _, reason = str(exc).partition(": ")
+        yield name, ImportRejection(name, ((field, reason),))
+        return
+    for note in notes:
+        yield name, ImportNote(name, note)
+    entries = kernel_tuner.measurements(data) if module is kernel_tuner \
+        else t4.measurements(data, t4.time_unit(data))
+    for entry in entries:
+        if isinstance(entry, Measurement):
+            item = to_record(ctx, entry)
+            where = f"{name}:{entry.position}"
+        else:
+            position, _, field, reason = entry
+            where = f"{name}:{position}"
+            item = ImportRejection(where, ((field, reason),))
+        yield where, item
+
+
+def _skip_reason(data: Any, fmt: str, module: Any) -> str:
+    if module is not None:
+        return f"skipped: a {module.FORMAT} file, and --format is {fmt}"
+    keys = ", ".join(list(data)[:6]) if isinstance(data, dict) else type(data).__name__
+    return f"skipped: not a Kernel Tuner cache or T4 results file (top level: {keys})"
+
+
+def _context(file: Path, name: str, data: dict[str, Any], module: Any, *,
+             gpu: GpuFacts | None, license: str | None, kernel: str | None
+             ) -> tuple[FileContext, list[str]]:
+    """The file's shared facts; ValueError("field: reason") rejects the whole file."""
+    spec = files.sibling_spec(file.parent) or {}
+    if module is kernel_tuner:
+        head = kernel_tuner.header(data)
+        kernel_name, problem, device = kernel or head.kernel_name, head.problem_size, head.device
+    else:
+        t4.time_unit(data)  # an unknown unit rejects the file before any record
+        kernel_name = kernel or spec.get("KernelName")
+        problem = kernel_tuner.problem_size_text(spec.get("ProblemSize"))
+        device = ""
+    if not kernel_name:
+        where = "kernel_name" if module is kernel_tuner else "KernelName"
+        raise ValueError(f"{where}: the file names no kernel; pass --kernel NAME"
+                         + ("" if module is kernel_tuner
+                            else " or keep its T1 search-space file beside it"))
+    facts, how, notes = _gpu(file, device, gpu)
+    ctx = FileContext(
+        source=name, tool=module.TOOL, agent=module.AGENT, fmt=module.FORMAT,
+        kernel_name=str(kernel_name), problem_size=problem, facts=facts, device=device or None,
+        gpu_from=how, license=license or files.license_id(files.license_file(file.parent)),
+        sha8=files.file_sha8(file),
+    )
+    return ctx, notes
+
+
+def _gpu(file: Path, device: str, option: GpuFacts | None) -> tuple[GpuFacts, str, list[str]]:
+    if device.strip():
+        found = gpu_facts.lookup(device)
+        if found is not None:
+            notes = [f"the file names {device!r}: --gpu {option.name!r} not used"] \
+                if option is not None and option.name != found.name else []
+            return found, "the file's device_name", notes
+        if option is not None:
+            return option, "--gpu", [f"device {device!r} is not in the facts table: "
+                                     f"took --gpu {option.name!r}"]
+        raise ValueError(f"env.gpu_name: {gpu_facts.unknown_gpu_message(device)}")
+    if option is not None:
+        return option, "--gpu", []
+    found = gpu_facts.lookup("", hint=file.name)
+    if found is None:
+        raise ValueError("env.gpu_name: the file names no device and its file name names "
+                         f"no known GPU; pass --gpu NAME (known: "
+                         f"{', '.join(gpu_facts.known_names())})")
+    family = [f for f in gpu_facts.TABLE if f.family == found.family]
+    if len(family) > 1:
+        beside = {f.name for d in files.sibling_devices(file.parent)
+                  if (f := gpu_facts.lookup(d)) is not None and f.family == found.family}
+        if len(beside) == 1:
+            part = gpu_facts.lookup(beside.pop())
+            assert part is not None
+            return part, "the file name, part from a cache beside it", \
+                [f"GPU from the file name {file.name!r} and the cache beside it: {part.name}"]
+        return found, "the file name", [
+            f"GPU from the file name {file.name!r}: {found.name} (the {found.family} "
+            f"family has {len(family)} parts; pass --gpu to choose another)"]
+    return found, "the file name", [f"GPU from the file name {file.name!r}: {found.name}"]

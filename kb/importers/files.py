@@ -1,0 +1,144 @@
+"""Files of an import: walking folders, reading (gzip) JSON, licence, source names.
+
+Pure file handling, no record logic: the format modules and the dispatcher build on it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import re
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+DATA_SUFFIXES = (".json", ".json.gz")
+_LICENSE_NAMES = ("LICENSE", "LICENSE.txt", "LICENSE.md", "LICENCE", "COPYING")
+# first lines of common licence texts -> SPDX ids; anything else keeps its first line
+_LICENSE_IDS = (
+    (re.compile(r"^MIT\b", re.I), "MIT"),
+    (re.compile(r"^Apache License", re.I), "Apache-2.0"),
+    (re.compile(r"^BSD 3-Clause", re.I), "BSD-3-Clause"),
+    (re.compile(r"^BSD 2-Clause", re.I), "BSD-2-Clause"),
+    (re.compile(r"^GNU GENERAL PUBLIC LICENSE", re.I), "GPL"),
+    (re.compile(r"^GNU LESSER GENERAL PUBLIC LICENSE", re.I), "LGPL"),
+    (re.compile(r"^Creative Commons Attribution 4\.0", re.I), "CC-BY-4.0"),
+)
+UNKNOWN_LICENSE = "unknown"
+
+
+def is_data_file(path: Path) -> bool:
+    return path.name.lower().endswith(DATA_SUFFIXES)
+
+
+def walk(path: Path) -> Iterator[Path]:
+    """The data files under ``path`` (itself if a file), in a stable order."""
+    if path.is_file():
+        yield path
+        return
+    yield from sorted(p for p in path.rglob("*") if p.is_file() and is_data_file(p))
+
+
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes, gunzipped when it is gzip (by magic number, not by name)."""
+    raw = path.read_bytes()
+    return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+
+
+def load_json(path: Path) -> Any:
+    """Parsed JSON; raises ValueError with the reason on bad gzip or JSON."""
+    try:
+        return json.loads(read_bytes(path))
+    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise ValueError(f"cannot read: {exc}") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"invalid JSON: {exc}") from exc
+
+
+def file_sha8(path: Path) -> str:
+    """First 8 hex digits of the file's sha256: one file, one run id."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:8]
+
+
+@lru_cache(maxsize=256)
+def license_file(folder: Path) -> Path | None:
+    """The nearest licence file in ``folder`` or a parent folder."""
+    for candidate in (folder, *folder.parents):
+        for name in _LICENSE_NAMES:
+            found = candidate / name
+            if found.is_file():
+                return found
+    return None
+
+
+def license_id(path: Path | None) -> str:
+    """SPDX-style id from a licence file's first line ("MIT License" -> "MIT")."""
+    if path is None:
+        return UNKNOWN_LICENSE
+    try:
+        lines = [s.strip() for s in path.read_text(errors="replace").splitlines() if s.strip()]
+    except OSError:
+        return UNKNOWN_LICENSE
+    if not lines:
+        return UNKNOWN_LICENSE
+    for pattern, spdx in _LICENSE_IDS:
+        if pattern.search(lines[0]):
+            version = re.search(r"Version (\d)", " ".join(lines[1:3]))
+            return f"{spdx}-{version.group(1)}.0" if spdx in ("GPL", "LGPL") and version \
+                else spdx
+    return lines[0][:80]
+
+
+def source_name(path: Path, root: Path, prefix: str | None = None) -> str:
+    """``<data set>/<path inside it>``: the data set is the folder of the nearest licence
+    file (so importing the data set or one of its folders names a file the same way),
+    else the imported root. ``prefix`` replaces the data set's folder name."""
+    path = path.resolve()
+    licence = license_file(path.parent)
+    base = licence.parent if licence is not None else (root if root.is_dir() else root.parent)
+    base = base.resolve()
+    try:
+        inner = path.relative_to(base).as_posix()
+    except ValueError:  # a licence above the file but not above the root: use the root
+        inner = path.name
+    return f"{prefix or base.name}/{inner}"
+
+
+@lru_cache(maxsize=64)
+def sibling_spec(folder: Path) -> dict[str, Any] | None:
+    """The T1 search-space file beside data files (``KernelSpecification``: kernel name,
+    problem size), if the folder holds exactly one."""
+    specs = []
+    for candidate in sorted(folder.glob("*.json")):
+        try:
+            data = load_json(candidate)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("KernelSpecification"), dict):
+            specs.append(data["KernelSpecification"])
+    return specs[0] if len(specs) == 1 else None
+
+
+_DEVICE = re.compile(rb'"device_name"\s*:\s*"((?:[^"\\]|\\.)*)"')
+
+
+@lru_cache(maxsize=64)
+def sibling_devices(folder: Path) -> tuple[str, ...]:
+    """Device names that the folder's Kernel Tuner caches write (read from each file's
+    head, where the tool puts ``device_name``)."""
+    names = []
+    for candidate in sorted(folder.iterdir()):
+        if not (candidate.is_file() and is_data_file(candidate)):
+            continue
+        try:
+            with (gzip.open(candidate) if candidate.name.endswith(".gz")
+                  else candidate.open("rb")) as handle:
+                head = handle.read(65536)
+        except (OSError, EOFError):
+            continue
+        found = _DEVICE.search(head)
+        if found and found.group(1).strip():
+            names.append(json.loads(b'"' + found.group(1) + b'"'))
+    return tuple(dict.fromkeys(names))

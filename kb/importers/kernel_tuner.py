@@ -1,0 +1,92 @@
+"""Kernel Tuner cache files (JSON, often gzipped) -> measurements.
+
+A cache holds ``device_name``, ``kernel_name``, ``problem_size``, ``tune_params_keys``
+and ``cache``: a map from the comma-joined parameter values to one entry per
+configuration with every parameter, ``time`` (mean ms, or a failure label such as
+"CompilationFailedConfig" / "RuntimeFailedConfig"), ``times`` (the repeats),
+``GB/s`` or ``GFLOP/s`` and ``timestamp``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kb.importers.records import Measurement
+
+FORMAT = "kernel-tuner"
+TOOL = "Kernel Tuner"
+AGENT = "kernel_tuner"
+
+# what an entry holds besides the parameters (used when tune_params_keys is missing)
+_NOT_PARAMS = frozenset({"time", "times", "compile_time", "verification_time", "benchmark_time",
+                         "strategy_time", "framework_time", "timestamp", "GB/s", "GFLOP/s",
+                         "TFLOP/s", "energy", "power"})
+
+
+def matches(data: Any) -> bool:
+    return isinstance(data, dict) and isinstance(data.get("cache"), dict) and (
+        "kernel_name" in data or "device_name" in data or "tune_params_keys" in data)
+
+
+@dataclass(frozen=True)
+class Header:
+    kernel_name: str | None
+    problem_size: str
+    device: str
+
+
+def problem_size_text(value: Any) -> str:
+    """[4096, 4096] -> "4096x4096"; a scalar or string as it is."""
+    if isinstance(value, list | tuple):
+        return "x".join(str(v) for v in value) or "unspecified"
+    return str(value) if value not in (None, "") else "unspecified"
+
+
+def header(data: dict[str, Any]) -> Header:
+    kernel = data.get("kernel_name")
+    return Header(
+        kernel_name=kernel if isinstance(kernel, str) and kernel.strip() else None,
+        problem_size=problem_size_text(data.get("problem_size")),
+        device=str(data.get("device_name") or ""),
+    )
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
+        else None
+
+
+def measurements(data: dict[str, Any]) -> Iterator[Measurement | tuple[str, int, str, str]]:
+    """Each cache entry as a Measurement, or (position, iteration, field, reason)."""
+    keys = data.get("tune_params_keys")
+    for iteration, (position, entry) in enumerate(data["cache"].items()):
+        if not isinstance(entry, dict):
+            yield position, iteration, "<record>", \
+                f"expected an object, got {type(entry).__name__}"
+            continue
+        if isinstance(keys, list):
+            missing = [k for k in keys if k not in entry]
+            if missing:
+                yield position, iteration, "edit.config", f"parameters missing: {missing}"
+                continue
+            config = {k: entry[k] for k in keys}
+        else:
+            config = {k: v for k, v in entry.items() if k not in _NOT_PARAMS}
+        time = entry.get("time")
+        if not isinstance(time, str):
+            time = _number(time) if time is not None else None
+            if time is None and entry.get("time") is not None:
+                yield position, iteration, "feedback.time_ms", \
+                    f"not a number or failure label: {entry['time']!r}"
+                continue
+        raw_times = entry.get("times")
+        times = [float(t) for t in raw_times if _number(t) is not None] \
+            if isinstance(raw_times, list) else []
+        stamp = entry.get("timestamp")
+        yield Measurement(
+            position=position, iteration=iteration, config=config, time=time, times=times,
+            gbps=_number(entry.get("GB/s")), gflops=_number(entry.get("GFLOP/s")),
+            timestamp=stamp if isinstance(stamp, str) and stamp else None,
+        )

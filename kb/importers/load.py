@@ -1,0 +1,82 @@
+"""Feed one file's imported records to ingest in batches and count what happened.
+
+Takes the ingest function (``LocalKnowledge.ingest`` or any ``IngestFn``), so kb/ does
+not depend on the service that owns the store.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from kb.importers.dispatch import Item
+from kb.importers.records import ImportNote, ImportRejection
+from kb.record import ExperienceRecord
+from kb.seeds import IngestFn
+
+BATCH = 2000
+
+
+@dataclass
+class FileImport:
+    source: str
+    accepted: int = 0
+    duplicates: int = 0
+    rejected_at: set[str] = field(default_factory=set)  # "file:position" (or "file")
+    problems: list[str] = field(default_factory=list)  # "file:position: field: reason"
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def rejected(self) -> int:
+        return len(self.rejected_at)
+
+    @property
+    def seen(self) -> int:
+        return self.accepted + self.duplicates + self.rejected
+
+    def as_dict(self) -> dict[str, object]:
+        return {"source": self.source, "accepted": self.accepted,
+                "duplicates": self.duplicates, "rejected": self.rejected,
+                "rejections": self.problems, "notes": self.notes,
+                "seconds": round(self.seconds, 3)}
+
+
+def load_file(source: str, items: Iterable[tuple[str, Item]], ingest: IngestFn,
+              batch: int = BATCH,
+              progress: Callable[[FileImport], None] | None = None) -> FileImport:
+    """Ingest the file's records ``batch`` at a time; rejections keep their position."""
+    result = FileImport(source)
+    start = time.perf_counter()
+    pending: list[ExperienceRecord] = []
+    wheres: list[str] = []
+
+    def flush() -> None:
+        report = ingest(pending)
+        result.accepted += len(report.accepted)
+        result.duplicates += len(report.duplicates)
+        for r in report.rejected:  # already validated, so not expected; kept if it happens
+            result.rejected_at.add(wheres[r.index])
+            result.problems.append(f"{wheres[r.index]}: {r.field}: {r.reason}")
+        pending.clear()
+        wheres.clear()
+        result.seconds = time.perf_counter() - start
+        if progress is not None:
+            progress(result)
+
+    for where, item in items:
+        if isinstance(item, ImportNote):
+            result.notes.append(item.message)
+        elif isinstance(item, ImportRejection):
+            result.rejected_at.add(item.where)
+            result.problems.extend(item.lines())
+        else:
+            pending.append(item)
+            wheres.append(where)
+            if len(pending) >= batch:
+                flush()
+    if pending:
+        flush()
+    result.seconds = time.perf_counter() - start
+    return result
