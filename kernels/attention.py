@@ -26,7 +26,19 @@ import math
 
 import torch
 
-from kernels.base import Config, Knob, Shape, Task, Tolerance, Variant, register
+from kernels.base import (
+    DTYPES,
+    Config,
+    Knob,
+    Launch,
+    Shape,
+    Task,
+    Tolerance,
+    Variant,
+    cdiv,
+    register,
+    vector_width,
+)
 
 ROPE_THETA = 10000.0
 CACHE_SLACK = 5  # cache slots past cache_len + seq_new that must stay untouched
@@ -373,6 +385,25 @@ def constraint(cfg: Config) -> str | None:
     if cfg["EVEN_SEQ"] and not cfg["CAUSAL_SKIP"]:
         return "EVEN_SEQ specialises the causal-skip loops; without skip every block is masked"
     return None
+def launch(cfg: Config, shape: Shape, dtype: str) -> Launch:
+    """run()'s attention grid: one program per (BLOCK_M query rows, batch x head); K and V
+    tiles staged in shared memory NUM_STAGES deep; the Q tile, the fp32 output accumulator
+    and the [BLOCK_M, BLOCK_N] fp32 scores in registers. Without FUSE_KV_WRITE a cache-write
+    kernel runs first on the same grid: its programs are counted too."""
+    batch, heads, seq, _cache_len, head_dim = shape
+    size = DTYPES[dtype].itemsize
+    bm, bn = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"])
+    stages = int(cfg["NUM_STAGES"])
+    grid = cdiv(seq, bm) * batch * heads
+    smem = 2 * bn * head_dim * size * stages
+    threads = int(cfg["NUM_WARPS"]) * 32
+    programs = grid if cfg["FUSE_KV_WRITE"] else 2 * grid
+    return Launch(programs=programs, threads_per_program=threads,
+                  elements_per_program=bm * head_dim, bytes_per_element=size,
+                  tile_bytes=smem + bm * head_dim * (size + 4) + bm * bn * 4, smem_bytes=smem,
+                  num_stages=stages, vector_width=vector_width(bn * head_dim, threads, size))
+
+
 
 
 TASK = register(
@@ -438,5 +469,6 @@ TASK = register(
         related_ops=("softmax", "rope", "matmul"),
         constraint=constraint,
         mutated_inputs=(3, 4),
+        launch=launch,
     )
 )

@@ -17,6 +17,7 @@ This module imports only torch, triton and numpy: it runs on a bare GPU host.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -78,6 +79,80 @@ class Variant:
 
 
 @dataclass(frozen=True)
+class Launch:
+    """How one configuration runs a shape, in units that mean the same for every task and
+    GPU: what the learned ranker (retrieval/features.py) derives its features from.
+
+    programs: grid size (all launches of the op together); threads_per_program: warps x 32
+    for Triton; elements_per_program: output elements (work) one program produces;
+    bytes_per_element: of the data type; tile_bytes: the on-chip working set of one program
+    (registers and shared memory, fp32 accumulators counted at 4 bytes); smem_bytes: the
+    part of it staged in shared memory; num_stages: software-pipelining depth (1 = none);
+    vector_width: contiguous elements one thread loads per access; unroll: loop unrolling
+    (1 = none); programs_per_sm_cap: a persistent grid launches at most this many programs
+    per SM (0 = no cap; the cap needs the GPU's SM count, so features apply it).
+    """
+
+    programs: int
+    threads_per_program: int
+    elements_per_program: float
+    bytes_per_element: int
+    tile_bytes: int
+    smem_bytes: int = 0
+    num_stages: int = 1
+    vector_width: int = 1
+    unroll: int = 1
+    programs_per_sm_cap: int = 0
+
+    def __post_init__(self) -> None:
+        if self.programs < 1 or self.threads_per_program < 1 or self.elements_per_program <= 0:
+            raise ValueError(f"launch needs programs, threads and work >= 1: {self}")
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def next_pow2(n: int) -> int:
+    """triton.next_power_of_2, without triton (this runs in retrieval tests too)."""
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def vector_width(elements: int, threads: int, bytes_per_element: int) -> int:
+    """Contiguous elements per thread and access: a tile spread over the threads, at most
+    16 bytes (one 128-bit load)."""
+    return max(1, min(elements // max(1, threads), 16 // bytes_per_element))
+
+
+def generic_launch(task: Task, config: Config, shape: Shape, dtype: str = "float16") -> Launch:
+    """A Launch from common knob names, for a task that does not define its own.
+
+    Assumes: NUM_WARPS warps of 32 threads (4 if absent); each program produces the
+    product of the positive BLOCK_* values (BLOCK_K excluded: a reduction step) times
+    ROWS_PER_PROGRAM / HEADS_PER_PROGRAM elements, and the op writes as many elements as it
+    reads (bytes_moved / 2 / element size), so programs = ceil(that / work per program);
+    the tile (those elements in fp32, times NUM_STAGES) lives in registers. A BLOCK_* of 0
+    ("whole row") counts as the last shape dimension. Wrong for ops whose output is not
+    their input's size (a matmul): such a task should pass its own ``launch``.
+    """
+    cfg = {**task.default_config, **config}
+    size = DTYPES[dtype].itemsize
+    warps = int(cfg.get("NUM_WARPS", 4))
+    stages = int(cfg.get("NUM_STAGES", 1))
+    tile = 1
+    for name, value in cfg.items():
+        if name.startswith("BLOCK") and name != "BLOCK_K" and isinstance(value, int) \
+                and not isinstance(value, bool):
+            tile *= value if value > 0 else int(shape[-1])
+    per_program = tile * int(cfg.get("ROWS_PER_PROGRAM", 1)) * int(cfg.get("HEADS_PER_PROGRAM", 1))
+    total = max(1, task.bytes_moved(shape, DTYPES[dtype]) // (2 * size))
+    return Launch(programs=max(1, math.ceil(total / per_program)), threads_per_program=warps * 32,
+                  elements_per_program=min(per_program, total), bytes_per_element=size,
+                  tile_bytes=tile * 4 * stages, num_stages=stages,
+                  vector_width=vector_width(tile, warps * 32, size))
+
+
+@dataclass(frozen=True)
 class Task:
     name: str
     op_type: str
@@ -105,8 +180,15 @@ class Task:
     # Indices of inputs the op writes on purpose (e.g. a KV cache): a checker runs the
     # reference and the candidate on separate clones and compares these inputs afterwards.
     mutated_inputs: tuple[int, ...] = ()
+    # launch(config, shape, dtype="float16") -> Launch: grid, threads, work and tile of a
+    # configuration on a shape, for the learned ranker; None = generic_launch (knob names)
+    launch: Callable[..., Launch] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        own = self.launch  # the task's launch sees a whole config (defaults filled in)
+        object.__setattr__(self, "launch", lambda config, shape, dtype="float16": (
+            own({**self.default_config, **config}, tuple(shape), dtype) if own else
+            generic_launch(self, config, tuple(shape), dtype)))
         if not self.sweep_shapes or not self.edge_shapes or not self.cpu_shapes:
             raise ValueError(f"task {self.name}: sweep, edge and cpu shapes are required")
         for shape in (*self.sweep_shapes, *self.edge_shapes, *self.cpu_shapes):

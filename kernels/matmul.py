@@ -11,7 +11,19 @@ from __future__ import annotations
 
 import torch
 
-from kernels.base import Config, Knob, Shape, Task, Tolerance, Variant, register
+from kernels.base import (
+    DTYPES,
+    Config,
+    Knob,
+    Launch,
+    Shape,
+    Task,
+    Tolerance,
+    Variant,
+    cdiv,
+    register,
+    vector_width,
+)
 
 TEMPLATE = '''\
 import torch
@@ -153,6 +165,22 @@ def constraint(cfg: Config) -> str | None:
     if cfg["EVEN_K"] and (bk != 64 or stages != 3):
         return "EVEN_K is measured at BLOCK_K=64, 3 stages (one point per tile shape)"
     return None
+def launch(cfg: Config, shape: Shape, dtype: str) -> Launch:
+    """run()'s grid: one program per (BLOCK_M x BLOCK_N tile, K split); A and B tiles
+    staged in shared memory NUM_STAGES deep, the fp32 accumulator in registers."""
+    m, n, k = shape
+    size = DTYPES[dtype].itemsize
+    bm, bn, bk = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), int(cfg["BLOCK_K"])
+    stages = int(cfg["NUM_STAGES"])
+    splits = max(1, min(int(cfg["SPLIT_K"]), cdiv(k, bk)))
+    smem = (bm * bk + bk * bn) * size * stages
+    threads = int(cfg["NUM_WARPS"]) * 32
+    return Launch(programs=cdiv(m, bm) * cdiv(n, bn) * splits, threads_per_program=threads,
+                  elements_per_program=bm * bn, bytes_per_element=size,
+                  tile_bytes=smem + bm * bn * 4, smem_bytes=smem, num_stages=stages,
+                  vector_width=vector_width(bm * bk, threads, size))
+
+
 
 
 TASK = register(
@@ -202,5 +230,6 @@ TASK = register(
         related_ops=("attention", "swiglu"),
         constraint=constraint,
         compute_bound=True,
+        launch=launch,
     )
 )

@@ -16,7 +16,20 @@ from __future__ import annotations
 
 import torch
 
-from kernels.base import ELEMENTWISE_TOLERANCES, Config, Knob, Shape, Task, Variant, register
+from kernels.base import (
+    DTYPES,
+    ELEMENTWISE_TOLERANCES,
+    Config,
+    Knob,
+    Launch,
+    Shape,
+    Task,
+    Variant,
+    cdiv,
+    next_pow2,
+    register,
+    vector_width,
+)
 
 EPS = 1e-6
 
@@ -163,6 +176,25 @@ def constraint(cfg: Config) -> str | None:
     if not chunked and cfg["NUM_STAGES"] != 1:
         return "NUM_STAGES only pipelines the chunk loop (BLOCK_SIZE > 0)"
     return None
+def launch(cfg: Config, shape: Shape, dtype: str) -> Launch:
+    """run()'s grid: one program per ROWS_PER_PROGRAM rows, or a persistent grid of
+    PROGRAMS_PER_SM (4) programs per SM for whole-row tiles; a [block] fp32 row tile and
+    the weight tile beside it."""
+    rows, cols = shape
+    size = DTYPES[dtype].itemsize
+    whole = next_pow2(cols)
+    block = whole if cfg["BLOCK_SIZE"] == 0 else min(int(cfg["BLOCK_SIZE"]), whole)
+    single = block >= cols
+    persistent = bool(cfg["PERSISTENT"]) and single
+    rows_per = 1 if persistent else int(cfg["ROWS_PER_PROGRAM"])
+    threads = int(cfg["NUM_WARPS"]) * 32
+    return Launch(programs=max(1, cdiv(rows, rows_per)), threads_per_program=threads,
+                  elements_per_program=min(rows, rows_per) * cols, bytes_per_element=size,
+                  tile_bytes=2 * block * 4, num_stages=1 if single else int(cfg["NUM_STAGES"]),
+                  vector_width=vector_width(block, threads, size),
+                  programs_per_sm_cap=4 if persistent else 0)
+
+
 
 
 TASK = register(
@@ -209,5 +241,6 @@ TASK = register(
         ),
         related_ops=("softmax", "layernorm", "swiglu"),
         constraint=constraint,
+        launch=launch,
     )
 )

@@ -19,7 +19,20 @@ from __future__ import annotations
 
 import torch
 
-from kernels.base import ELEMENTWISE_TOLERANCES, Config, Knob, Shape, Task, Variant, register
+from kernels.base import (
+    DTYPES,
+    ELEMENTWISE_TOLERANCES,
+    Config,
+    Knob,
+    Launch,
+    Shape,
+    Task,
+    Variant,
+    cdiv,
+    next_pow2,
+    register,
+    vector_width,
+)
 
 THETA = 10000.0
 
@@ -213,6 +226,26 @@ def constraint(cfg: Config) -> str | None:
     if cfg["NUM_WARPS"] * 32 > 64 * cfg["HEADS_PER_PROGRAM"]:
         return "more threads than elements of a [heads, head_dim/2] tile at head_dim 128"
     return None
+def launch(cfg: Config, shape: Shape, dtype: str) -> Launch:
+    """run()'s grids: per token, one program per HEADS_PER_PROGRAM heads, in one fused q+k
+    launch or two (the programs of both counted); a [heads, head_dim / 2] tile of each
+    half in fp32 plus a cos and a sin row."""
+    batch, seq, n_q, n_k, head_dim = shape
+    size = DTYPES[dtype].itemsize
+    tokens = batch * seq
+    heads = min(int(cfg["HEADS_PER_PROGRAM"]), next_pow2(max(n_q, n_k)))
+    block_d = next_pow2(head_dim // 2)
+    if cfg["FUSED_QK"]:
+        programs = tokens * cdiv(max(n_q, n_k), heads)
+    else:
+        programs = tokens * (cdiv(n_q, heads) + cdiv(n_k, heads))
+    threads = int(cfg["NUM_WARPS"]) * 32
+    return Launch(programs=programs, threads_per_program=threads,
+                  elements_per_program=tokens * (n_q + n_k) * head_dim / programs,
+                  bytes_per_element=size, tile_bytes=(2 * heads + 2) * block_d * 4,
+                  vector_width=vector_width(heads * block_d, threads, size))
+
+
 
 
 TASK = register(
@@ -262,5 +295,6 @@ TASK = register(
         ),
         related_ops=("attention", "rmsnorm"),
         constraint=constraint,
+        launch=launch,
     )
 )

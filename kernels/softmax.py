@@ -10,14 +10,19 @@ from __future__ import annotations
 import torch
 
 from kernels.base import (
+    DTYPES,
     ELEMENTWISE_TOLERANCES,
     Config,
     Knob,
+    Launch,
     Shape,
     Task,
     Tolerance,
     Variant,
+    cdiv,
+    next_pow2,
     register,
+    vector_width,
 )
 
 TEMPLATE = '''\
@@ -125,6 +130,23 @@ def constraint(cfg: Config) -> str | None:
     if cfg["BLOCK_SIZE"] > 0 and cfg["ROWS_PER_PROGRAM"] != 1:
         return "chunking is for long rows, which fill a program each"
     return None
+def launch(cfg: Config, shape: Shape, dtype: str) -> Launch:
+    """run()'s grid: one program per ROWS_PER_PROGRAM rows; a [block] fp32 row tile (the
+    chunked forms keep running max / sum vectors beside it, online one more)."""
+    rows, cols = shape
+    size = DTYPES[dtype].itemsize
+    whole = next_pow2(cols)
+    block = whole if cfg["BLOCK_SIZE"] == 0 else min(int(cfg["BLOCK_SIZE"]), whole)
+    single = block >= cols
+    threads = int(cfg["NUM_WARPS"]) * 32
+    per_row = 2 if single or not cfg["ONLINE"] else 3
+    return Launch(programs=cdiv(rows, int(cfg["ROWS_PER_PROGRAM"])), threads_per_program=threads,
+                  elements_per_program=min(rows, int(cfg["ROWS_PER_PROGRAM"])) * cols,
+                  bytes_per_element=size, tile_bytes=per_row * block * 4,
+                  num_stages=1 if single else int(cfg["NUM_STAGES"]),
+                  vector_width=vector_width(block, threads, size))
+
+
 
 
 TASK = register(
@@ -163,5 +185,6 @@ TASK = register(
         ),
         related_ops=("rmsnorm", "attention"),
         constraint=constraint,
+        launch=launch,
     )
 )

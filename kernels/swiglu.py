@@ -14,7 +14,20 @@ from __future__ import annotations
 
 import torch
 
-from kernels.base import ELEMENTWISE_TOLERANCES, Knob, Shape, Task, Variant, register
+from kernels.base import (
+    DTYPES,
+    ELEMENTWISE_TOLERANCES,
+    Config,
+    Knob,
+    Launch,
+    Shape,
+    Task,
+    Variant,
+    cdiv,
+    next_pow2,
+    register,
+    vector_width,
+)
 
 TEMPLATE = '''\
 import torch
@@ -128,6 +141,24 @@ def bytes_moved(shape: Shape, dtype: torch.dtype) -> int:
 def flops(shape: Shape, dtype: torch.dtype) -> int:
     tokens, inter = shape
     return 5 * tokens * inter  # negate, exp, add, divide, multiply
+def launch(cfg: Config, shape: Shape, dtype: str) -> Launch:
+    """run()'s grid: flat, one program per BLOCK_SIZE elements; 2-D, one per (row, column
+    block), the block cut to the row (a partial block at each row end); gate and up
+    tiles in fp32."""
+    rows, cols = shape
+    size = DTYPES[dtype].itemsize
+    threads = int(cfg["NUM_WARPS"]) * 32
+    if cfg["TILING_2D"]:
+        block = min(int(cfg["BLOCK_SIZE"]), next_pow2(cols))
+        programs = rows * cdiv(cols, block)
+    else:
+        block = int(cfg["BLOCK_SIZE"])
+        programs = cdiv(rows * cols, block)
+    return Launch(programs=programs, threads_per_program=threads,
+                  elements_per_program=rows * cols / programs, bytes_per_element=size,
+                  tile_bytes=2 * block * 4, vector_width=vector_width(block, threads, size))
+
+
 
 
 TASK = register(
@@ -175,5 +206,6 @@ TASK = register(
                     "become 128-bit vector accesses"),
         ),
         related_ops=("rmsnorm", "gelu", "matmul"),
+        launch=launch,
     )
 )

@@ -1,28 +1,100 @@
 """Hardware similarity and the bootstrap plan for a GPU with no experiences.
 
-Similarity of two fingerprints is a weighted sum over architecture (same sm_XY > same
-major generation > other), SM count, memory bandwidth and shared memory per SM (ratios of
-the smaller to the larger value; an unknown value counts as a half match). The plan takes
-the most similar known hardware and lists the edit kinds and concrete configs that won
-there, each with its evidence, best first; advice measured under another Triton version
-than the target's (``target["triton_version"]``) comes after, labelled.
+The ranker's GPU similarity (``gpu_similarity``) is a weighted sum over two GPUs' facts:
+vendor, architecture (same > same generation > same vendor), warp size, then memory
+bandwidth, SM count, shared memory and registers per SM (ratios of the smaller to the
+larger value); an unknown fact counts as a half match. Names never enter it, so a card
+missing from every table still compares by what its fingerprint says. The bootstrap
+plan's older ``similarity`` weighs the store's four fingerprint columns (architecture,
+SMs, bandwidth, shared memory). The plan takes the most similar known hardware and lists
+the edit kinds and concrete configs that won there, each with its evidence, best first;
+advice measured under another Triton version than the target's
+(``target["triton_version"]``) comes after, labelled.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import func
 from sqlmodel import Session, select
 
 from kb.models import Experience, Hardware
+from retrieval.features import fact
 from retrieval.insights import insights
 from retrieval.schemas import BootstrapPlan, HardwareMatch, PlanItem
 from retrieval.versions import other_version, version_note
 
+# What makes a configuration's speed carry over, in order: same vendor (warp size, memory
+# system, compiler), same architecture generation, then the sizes the features scale by.
+FACT_WEIGHTS = {"vendor": 0.25, "arch": 0.25, "warp_size": 0.1, "mem_bandwidth_gbps": 0.15,
+           "sm_count": 0.1, "smem_per_sm_kib": 0.1, "registers_per_sm": 0.05}
+_ARCH = re.compile(r"(sm|gfx)_?(\w+)", re.I)
+
+
+def _arch_family(arch: str | None) -> tuple[str, str] | None:
+    """("sm", "8") for sm_80 / sm_86, ("gfx", "9") for gfx90a, ("gfx", "11") for gfx1100."""
+    match = _ARCH.match(arch or "")
+    if not match:
+        return None
+    kind, code = match.group(1).lower(), match.group(2)
+    if kind == "sm":
+        return kind, code[:-1] if len(code) > 1 else code
+    return kind, code[:-2] if len(code) > 2 else code[:1]
+
+
+def arch_generation_similarity(a: str | None, b: str | None) -> float:
+    """1 for the same architecture, 0.6 for the same generation (sm_80 / sm_86), 0.2 for
+    the same vendor, 0 across vendors, 0.5 when either is unknown."""
+    if not a or not b:
+        return 0.5
+    if a.lower() == b.lower():
+        return 1.0
+    fa, fb = _arch_family(a), _arch_family(b)
+    if not fa or not fb:
+        return 0.1
+    if fa == fb:
+        return 0.6
+    return 0.2 if fa[0] == fb[0] else 0.0
+
+
+def _vendor(gpu: Mapping[str, Any]) -> str | None:
+    vendor = str(gpu.get("vendor") or "").lower()
+    if vendor:
+        return "nvidia" if "nvidia" in vendor else "amd" if "amd" in vendor else vendor
+    family = _arch_family(gpu.get("arch"))
+    return {"sm": "nvidia", "gfx": "amd"}.get(family[0]) if family else None
+
+
+def _ratio(a: float | None, b: float | None) -> float:
+    if a is None or b is None or a <= 0 or b <= 0:
+        return 0.5
+    return min(a, b) / max(a, b)
+
+
+def gpu_similarity(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
+    """Similarity in [0, 1] of two GPUs from their facts (keys as in kb.gpu_facts and the
+    Environment: vendor, arch, warp_size, mem_bandwidth_gbps, sm_count, smem_per_sm_kib,
+    registers_per_sm), never from their names. A fact either side lacks counts half."""
+    va, vb = _vendor(a), _vendor(b)
+    value = FACT_WEIGHTS["vendor"] * (0.5 if not va or not vb else float(va == vb))
+    value += FACT_WEIGHTS["arch"] * arch_generation_similarity(a.get("arch"), b.get("arch"))
+    wa, wb = fact(a, "warp_size"), fact(b, "warp_size")
+    same_warp = 0.5 if math.isnan(wa) or math.isnan(wb) else float(wa == wb)
+    value += FACT_WEIGHTS["warp_size"] * same_warp
+    for name in ("mem_bandwidth_gbps", "sm_count", "smem_per_sm_kib", "registers_per_sm"):
+        fa, fb = fact(a, name), fact(b, name)
+        value += FACT_WEIGHTS[name] * (0.5 if math.isnan(fa) or math.isnan(fb) else _ratio(fa, fb))
+    return round(value, 4)
+
+
+# The bootstrap plan's similarity of a target and a stored hardware row (the store's
+# fingerprint has arch, SMs, bandwidth and shared memory only).
 WEIGHTS = {"arch": 0.4, "sm_count": 0.15, "mem_bandwidth_gbps": 0.3, "smem_per_sm_kib": 0.15}
-_ARCH = re.compile(r"sm_?(\d+)")
+_SM_ARCH = re.compile(r"sm_?(\d+)")
 
 
 def arch_similarity(a: str | None, b: str | None) -> float:
@@ -30,16 +102,10 @@ def arch_similarity(a: str | None, b: str | None) -> float:
         return 0.5
     if a == b:
         return 1.0
-    ma, mb = _ARCH.search(a), _ARCH.search(b)
+    ma, mb = _SM_ARCH.search(a), _SM_ARCH.search(b)
     if ma and mb and ma.group(1)[:-1] == mb.group(1)[:-1]:
         return 0.6
     return 0.1
-
-
-def _ratio(a: float | None, b: float | None) -> float:
-    if a is None or b is None or a <= 0 or b <= 0:
-        return 0.5
-    return min(a, b) / max(a, b)
 
 
 def similarity(target: dict[str, Any], hw: Hardware) -> float:

@@ -1,0 +1,83 @@
+"""Launch facts of a Kernel Tuner configuration, from Kernel Tuner's naming conventions.
+
+Kernel Tuner kernels are CUDA / HIP sources the project cannot read, so this is
+convention-based, not a reading of each kernel:
+
+- ``block_size_x/y/z`` are the thread block's dimensions (absent: Kernel Tuner's default
+  block of 256 x 1 x 1 only for x when no block size is tuned at all, else 1);
+- ``tile_size_x/y/z`` multiply the work per thread along that dimension (the usual
+  ``grid_div_x = ["block_size_x", "tile_size_x"]``), so one block produces
+  prod(block x tile) outputs and the grid is prod(ceil(problem_size / (block x tile)));
+- each output is one element of ``bytes_per_element`` (4: Kernel Tuner kernels are float
+  unless told); the block's outputs are its register tile; a truthy parameter whose name
+  says shared memory (``use_shmem``, ``use_smem``, ``shared_mem``...) stages that tile in
+  shared memory as well (halos and padding are the kernel's and are not counted);
+- ``vector``/``vec`` parameters give the vector width, ``loop_unroll_factor*`` / ``unroll``
+  the unrolling (0 = the compiler's choice, counted as 1).
+
+A kernel that breaks these conventions gets features that are wrong by its own factor;
+the raw parameters (namespaced features) are kept beside them for that reason.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from retrieval.features import LaunchFacts
+
+_SHARED = re.compile(r"(shmem|smem|shared|lds)", re.I)
+_VECTOR = re.compile(r"^(vector|vec)(_?size|_?width)?$|_vector$", re.I)
+_UNROLL = re.compile(r"unroll", re.I)
+_PROBLEM = re.compile(r"problem_size=([\dx]+)")
+AXES = ("x", "y", "z")
+
+
+def parse_problem_size(label: str) -> tuple[int, ...]:
+    """``problem_size=4096x4096`` (the importers' shape_set) -> (4096, 4096)."""
+    match = _PROBLEM.search(label)
+    if not match:
+        raise ValueError(f"not a Kernel Tuner problem size: {label!r}")
+    return tuple(int(v) for v in match.group(1).split("x") if v)
+
+
+def _int(value: Any, default: int = 1) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def kernel_tuner_launch(params: Mapping[str, Any], problem_size: Sequence[int],
+                        bytes_per_element: int = 4) -> LaunchFacts:
+    """The launch of one Kernel Tuner configuration on a problem size (see the module)."""
+    tuned_blocks = any(f"block_size_{a}" in params for a in AXES)
+    programs, outputs, threads, per_thread = 1, 1, 1, 1
+    for i, axis in enumerate(AXES):
+        block = _int(params.get(f"block_size_{axis}"), 256 if i == 0 and not tuned_blocks else 1)
+        tile = max(1, _int(params.get(f"tile_size_{axis}"), 1))
+        size = int(problem_size[i]) if i < len(problem_size) else 1
+        programs *= max(1, math.ceil(size / (block * tile)))
+        outputs *= block * tile
+        threads *= block
+        per_thread *= tile
+    tile_bytes = outputs * bytes_per_element
+    shared = any(_SHARED.search(k) and _int(v, 0) for k, v in params.items())
+    vector = next((_int(v) for k, v in params.items() if _VECTOR.search(k)), 1)
+    unroll = next((_int(v) for k, v in params.items() if _UNROLL.search(k)), 1)
+    return LaunchFacts(programs=programs, threads_per_program=max(1, threads),
+                       elements_per_program=outputs, bytes_per_element=bytes_per_element,
+                       tile_bytes=tile_bytes, smem_bytes=tile_bytes if shared else 0,
+                       vector_width=max(1, vector), unroll=max(1, unroll))
+
+
+def record_launch(record: Any, shape: str) -> LaunchFacts | None:
+    """``launch_of`` for imported Kernel Tuner records: config + problem size in the shape
+    label (task.shape_set). None when the label carries no problem size."""
+    try:
+        size = parse_problem_size(shape)
+    except ValueError:
+        return None
+    return kernel_tuner_launch(record.edit.config, size)

@@ -1,0 +1,604 @@
+"""A learned cost model that orders candidate configurations for (task, GPU, shape).
+
+Public API (what bootstrap, the offline agent and the benchmarks code against)::
+
+    from retrieval.ranker import CostModel, RankedConfig, candidate_rows, rows_from_records
+
+    rows = rows_from_records(records, launch_of)      # ExperienceRecords -> ExperienceRow
+    model = CostModel().fit(rows)                      # measured rows, many ops and GPUs
+    cands = candidate_rows("softmax", configs, shapes, target_facts, launch_of_config)
+    ranked = model.rank(cands)                         # list[RankedConfig], best first
+    ranked[0].config, ranked[0].predicted_rel_time     # e.g. {...}, 1.07 (x the best)
+    ranked[0].evidence                                 # list[Neighbour]: the same config on
+                                                       # other GPUs, rel time and rank there
+    model.update(measured_rows)                        # the target's own measurements
+    ranked = model.rank(cands)                         # re-ordered with them
+
+- ``launch_of(record, shape_label) -> Launch | None`` is injected by the caller (retrieval
+  may not import kernels): for a Triton task ``lambda r, s: task.launch(r.edit.config,
+  parse(s))``; for imported Kernel Tuner data ``retrieval.launch.record_launch``.
+- ``ExperienceRow``: op, shape label, GPU name, config, measured time (None = failed), the
+  launch facts, the GPU facts and the shape's bytes / flops. ``candidate_rows`` builds the
+  same rows without a time for the configurations to rank on the target GPU.
+- ``RankedConfig(config, predicted_rel_time, score, evidence)``: ``predicted_rel_time`` is
+  the model's estimate of time / best time on the target (geomean over the shapes).
+
+What it learns. Target: log(time / best time) of each row within its (op, shape, GPU)
+group, clipped at 20x; a failed configuration counts as twice the group's slowest. Inputs:
+the transferable features of retrieval/features.py, the raw configuration namespaced by
+op, and *stacking* features: what the same configuration did on the other GPUs of the
+training set (its normalised rank and relative time there, averaged with weights from
+retrieval.hardware.gpu_similarity; the rank on the most similar GPU; min, max, count).
+For a training row these are computed without its own GPU (leave-own-GPU-out), so the
+model never learns from a feature that contains its own label.
+
+Objective: L2 regression on the log relative time by default. LambdaRank (LightGBM's
+ranking objective over the same groups, graded by distance to the best) is the
+alternative; ``objective="auto"`` picks between them on inner folds of the *training*
+rows only (leave-one-GPU-out among the training GPUs, or leave-one-op-out when there is a
+single GPU). Measured on the benchmarks (benchmarks/transfer_gpus.py) both objectives,
+chosen on training folds only; the default is the one that won there (see its results).
+
+Why LightGBM: gradient-boosted trees are what TVM / Ansor's cost model uses (XGBoost) and
+fit this data: mixed-scale numeric features, missing values (a Triton row has no
+``convolution.block_size_x``; a GPU table may lack L2), strongly non-linear thresholds
+(a tile fits in shared memory or not). LightGBM over XGBoost: native NaN routing and
+LambdaRank with query groups in one well-kept package, histogram training that is fast
+on 2 CPU cores (the benchmark must run in minutes), and it was already a dependency.
+Over scikit-learn: HistGradientBoosting has no ranking objective and no init_score for
+the cheap update below.
+
+update(measurements): the target GPU's own measurements, as they arrive. Two cheap steps,
+no full retraining: (1) each training GPU's stacking weight becomes its facts similarity
+times how well its relative times agree with the target's measured ones (Spearman over
+the shared configurations, once 3 are measured), so a GPU that orders like the target
+counts more; (2) a small booster is fit on the target's rows with the base model's
+prediction as init_score (a residual model, weighted by the measurements alone), once
+``min_update`` measurements exist. Both are redone at 1, 2, 4, 8, 16... measurements,
+as callers choose (the benchmark does).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from retrieval.features import LaunchFacts, derive_features, raw_features
+from retrieval.hardware import gpu_similarity
+
+MAX_LOG_REL = math.log(20.0)  # clip: past 20x slower, how much slower no longer matters
+FAIL_FACTOR = math.log(2.0)  # a failed configuration: twice the group's slowest
+STACK_POWER = 4.0  # similarity ** this: a near-identical GPU outweighs several distant ones
+
+
+def config_key(config: Mapping[str, Any]) -> str:
+    return ",".join(f"{k}={config[k]}" for k in sorted(config))
+
+
+@dataclass
+class ExperienceRow:
+    """One configuration on one shape and GPU; ``time_ms`` None = failed or unmeasured."""
+
+    op: str
+    shape: str
+    gpu: str
+    config: dict[str, Any]
+    time_ms: float | None
+    launch: LaunchFacts | None
+    gpu_facts: dict[str, Any]
+    bytes_moved: float | None = None
+    flops: float | None = None
+    failed: bool = False
+
+    @cached_property
+    def key(self) -> str:
+        return config_key(self.config)
+
+    @property
+    def group(self) -> tuple[str, str, str]:
+        return (self.op, self.shape, self.gpu)
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """The same configuration on another GPU: evidence for a prediction."""
+
+    gpu: str
+    similarity: float
+    rel_time: float | None  # time / that GPU's best on the shape (None = failed there)
+    rank_pct: float  # 0 = its best configuration, 1 = its worst
+    shape: str = ""
+
+
+@dataclass(frozen=True)
+class RankedConfig:
+    config: dict[str, Any]
+    predicted_rel_time: float
+    score: float  # the model's mean predicted log relative time over the shapes
+    evidence: list[Neighbour] = field(default_factory=list)
+    measured_rel_time: float | None = None  # on the target, when update() has seen it
+
+
+# -- rows -----------------------------------------------------------------------------
+def default_facts(env: Any) -> dict[str, Any]:
+    """GPU facts of a record's environment: the facts table (kb.gpu_facts, when present)
+    under the fingerprint the record itself carries."""
+    facts: dict[str, Any] = {}
+    try:
+        from kb.gpu_facts import lookup
+    except ImportError:  # the facts table is optional: the fingerprint alone still works
+        lookup = None
+    if lookup is not None:
+        found = lookup(env.gpu_name)
+        if found is not None:
+            facts.update(found if isinstance(found, Mapping) else vars(found))
+    for name in ("gpu_name", "arch", "sm_count", "mem_bandwidth_gbps", "smem_per_sm_kib",
+                 "peak_tflops"):
+        value = getattr(env, name, None)
+        if value is not None:
+            facts[name] = value
+    return facts
+
+
+def rows_from_records(
+    records: Iterable[Any],
+    launch_of: Callable[[Any, str], Any],
+    facts_of: Callable[[Any], dict[str, Any]] = default_facts,
+    cost_of: Callable[[Any, str], tuple[float | None, float | None]] | None = None,
+) -> list[ExperienceRow]:
+    """Training rows from ExperienceRecords: one per timed shape of a measured record, one
+    failure row (on its shape set) per failed record. Duplicates (same op, shape, GPU and
+    config) keep the median time. ``launch_of(record, shape)`` and ``cost_of(record,
+    shape) -> (bytes, flops)`` come from the caller (kernels for Triton tasks,
+    retrieval.launch for Kernel Tuner data)."""
+    times: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
+    first: dict[tuple[str, str, str, str], ExperienceRow] = {}
+    facts_cache: dict[str, dict[str, Any]] = {}
+    for record in records:
+        gpu = record.env.gpu_name
+        if gpu not in facts_cache:
+            facts_cache[gpu] = facts_of(record.env)
+        fb = record.feedback
+        verdict = getattr(record.verdict, "value", record.verdict)
+        if fb.timings and fb.timing_available and not fb.suspect:
+            items = [(t.shape, t.median_ms) for t in fb.timings]
+        elif verdict in ("failed", "incorrect"):
+            items = [(record.task.shape_set, None)]
+        else:
+            continue
+        for shape, time_ms in items:
+            key = (record.task.op_type, shape, gpu, config_key(record.edit.config))
+            if key not in first:
+                launch = launch_of(record, shape)
+                cost = cost_of(record, shape) if cost_of else (None, None)
+                first[key] = ExperienceRow(
+                    op=record.task.op_type, shape=shape, gpu=gpu,
+                    config=dict(record.edit.config), time_ms=None,
+                    launch=LaunchFacts.of(launch) if launch is not None else None,
+                    gpu_facts=facts_cache[gpu], bytes_moved=cost[0], flops=cost[1],
+                    failed=time_ms is None)
+            if time_ms is not None:
+                times[key].append(time_ms)
+    rows = []
+    for key, row in first.items():
+        if times.get(key):
+            row.time_ms = float(np.median(times[key]))
+            row.failed = False
+        rows.append(row)
+    return rows
+
+
+def candidate_rows(
+    op: str, configs: Iterable[Mapping[str, Any]], shapes: Sequence[str],
+    gpu_facts: Mapping[str, Any], launch_of_config: Callable[[Mapping[str, Any], str], Any],
+    cost_of_shape: Callable[[str], tuple[float | None, float | None]] | None = None,
+) -> list[ExperienceRow]:
+    """Rows to rank on a target GPU: every config on every shape, no time."""
+    gpu = str(gpu_facts.get("gpu_name") or "target")
+    rows = []
+    for config in configs:
+        for shape in shapes:
+            launch = launch_of_config(config, shape)
+            cost = cost_of_shape(shape) if cost_of_shape else (None, None)
+            rows.append(ExperienceRow(
+                op=op, shape=shape, gpu=gpu, config=dict(config), time_ms=None,
+                launch=LaunchFacts.of(launch) if launch is not None else None,
+                gpu_facts=dict(gpu_facts), bytes_moved=cost[0], flops=cost[1]))
+    return rows
+
+
+# -- the measured reference: what each configuration did on each GPU ------------------
+@dataclass
+class GroupTable:
+    """One (op, shape, GPU) group: config key -> (log rel time, normalised rank)."""
+
+    gpu: str
+    facts: dict[str, Any]
+    entries: dict[str, tuple[float, float]]
+    measured: dict[str, float]  # config key -> log rel time, timed configurations only
+
+
+def group_tables(rows: Iterable[ExperienceRow]) -> dict[tuple[str, str], dict[str, GroupTable]]:
+    """(op, shape) -> GPU -> GroupTable, with failures ranked last."""
+    grouped: dict[tuple[str, str, str], list[ExperienceRow]] = defaultdict(list)
+    for row in rows:
+        grouped[row.group].append(row)
+    out: dict[tuple[str, str], dict[str, GroupTable]] = defaultdict(dict)
+    for (op, shape, gpu), members in grouped.items():
+        labels = relative_labels(members)
+        timed = {r.key: lab for r, lab in zip(members, labels, strict=True) if not r.failed
+                 and r.time_ms}
+        order = sorted(range(len(members)), key=lambda i: labels[i])
+        n = max(1, len(members) - 1)
+        entries = {}
+        for position, i in enumerate(order):
+            entries[members[i].key] = (labels[i], position / n)
+        out[(op, shape)][gpu] = GroupTable(gpu, members[0].gpu_facts, entries, timed)
+    return out
+
+
+def relative_labels(members: Sequence[ExperienceRow]) -> list[float]:
+    """log(time / best) per row of one group, clipped; failures beyond the slowest."""
+    times = [r.time_ms for r in members if r.time_ms and not r.failed]
+    if not times:
+        return [MAX_LOG_REL + FAIL_FACTOR] * len(members)
+    best = min(times)
+    labels = [min(MAX_LOG_REL, math.log(r.time_ms / best)) if r.time_ms and not r.failed
+              else None for r in members]
+    worst = max(v for v in labels if v is not None)
+    return [v if v is not None else min(MAX_LOG_REL, worst) + FAIL_FACTOR for v in labels]
+
+
+STACK_FEATURES = ("stack.sim_rank", "stack.sim_rel", "stack.top_rank", "stack.top_rel",
+                  "stack.top_similarity", "stack.mean_rank", "stack.min_rank",
+                  "stack.max_rank", "stack.count")
+
+
+def stack_features(key: str, gpu: str, facts: Mapping[str, Any],
+                   others: Mapping[str, GroupTable],
+                   weights: Mapping[str, float] | None = None,
+                   similarity: Callable[[Mapping[str, Any], Mapping[str, Any]], float] =
+                   gpu_similarity) -> dict[str, float]:
+    """What configuration ``key`` did on the other GPUs of the same (op, shape), weighted
+    by similarity to this GPU (``weights`` overrides it: update()'s agreement weights).
+    ``gpu`` itself is always left out."""
+    ranks, rels, ws = [], [], []
+    top = (-1.0, math.nan, math.nan)
+    for name, table in others.items():
+        if name == gpu or key not in table.entries:
+            continue
+        rel, rank = table.entries[key]
+        w = weights[name] if weights and name in weights else \
+            similarity(facts, table.facts) ** STACK_POWER
+        ranks.append(rank)
+        rels.append(rel)
+        ws.append(w)
+        if w > top[0]:
+            top = (w, rank, rel)
+    if not ranks:
+        return {name: math.nan for name in STACK_FEATURES} | {"stack.count": 0.0}
+    total = sum(ws) or 1.0
+    return {
+        "stack.sim_rank": sum(w * r for w, r in zip(ws, ranks, strict=True)) / total,
+        "stack.sim_rel": sum(w * r for w, r in zip(ws, rels, strict=True)) / total,
+        "stack.top_rank": top[1],
+        "stack.top_rel": top[2],
+        "stack.top_similarity": top[0],
+        "stack.mean_rank": sum(ranks) / len(ranks),
+        "stack.min_rank": min(ranks),
+        "stack.max_rank": max(ranks),
+        "stack.count": float(len(ranks)),
+    }
+
+
+# -- the model --------------------------------------------------------------------------
+def _grade(label: float) -> int:
+    """LambdaRank relevance: 4 within 3% of the best, 3 within 10%, 2 within 30%, 1 within
+    2x, 0 beyond."""
+    for grade, bound in ((4, 1.03), (3, 1.10), (2, 1.30), (1, 2.0)):
+        if label <= math.log(bound):
+            return grade
+    return 0
+
+
+class CostModel:
+    """LightGBM over transferable + raw + stacking features; see the module docstring."""
+
+    def __init__(self, objective: str = "regression", n_estimators: int = 150,
+                 max_rows_per_group: int = 1500, seed: int = 0, min_update: int = 4,
+                 threads: int = 1, objectives: Sequence[str] = ("regression", "lambdarank")):
+        if objective not in ("regression", "lambdarank", "auto"):
+            raise ValueError(f"objective must be regression, lambdarank or auto: {objective!r}")
+        self.objective = objective
+        self.objectives = tuple(objectives)
+        self.n_estimators = n_estimators
+        self.max_rows_per_group = max_rows_per_group
+        self.seed = seed
+        self.min_update = min_update
+        self.threads = threads
+        self.booster: Any = None
+        self.columns: list[str] = []
+        self.tables: dict[tuple[str, str], dict[str, GroupTable]] = {}
+        self.train_gpus: set[str] = set()
+        self.chosen_objective: str | None = None
+        self.selection: dict[str, float] = {}
+        self._measured: list[ExperienceRow] = []
+        self._weights: dict[str, float] | None = None
+        self._residual: Any = None
+        # (op, shape, GPU, config) -> launch + raw features, which never change
+        self._static: dict[tuple[str, str, str, str], dict[str, float]] = {}
+        self._similarity: dict[tuple[str, str], float] = {}
+
+    def similarity(self, a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
+        """gpu_similarity, memoised by the two GPUs' names."""
+        pair = (str(a.get("gpu_name")), str(b.get("gpu_name")))
+        if pair not in self._similarity:
+            self._similarity[pair] = gpu_similarity(a, b)
+        return self._similarity[pair]
+
+    # features --------------------------------------------------------------------------
+    def _features(self, row: ExperienceRow, weights: Mapping[str, float] | None = None
+                  ) -> dict[str, float]:
+        ident = (row.op, row.shape, row.gpu, row.key)
+        static = self._static.get(ident)
+        if static is None:
+            static = raw_features(row.op, row.config)
+            if row.launch is not None:
+                static.update(derive_features(row.launch, row.gpu_facts, row.bytes_moved,
+                                              row.flops))
+            if len(self._static) > 200_000:
+                self._static.clear()
+            self._static[ident] = static
+        return {**static, **stack_features(row.key, row.gpu, row.gpu_facts,
+                                           self.tables.get((row.op, row.shape), {}), weights,
+                                           self.similarity)}
+
+    def _matrix(self, dicts: Sequence[Mapping[str, float]]) -> np.ndarray:
+        out = np.full((len(dicts), len(self.columns)), np.nan, dtype=np.float64)
+        index = {c: i for i, c in enumerate(self.columns)}
+        for r, feats in enumerate(dicts):
+            for name, value in feats.items():
+                i = index.get(name)
+                if i is not None:
+                    out[r, i] = value
+        return out
+
+    # training --------------------------------------------------------------------------
+    def _sample(self, rows: Sequence[ExperienceRow]) -> list[tuple[ExperienceRow, float]]:
+        """Rows with labels, at most max_rows_per_group per group: all of the group's
+        best tenth is kept, the rest drawn at random (seeded)."""
+        rng = random.Random(self.seed)
+        grouped: dict[tuple[str, str, str], list[ExperienceRow]] = defaultdict(list)
+        for row in rows:
+            grouped[row.group].append(row)
+        out = []
+        for group in sorted(grouped):
+            members = grouped[group]
+            labelled = sorted(zip(members, relative_labels(members), strict=True),
+                              key=lambda p: p[1])
+            if len(labelled) > self.max_rows_per_group:
+                keep = max(1, len(labelled) // 10)
+                head, tail = labelled[:keep], labelled[keep:]
+                labelled = head + rng.sample(tail, max(0, self.max_rows_per_group - keep))
+            out.extend(labelled)
+        return out
+
+    def _train(self, sample: Sequence[tuple[ExperienceRow, float]], objective: str) -> Any:
+        import lightgbm as lgb
+
+        dicts = [self._features(row) for row, _ in sample]
+        self.columns = sorted({name for d in dicts for name in d})
+        x = self._matrix(dicts)
+        params = {"verbose": -1, "num_threads": self.threads, "learning_rate": 0.08,
+                  "num_leaves": 31, "min_data_in_leaf": 20, "feature_fraction": 0.9,
+                  "bagging_fraction": 0.8, "bagging_freq": 1, "seed": self.seed,
+                  "max_bin": 63, "deterministic": True, "force_row_wise": True}
+        labels = np.array([lab for _, lab in sample])
+        if objective == "lambdarank":
+            groups, sizes = [], []
+            for row, _ in sample:
+                if groups and groups[-1] == row.group:
+                    sizes[-1] += 1
+                else:
+                    groups.append(row.group)
+                    sizes.append(1)
+            params.update(objective="lambdarank", lambdarank_truncation_level=30,
+                          label_gain=[0, 1, 3, 7, 15])
+            data = lgb.Dataset(x, np.array([_grade(v) for v in labels]), group=sizes)
+        else:
+            params.update(objective="regression")
+            data = lgb.Dataset(x, labels)
+        return lgb.train(params, data, self.n_estimators)
+
+    def fit(self, rows: Sequence[ExperienceRow]) -> CostModel:
+        """Train on measured rows (many ops, shapes, GPUs). Rows of one group must share
+        their GPU's facts."""
+        if not rows:
+            raise ValueError("no training rows")
+        self.tables = group_tables(rows)
+        self.train_gpus = {r.gpu for r in rows}
+        objective = self.objective
+        if objective == "auto":
+            objective = self._select_objective(rows)
+        self.chosen_objective = objective
+        self.booster = self._train(self._sample(rows), objective)
+        self._measured, self._weights, self._residual = [], None, None
+        return self
+
+    def _select_objective(self, rows: Sequence[ExperienceRow]) -> str:
+        """The objective with the better mean best-of-top-10 on inner folds of ``rows``
+        (leave-one-GPU-out over at most 3 training GPUs, else leave-one-op-out)."""
+        unit = "gpu" if len({r.gpu for r in rows}) > 1 else "op"
+        values = sorted({getattr(r, unit) for r in rows})
+        folds = values[:: max(1, len(values) // 3)][:3]
+        scores: dict[str, list[float]] = {o: [] for o in self.objectives}
+        for held in folds:
+            train = [r for r in rows if getattr(r, unit) != held]
+            test = [r for r in rows if getattr(r, unit) == held]
+            if not train or not test:
+                continue
+            for objective in self.objectives:
+                inner = CostModel(objective=objective, n_estimators=self.n_estimators,
+                                  max_rows_per_group=self.max_rows_per_group, seed=self.seed,
+                                  threads=self.threads)
+                inner.fit(train)
+                scores[objective].append(inner.top_k_regret(test, k=10))
+        self.selection = {o: float(np.mean(v)) for o, v in scores.items() if v}
+        if not self.selection:
+            return "regression"
+        return min(self.selection, key=self.selection.__getitem__)
+
+    def top_k_regret(self, rows: Sequence[ExperienceRow], k: int = 10) -> float:
+        """Mean over groups of log(best time among the model's top k / the group's best)."""
+        grouped: dict[tuple[str, str, str], list[ExperienceRow]] = defaultdict(list)
+        for row in rows:
+            grouped[row.group].append(row)
+        regrets = []
+        for members in grouped.values():
+            labels = relative_labels(members)
+            scores = self.predict(members)
+            top = np.argsort(scores, kind="stable")[:k]
+            regrets.append(min(labels[i] for i in top))
+        return float(np.mean(regrets)) if regrets else math.nan
+
+    # prediction ------------------------------------------------------------------------
+    def predict(self, rows: Sequence[ExperienceRow]) -> np.ndarray:
+        """Predicted score per row (lower = faster): log relative time for regression."""
+        if self.booster is None:
+            raise RuntimeError("fit() the model first")
+        x = self._matrix([self._features(r, self._weights) for r in rows])
+        base = self.booster.predict(x, num_threads=self.threads)
+        if self.chosen_objective == "lambdarank":
+            base = -base  # LambdaRank scores relevance: higher is better
+        if self._residual is not None:
+            base = base + self._residual.predict(x, num_threads=self.threads)
+        return base
+
+    def rank(self, candidates: Sequence[ExperienceRow], neighbours: int = 3,
+             evidence_for: int = 20) -> list[RankedConfig]:
+        """Candidate configurations best first, each with its predicted relative time
+        (geomean over its shapes); the first ``evidence_for`` carry evidence: the same
+        config on the most similar training GPUs."""
+        scores = self.predict(candidates)
+        by_config: dict[str, list[int]] = defaultdict(list)
+        for i, row in enumerate(candidates):
+            by_config[row.key].append(i)
+        order = sorted(by_config, key=lambda k: float(np.mean(scores[by_config[k]])))
+        measured = self._measured_rel_times()
+        ranked = []
+        for position, key in enumerate(order):
+            idx = by_config[key]
+            score = float(np.mean(scores[idx]))
+            first = candidates[idx[0]]
+            rel = math.exp(score) if self.chosen_objective != "lambdarank" else math.nan
+            ranked.append(RankedConfig(
+                config=first.config, predicted_rel_time=rel, score=score,
+                evidence=self.evidence(first, neighbours) if position < evidence_for else [],
+                measured_rel_time=measured.get(key)))
+        return ranked
+
+    def evidence(self, row: ExperienceRow, top: int = 3) -> list[Neighbour]:
+        """The same configuration on the most similar training GPUs (same op and shape)."""
+        found = []
+        for name, table in self.tables.get((row.op, row.shape), {}).items():
+            if name == row.gpu or row.key not in table.entries:
+                continue
+            rel, rank = table.entries[row.key]
+            timed = row.key in table.measured
+            found.append(Neighbour(gpu=name, similarity=self.similarity(row.gpu_facts, table.facts),
+                                   rel_time=math.exp(rel) if timed else None, rank_pct=rank,
+                                   shape=row.shape))
+        found.sort(key=lambda n: -n.similarity)
+        return found[:top]
+
+    def _measured_rel_times(self) -> dict[str, float]:
+        """config key -> measured time / best measured so far on the target (geomean)."""
+        best: dict[str, float] = {}
+        for r in self._measured:
+            if r.time_ms and not r.failed:
+                best[r.shape] = min(best.get(r.shape, math.inf), r.time_ms)
+        logs: dict[str, list[float]] = defaultdict(list)
+        for r in self._measured:
+            if r.time_ms and not r.failed:
+                logs[r.key].append(math.log(r.time_ms / best[r.shape]))
+        return {k: math.exp(float(np.mean(v))) for k, v in logs.items()}
+
+    # updates ---------------------------------------------------------------------------
+    def update(self, measurements: Sequence[ExperienceRow]) -> CostModel:
+        """Take the target's measurements so far (all of them, each call); see the module
+        docstring for the two steps."""
+        self._measured = list(measurements)
+        if not self._measured:
+            self._weights, self._residual = None, None
+            return self
+        self._weights = self._agreement_weights()
+        self._residual = self._fit_residual() if len(self._measured) >= self.min_update \
+            else None
+        return self
+
+    def _agreement_weights(self) -> dict[str, float] | None:
+        """Per training GPU: facts similarity ** STACK_POWER x agreement with the target's
+        measured order (Spearman, floored at 0.05), from 3 shared configurations on."""
+        target = self._measured[0]
+        pairs: dict[str, tuple[list[float], list[float]]] = defaultdict(lambda: ([], []))
+        by_shape: dict[str, list[ExperienceRow]] = defaultdict(list)
+        for r in self._measured:
+            by_shape[r.shape].append(r)
+        for shape, members in by_shape.items():
+            labels = relative_labels(members)
+            for r, lab in zip(members, labels, strict=True):
+                for name, table in self.tables.get((r.op, shape), {}).items():
+                    if name != r.gpu and r.key in table.entries:
+                        pairs[name][0].append(lab)
+                        pairs[name][1].append(table.entries[r.key][0])
+        weights = {}
+        for name in {g for tables in self.tables.values() for g in tables}:
+            facts = next(t[name].facts for t in self.tables.values() if name in t)
+            prior = self.similarity(target.gpu_facts, facts) ** STACK_POWER
+            mine, theirs = pairs.get(name, ([], []))
+            if len(mine) >= 3 and len(set(mine)) > 1 and len(set(theirs)) > 1:
+                agreement = max(0.05, _spearman(mine, theirs))
+                weights[name] = prior * agreement
+            else:
+                weights[name] = prior
+        return weights
+
+    def _fit_residual(self) -> Any:
+        import lightgbm as lgb
+
+        rows = [r for r in self._measured]
+        labels = np.zeros(len(rows))
+        by_shape: dict[str, list[int]] = defaultdict(list)
+        for i, r in enumerate(rows):
+            by_shape[r.shape].append(i)
+        for idx in by_shape.values():
+            for i, lab in zip(idx, relative_labels([rows[i] for i in idx]), strict=True):
+                labels[i] = lab
+        x = self._matrix([self._features(r, self._weights) for r in rows])
+        base = self.booster.predict(x, num_threads=self.threads)
+        if self.chosen_objective == "lambdarank":
+            base = -base
+        # the target's best is not known yet: fit deviations, not the level
+        residual = labels - base
+        residual -= np.median(residual)
+        params = {"objective": "regression", "verbose": -1, "num_threads": self.threads,
+                  "learning_rate": 0.3, "num_leaves": 4, "min_data_in_leaf": 2,
+                  "min_data_in_bin": 1, "seed": self.seed, "deterministic": True,
+                  "force_row_wise": True, "lambda_l2": 1.0}
+        rounds = min(30, 2 * len(rows))
+        return lgb.train(params, lgb.Dataset(x, residual), rounds)
+
+
+def _spearman(a: Sequence[float], b: Sequence[float]) -> float:
+    ra = np.argsort(np.argsort(a, kind="stable"), kind="stable").astype(float)
+    rb = np.argsort(np.argsort(b, kind="stable"), kind="stable").astype(float)
+    if ra.std() == 0 or rb.std() == 0:
+        return 0.0
+    return float(np.corrcoef(ra, rb)[0, 1])
