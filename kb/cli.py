@@ -255,16 +255,28 @@ def _add_bootstrap(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sm-count", type=int)
     parser.add_argument("--bandwidth", type=float, dest="mem_bandwidth_gbps", help="GB/s")
     parser.add_argument("--smem", type=int, dest="smem_per_sm_kib", help="KiB per SM")
+    parser.add_argument("--dtype", default="float16")
+    parser.add_argument("--limit", type=int, default=10, help="ranked configurations shown")
     _json_flag(parser)
 
 
 def _run_bootstrap(args: argparse.Namespace) -> int:
+    from optimizer.spaces import space_for_op
+    from retrieval.prediction import UnknownGpu
+
     env = {k: getattr(args, k) for k in ("gpu_name", "arch", "sm_count", "mem_bandwidth_gbps",
                                          "smem_per_sm_kib", "triton_version")}
-    plan = _knowledge().bootstrap(env, op_type=args.op_type)
+    space = space_for_op(args.op_type, args.dtype) if args.op_type else None
+    try:
+        plan = _knowledge().bootstrap(env, op_type=args.op_type, space=space,
+                                      limit=max(1, args.limit))
+    except UnknownGpu as err:
+        print(err, file=sys.stderr)
+        return 2
     if args.json:
         _print_json(plan.model_dump(mode="json"))
         return 0
+    _print_prediction(plan)
     for m in plan.similar_hardware:
         print(f"similar: {m.gpu_name} ({m.arch}) similarity {m.similarity:.2f}, "
               f"{m.experiences} experiences")
@@ -273,6 +285,23 @@ def _run_bootstrap(args: argparse.Namespace) -> int:
         note = f" ({item.version_note})" if item.version_note else ""
         print(f"{n}. [{item.kind}] {item.category}{config}: {item.evidence}{note}")
     return 0
+
+
+def _print_prediction(plan) -> None:  # type: ignore[no-untyped-def]
+    pred = plan.prediction
+    if pred is None:
+        if plan.prediction_note:
+            print(f"no ranked configurations: {plan.prediction_note}")
+        return
+    print(f"ranked configurations of {pred.task_id or pred.op_type} on {pred.target_gpu} "
+          f"({pred.note}; over {', '.join(pred.shapes)}):")
+    for item in pred.items:
+        rel = f"{item.predicted_rel_time:.2f}x" if item.predicted_rel_time else "?"
+        config = ", ".join(f"{k}={v}" for k, v in item.config.items())
+        print(f"{item.rank:3}. predicted {rel} the best | {config}")
+        for line in item.evidence:
+            print(f"       {line}")
+    print()
 
 
 # -- reindex / export / stats ---------------------------------------------------------

@@ -32,6 +32,7 @@ from kb.record import (
 )
 from kernels.base import Config, Shape, Task
 from optimizer.diffcheck import unified_diff
+from optimizer.spaces import parse_label
 from optimizer.verdict import judge, noise_threshold
 
 log = logging.getLogger(__name__)
@@ -115,12 +116,6 @@ def stored_records(knowledge: Any, task: Task, dtype: str) -> list[ExperienceRec
         offset += len(page.items)
         if not page.items or offset >= page.total:
             return out
-
-
-def parse_label(task: Task, label: str) -> Shape:
-    """'rows=1,cols=32000' -> (1, 32000), in the task's shape order."""
-    values = dict(part.split("=", 1) for part in label.split(","))
-    return tuple(int(values[name]) for name in task.shape_names)
 
 
 def revalidate(task: Task, knowledge: Any, *, top: int = 5, dtype: str = "float16",

@@ -66,8 +66,11 @@ class RemoteKnowledge:
         return InsightReport.model_validate(self._call("GET", "/insights", params=params))
 
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
-                  include_own: bool = False) -> BootstrapPlan:
-        body = {"env": env, "op_type": op_type, "include_own": include_own}
+                  include_own: bool = False, space: Any = None,
+                  limit: int = 10) -> BootstrapPlan:
+        """``space`` stays here (functions do not travel): the service ranks the space of
+        its own registered task of ``op_type``, or the configurations in its store."""
+        body = {"env": env, "op_type": op_type, "include_own": include_own, "limit": limit}
         return BootstrapPlan.model_validate(self._call("POST", "/bootstrap", json=body))
 
     def stats(self) -> dict[str, Any]:

@@ -80,7 +80,44 @@ class PlanItem(BaseModel):
                                      "Triton version than the target's")
 
 
+class RankedNeighbour(BaseModel):
+    gpu: str
+    similarity: float = Field(description="of that GPU's facts to the target's")
+    rel_time: float | None = Field(description="its time / that GPU's best there; None: failed")
+    rank_pct: float = Field(description="0 = that GPU's best configuration, 1 = its worst")
+    shape: str
+
+
+class RankedItem(BaseModel):
+    rank: int
+    config: dict[str, int | float | str | bool]
+    predicted_rel_time: float | None = Field(
+        description="predicted time / the target's best time (geomean over the shapes); "
+                    "a model's estimate, not a measurement")
+    measured_rel_time: float | None = Field(None, description="measured on the target, "
+                                            "where it was")
+    evidence: list[str]
+    neighbours: list[RankedNeighbour] = Field(default_factory=list)
+
+
+class Prediction(BaseModel):
+    """The learned ranker's order of an op's configurations on the target GPU."""
+
+    op_type: str
+    task_id: str | None
+    target_gpu: str
+    candidates: int = Field(description="configurations ranked (items holds the first)")
+    shapes: list[str]
+    trained_on: dict[str, int] = Field(description="GPU -> measurements learned from")
+    target_measurements: int = Field(description="configurations measured on the target")
+    items: list[RankedItem]
+    note: str
+
+
 class BootstrapPlan(BaseModel):
     target: dict[str, str | int | float | None]
     similar_hardware: list[HardwareMatch]
     items: list[PlanItem]
+    prediction: Prediction | None = Field(None, description="ranked configurations from "
+                                          "the learned cost model (with an op)")
+    prediction_note: str | None = Field(None, description="why there is no prediction")

@@ -2,7 +2,8 @@
 
 The optimizer loop talks to knowledge through this protocol only:
 ``ingest(records) -> IngestReport``, ``retrieve(RetrievalQuery) -> RetrievalResult``,
-``insights(...) -> InsightReport``, ``bootstrap(env) -> BootstrapPlan``, ``stats()``.
+``insights(...) -> InsightReport``, ``bootstrap(env) -> BootstrapPlan`` (with an op: the
+learned ranker's order too, retrieval/prediction.py), ``stats()``.
 ``LocalKnowledge(settings)`` opens the SQL store, the Chroma index and the embedder
 (lazily: the model loads on the first embedding); ``retrieval.remote.RemoteKnowledge``
 implements the same methods over HTTP.
@@ -29,6 +30,14 @@ from kb.vector_index import VectorIndex
 from retrieval.columns import snapshot
 from retrieval.hardware import bootstrap as bootstrap_plan
 from retrieval.insights import insights as insight_report
+from retrieval.prediction import (
+    NoEvidence,
+    Space,
+    measured_records,
+    predict,
+    resolve_target,
+    store_space,
+)
 from retrieval.query import RetrievalQuery
 from retrieval.retrieve import retrieve as run_retrieval
 from retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
@@ -45,7 +54,8 @@ class Knowledge(Protocol):
                  arch: str | None = None, triton_version: str | None = None,
                  current_triton: str | None = None) -> InsightReport: ...
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
-                  include_own: bool = False) -> BootstrapPlan: ...
+                  include_own: bool = False, space: Space | None = None,
+                  limit: int = 10) -> BootstrapPlan: ...
     def stats(self) -> dict[str, Any]: ...
 
 
@@ -130,9 +140,23 @@ class LocalKnowledge:
                                   triton_version=triton_version, current_triton=current_triton)
 
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
-                  include_own: bool = False) -> BootstrapPlan:
+                  include_own: bool = False, space: Space | None = None,
+                  limit: int = 10) -> BootstrapPlan:
+        """The plan for ``env`` (a GPU name known to kb.gpu_facts, or explicit facts);
+        with an op, also the learned ranker's order of its configurations (``space``: the
+        task's, from the caller that knows it; else the configurations seen in the store).
+        Raises UnknownGpu (a ValueError) for a name nobody knows and no facts."""
+        target = resolve_target(env)
         with self.session() as session:
-            return bootstrap_plan(session, env, op_type=op_type, include_own=include_own)
+            plan = bootstrap_plan(session, target, op_type=op_type, include_own=include_own)
+            records = measured_records(session, op_type) if op_type else []
+        if op_type:
+            try:
+                plan.prediction = predict(records, space or store_space(records, op_type),
+                                          target, limit=limit)
+            except NoEvidence as err:
+                plan.prediction_note = str(err)
+        return plan
 
     def stats(self) -> dict[str, Any]:
         with self.session() as session:

@@ -81,6 +81,13 @@ def test_remote_client_round_trip(service: str) -> None:
     assert remote.stats()["experiences"] >= 1
     plan = remote.bootstrap({"gpu_name": "NVIDIA GH200", "arch": "sm_90"})
     assert plan.similar_hardware[0].gpu_name == "NVIDIA H200"
+    # a GPU by name alone: facts from kb.gpu_facts; an unknown name is a 422 that lists
+    # the known parts
+    named = remote.bootstrap({"gpu_name": "NVIDIA A100"}, op_type="softmax")
+    assert named.target["arch"] == "sm_80"
+    assert named.prediction is not None or named.prediction_note
+    unknown = httpx.post(f"{service}/bootstrap", json={"env": {"gpu_name": "Voodoo 5"}})
+    assert unknown.status_code == 422 and "NVIDIA H200" in unknown.json()["detail"]
     page = httpx.get(f"{service}/experiences", params={"op_type": "softmax", "limit": 1}).json()
     assert page["total"] >= 1 and len(page["items"]) == 1
     assert httpx.get(f"{service}/docs").status_code == 200
