@@ -12,6 +12,7 @@ implements the same methods over HTTP.
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -45,6 +46,7 @@ from retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
 log = logging.getLogger(__name__)
 
 INGEST_BATCH = 256
+PREDICTIONS_KEPT = 16
 
 
 class Knowledge(Protocol):
@@ -73,6 +75,9 @@ class LocalKnowledge:
     def __init__(self, settings: Settings | None = None, embedder: Embedder | None = None) -> None:
         self.settings = settings or Settings()
         self.engine = make_engine(self.settings.database_url)
+        # bootstrap's rankings until the store changes (training takes seconds to a
+        # quarter minute on 30k imported records); keyed by the store's snapshot key
+        self._predictions: dict[str, Any] = {}
         self.embedder: Embedder | None = None
         self.index: VectorIndex | None = None
         if self.settings.vectors:
@@ -149,13 +154,27 @@ class LocalKnowledge:
         target = resolve_target(env)
         with self.session() as session:
             plan = bootstrap_plan(session, target, op_type=op_type, include_own=include_own)
-            records = measured_records(session, op_type) if op_type else []
-        if op_type:
+            if not op_type:
+                return plan
+            key = json.dumps([snapshot(session).key, op_type, target, limit,
+                              space.task_id if space else None,
+                              len(space.configs) if space else None], sort_keys=True,
+                             default=str)
+            cached = self._predictions.get(key)
+            records = measured_records(session, op_type) if cached is None else []
+        if cached is None:
             try:
-                plan.prediction = predict(records, space or store_space(records, op_type),
-                                          target, limit=limit)
+                cached = predict(records, space or store_space(records, op_type), target,
+                                 limit=limit)
             except NoEvidence as err:
-                plan.prediction_note = str(err)
+                cached = str(err)
+            while len(self._predictions) >= PREDICTIONS_KEPT:
+                self._predictions.pop(next(iter(self._predictions)))
+            self._predictions[key] = cached
+        if isinstance(cached, str):
+            plan.prediction_note = cached
+        else:
+            plan.prediction = cached
         return plan
 
     def stats(self) -> dict[str, Any]:

@@ -110,6 +110,15 @@ def test_an_imported_op_ranks_the_configurations_seen_in_the_store(tmp_path: Pat
     # each evidence line: the most alike measured GPU on a shape (the A6000 is an sm_86
     # like the A4000)
     assert all("NVIDIA RTX A6000" in line for line in pred.items[0].evidence)
+    # kept until the store changes: the same ranking object, then a new one
+    again = kb.bootstrap({"gpu_name": "NVIDIA A4000"}, op_type="stencil", limit=5).prediction
+    assert again is pred
+    kb.ingest([_kt_record("NVIDIA RTX A4000", {"arch": "sm_86"}, 256, 2, 4096, 1.2)])
+    measured = kb.bootstrap({"gpu_name": "NVIDIA A4000"}, op_type="stencil",
+                            limit=5).prediction
+    assert measured is not pred and measured.target_measurements == 1
+    assert measured.items[0].config == {"block_size_x": 256, "tile_size_x": 2} or any(
+        i.measured_rel_time is not None for i in measured.items)
     no_op = kb.bootstrap({"gpu_name": "NVIDIA A4000"}, op_type="no_such_op")
     assert no_op.prediction is None and "no measurement of no_such_op" in no_op.prediction_note
     kb.close()
