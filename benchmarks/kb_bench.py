@@ -28,6 +28,7 @@ from sqlmodel import Session
 from kb.ingest import ingest, store_records
 from kb.record import ExperienceRecord, parse_record
 from kb.settings import Settings
+from kernels.base import related_ops_of
 from retrieval.query import RetrievalQuery
 from retrieval.service import LocalKnowledge
 
@@ -131,9 +132,10 @@ def bench_retrieve(
     totals = []
     for q in range(n_queries):
         gpu, arch, _, _ = HW[rng.randrange(len(HW))]
+        op = rng.choice(OPS)
         query = RetrievalQuery(
-            op_type=rng.choice(OPS), gpu_name=gpu, arch=arch, triton_version=rng.choice(TRITON),
-            dtype="float16", k=5,
+            op_type=op, gpu_name=gpu, arch=arch, triton_version=rng.choice(TRITON),
+            dtype="float16", k=5, related_ops=list(related_ops_of(op)),  # as the optimizer
             feedback_text=f"query {q} {'code' if with_code else 'prose'}: "
                           f"{rng.choice(PHRASES)}; time 0.{q} ms, memory-bound",
             kernel_source=(f"BLOCK_SIZE = {2 ** rng.randrange(5, 13)}\nnum_warps = 4\n"

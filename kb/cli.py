@@ -196,6 +196,13 @@ def _add_query(parser: argparse.ArgumentParser) -> None:
     _json_flag(parser)
 
 
+def _related_ops(op_type: str) -> list[str]:
+    """The op's declared relatives, from the kernels registry (Task.related_ops)."""
+    from kernels.base import related_ops_of
+
+    return list(related_ops_of(op_type))
+
+
 def _run_query(args: argparse.Namespace) -> int:
     from retrieval.query import RetrievalQuery
 
@@ -208,6 +215,7 @@ def _run_query(args: argparse.Namespace) -> int:
         kernel_source=args.source.read_text() if args.source else None,
         feedback_text=args.feedback_text, k=args.k, max_chars=args.max_chars,
         exclude_tasks=args.exclude_tasks, include_related=not args.no_related,
+        related_ops=_related_ops(args.op_type) if not args.no_related else [],
     )
     result = _knowledge().retrieve(query)
     if args.json:
@@ -220,12 +228,15 @@ def _run_query(args: argparse.Namespace) -> int:
 # -- insights / bootstrap -------------------------------------------------------------
 def _add_insights(parser: argparse.ArgumentParser) -> None:
     _hardware_flags(parser)
+    parser.add_argument("--current-triton", help="label and rank lower what was measured "
+                        "under another Triton version (--triton filters instead)")
     _json_flag(parser)
 
 
 def _run_insights(args: argparse.Namespace) -> int:
     report = _knowledge().insights(op_type=args.op_type, gpu_name=args.gpu_name,
-                                   arch=args.arch, triton_version=args.triton_version)
+                                   arch=args.arch, triton_version=args.triton_version,
+                                   current_triton=args.current_triton)
     if args.json:
         _print_json(report.model_dump(mode="json"))
         return 0
@@ -236,6 +247,8 @@ def _run_insights(args: argparse.Namespace) -> int:
         best = f"{c.best_speedup:.2f}x" if c.best_speedup else "-"
         print(f"{c.category:16} {c.count:5} {c.wins:5} {100 * c.win_rate:5.0f}% {med:>7} "
               f"{best:>6}  {', '.join(i[:10] for i in c.example_ids)}")
+        if c.version_note:
+            print(f"{'':16} ({c.version_note})")
     return 0
 
 
@@ -244,23 +257,53 @@ def _add_bootstrap(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sm-count", type=int)
     parser.add_argument("--bandwidth", type=float, dest="mem_bandwidth_gbps", help="GB/s")
     parser.add_argument("--smem", type=int, dest="smem_per_sm_kib", help="KiB per SM")
+    parser.add_argument("--dtype", default="float16")
+    parser.add_argument("--limit", type=int, default=10, help="ranked configurations shown")
     _json_flag(parser)
 
 
 def _run_bootstrap(args: argparse.Namespace) -> int:
+    from optimizer.spaces import space_for_op
+    from retrieval.prediction import UnknownGpu
+
     env = {k: getattr(args, k) for k in ("gpu_name", "arch", "sm_count", "mem_bandwidth_gbps",
-                                         "smem_per_sm_kib")}
-    plan = _knowledge().bootstrap(env, op_type=args.op_type)
+                                         "smem_per_sm_kib", "triton_version")}
+    space = space_for_op(args.op_type, args.dtype) if args.op_type else None
+    try:
+        plan = _knowledge().bootstrap(env, op_type=args.op_type, space=space,
+                                      limit=max(1, args.limit))
+    except UnknownGpu as err:
+        print(err, file=sys.stderr)
+        return 2
     if args.json:
         _print_json(plan.model_dump(mode="json"))
         return 0
+    _print_prediction(plan)
     for m in plan.similar_hardware:
         print(f"similar: {m.gpu_name} ({m.arch}) similarity {m.similarity:.2f}, "
               f"{m.experiences} experiences")
     for n, item in enumerate(plan.items, 1):
         config = f" {item.config}" if item.config else ""
-        print(f"{n}. [{item.kind}] {item.category}{config}: {item.evidence}")
+        note = f" ({item.version_note})" if item.version_note else ""
+        print(f"{n}. [{item.kind}] {item.category}{config}: {item.evidence}{note}")
     return 0
+
+
+def _print_prediction(plan) -> None:  # type: ignore[no-untyped-def]
+    pred = plan.prediction
+    if pred is None:
+        if plan.prediction_note:
+            print(f"no ranked configurations: {plan.prediction_note}")
+        return
+    print(f"ranked configurations of {pred.task_id or pred.op_type} on {pred.target_gpu} "
+          f"({pred.note}; over {', '.join(pred.shapes)}):")
+    for item in pred.items:
+        rel = f"{item.predicted_rel_time:.2f}x" if item.predicted_rel_time else "?"
+        config = ", ".join(f"{k}={v}" for k, v in item.config.items())
+        print(f"{item.rank:3}. predicted {rel} the best | {config}")
+        for line in item.evidence:
+            print(f"       {line}")
+    print()
 
 
 # -- reindex / export / stats ---------------------------------------------------------
@@ -311,8 +354,17 @@ for _command in (
     register(_command)
 
 from optimizer import command as _optimize  # noqa: E402 - light at import (argparse only)
+from optimizer import revalidate_command as _revalidate  # noqa: E402 - argparse only
+
+
+def _run_revalidate(args: argparse.Namespace) -> int:
+    status, text = _revalidate.execute(args)
+    print(text, file=sys.stderr if status else sys.stdout)
+    return status
+
 
 register(Command("optimize", _optimize.HELP, _optimize.add_arguments, _optimize.run))
+register(Command("revalidate", _revalidate.HELP, _revalidate.add_arguments, _run_revalidate))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -50,7 +50,7 @@ class Verdict(str, Enum):
 
 
 Stage = Literal["syntax", "compile", "run", "correctness", "performance"]
-RoundKind = Literal["baseline", "exploit", "explore", "tune", "sweep"]
+RoundKind = Literal["baseline", "exploit", "explore", "tune", "sweep", "revalidate"]
 ConfigValue = int | float | str | bool
 
 

@@ -378,6 +378,17 @@ def all_tasks() -> dict[str, Task]:
     return dict(TASKS)
 
 
+def related_ops_of(op_type: str) -> tuple[str, ...]:
+    """The ops the registered tasks of ``op_type`` declare related (``Task.related_ops``,
+    the one source of truth), first-declared first; what entry modules put on a query
+    that names an op but no task object."""
+    found: dict[str, None] = {}
+    for task in all_tasks().values():
+        if task.op_type == op_type:
+            found.update(dict.fromkeys(op for op in task.related_ops if op != op_type))
+    return tuple(found)
+
+
 def _load_builtin_tasks() -> None:
     import importlib
 

@@ -21,7 +21,7 @@ from optimizer.agents.base import Agent, AgentContext, Proposal, RoundNote, Sear
 from optimizer.diffcheck import check
 from optimizer.experience import RunInfo, build_record, unevaluated_feedback
 from optimizer.policy import Policy, StopReason
-from optimizer.recall import Recalled, known_configs, recall
+from optimizer.recall import Known, Recalled, known, recall
 from optimizer.verdict import judge, noise_threshold
 from optimizer.writeback import Writeback
 
@@ -103,7 +103,7 @@ class Loop:
         self.records: list[ExperienceRecord] = []
         self.rounds: list[RoundOutcome] = []
         self.retrieved_ids: list[str] = []
-        self.known_configs: list[Any] | None = None  # asked once, on the first recall
+        self.known: Known | None = None  # asked once, on the first recall
 
     # -- the run ----------------------------------------------------------------------
     def run(self, start_source: str | None = None) -> RunResult:
@@ -261,9 +261,8 @@ class Loop:
             return Recalled()
         recalled = recall(self.knowledge, self.task, self.info.dtype, self.info.env,
                           source=state.best_source, feedback=state.context_feedback)
-        if self.known_configs is None:
-            self.known_configs = known_configs(self.knowledge, self.task, self.info.dtype,
-                                               self.info.env)
+        if self.known is None:
+            self.known = known(self.knowledge, self.task, self.info.dtype, self.info.env)
         own = self.info.run_id
         recalled.experiences = [r for r in recalled.experiences if r.run_id != own]
         self.retrieved_ids.extend(r.id for r in recalled.experiences
@@ -278,7 +277,9 @@ class Loop:
             last_feedback=state.context_feedback, history=list(state.history),
             tried_hashes=set(state.tried), reminders=list(state.reminders),
             few_shot=recalled.few_shot, experiences=recalled.experiences,
-            insights=recalled.insights, known_configs=self.known_configs or [],
+            insights=recalled.insights,
+            known_configs=self.known.configs if self.known else [],
+            predicted=self.known.predicted if self.known else [],
             gpu_arch=self.info.env.arch)
 
     # -- the end of a run ---------------------------------------------------------------

@@ -19,21 +19,30 @@ class Recalled:
     insights: list[Any] = field(default_factory=list)
 
 
+def query_for(task: Task, dtype: str, env: Environment, *, source: str | None = None,
+              feedback: str | None = None, k: int = 8) -> Any:
+    """The retrieval query of a round: the task's op, its declared related ops (the one
+    source of truth: ``Task.related_ops``), the hardware and Triton version it runs on."""
+    from retrieval.query import RetrievalQuery
+
+    return RetrievalQuery(op_type=task.op_type, task_id=task.name, dtype=dtype,
+                          gpu_name=env.gpu_name, arch=env.arch,
+                          triton_version=env.triton_version, kernel_source=source,
+                          feedback_text=feedback or None, k=k,
+                          related_ops=list(task.related_ops))
+
+
 def recall(knowledge: Any, task: Task, dtype: str, env: Environment, *, source: str,
            feedback: str, k: int = 8) -> Recalled:
     """Hits and warnings as records, the few-shot block, and the op's category insights.
 
     A knowledge service that fails here costs the round its few-shot examples, not the run.
     """
-    from retrieval.query import RetrievalQuery
-
-    query = RetrievalQuery(op_type=task.op_type, task_id=task.name, dtype=dtype,
-                           gpu_name=env.gpu_name, arch=env.arch,
-                           triton_version=env.triton_version, kernel_source=source,
-                           feedback_text=feedback or None, k=k)
+    query = query_for(task, dtype, env, source=source, feedback=feedback, k=k)
     try:
         result = knowledge.retrieve(query)
-        report = knowledge.insights(op_type=task.op_type, arch=env.arch)
+        report = knowledge.insights(op_type=task.op_type, arch=env.arch,
+                                    current_triton=env.triton_version)
     except Exception as err:  # noqa: BLE001 - retrieval is advisory; the loop goes on
         log.warning("retrieval failed (%s: %s); continuing without experiences",
                     type(err).__name__, err)
@@ -44,24 +53,68 @@ def recall(knowledge: Any, task: Task, dtype: str, env: Environment, *, source: 
 
 MIN_SIMILARITY = 0.7  # same architecture and alike in SMs and bandwidth (retrieval.hardware)
 MAX_KNOWN = 2  # known configurations offered to an agent per run, best first
+MAX_PREDICTED = 3  # predicted configurations the offline agent may adopt, in ranker order
+RANKED = 1000  # how much of the ranker's order a run keeps (the tuner walks it)
+
+
+@dataclass
+class Known:
+    """What a run starts from. ``configs``: whole configurations an agent may adopt, best
+    first: measured ones (this GPU's, or an alike GPU's), or, when this GPU has no
+    measurement of the task, the learned ranker's first (``PlanItem`` of kind
+    "predicted"). ``predicted``: the ranker's order (``RankedItem``), only then."""
+
+    configs: list[Any] = field(default_factory=list)
+    predicted: list[Any] = field(default_factory=list)
+
+
+def known(knowledge: Any, task: Task, dtype: str, env: Environment) -> Known:
+    """The best measured configurations of this task on this GPU, or on the most alike
+    known GPUs: an agent can adopt one whole instead of rediscovering it one edit at a
+    time (on the H200, attention's best is five edits from the naive kernel). Where this
+    GPU has measured nothing of the task, the learned cost model's order instead
+    (retrieval/prediction.py), labelled as predicted. Nothing on a CPU, where no
+    configuration was ever timed. Asked once per run: the plan does not change with the
+    round."""
+    if env.arch == "cpu":
+        return Known()
+    from optimizer.spaces import task_space
+
+    try:
+        plan = knowledge.bootstrap(env.model_dump(mode="json"), op_type=task.op_type,
+                                   include_own=True, space=task_space(task, dtype),
+                                   limit=RANKED)
+    except Exception as err:  # noqa: BLE001 - advisory, like the rest of recall
+        log.warning("no known configurations (%s: %s)", type(err).__name__, err)
+        return Known()
+    pred = plan.prediction
+    if pred is not None and pred.task_id == task.name and not pred.target_measurements \
+            and pred.items:
+        return Known([predicted_item(task, dtype, item, pred.target_gpu)
+                      for item in pred.items[:MAX_PREDICTED]], list(pred.items))
+    names = {p.name for p in (*task.knobs, *task.variants)}
+    return Known([item for item in plan.items
+                  if item.kind == "config" and item.task_id == task.name
+                  and item.dtype == dtype and set(item.config) == names
+                  and (item.similarity or 0.0) >= MIN_SIMILARITY][:MAX_KNOWN])
 
 
 def known_configs(knowledge: Any, task: Task, dtype: str, env: Environment) -> list[Any]:
-    """The best measured configurations of this task on this GPU, or on the most alike
-    known GPUs: an agent can adopt one whole instead of rediscovering it one edit at a
-    time (on the H200, attention's best is five edits from the naive kernel). None on a
-    CPU, where no configuration was ever timed. Asked once per run: the plan does not
-    change with the round."""
-    if env.arch == "cpu":
-        return []
-    try:
-        plan = knowledge.bootstrap(env.model_dump(mode="json"), op_type=task.op_type,
-                                   include_own=True)
-    except Exception as err:  # noqa: BLE001 - advisory, like the rest of recall
-        log.warning("no known configurations (%s: %s)", type(err).__name__, err)
-        return []
-    names = {p.name for p in (*task.knobs, *task.variants)}
-    return [item for item in plan.items
-            if item.kind == "config" and item.task_id == task.name and item.dtype == dtype
-            and set(item.config) == names and (item.similarity or 0.0) >= MIN_SIMILARITY
-            ][:MAX_KNOWN]
+    return known(knowledge, task, dtype, env).configs
+
+
+def predicted_item(task: Task, dtype: str, item: Any, gpu: str) -> Any:
+    """A ranked configuration as a plan item an agent can adopt, saying it is predicted."""
+    from retrieval.schemas import PlanItem
+
+    default = task.default_config
+    changed = sorted({p.category for p in (*task.knobs, *task.variants)
+                      if item.config.get(p.name) != default[p.name]})
+    rel = f"{item.predicted_rel_time:.2f}x" if item.predicted_rel_time else "?"
+    why = f"; {item.evidence[0]}" if item.evidence else ""
+    return PlanItem(kind="predicted", category=(changed or ["other"])[0],
+                    config=dict(item.config), from_hardware="learned cost model",
+                    evidence=f"predicted rank {item.rank} on {gpu}, {rel} the best, by the "
+                             f"learned cost model: a hint, not measured on {gpu}{why}",
+                    example_ids=[], score=-(item.predicted_rel_time or item.rank),
+                    task_id=task.name, dtype=dtype)

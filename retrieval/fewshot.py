@@ -12,6 +12,8 @@ from retrieval.schemas import Hit
 
 CHARS_PER_TOKEN = 4
 _DIFF_LINES = 14
+RELATED_HEAD = ("From related ops (this op's own experiences ran out; they may not carry "
+                "over):")
 
 
 def _speed(hit: Hit) -> str:
@@ -30,10 +32,13 @@ def _repeated(hit: Hit) -> bool:
 
 def render_hit(n: int, hit: Hit, diff_lines: int = _DIFF_LINES) -> str:
     r = hit.record
-    head = (f"[{n}] {r.task.op_type}/{r.task.task_id} {r.task.dtype} on {r.env.gpu_name} "
+    relation = f"(related op {r.task.op_type}, not this task's) " if hit.related else ""
+    head = (f"[{n}] {relation}{r.task.op_type}/{r.task.task_id} {r.task.dtype} on {r.env.gpu_name} "
             f"({r.env.arch}, triton {r.env.triton_version}) | {r.verdict.value}, {_speed(hit)} "
             f"| {hit.evidence}" + (f", {hit.support} similar wins" if _repeated(hit) else ""))
     lines = [head, f"    edit [{', '.join(r.edit.categories)}]: {r.edit.summary}"]
+    if hit.version_note:
+        lines.append(f"    note: {hit.version_note}, re-check before trusting its speed")
     if r.edit.config:
         lines.append("    config: " + ", ".join(f"{k}={v}" for k, v in r.edit.config.items()))
     fb = r.feedback
@@ -77,6 +82,8 @@ def _assemble(
         return "No past experiences match this op and hardware yet."[:max_chars], 0
     if hits and add("Past experiences that worked (most useful first; measured > claimed):"):
         for n, hit in enumerate(hits, 1):
+            if hit.related and not (n > 1 and hits[n - 2].related) and not add(RELATED_HEAD):
+                break
             if not add(render_hit(n, hit, diff_lines)):
                 break
             shown += 1

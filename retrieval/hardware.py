@@ -7,7 +7,9 @@ larger value); an unknown fact counts as a half match. Names never enter it, so 
 missing from every table still compares by what its fingerprint says. The bootstrap
 plan's older ``similarity`` weighs the store's four fingerprint columns (architecture,
 SMs, bandwidth, shared memory). The plan takes the most similar known hardware and lists
-the edit kinds and concrete configs that won there, each with its evidence, best first.
+the edit kinds and concrete configs that won there, each with its evidence, best first;
+advice measured under another Triton version than the target's
+(``target["triton_version"]``) comes after, labelled.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from kb.models import Experience, Hardware
 from retrieval.features import fact
 from retrieval.insights import insights
 from retrieval.schemas import BootstrapPlan, HardwareMatch, PlanItem
+from retrieval.versions import other_version, version_note
 
 # What makes a configuration's speed carry over, in order: same vendor (warp size, memory
 # system, compiler), same architecture generation, then the sizes the features scale by.
@@ -134,9 +137,11 @@ def bootstrap(
     ``include_own`` the target GPU's own experiences count too (a second optimization on
     a card already known), otherwise only other hardware (a card never seen)."""
     matches = similar_hardware(session, target, include_own=include_own)
+    current = target.get("triton_version")
     items: list[PlanItem] = []
     for match in matches:
-        report = insights(session, op_type=op_type, gpu_name=match.gpu_name, arch=match.arch)
+        report = insights(session, op_type=op_type, gpu_name=match.gpu_name, arch=match.arch,
+                          current_triton=current)
         for cat in report.categories:
             if not cat.wins:
                 continue
@@ -146,14 +151,18 @@ def bootstrap(
                 evidence=(f"won {cat.wins}/{cat.count} on {match.gpu_name}, median "
                           f"{gain:.2f}x, best {(cat.best_speedup or gain):.2f}x vs parent"),
                 example_ids=cat.example_ids, score=round(match.similarity * cat.win_rate * gain, 4),
+                version_note=cat.version_note if cat.wins == cat.other_version_wins else None,
             ))
-        items.extend(_best_configs(session, match, op_type))
-    items.sort(key=lambda i: -i.score)
+        items.extend(_best_configs(session, match, op_type, current))
+    # another Triton version's advice after the current version's (retrieval/versions.py)
+    items.sort(key=lambda i: (i.version_note is not None, -i.score))
     return BootstrapPlan(target=target, similar_hardware=matches, items=items[:limit])
 
 
-def _best_configs(session: Session, match: HardwareMatch, op_type: str | None) -> list[PlanItem]:
-    """The best measured configuration per task on that hardware."""
+def _best_configs(session: Session, match: HardwareMatch, op_type: str | None,
+                  current: str | None = None) -> list[PlanItem]:
+    """The best measured configuration per task on that hardware, current Triton version
+    first: a config measured under another version stands only where none was under it."""
     stmt = select(Experience).where(
         Experience.hardware_id == match.hardware_id, Experience.verdict == "improved",
         Experience.evidence == "measured", Experience.speedup_vs_baseline.is_not(None))
@@ -162,7 +171,10 @@ def _best_configs(session: Session, match: HardwareMatch, op_type: str | None) -
     best: dict[tuple[str, str], Experience] = {}
     for row in session.exec(stmt).all():
         key = (row.task_id, row.dtype)
-        if key not in best or (row.speedup_vs_baseline or 0) > (best[key].speedup_vs_baseline or 0):
+        rank = (not other_version(row.triton_version, current), row.speedup_vs_baseline or 0)
+        held = best.get(key)
+        if held is None or rank > (not other_version(held.triton_version, current),
+                                   held.speedup_vs_baseline or 0):
             best[key] = row
     items = []
     for (task_id, dtype), row in best.items():
@@ -175,5 +187,7 @@ def _best_configs(session: Session, match: HardwareMatch, op_type: str | None) -
                      "vs baseline",
             example_ids=[row.id], score=round(match.similarity * gain, 4),
             task_id=task_id, dtype=dtype, similarity=match.similarity,
+            triton_version=row.triton_version,
+            version_note=version_note(row.triton_version, current),
         ))
     return items

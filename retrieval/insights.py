@@ -3,6 +3,10 @@
 An insight is an aggregate with its evidence (count, win rate, median and best gain,
 example ids), recomputed from the rows on every call, so it strengthens or weakens as
 new experiences agree or disagree. Baseline rows are not edits and are left out.
+
+``triton_version`` filters; ``current_triton`` keeps every version but says how much of
+a category was measured under another one, and ranks a category that won only there
+below those that won under the current version (retrieval/versions.py).
 """
 
 from __future__ import annotations
@@ -15,37 +19,47 @@ from sqlmodel import Session, select
 from kb.models import Experience, ExperienceCategory
 from retrieval.ladder import LOSS_VERDICTS
 from retrieval.schemas import CategoryInsight, InsightReport
+from retrieval.versions import other_version, version_note
 
 EXAMPLES = 3
+
+
+Row = tuple[str, str, str, float | None, str]  # id, verdict, evidence, speedup, triton
 
 
 def insights(
     session: Session, *, op_type: str | None = None, gpu_name: str | None = None,
     arch: str | None = None, triton_version: str | None = None,
+    current_triton: str | None = None,
 ) -> InsightReport:
     stmt = select(ExperienceCategory.category, Experience.id, Experience.verdict,
-                  Experience.evidence, Experience.speedup_vs_parent).join(
+                  Experience.evidence, Experience.speedup_vs_parent,
+                  Experience.triton_version).join(
         Experience, Experience.id == ExperienceCategory.experience_id)
     for column, value in ((Experience.op_type, op_type), (Experience.gpu_name, gpu_name),
                           (Experience.arch, arch), (Experience.triton_version, triton_version)):
         if value is not None:
             stmt = stmt.where(column == value)
     stmt = stmt.where(ExperienceCategory.category != "baseline")
-    groups: dict[str, list[tuple[str, str, str, float | None]]] = defaultdict(list)
+    groups: dict[str, list[Row]] = defaultdict(list)
     ids: set[str] = set()
-    for category, exp_id, verdict, evidence, speedup in session.exec(stmt).all():
-        groups[category].append((exp_id, verdict, evidence, speedup))
+    for category, exp_id, verdict, evidence, speedup, triton in session.exec(stmt).all():
+        groups[category].append((exp_id, verdict, evidence, speedup, triton))
         ids.add(exp_id)
-    out = [_aggregate(category, rows) for category, rows in groups.items()]
-    out.sort(key=lambda c: (-c.wins, -(c.median_speedup or 0.0), c.category))
+    out = [_aggregate(category, rows, current_triton) for category, rows in groups.items()]
+    out.sort(key=lambda c: (c.wins > 0 and c.wins == c.other_version_wins, -c.wins,
+                            -(c.median_speedup or 0.0), c.category))
     return InsightReport(op_type=op_type, gpu_name=gpu_name, arch=arch,
-                         triton_version=triton_version, total=len(ids), categories=out)
+                         triton_version=triton_version, current_triton=current_triton,
+                         total=len(ids), categories=out)
 
 
-def _aggregate(category: str, rows: list[tuple[str, str, str, float | None]]) -> CategoryInsight:
+def _aggregate(category: str, rows: list[Row], current: str | None) -> CategoryInsight:
     wins = [r for r in rows if r[1] == "improved"]
     gains = [r[3] for r in wins if r[3] is not None and r[2] == "measured"]
-    best_first = sorted(wins, key=lambda r: -(r[3] or 0.0))
+    # same-version wins first, then by gain
+    best_first = sorted(wins, key=lambda r: (other_version(r[4], current), -(r[3] or 0.0)))
+    other = [r for r in rows if other_version(r[4], current)]
     return CategoryInsight(
         category=category,
         count=len(rows),
@@ -55,4 +69,18 @@ def _aggregate(category: str, rows: list[tuple[str, str, str, float | None]]) ->
         best_speedup=round(max(gains), 4) if gains else None,
         losses=sum(r[1] in LOSS_VERDICTS for r in rows),
         example_ids=[r[0] for r in best_first[:EXAMPLES]],
+        other_version=len(other),
+        other_version_wins=sum(r[1] == "improved" for r in other),
+        version_note=_note(rows, other, current),
     )
+
+
+def _note(rows: list[Row], other: list[Row], current: str | None) -> str | None:
+    """None when every row is of the current version."""
+    if not other:
+        return None
+    versions = sorted({r[4] for r in other})
+    if len(other) == len(rows) and len(versions) == 1:
+        return version_note(versions[0], current)
+    return (f"{len(other)} of {len(rows)} measured on Triton {', '.join(versions)}; "
+            f"current {current}")

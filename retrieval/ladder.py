@@ -1,10 +1,11 @@
 """The fallback ladder: which rows may answer a query, best tier first.
 
 Rungs, in order: same GPU and Triton version -> same GPU -> same architecture -> any
-hardware, for the query's op; then the same tiers for related ops. A rung is a filter on
-the in-memory columns (retrieval/columns.py: vectorised, ~1 ms at 100k rows where the
-SQL took ~9 ms), and the ladder stops descending once it has enough candidates, so a
-well-covered GPU never pays for the lower rungs.
+hardware, for the query's op; then the same tiers for related ops (the query carries them:
+the task's declared ``Task.related_ops``, filled in by the caller that knows the task). A
+rung is a filter on the in-memory columns (retrieval/columns.py: vectorised, ~1 ms at 100k
+rows where the SQL took ~9 ms), and the ladder stops descending once it has enough
+candidates, so a well-covered GPU never pays for the lower rungs.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import numpy as np
 
 from retrieval.columns import Snapshot
 from retrieval.query import RetrievalQuery
-from retrieval.related import related_ops
 
 # How much a rung's evidence counts, relative to the exact match.
 RUNG_WEIGHT = {
@@ -82,8 +82,8 @@ def rungs(query: RetrievalQuery) -> list[Rung]:
         hardware.append("same_arch")
     hardware.append("any_hardware")
     ops: list[tuple[bool, tuple[str, ...]]] = [(False, (query.op_type,))]
-    if query.include_related and related_ops(query.op_type):
-        ops.append((True, related_ops(query.op_type)))
+    if query.relatives():
+        ops.append((True, query.relatives()))
     return [Rung(name, related, op_types) for related, op_types in ops for name in hardware]
 
 

@@ -18,7 +18,17 @@ class RetrievalQuery(BaseModel):
     max_warnings: int = Field(default=3, ge=0, le=20)
     exclude_tasks: list[str] = Field(default_factory=list, description="held-out tasks")
     include_related: bool = True
+    related_ops: list[str] | None = Field(
+        default=None, description="ops whose experiences may fill the slots the op's own "
+        "leave empty: the task's declared Task.related_ops. None: the entry module (CLI, "
+        "HTTP API) fills them from the kernels registry by op_type; [] for none")
     max_chars: int = Field(default=4000, ge=200, description="budget of the few-shot block")
+
+    def relatives(self) -> tuple[str, ...]:
+        """The related ops this query may fall back on (none when switched off)."""
+        if not self.include_related or not self.related_ops:
+            return ()
+        return tuple(dict.fromkeys(op for op in self.related_ops if op != self.op_type))
 
     def embedding_text(self) -> str:
         """Shaped like ExperienceRecord.embedding_text ("op: what happened"), so the two

@@ -1,16 +1,23 @@
-"""Ranking: fuse vector and lexical ranks, weigh by evidence and outcome, diversify.
+"""Ranking: fuse vector and lexical ranks, weigh by evidence and outcome, order, diversify.
 
 Score = relevance x usefulness. Relevance is reciprocal-rank fusion of the cosine rank and
 the BM25 rank, scaled to [0.5, 1] so that it orders hits of equal usefulness but cannot
 lift an unmeasured claim above a measured win. Usefulness multiplies: evidence level
 (measured > verified > claimed), outcome (bigger verified speedup > neutral), support
-(repeated wins of the same kind > one lucky run), ladder rung (same hardware and Triton
-version > other) and a dtype match. All of it is computed over the candidate arrays at
-once (thousands of candidates at 100k rows: a Python loop cost ~7 ms a query).
+(repeated wins of the same kind > one lucky run), ladder rung (same hardware > other) and a
+dtype match. All of it is computed over the candidate arrays at once (thousands of
+candidates at 100k rows: a Python loop cost ~7 ms a query).
+
+Score orders hits within a group, not across: the query's own op comes before related
+ops (a related op's big, often-repeated win outscored every softmax win and took all five
+slots), and within each, rows measured on the query's Triton version before the others.
+The same edit is shown once (``edit_keys``).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -20,6 +27,7 @@ from retrieval.ladder import Candidates
 RRF_K = 60
 EVIDENCE_WEIGHT = {"measured": 1.0, "verified": 0.55, "claimed": 0.3}
 DTYPE_MISMATCH = 0.9
+_WORD = re.compile(r"[a-z0-9_.]+|->")
 
 
 def rrf(n: int, rankings: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
@@ -74,27 +82,28 @@ def score(relevance: np.ndarray, use: np.ndarray) -> np.ndarray:
     return (0.5 + 0.5 * relevance) * use
 
 
-def best_first(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Positions where mask holds, highest score first (ties keep candidate order)."""
+def best_first(scores: np.ndarray, mask: np.ndarray, *tiers: np.ndarray) -> np.ndarray:
+    """Positions where mask holds: by ``tiers`` (integer arrays, lower first, the first
+    most significant), then highest score (ties keep candidate order)."""
     positions = np.flatnonzero(mask)
-    return positions[np.argsort(-scores[positions], kind="stable")]
+    keys = [-scores[positions], *(t[positions] for t in reversed(tiers))]
+    return positions[np.lexsort(keys)]
 
 
-def diversify(
-    ordered: Sequence[str], keys: dict[str, tuple[str, str]], k: int,
-    cosine: dict[tuple[str, str], float] | None = None, max_cosine: float = 0.97,
-) -> list[str]:
-    """Greedy pick: one hit per (categories, config) key and no near-duplicate texts."""
-    picked: list[str] = []
-    taken: set[tuple[str, str]] = set()
-    for exp_id in ordered:
-        key = keys[exp_id]
-        if key in taken:
-            continue
-        if cosine and any(cosine.get((exp_id, p), 0.0) > max_cosine for p in picked):
-            continue
-        picked.append(exp_id)
-        taken.add(key)
-        if len(picked) == k:
-            break
-    return picked
+def edit_keys(categories: str, config: dict, summary: str, diff: str = "") -> set[tuple[str, str]]:
+    """What makes two hits the same edit: the same categories and configuration, the same
+    summary text, or the same changed lines (one change measured again in other
+    surroundings: the RoPE-table flip won in 26 attention configurations and filled five of
+    five slots). Text compares by its words, case, punctuation and the edit's own category
+    tags aside ("set NUM_WARPS 4 -> 2" and "set NUM_WARPS 4 -> 2 (warps_stages)" are one
+    edit); a diff by its added and removed lines, context aside."""
+    tags = set(categories.strip("|").split("|"))
+    words = [w for w in _WORD.findall(summary.lower()) if w not in tags]
+    keys = {("summary", " ".join(words))}
+    if config:
+        keys.add(("config", f"{categories}|{json.dumps(config, sort_keys=True)}"))
+    changed = sorted({line.strip() for line in diff.splitlines()
+                      if line[:1] in "+-" and line[:3] not in ("+++", "---") and line[1:].strip()})
+    if changed:
+        keys.add(("diff", "\n".join(changed)))
+    return keys

@@ -58,14 +58,19 @@ class RemoteKnowledge:
         return RetrievalResult.model_validate(data)
 
     def insights(self, *, op_type: str | None = None, gpu_name: str | None = None,
-                 arch: str | None = None, triton_version: str | None = None) -> InsightReport:
+                 arch: str | None = None, triton_version: str | None = None,
+                 current_triton: str | None = None) -> InsightReport:
         params = {k: v for k, v in {"op_type": op_type, "gpu_name": gpu_name, "arch": arch,
-                                    "triton_version": triton_version}.items() if v is not None}
+                                    "triton_version": triton_version,
+                                    "current_triton": current_triton}.items() if v is not None}
         return InsightReport.model_validate(self._call("GET", "/insights", params=params))
 
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
-                  include_own: bool = False) -> BootstrapPlan:
-        body = {"env": env, "op_type": op_type, "include_own": include_own}
+                  include_own: bool = False, space: Any = None,
+                  limit: int = 10) -> BootstrapPlan:
+        """``space`` stays here (functions do not travel): the service ranks the space of
+        its own registered task of ``op_type``, or the configurations in its store."""
+        body = {"env": env, "op_type": op_type, "include_own": include_own, "limit": limit}
         return BootstrapPlan.model_validate(self._call("POST", "/bootstrap", json=body))
 
     def stats(self) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from sqlmodel import Session, select
@@ -19,11 +19,12 @@ from kb.models import Experience
 from kb.vector_index import VectorIndex
 from retrieval.columns import snapshot
 from retrieval.fewshot import render_block
-from retrieval.ladder import gather
+from retrieval.ladder import Candidates, Rung, gather
 from retrieval.lexical import bm25_ranks, has_code, query_terms
 from retrieval.query import RetrievalQuery
-from retrieval.ranking import best_first, diversify, rrf, score, support_counts, usefulness
+from retrieval.ranking import best_first, edit_keys, rrf, score, support_counts, usefulness
 from retrieval.schemas import Hit, RetrievalResult
+from retrieval.versions import version_note
 
 VECTOR_TOP = 300  # cosine ranks beyond this add nothing to RRF
 POOL = 8  # rows read back per wanted hit, to leave room for the diversity filter
@@ -59,16 +60,21 @@ def retrieve(
     relevance = rrf(n, [(vec_pos, np.arange(len(vec_pos))), (lex_pos, np.arange(len(lex_pos)))])
     support = support_counts(cands)
     scores = score(relevance, usefulness(cands, support, query.dtype))
-    same_hw = np.array([r.same_hardware and not r.related for r in cands.rungs])[cands.rung] \
-        if n else np.zeros(0, dtype=bool)
-    wins = best_first(scores, ~cands.is_loss)
-    losses = best_first(scores, cands.is_loss & same_hw)
+    same_hw = _per_rung(cands, lambda r: r.same_hardware and not r.related)
+    related = _per_rung(cands, lambda r: r.related)
+    other_version = _other_version(cands, query.triton_version)
+    wins = best_first(scores, ~cands.is_loss, related, other_version)
+    losses = best_first(scores, cands.is_loss & same_hw, other_version)
     similarity = dict(zip(vec_pos.tolist(), vec_sim.tolist(), strict=True))
     lexical_rank = {int(p): r for r, p in enumerate(lex_pos)}
     rows: dict[str, Experience] = {}
-    picked_wins = _pick(session, [ids[p] for p in wins[: POOL * query.k]], query.k, rows)
+    shown: set[tuple[str, str]] = set()  # edits already picked: never twice
+    picked_wins = _pick(session, [ids[p] for p in wins[~related[wins]][: POOL * query.k]],
+                        query.k, rows, shown)
+    picked_wins += _pick(session, [ids[p] for p in wins[related[wins]][: POOL * query.k]],
+                         query.k - len(picked_wins), rows, shown)  # related ops fill in
     picked_losses = _pick(session, [ids[p] for p in losses[: POOL * query.max_warnings]],
-                          query.max_warnings, rows)
+                          query.max_warnings, rows, set())
     clock.lap("rank")
 
     def hit(exp_id: str) -> Hit:
@@ -77,7 +83,9 @@ def retrieve(
             id=exp_id, score=round(float(scores[p]), 6), rung=cands.rungs[cands.rung[p]].label,
             similarity=similarity.get(p), lexical_rank=lexical_rank.get(p),
             evidence=cands.snap.vocab["evidence"].words[cands.column("evidence")[p]],
-            support=int(support[p]), record=rows[exp_id].to_record(),
+            support=int(support[p]), related=bool(related[p]),
+            version_note=version_note(rows[exp_id].triton_version, query.triton_version),
+            record=rows[exp_id].to_record(),
         )
 
     hits = [hit(i) for i in picked_wins]
@@ -90,30 +98,51 @@ def retrieve(
     )
 
 
-def _pick(session: Session, ordered: list[str], k: int, rows: dict[str, Experience]) -> list[str]:
-    """Diversify down the ranked ids, reading full rows in small chunks as the walk needs
-    them (the top few usually suffice; reading the whole pool cost ~5 ms at 100k)."""
+def _pick(session: Session, ordered: list[str], k: int, rows: dict[str, Experience],
+          shown: set[tuple[str, str]]) -> list[str]:
+    """Walk the ranked ids, skipping an edit already in ``shown`` (adding the picked ones),
+    reading full rows in small chunks as the walk needs them (the top few usually
+    suffice; reading the whole pool cost ~5 ms at 100k)."""
     picked: list[str] = []
-    if k == 0:
+    if k <= 0:
         return picked
-    keys: dict[str, tuple[str, str]] = {}
     chunk = 2 * k
-    for start in range(0, min(len(ordered), POOL * k), chunk):
+    for start in range(0, len(ordered), chunk):
         part = ordered[start : start + chunk]
         missing = [i for i in part if i not in rows]
         if missing:
             rows.update((r.id, r) for r in session.exec(
                 select(Experience).where(Experience.id.in_(missing))))
-        keys.update((i, (rows[i].categories, _config_key(rows[i]))) for i in part if i in rows)
-        seen = [i for i in ordered[: start + chunk] if i in keys]
-        picked = diversify(seen, keys, k)
-        if len(picked) >= k:
-            break
+        for exp_id in part:
+            if exp_id not in rows:
+                continue
+            keys = _edit_keys(rows[exp_id])
+            if keys & shown:
+                continue
+            picked.append(exp_id)
+            shown.update(keys)
+            if len(picked) == k:
+                return picked
     return picked
 
 
-def _config_key(row: Experience) -> str:
-    return json.dumps(json.loads(row.record_json)["edit"]["config"], sort_keys=True)
+def _edit_keys(row: Experience) -> set[tuple[str, str]]:
+    edit = json.loads(row.record_json)["edit"]
+    return edit_keys(row.categories, edit["config"], edit["summary"], edit["diff"])
+
+
+def _per_rung(cands: Candidates, test: Callable[[Rung], bool]) -> np.ndarray:
+    """A per-candidate boolean from a property of its rung."""
+    if not len(cands):
+        return np.zeros(0, dtype=bool)
+    return np.array([test(r) for r in cands.rungs], dtype=bool)[cands.rung]
+
+
+def _other_version(cands: Candidates, current: str | None) -> np.ndarray:
+    """Per candidate: measured under another Triton version than the query's."""
+    if not current or not len(cands):
+        return np.zeros(len(cands), dtype=bool)
+    return cands.column("triton_version") != cands.snap.vocab["triton_version"].code(current)
 
 
 class _Clock:

@@ -15,6 +15,10 @@ class Hit(BaseModel):
     lexical_rank: int | None = Field(default=None, description="BM25 rank among candidates")
     evidence: str
     support: int = Field(description="winning experiences with the same categories here")
+    related: bool = Field(False, description="from a related op, not the query's own: it "
+                          "fills a slot the op's own experiences left empty")
+    version_note: str | None = Field(None, description="set when measured under another "
+                                     "Triton version than the query's")
     record: ExperienceRecord
 
 
@@ -36,6 +40,10 @@ class CategoryInsight(BaseModel):
     best_speedup: float | None
     losses: int
     example_ids: list[str]
+    other_version: int = Field(0, description="rows measured under another Triton version "
+                               "than the report's current_triton")
+    other_version_wins: int = 0
+    version_note: str | None = None
 
 
 class InsightReport(BaseModel):
@@ -43,6 +51,7 @@ class InsightReport(BaseModel):
     gpu_name: str | None
     arch: str | None
     triton_version: str | None
+    current_triton: str | None = None
     total: int
     categories: list[CategoryInsight]
 
@@ -66,9 +75,49 @@ class PlanItem(BaseModel):
     task_id: str | None = Field(None, description="for a config: the task it was measured on")
     dtype: str | None = None
     similarity: float | None = Field(None, description="of its hardware to the target")
+    triton_version: str | None = Field(None, description="for a config: its Triton version")
+    version_note: str | None = Field(None, description="set when measured under another "
+                                     "Triton version than the target's")
+
+
+class RankedNeighbour(BaseModel):
+    gpu: str
+    similarity: float = Field(description="of that GPU's facts to the target's")
+    rel_time: float | None = Field(description="its time / that GPU's best there; None: failed")
+    rank_pct: float = Field(description="0 = that GPU's best configuration, 1 = its worst")
+    shape: str
+
+
+class RankedItem(BaseModel):
+    rank: int
+    config: dict[str, int | float | str | bool]
+    predicted_rel_time: float | None = Field(
+        description="predicted time / the target's best time (geomean over the shapes); "
+                    "a model's estimate, not a measurement")
+    measured_rel_time: float | None = Field(None, description="measured on the target, "
+                                            "where it was")
+    evidence: list[str]
+    neighbours: list[RankedNeighbour] = Field(default_factory=list)
+
+
+class Prediction(BaseModel):
+    """The learned ranker's order of an op's configurations on the target GPU."""
+
+    op_type: str
+    task_id: str | None
+    target_gpu: str
+    candidates: int = Field(description="configurations ranked (items holds the first)")
+    shapes: list[str]
+    trained_on: dict[str, int] = Field(description="GPU -> measurements learned from")
+    target_measurements: int = Field(description="configurations measured on the target")
+    items: list[RankedItem]
+    note: str
 
 
 class BootstrapPlan(BaseModel):
     target: dict[str, str | int | float | None]
     similar_hardware: list[HardwareMatch]
     items: list[PlanItem]
+    prediction: Prediction | None = Field(None, description="ranked configurations from "
+                                          "the learned cost model (with an op)")
+    prediction_note: str | None = Field(None, description="why there is no prediction")

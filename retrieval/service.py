@@ -2,7 +2,8 @@
 
 The optimizer loop talks to knowledge through this protocol only:
 ``ingest(records) -> IngestReport``, ``retrieve(RetrievalQuery) -> RetrievalResult``,
-``insights(...) -> InsightReport``, ``bootstrap(env) -> BootstrapPlan``, ``stats()``.
+``insights(...) -> InsightReport``, ``bootstrap(env) -> BootstrapPlan`` (with an op: the
+learned ranker's order too, retrieval/prediction.py), ``stats()``.
 ``LocalKnowledge(settings)`` opens the SQL store, the Chroma index and the embedder
 (lazily: the model loads on the first embedding); ``retrieval.remote.RemoteKnowledge``
 implements the same methods over HTTP.
@@ -11,6 +12,7 @@ implements the same methods over HTTP.
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -29,6 +31,14 @@ from kb.vector_index import VectorIndex
 from retrieval.columns import snapshot
 from retrieval.hardware import bootstrap as bootstrap_plan
 from retrieval.insights import insights as insight_report
+from retrieval.prediction import (
+    NoEvidence,
+    Space,
+    measured_records,
+    predict,
+    resolve_target,
+    store_space,
+)
 from retrieval.query import RetrievalQuery
 from retrieval.retrieve import retrieve as run_retrieval
 from retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
@@ -36,15 +46,18 @@ from retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
 log = logging.getLogger(__name__)
 
 INGEST_BATCH = 256
+PREDICTIONS_KEPT = 16
 
 
 class Knowledge(Protocol):
     def ingest(self, records: Sequence[Any]) -> IngestReport: ...
     def retrieve(self, query: RetrievalQuery) -> RetrievalResult: ...
     def insights(self, *, op_type: str | None = None, gpu_name: str | None = None,
-                 arch: str | None = None, triton_version: str | None = None) -> InsightReport: ...
+                 arch: str | None = None, triton_version: str | None = None,
+                 current_triton: str | None = None) -> InsightReport: ...
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
-                  include_own: bool = False) -> BootstrapPlan: ...
+                  include_own: bool = False, space: Space | None = None,
+                  limit: int = 10) -> BootstrapPlan: ...
     def stats(self) -> dict[str, Any]: ...
 
 
@@ -58,6 +71,9 @@ class LocalKnowledge:
     def __init__(self, settings: Settings | None = None, embedder: Embedder | None = None) -> None:
         self.settings = settings or Settings()
         self.engine = make_engine(self.settings.database_url)
+        # bootstrap's rankings until the store changes (training takes seconds to a
+        # quarter minute on 30k imported records); keyed by the store's snapshot key
+        self._predictions: dict[str, Any] = {}
         self.embedder: Embedder | None = None
         self.index: VectorIndex | None = None
         if self.settings.vectors:
@@ -118,15 +134,44 @@ class LocalKnowledge:
             return run_retrieval(session, self.embedder, self.index, query)
 
     def insights(self, *, op_type: str | None = None, gpu_name: str | None = None,
-                 arch: str | None = None, triton_version: str | None = None) -> InsightReport:
+                 arch: str | None = None, triton_version: str | None = None,
+                 current_triton: str | None = None) -> InsightReport:
         with self.session() as session:
             return insight_report(session, op_type=op_type, gpu_name=gpu_name, arch=arch,
-                                  triton_version=triton_version)
+                                  triton_version=triton_version, current_triton=current_triton)
 
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
-                  include_own: bool = False) -> BootstrapPlan:
+                  include_own: bool = False, space: Space | None = None,
+                  limit: int = 10) -> BootstrapPlan:
+        """The plan for ``env`` (a GPU name known to kb.gpu_facts, or explicit facts);
+        with an op, also the learned ranker's order of its configurations (``space``: the
+        task's, from the caller that knows it; else the configurations seen in the store).
+        Raises UnknownGpu (a ValueError) for a name nobody knows and no facts."""
+        target = resolve_target(env)
         with self.session() as session:
-            return bootstrap_plan(session, env, op_type=op_type, include_own=include_own)
+            plan = bootstrap_plan(session, target, op_type=op_type, include_own=include_own)
+            if not op_type:
+                return plan
+            key = json.dumps([snapshot(session).key, op_type, target, limit,
+                              space.task_id if space else None,
+                              len(space.configs) if space else None], sort_keys=True,
+                             default=str)
+            cached = self._predictions.get(key)
+            records = measured_records(session, op_type) if cached is None else []
+        if cached is None:
+            try:
+                cached = predict(records, space or store_space(records, op_type), target,
+                                 limit=limit)
+            except NoEvidence as err:
+                cached = str(err)
+            while len(self._predictions) >= PREDICTIONS_KEPT:
+                self._predictions.pop(next(iter(self._predictions)))
+            self._predictions[key] = cached
+        if isinstance(cached, str):
+            plan.prediction_note = cached
+        else:
+            plan.prediction = cached
+        return plan
 
     def stats(self) -> dict[str, Any]:
         with self.session() as session:

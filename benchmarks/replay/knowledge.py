@@ -90,10 +90,10 @@ class HeldOutKnowledge(MemorySink):
         return self.store.insights(**kwargs)
 
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
-                  include_own: bool = False) -> Any:
+                  include_own: bool = False, **kwargs: Any) -> Any:
         """The store holds no record of an excluded task (``arm_records``), so its plan
         cannot name one of its configurations."""
-        return self.store.bootstrap(env, op_type=op_type, include_own=include_own)
+        return self.store.bootstrap(env, op_type=op_type, include_own=include_own, **kwargs)
 
 
 def build_store(root: Path, records: list[ExperienceRecord], embedder: Any) -> Any:

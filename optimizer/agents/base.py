@@ -47,6 +47,9 @@ class AgentContext:
     experiences: list[ExperienceRecord] = field(default_factory=list)
     insights: list[dict[str, Any]] = field(default_factory=list)
     known_configs: list[Any] = field(default_factory=list)  # best measured configs (PlanItem)
+    # the learned ranker's order of the task's configurations (retrieval RankedItem), when
+    # this GPU has no measurement of the task: a hint, not a measurement
+    predicted: list[Any] = field(default_factory=list)
     gpu_arch: str = "cpu"
 
     @property

@@ -37,6 +37,8 @@ class LLMSettings:
     backoff_s: float = 2.0  # first wait; doubles each retry
 
 
+PREDICTED_SHOWN = 5  # the ranker's first configurations shown to the model, as a hint
+
 def extract_code(reply: str) -> str | None:
     """The last fenced block that defines run(...); a bare module is accepted too."""
     blocks = [body for lang, body in _CODE_BLOCK.findall(reply)
@@ -91,10 +93,17 @@ def build_messages(context: AgentContext) -> list[dict[str, str]]:
     directions = [f"- {v.name}: {v.help}" for v in task.variants]
     directions += [f"- {k.name} (one of {list(k.values)}){': ' + k.help if k.help else ''}"
                    for k in task.knobs]
-    directions += [f"- known configuration ({item.evidence}): "
+    directions += [f"- {'predicted' if item.kind == 'predicted' else 'known'} configuration "
+                   f"({item.evidence}"
+                   + (f"; {item.version_note}" if item.version_note else "") + "): "
                    + ", ".join(f"{k}={v!r}" for k, v in sorted(item.config.items()))
                    for item in context.known_configs]
     reminders = context.reminders[-5:] or ["(none)"]
+    predicted = [f"{item.rank}. " + ", ".join(f"{k}={v!r}" for k, v in sorted(item.config.items()))
+                 + (f": predicted {item.predicted_rel_time:.2f}x the best"
+                    if item.predicted_rel_time else "")
+                 + (f" ({item.evidence[0]})" if item.evidence else "")
+                 for item in context.predicted[:PREDICTED_SHOWN]]
     user = render(
         "round", task_name=task.name, op_type=task.op_type, dtype=context.dtype,
         description=task.description, iteration=context.iteration,
@@ -103,6 +112,8 @@ def build_messages(context: AgentContext) -> list[dict[str, str]]:
         "(none yet)", last_feedback=context.last_feedback or "(first round)",
         directions="\n".join(directions) or "(none)",
         few_shot=context.few_shot or "(no experiences retrieved)",
+        predicted="\n".join(predicted) or "(none: this GPU has measurements of the task, or "
+        "nothing elsewhere to learn from)",
         reminders="\n".join(f"- {r}" for r in reminders),
         round_instruction=render("explore" if context.round_kind == "explore" else "exploit"),
     )

@@ -157,9 +157,9 @@ class OfflineAgent:
 
     def adoption(self, context: AgentContext) -> Proposal | None:
         """Adopt a known best configuration whole (one the knowledge base measured for
-        this task on this or an alike GPU; ``optimizer.recall.known_configs``), if legal,
-        not the current best and not tried: one evaluation instead of a walk of single
-        edits."""
+        this task on this or an alike GPU, or, where this GPU has measured nothing of the
+        task, the learned ranker's first; ``optimizer.recall.known``), if legal, not the
+        current best and not tried: one evaluation instead of a walk of single edits."""
         task, best = context.task, context.best_config
         for item in context.known_configs:
             config = {**task.default_config, **item.config}
@@ -170,6 +170,12 @@ class OfflineAgent:
                 continue
             changed = {k: v for k, v in config.items() if best.get(k) != v}
             listed = ", ".join(f"{k}={v!r}" for k, v in changed.items())
+            if item.kind == "predicted":
+                return Proposal(
+                    source=source, summary=f"adopt a predicted best configuration: {listed}",
+                    categories=tuple(sorted({_category(task, k) for k in changed})),
+                    rationale=f"ranker's order (nothing measured on this GPU yet): "
+                              f"{item.evidence}")
             return Proposal(
                 source=source, summary=f"adopt a known best configuration: {listed}",
                 categories=tuple(sorted({_category(task, k) for k in changed})),

@@ -6,6 +6,10 @@ search: once a few points are timed, it prefers knob values that are common amon
 fastest quarter and rare among the rest (per-knob densities with Laplace smoothing).
 Untimed rounds (CPU) carry no ranking, so ``tpe`` then falls back to random sampling.
 Several knobs may change in one tuning round: that is the point of a tuner.
+
+Where this GPU has measured nothing of the task, the learned ranker's order
+(``AgentContext.predicted``, retrieval/prediction.py) replaces the nearest-first grid
+order and the random start of ``tpe``: points it ranked come first, best predicted first.
 """
 
 from __future__ import annotations
@@ -64,7 +68,16 @@ class TunerAgent:
                    if source_hash(task.render(c)) not in context.tried_hashes]
         if not untried:
             raise SearchExhausted(f"the knob grid of {task.name} under this structure is done")
-        if self.search == "grid":
+        order = _predicted_order(context.predicted)
+        timed = sum(o.score is not None and not o.failed for o in self.observations)
+        if order and (self.search == "grid" or timed < self.startup):
+            untried.sort(key=lambda c: order.get(_key(c), len(order)))  # stable: then nearest
+            rank = order.get(_key(untried[0]))
+            config = untried[0]
+            why = (f"the ranker's predicted order (rank {rank + 1}; a hint, nothing measured "
+                   f"here yet), {len(untried)} left" if rank is not None else
+                   f"grid point past the ranked ones, {len(untried)} left")
+        elif self.search == "grid":
             config, why = untried[0], f"grid point, {len(untried)} left"
         else:
             config, why = self._tpe_pick(task, untried)
@@ -111,3 +124,15 @@ def _distance(task: Task, a: dict, b: dict) -> tuple[int, int]:
     steps = [abs(k.values.index(a[k.name]) - k.values.index(b[k.name]))
              if a.get(k.name) in k.values else 1 for k in task.knobs]
     return sum(1 for s in steps if s), sum(steps)
+
+
+def _key(config: dict) -> tuple:
+    return tuple(sorted(config.items()))
+
+
+def _predicted_order(predicted: list) -> dict[tuple, int]:
+    """Configuration -> its position in the ranker's order (first occurrence)."""
+    order: dict[tuple, int] = {}
+    for item in predicted:
+        order.setdefault(_key(dict(item.config)), len(order))
+    return order

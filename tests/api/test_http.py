@@ -71,10 +71,23 @@ def test_remote_client_round_trip(service: str) -> None:
     result = remote.retrieve(RetrievalQuery(op_type="softmax", gpu_name="NVIDIA H200",
                                             arch="sm_90", triton_version="3.5.0"))
     assert result.hits and "Past experiences" in result.prompt_block
+    # no related_ops on the wire: the service fills them from the kernels registry, and
+    # rmsnorm's Task declares softmax related
+    rmsnorm = remote.retrieve(RetrievalQuery(op_type="rmsnorm", gpu_name="NVIDIA H200"))
+    assert rmsnorm.hits and all(h.related and h.record.task.op_type == "softmax"
+                                for h in rmsnorm.hits)
+    assert "(related op softmax" in rmsnorm.prompt_block
     assert remote.insights(op_type="softmax").categories[0].category == "tiling"
     assert remote.stats()["experiences"] >= 1
     plan = remote.bootstrap({"gpu_name": "NVIDIA GH200", "arch": "sm_90"})
     assert plan.similar_hardware[0].gpu_name == "NVIDIA H200"
+    # a GPU by name alone: facts from kb.gpu_facts; an unknown name is a 422 that lists
+    # the known parts
+    named = remote.bootstrap({"gpu_name": "NVIDIA A100"}, op_type="softmax")
+    assert named.target["arch"] == "sm_80"
+    assert named.prediction is not None or named.prediction_note
+    unknown = httpx.post(f"{service}/bootstrap", json={"env": {"gpu_name": "Voodoo 5"}})
+    assert unknown.status_code == 422 and "NVIDIA H200" in unknown.json()["detail"]
     page = httpx.get(f"{service}/experiences", params={"op_type": "softmax", "limit": 1}).json()
     assert page["total"] >= 1 and len(page["items"]) == 1
     assert httpx.get(f"{service}/docs").status_code == 200

@@ -54,13 +54,16 @@ def record_dict(
     summary: str = "raise BLOCK_SIZE to cover a whole row in one tile",
     config: dict[str, Any] | None = None,
     evidence: str = "measured",
-    diff: str = "-BLOCK_SIZE = 256\n+BLOCK_SIZE = 1024",
+    diff: str | None = None,
     run: str = "test-run-1",
     iteration: int = 1,
     error_kind: str | None = None,
 ) -> dict[str, Any]:
     """A record as JSON-ready dict. evidence: measured | verified | claimed."""
     timed = evidence == "measured"
+    config = config if config is not None else {"BLOCK_SIZE": 1024}
+    if diff is None:  # the header lines the config sets: another config, another edit
+        diff = "-BLOCK_SIZE = 256\n" + "\n".join(f"+{k} = {v!r}" for k, v in config.items())
     stage = "performance" if timed else ("correctness" if evidence == "verified" else "compile")
     if verdict in ("failed",):
         stage = "compile"
@@ -84,7 +87,7 @@ def record_dict(
             "summary": summary,
             "categories": list(categories),
             "diff": diff,
-            "config": config if config is not None else {"BLOCK_SIZE": 1024},
+            "config": config,
             "child_hash": f"child-{op}-{hw}-{summary}-{config}"[:60].replace(" ", "_"),
         },
         "feedback": feedback,

@@ -36,10 +36,12 @@ def test_related_ops_rung_and_held_out_tasks(knowledge: LocalKnowledge) -> None:
         record_dict(op="softmax", summary="one pass over the row"),
         record_dict(op="matmul", summary="grouped tile order", categories=("launch_shape",)),
     ])
-    result = knowledge.retrieve(_q(op_type="rmsnorm"))
+    rmsnorm = _q(op_type="rmsnorm", related_ops=["softmax", "attention"])  # as its Task says
+    result = knowledge.retrieve(rmsnorm)
     assert [h.record.task.op_type for h in result.hits] == ["softmax"]  # matmul is not related
-    assert result.hits[0].rung == "related_same_gpu_triton"
-    assert knowledge.retrieve(_q(op_type="rmsnorm", include_related=False)).hits == []
+    assert result.hits[0].rung == "related_same_gpu_triton" and result.hits[0].related
+    assert knowledge.retrieve(rmsnorm.model_copy(update={"include_related": False})).hits == []
+    assert knowledge.retrieve(_q(op_type="rmsnorm")).hits == []  # no relatives declared
     assert knowledge.retrieve(_q(exclude_tasks=["softmax"], include_related=False)).hits == []
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, HTTPException, status
 from pydantic import BaseModel, Field
 
 from kb.api.deps import KnowledgeDep
@@ -15,24 +15,45 @@ router = APIRouter(tags=["knowledge"])
 
 
 class BootstrapRequest(BaseModel):
-    env: dict[str, Any]
+    env: dict[str, Any] = Field(description="the target: {'gpu_name': ...} alone for a part "
+                                "kb.gpu_facts knows, or explicit facts (arch, sm_count, "
+                                "mem_bandwidth_gbps, smem_per_sm_kib, ...)")
     op_type: str | None = None
     include_own: bool = Field(False, description="also the target GPU's own experiences "
                               "(a second optimization on a known card), not only others'")
+    dtype: str = "float16"
+    limit: int = Field(10, ge=1, le=500, description="ranked configurations returned")
 
 
 @router.post("/retrieve", response_model=RetrievalResult)
 def retrieve(query: RetrievalQuery, kb: KnowledgeDep) -> RetrievalResult:
+    """A query without ``related_ops`` gets its op's declared ones from the registry."""
+    if query.related_ops is None:
+        from kernels.base import related_ops_of  # torch: imported on first use
+
+        query = query.model_copy(update={"related_ops": list(related_ops_of(query.op_type))})
     return kb.retrieve(query)
 
 
 @router.get("/insights", response_model=InsightReport)
 def insights(kb: KnowledgeDep, op_type: str | None = None, gpu_name: str | None = None,
-             arch: str | None = None, triton_version: str | None = None) -> InsightReport:
+             arch: str | None = None, triton_version: str | None = None,
+             current_triton: str | None = None) -> InsightReport:
+    """``triton_version`` filters; ``current_triton`` labels and ranks other versions lower."""
     return kb.insights(op_type=op_type, gpu_name=gpu_name, arch=arch,
-                       triton_version=triton_version)
+                       triton_version=triton_version, current_triton=current_triton)
 
 
 @router.post("/bootstrap", response_model=BootstrapPlan)
 def bootstrap(body: BootstrapRequest, kb: KnowledgeDep) -> BootstrapPlan:
-    return kb.bootstrap(body.env, op_type=body.op_type, include_own=body.include_own)
+    """With an op: the learned ranker's order of its task's configurations (the store's
+    configurations for an op no task implements). An unknown GPU name: 422."""
+    from optimizer.spaces import space_for_op  # kernels and torch: on first use
+    from retrieval.prediction import UnknownGpu
+
+    space = space_for_op(body.op_type, body.dtype) if body.op_type else None
+    try:
+        return kb.bootstrap(body.env, op_type=body.op_type, include_own=body.include_own,
+                            space=space, limit=body.limit)
+    except UnknownGpu as err:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(err)) from err
