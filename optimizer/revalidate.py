@@ -150,7 +150,7 @@ def revalidate(task: Task, knowledge: Any, *, top: int = 5, dtype: str = "float1
                                 shapes=[task.shape_label(s) for s in union])
     result.records.append(_record(
         run_id, 0, task, dtype, env, union, naive, naive, {}, ["baseline"],
-        f"starting kernel of {task.name}, timed beside the revalidated configurations",
+        f"starting kernel of {task.name}, evaluated beside the revalidated configurations",
         start, Verdict.neutral if start.ok else Verdict.failed, "baseline", command, None))
     for n, k in enumerate(known, 1):
         source = task.render(k.config)
