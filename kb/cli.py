@@ -44,6 +44,14 @@ def _knowledge():  # type: ignore[no-untyped-def]
     return LocalKnowledge(Settings())
 
 
+def _reader():  # type: ignore[no-untyped-def]
+    """The store for a command that answers questions: an empty store first loads the
+    shipped seeds, so a fresh install answers from its first command (as ``serve`` does)."""
+    knowledge = _knowledge()
+    knowledge.seed_if_empty()
+    return knowledge
+
+
 def _print_json(data: object) -> None:
     print(json.dumps(data, indent=2, default=str))
 
@@ -217,7 +225,7 @@ def _run_query(args: argparse.Namespace) -> int:
         exclude_tasks=args.exclude_tasks, include_related=not args.no_related,
         related_ops=_related_ops(args.op_type) if not args.no_related else [],
     )
-    result = _knowledge().retrieve(query)
+    result = _reader().retrieve(query)
     if args.json:
         _print_json(result.model_dump(mode="json"))
     else:
@@ -234,7 +242,7 @@ def _add_insights(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_insights(args: argparse.Namespace) -> int:
-    report = _knowledge().insights(op_type=args.op_type, gpu_name=args.gpu_name,
+    report = _reader().insights(op_type=args.op_type, gpu_name=args.gpu_name,
                                    arch=args.arch, triton_version=args.triton_version,
                                    current_triton=args.current_triton)
     if args.json:
@@ -270,7 +278,7 @@ def _run_bootstrap(args: argparse.Namespace) -> int:
                                          "smem_per_sm_kib", "triton_version")}
     space = space_for_op(args.op_type, args.dtype) if args.op_type else None
     try:
-        plan = _knowledge().bootstrap(env, op_type=args.op_type, space=space,
+        plan = _reader().bootstrap(env, op_type=args.op_type, space=space,
                                       limit=max(1, args.limit))
     except UnknownGpu as err:
         print(err, file=sys.stderr)

@@ -38,3 +38,17 @@ def test_cli_ingest_query_export_stats(
     assert cli.main(["stats"]) == 0
     assert json.loads(capsys.readouterr().out)["experiences"] == 2
     assert cli.main(["ingest", str(tmp_path / "missing.jsonl")]) == 2
+
+
+def test_a_question_to_an_empty_store_loads_the_seeds_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fresh install answers from its first command: query and insights on an empty
+    store seed it from seeds/ (as serve does) instead of answering with nothing."""
+    monkeypatch.setenv("KERNELKB_DATA_DIR", str(tmp_path / "store"))
+    monkeypatch.setenv("KERNELKB_VECTORS", "false")
+    assert cli.main(["insights", "--op", "softmax", "--gpu", "NVIDIA H200"]) == 0
+    out = capsys.readouterr().out
+    assert int(out.split()[0]) > 0  # "<n> experiences"
+    assert cli.main(["stats"]) == 0
+    assert json.loads(capsys.readouterr().out)["experiences"] > 100
