@@ -61,12 +61,19 @@ def _add_serve(parser: argparse.ArgumentParser) -> None:
 def _run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from kb.api.access import write_policy
     from kb.api.app import create_app
     from kb.settings import Settings
 
     settings = Settings()
-    uvicorn.run(create_app(settings), host=args.host or settings.host,
-                port=args.port or settings.port)
+    host = args.host or settings.host
+    try:
+        write_policy(host, settings.api_token)
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    settings.host = host  # the app logs who may write at start-up
+    uvicorn.run(create_app(settings), host=host, port=args.port or settings.port)
     return 0
 
 
@@ -76,14 +83,16 @@ def _add_ingest(parser: argparse.ArgumentParser) -> None:
     _json_flag(parser)
 
 
-def _print_report(name: str, report, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+def _print_report(name: str, report, as_json: bool,  # type: ignore[no-untyped-def]
+                  line_numbers: list[int] | None = None) -> None:
     if as_json:
         _print_json({name: report.model_dump()})
         return
     print(f"{name}: {len(report.accepted)} accepted, {len(report.duplicates)} duplicate, "
           f"{len({r.index for r in report.rejected})} rejected")
     for r in report.rejected:
-        print(f"  line {r.index + 1}: {r.field}: {r.reason}")
+        line = line_numbers[r.index] if line_numbers else r.index + 1
+        print(f"  {name}:{line}: {r.field}: {r.reason}")
 
 
 def _run_ingest(args: argparse.Namespace) -> int:
@@ -92,8 +101,9 @@ def _run_ingest(args: argparse.Namespace) -> int:
     if not args.file.is_file():
         print(f"no such file: {args.file}", file=sys.stderr)
         return 2
-    report = _knowledge().ingest(read_jsonl(args.file))
-    _print_report(str(args.file), report, args.json)
+    lines, numbers = read_jsonl(args.file, with_line_numbers=True)
+    report = _knowledge().ingest(lines)
+    _print_report(str(args.file), report, args.json, numbers)
     return 1 if report.rejected else 0
 
 

@@ -24,6 +24,7 @@ from sqlmodel import Session, select
 
 from kb.db import add_lexical_rows
 from kb.embedder import Embedder
+from kb.limits import SHORT, printable
 from kb.models import (
     Experience,
     ExperienceCategory,
@@ -93,7 +94,10 @@ def validate_batch(items: Sequence[Any]) -> tuple[list[ExperienceRecord], list[R
         except ValidationError as exc:
             for err in exc.errors():
                 field = ".".join(str(part) for part in err["loc"]) or "<record>"
-                bad.append(Rejection(index=index, field=field, reason=err["msg"]))
+                bad.append(Rejection(index=index, field=printable(field, SHORT),
+                                     reason=printable(err["msg"])))
+        except (RecursionError, ValueError, TypeError) as exc:  # not a record at all
+            bad.append(Rejection(index=index, field="<record>", reason=printable(str(exc))))
     return good, bad
 
 

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body, HTTPException, Query, Response, status
 
 from kb.api.deps import KnowledgeDep, TokenDep
 from kb.ingest import IngestReport
+from kb.limits import OFFSET_MAX
 from kb.queries import Page
 from kb.record import ExperienceRecord
 
@@ -46,7 +47,7 @@ def list_many(
     gpu_name: str | None = None, arch: str | None = None, triton_version: str | None = None,
     verdict: str | None = None, evidence: str | None = None, run_id: str | None = None,
     category: str | None = None,
-    offset: int = Query(0, ge=0), limit: int = Query(50, ge=1, le=500),
+    offset: int = Query(0, ge=0, le=OFFSET_MAX), limit: int = Query(50, ge=1, le=500),
 ) -> Page:
     return kb.list(offset=offset, limit=limit, category=category, op_type=op_type,
                    task_id=task_id, dtype=dtype, gpu_name=gpu_name, arch=arch,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from kb.api.deps import KnowledgeDep
+from kb.limits import SHORT
+from retrieval.bootstrap_target import BootstrapTarget
 from retrieval.query import RetrievalQuery
 from retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
 
@@ -15,8 +15,8 @@ router = APIRouter(tags=["knowledge"])
 
 
 class BootstrapRequest(BaseModel):
-    env: dict[str, Any]
-    op_type: str | None = None
+    env: BootstrapTarget
+    op_type: str | None = Field(None, max_length=SHORT)
     include_own: bool = Field(False, description="also the target GPU's own experiences "
                               "(a second optimization on a known card), not only others'")
 
@@ -35,4 +35,5 @@ def insights(kb: KnowledgeDep, op_type: str | None = None, gpu_name: str | None 
 
 @router.post("/bootstrap", response_model=BootstrapPlan)
 def bootstrap(body: BootstrapRequest, kb: KnowledgeDep) -> BootstrapPlan:
-    return kb.bootstrap(body.env, op_type=body.op_type, include_own=body.include_own)
+    return kb.bootstrap(body.env.model_dump(exclude_unset=True), op_type=body.op_type,
+                        include_own=body.include_own)
