@@ -32,7 +32,8 @@ def make_engine(url: str) -> Engine:
     """Create the engine and the tables (idempotent)."""
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False})
+        # timeout: the busy timeout, so a second writer waits for the first, never fails
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 120})
         event.listen(engine, "connect", _sqlite_pragmas)
     else:
         engine = create_engine(url, pool_pre_ping=True)
@@ -53,6 +54,18 @@ def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
+
+
+def begin_write(session: Session) -> None:
+    """Start the session's transaction as the only writer: SQLite ``BEGIN IMMEDIATE``
+    (others wait, busy timeout), PostgreSQL a transaction-scoped advisory lock. Then a
+    check for existing ids and the inserts that follow it cannot interleave with another
+    process's, so two ingests at once neither duplicate nor lose a record."""
+    conn = session.connection()
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    elif conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(7216)"))  # KernelKB's writer lock
 
 
 def lexical_enabled(engine: Engine) -> bool:

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Body, HTTPException, Query, Response, status
 from kb.api.deps import KnowledgeDep, TokenDep
 from kb.ingest import IngestReport
 from kb.limits import OFFSET_MAX
-from kb.queries import Page
+from kb.queries import Page, UnreadableRow
 from kb.record import ExperienceRecord
 
 router = APIRouter(prefix="/experiences", tags=["experiences"])
@@ -34,7 +34,10 @@ def ingest_batch(kb: KnowledgeDep, records: list[Any] = Body(...)) -> IngestRepo
 
 @router.get("/{exp_id}", response_model=ExperienceRecord)
 def get_one(exp_id: str, kb: KnowledgeDep) -> ExperienceRecord:
-    record = kb.get(exp_id)
+    try:
+        record = kb.get(exp_id)
+    except UnreadableRow as exc:  # stored, but fails to load: say so, never 500
+        raise HTTPException(status_code=409, detail=str(exc)) from exc
     if record is None:
         raise HTTPException(status_code=404, detail=f"no experience {exp_id}")
     return record
