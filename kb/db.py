@@ -13,6 +13,7 @@ from pathlib import Path
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, SQLModel, create_engine
 
 from kb import models  # noqa: F401  (registers the tables on SQLModel.metadata)
@@ -37,7 +38,7 @@ def make_engine(url: str) -> Engine:
         event.listen(engine, "connect", _sqlite_pragmas)
     else:
         engine = create_engine(url, pool_pre_ping=True)
-    SQLModel.metadata.create_all(engine)
+    _create_tables(engine)
     if lexical_enabled(engine):
         with engine.begin() as conn:
             conn.execute(text(_FTS_DDL))
@@ -46,6 +47,19 @@ def make_engine(url: str) -> Engine:
     else:
         log.info("lexical search disabled on %s: retrieval uses vectors only", engine.dialect.name)
     return engine
+
+
+def _create_tables(engine: Engine, attempts: int = 5) -> None:
+    """create_all, tolerating another process that creates the same tables at the same
+    moment (two `kernelkb ingest` started together on a new store): check-then-create
+    races, and the loser's "already exists" just means the table is there; retry."""
+    for attempt in range(attempts):
+        try:
+            SQLModel.metadata.create_all(engine)
+            return
+        except OperationalError as exc:
+            if "already exists" not in str(exc) or attempt == attempts - 1:
+                raise
 
 
 def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
