@@ -52,6 +52,7 @@ class VectorIndex:
         self._client: Any = None
         self._collection: Any = None
         self._lock = threading.RLock()
+        self._writer = threading.Lock()
         self._ids: list[str] = []
         self._pos: dict[str, int] = {}
         self._matrix = np.zeros((0, DIMENSION), dtype=np.float32)
@@ -95,11 +96,13 @@ class VectorIndex:
         last write reopens it first (a generation number in the folder says so), so every
         write starts from what is on disk. A Chroma server orders writes itself."""
         if self.path is None:
-            with self._lock:
+            with self._writer:
                 yield
             return
         self.path.mkdir(parents=True, exist_ok=True)
-        with self._lock, open(self.path / ".kernelkb-writer.lock", "a+") as handle:
+        # _writer orders this process's writers; readers only take _lock (the matrix), so
+        # a long rebuild never blocks a query
+        with self._writer, open(self.path / ".kernelkb-writer.lock", "a+") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             try:
                 generation = self._generation()

@@ -107,13 +107,15 @@ def _non_loopback_address() -> str | None:
     return None if is_loopback(address) else address
 
 
-def test_without_token_writes_come_from_loopback_only(tmp_path: Path) -> None:
+def test_without_token_writes_come_from_loopback_only(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     address = _non_loopback_address()
     if address is None:
         pytest.skip("no non-loopback interface on this machine")
     kb = make_knowledge(tmp_path)  # no token
     body = record_dict(summary="loopback only")
     with live_server(kb, host="0.0.0.0") as port:
+        assert "accepted from loopback clients only" in caplog.text  # said at start-up
         remote = httpx.post(f"http://{address}:{port}/experiences", json=body, timeout=60)
         assert remote.status_code == 403 and "loopback" in remote.text
         assert httpx.post(f"http://{address}:{port}/reindex", timeout=60).status_code == 403
