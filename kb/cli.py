@@ -150,6 +150,7 @@ def _run_import(args: argparse.Namespace) -> int:
     if not args.verbose:  # the per-file lines below say it; ingest's per-batch INFO is noise
         logging.getLogger("kb.ingest").setLevel(logging.WARNING)
     kb = _knowledge()
+    kb.sync_index()  # repair what an earlier, interrupted import or ingest left
     results = []
     start = time.perf_counter()
     try:
