@@ -3,7 +3,8 @@
 Bounded for CI (a few dozen examples per operation, ~1 min on 2 cores): no request may
 get a 5xx, and every record the service accepts must read back and export. The long run
 (>= 20,000 requests): `KERNELKB_FUZZ_EXAMPLES=2500 KERNELKB_FUZZ_TALLY=/tmp/fuzz.json
-python -m pytest tests/api/test_fuzz.py -s` (prints the tally; the file shows progress).
+python -m pytest tests/api/test_fuzz.py -s --timeout=0` (prints the tally; the file shows
+progress).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import requests
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
@@ -59,6 +61,7 @@ def test_no_server_errors(fuzz_store: tuple[LocalKnowledge, str]) -> None:
     url = fuzz_store[1]
     operations = _operations(url)
     assert len(operations) >= 8
+    session = requests.Session()  # one connection pool (a client per call reloads CA files)
     for operation in operations:
 
         @given(case=operation.as_strategy())
@@ -66,7 +69,7 @@ def test_no_server_errors(fuzz_store: tuple[LocalKnowledge, str]) -> None:
                   phases=[Phase.explicit, Phase.generate],
                   suppress_health_check=list(HealthCheck))
         def check(case) -> None:  # type: ignore[no-untyped-def]
-            response = case.call(base_url=url, headers=AUTH, timeout=60)
+            response = case.call(base_url=url, session=session, headers=AUTH, timeout=60)
             _count(response.status_code)
             assert response.status_code < 500, (case.method, case.path, response.text[:500])
             if case.method == "POST" and case.path.startswith("/experiences") \
@@ -74,7 +77,7 @@ def test_no_server_errors(fuzz_store: tuple[LocalKnowledge, str]) -> None:
                 for exp_id in response.json()["accepted"]:
                     accepted.add(exp_id)
                     tally["accepted"] += 1
-                    got = httpx.get(f"{url}/experiences/{exp_id}", timeout=60)
+                    got = session.get(f"{url}/experiences/{exp_id}", timeout=60)
                     assert got.status_code == 200 and got.json()["id"] == exp_id
 
         check()
@@ -109,6 +112,7 @@ def test_mutated_records(fuzz_store: tuple[LocalKnowledge, str]) -> None:
     never a 5xx, the valid one always kept, every accepted one readable."""
     url = fuzz_store[1]
     serial = iter(range(10**9))
+    client = httpx.Client(timeout=60)
 
     @given(changes=st.lists(st.tuples(st.sampled_from(LEAVES), VALUES), min_size=1,
                             max_size=3))
@@ -121,8 +125,8 @@ def test_mutated_records(fuzz_store: tuple[LocalKnowledge, str]) -> None:
             _put(mutated, path, value)
         good = record_dict(summary=f"valid neighbour {n}", config={"B": n})
         raw = json.dumps([mutated, good])  # NaN / Infinity written as JSON allows
-        response = httpx.post(f"{url}/experiences/batch", content=raw, timeout=60,
-                              headers={**AUTH, "content-type": "application/json"})
+        response = client.post(f"{url}/experiences/batch", content=raw,
+                               headers={**AUTH, "content-type": "application/json"})
         _count(response.status_code)
         assert response.status_code == 200, response.text[:500]
         body = response.json()
@@ -130,10 +134,11 @@ def test_mutated_records(fuzz_store: tuple[LocalKnowledge, str]) -> None:
         for exp_id in body["accepted"]:
             accepted.add(exp_id)
             tally["accepted"] += 1
-            got = httpx.get(f"{url}/experiences/{exp_id}", timeout=60)
+            got = client.get(f"{url}/experiences/{exp_id}")
             assert got.status_code == 200 and got.json()["id"] == exp_id
 
-    check()
+    with client:
+        check()
 
 
 def test_every_accepted_record_exports(fuzz_store: tuple[LocalKnowledge, str]) -> None:
