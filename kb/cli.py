@@ -69,12 +69,19 @@ def _add_serve(parser: argparse.ArgumentParser) -> None:
 def _run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    from kb.api.access import write_policy
     from kb.api.app import create_app
     from kb.settings import Settings
 
     settings = Settings()
-    uvicorn.run(create_app(settings), host=args.host or settings.host,
-                port=args.port or settings.port)
+    host = args.host or settings.host
+    try:
+        write_policy(host, settings.api_token)
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    settings.host = host  # the app logs who may write at start-up
+    uvicorn.run(create_app(settings), host=host, port=args.port or settings.port)
     return 0
 
 
@@ -84,14 +91,16 @@ def _add_ingest(parser: argparse.ArgumentParser) -> None:
     _json_flag(parser)
 
 
-def _print_report(name: str, report, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+def _print_report(name: str, report, as_json: bool,  # type: ignore[no-untyped-def]
+                  line_numbers: list[int] | None = None) -> None:
     if as_json:
         _print_json({name: report.model_dump()})
         return
     print(f"{name}: {len(report.accepted)} accepted, {len(report.duplicates)} duplicate, "
           f"{len({r.index for r in report.rejected})} rejected")
     for r in report.rejected:
-        print(f"  line {r.index + 1}: {r.field}: {r.reason}")
+        line = line_numbers[r.index] if line_numbers else r.index + 1
+        print(f"  {name}:{line}: {r.field}: {r.reason}")
 
 
 def _run_ingest(args: argparse.Namespace) -> int:
@@ -100,8 +109,11 @@ def _run_ingest(args: argparse.Namespace) -> int:
     if not args.file.is_file():
         print(f"no such file: {args.file}", file=sys.stderr)
         return 2
-    report = _knowledge().ingest(read_jsonl(args.file))
-    _print_report(str(args.file), report, args.json)
+    lines, numbers = read_jsonl(args.file, with_line_numbers=True)
+    kb = _knowledge()
+    kb.sync_index()  # repair what an earlier, interrupted ingest left
+    report = kb.ingest(lines)
+    _print_report(str(args.file), report, args.json, numbers)
     return 1 if report.rejected else 0
 
 
@@ -146,6 +158,7 @@ def _run_import(args: argparse.Namespace) -> int:
     if not args.verbose:  # the per-file lines below say it; ingest's per-batch INFO is noise
         logging.getLogger("kb.ingest").setLevel(logging.WARNING)
     kb = _knowledge()
+    kb.sync_index()  # repair what an earlier, interrupted import or ingest left
     results = []
     start = time.perf_counter()
     try:
@@ -329,14 +342,54 @@ def _run_export(args: argparse.Namespace) -> int:
 
     kb = _knowledge()
     out = args.output.open("w", encoding="utf-8") if args.output else sys.stdout
+    skipped: list[str] = []
     try:
         with kb.session() as session:
-            for record in iter_records(session):
+            for record in iter_records(session, skipped=skipped):
                 out.write(record.model_dump_json() + "\n")
     finally:
         if args.output:
             out.close()
+    if skipped:
+        print(f"export: {len(skipped)} unreadable rows skipped (`kernelkb doctor` lists them)",
+              file=sys.stderr)
     return 0
+
+
+def _add_doctor(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quarantine", action="store_true",
+                        help="move unreadable rows into the quarantinedrow table")
+    parser.add_argument("--repair", action="store_true",
+                        help="index rows without a vector, drop vectors without a row")
+    _json_flag(parser)
+
+
+def _run_doctor(args: argparse.Namespace) -> int:
+    from kb.doctor import bad_rows, quarantine, sql_ids
+
+    kb = _knowledge()
+    bad = bad_rows(kb.engine)
+    out: dict[str, object] = {"unreadable": [{"id": i, "reason": r} for i, r in bad]}
+    if args.quarantine and bad:
+        out["quarantined"] = quarantine(kb.engine, bad)
+    if kb.index is not None:
+        if args.repair or args.quarantine:
+            out["added"], out["removed"] = kb.sync_index()
+        rows, vectors = sql_ids(kb.engine), kb.index.all_ids()
+        out["rows_without_vector"] = len(rows - vectors)
+        out["vectors_without_row"] = len(vectors - rows)
+    if args.json:
+        _print_json(out)
+    else:
+        for i, r in bad:
+            print(f"unreadable {i}: {r}")
+        for key, value in out.items():
+            if key != "unreadable":
+                print(f"{key}: {value}")
+        print(f"{len(bad)} unreadable rows" + ("" if args.quarantine or not bad else
+                                             " (--quarantine moves them aside)"))
+    drift = out.get("rows_without_vector", 0) or out.get("vectors_without_row", 0)
+    return 1 if (bad and not args.quarantine) or drift else 0
 
 
 def _run_stats(args: argparse.Namespace) -> int:
@@ -356,6 +409,8 @@ for _command in (
     Command("bootstrap", "what to try first on new hardware", _add_bootstrap, _run_bootstrap),
     Command("reindex", "rebuild the vector index from SQL", _no_arguments, _run_reindex),
     Command("export", "write every experience as JSONL", _add_export, _run_export),
+    Command("doctor", "list unreadable rows and index drift; --quarantine, --repair",
+            _add_doctor, _run_doctor),
     Command("stats", "counts by op, hardware, verdict (JSON)", _no_arguments, _run_stats),
     Command("seed", "ingest every seeds/*.jsonl", _json_flag, _run_seed),
 ):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError
 from sqlmodel import Session, SQLModel, create_engine
 
 from kb import models  # noqa: F401  (registers the tables on SQLModel.metadata)
@@ -32,11 +33,12 @@ def make_engine(url: str) -> Engine:
     """Create the engine and the tables (idempotent)."""
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False})
+        # timeout: the busy timeout, so a second writer waits for the first, never fails
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 120})
         event.listen(engine, "connect", _sqlite_pragmas)
     else:
         engine = create_engine(url, pool_pre_ping=True)
-    SQLModel.metadata.create_all(engine)
+    _create_tables(engine)
     if lexical_enabled(engine):
         with engine.begin() as conn:
             conn.execute(text(_FTS_DDL))
@@ -47,12 +49,37 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+def _create_tables(engine: Engine, attempts: int = 5) -> None:
+    """create_all, tolerating another process that creates the same tables at the same
+    moment (two `kernelkb ingest` started together on a new store): check-then-create
+    races, and the loser's "already exists" just means the table is there; retry."""
+    for attempt in range(attempts):
+        try:
+            SQLModel.metadata.create_all(engine)
+            return
+        except OperationalError as exc:
+            if "already exists" not in str(exc) or attempt == attempts - 1:
+                raise
+
+
 def _sqlite_pragmas(dbapi_conn, _record) -> None:  # type: ignore[no-untyped-def]
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
+
+
+def begin_write(session: Session) -> None:
+    """Start the session's transaction as the only writer: SQLite ``BEGIN IMMEDIATE``
+    (others wait, busy timeout), PostgreSQL a transaction-scoped advisory lock. Then a
+    check for existing ids and the inserts that follow it cannot interleave with another
+    process's, so two ingests at once neither duplicate nor lose a record."""
+    conn = session.connection()
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    elif conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(7216)"))  # KernelKB's writer lock
 
 
 def lexical_enabled(engine: Engine) -> bool:

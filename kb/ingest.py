@@ -3,9 +3,12 @@
 Idempotent: ids are content hashes and existing ids are skipped (reported as
 duplicates). A bad record never sinks its batch: it is reported with its index, the
 dotted field path and pydantic's reason, and the good records of the batch are stored.
-Order: validate -> embed (before any write, so a model failure writes nothing) -> one
-SQL transaction -> upsert vectors. If the vector upsert fails, SQL still holds the
-records and ``kernelkb reindex`` rebuilds the index; the error says so.
+Order: validate -> embed what looks new (outside any lock) -> 1. one SQL transaction as
+the only writer (``begin_write``: the id check and the inserts cannot interleave with
+another process) -> 2. vectors, under the folder's writer lock. SQL is the truth and is
+written first, so a crash can only leave rows without vectors: the next ingest of those
+records gives them vectors, and ``sync_index`` (start-up, ``kernelkb ingest``, ``doctor
+--repair``) repairs any drift either way.
 """
 
 from __future__ import annotations
@@ -22,8 +25,10 @@ from sqlalchemy import insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
-from kb.db import add_lexical_rows
+from kb.crashpoints import crash_point
+from kb.db import add_lexical_rows, begin_write
 from kb.embedder import Embedder
+from kb.limits import SHORT, printable
 from kb.models import (
     Experience,
     ExperienceCategory,
@@ -36,7 +41,7 @@ from kb.models import (
     kernel_row,
     lexical_text,
 )
-from kb.queries import iter_records
+from kb.queries import iter_records, load_or_skip
 from kb.record import ExperienceRecord, parse_record
 from kb.vector_index import VectorIndex
 
@@ -93,7 +98,10 @@ def validate_batch(items: Sequence[Any]) -> tuple[list[ExperienceRecord], list[R
         except ValidationError as exc:
             for err in exc.errors():
                 field = ".".join(str(part) for part in err["loc"]) or "<record>"
-                bad.append(Rejection(index=index, field=field, reason=err["msg"]))
+                bad.append(Rejection(index=index, field=printable(field, SHORT),
+                                     reason=printable(err["msg"])))
+        except (RecursionError, ValueError, TypeError) as exc:  # not a record at all
+            bad.append(Rejection(index=index, field="<record>", reason=printable(str(exc))))
     return good, bad
 
 
@@ -223,13 +231,21 @@ def ingest(
     """Validate, store and index one batch; see the module docstring for the order.
     Without an embedder and index (vectors off) the records go to SQL only."""
     records, rejected = validate_batch(items)
-    with Session(engine) as session:
+    with Session(engine) as session:  # a first look, unlocked: what is worth embedding
+        maybe_new, _ = split_new(session, records)
+    vectors = {}
+    if embedder is not None and maybe_new:
+        embedded = embedder.embed([r.embedding_text() for r in maybe_new])
+        vectors = {r.id: v for r, v in zip(maybe_new, embedded, strict=True)}
+    with Session(engine) as session:  # 1. SQL, the truth: one writer at a time
+        begin_write(session)
         new, duplicates = split_new(session, records)
-        vectors = embedder.embed([r.embedding_text() for r in new]) if embedder else None
         store_records(session, new)
         session.commit()
-    if new and index is not None and vectors is not None:
-        index_records(index, new, vectors)
+    crash_point("ingest.after_sql")
+    if index is not None and embedder is not None:  # 2. vectors, derived and repairable
+        _index_new_and_lacking(index, embedder, new, records, duplicates, vectors)
+    crash_point("ingest.after_vectors")
     log.info("ingest: %d accepted, %d duplicates, %d rejections",
              len(new), len(duplicates), len(rejected))
     return IngestReport(
@@ -237,20 +253,79 @@ def ingest(
     )
 
 
+def _index_new_and_lacking(index: VectorIndex, embedder: Embedder,
+                           new: Sequence[ExperienceRecord], records: Sequence[ExperienceRecord],
+                           duplicates: Sequence[str], vectors: dict[Any, np.ndarray]) -> None:
+    """Vectors for the new rows, and for duplicates whose row has none (an earlier ingest
+    killed between its SQL commit and its vector write)."""
+    with index.writing():
+        fresh = {r.id for r in new}  # a record twice in one batch: new once, then duplicate
+        lacking = set(index.missing(sorted(set(duplicates) - fresh)))
+        todo = list(new) + list({r.id: r for r in records if r.id in lacking}.values())
+        if not todo:
+            return
+        need = [r for r in todo if r.id not in vectors]
+        if need:
+            vectors.update(zip([r.id for r in need],
+                               embedder.embed([r.embedding_text() for r in need]), strict=True))
+        if lacking:
+            log.warning("ingest: %d stored records had no vector; indexed now", len(lacking))
+        index_records(index, todo, np.stack([vectors[r.id] for r in todo]))
+
+
+def sync_index(engine: Engine, embedder: Embedder, index: VectorIndex,
+               batch: int = 512) -> tuple[int, int]:
+    """Repair drift after a crash: rows without a vector get one, vectors without a row
+    go. Returns (added, removed). Cheap when nothing drifted (two id scans)."""
+    with index.writing():
+        with Session(engine) as session:
+            rows = set(session.exec(select(Experience.id)).all())
+        vectors = index.all_ids()
+        orphans = sorted(vectors - rows)
+        if orphans:
+            index.delete(orphans)
+        lacking = sorted(rows - vectors)
+        added = 0
+        with Session(engine) as session:
+            for start in range(0, len(lacking), batch):
+                chunk = lacking[start : start + batch]
+                found = session.exec(select(Experience).where(Experience.id.in_(chunk))).all()
+                records = [r for r in map(load_or_skip, found) if r is not None]
+                added += _index_batch(index, embedder, records)
+    if orphans or added:
+        log.warning("index repaired: %d vectors added, %d orphan vectors removed",
+                    added, len(orphans))
+    return added, len(orphans)
+
+
 def reindex(engine: Engine, embedder: Embedder, index: VectorIndex, batch: int = 512) -> int:
-    """Wipe the vector index and rebuild it from SQL; returns the number indexed."""
-    index.wipe()
-    done = 0
-    with Session(engine) as session:
-        pending: list[ExperienceRecord] = []
-        for record in iter_records(session, batch=batch):
-            pending.append(record)
-            if len(pending) == batch:
-                done += _index_batch(index, embedder, pending)
-                pending = []
-        done += _index_batch(index, embedder, pending)
+    """Rebuild the vector index from SQL beside the live one, then swap (kb/vector_index.py:
+    readers never see an empty index); returns the number indexed."""
+    skipped: list[str] = []
+
+    def batches():  # type: ignore[no-untyped-def]
+        with Session(engine) as session:
+            pending: list[ExperienceRecord] = []
+            for record in iter_records(session, batch=batch, skipped=skipped):
+                pending.append(record)
+                if len(pending) == batch:
+                    yield _embedded(embedder, pending)
+                    crash_point("reindex.batch")
+                    pending = []
+            if pending:
+                yield _embedded(embedder, pending)
+
+    with index.writing():
+        done = index.rebuild(batches())
+    if skipped:
+        log.warning("reindex: %d unreadable rows skipped (`kernelkb doctor` lists them)",
+                    len(skipped))
     log.info("reindex: %d vectors", done)
     return done
+
+
+def _embedded(embedder: Embedder, records: list[ExperienceRecord]) -> tuple[list[str], np.ndarray]:
+    return [r.id or "" for r in records], embedder.embed([r.embedding_text() for r in records])
 
 
 def _index_batch(index: VectorIndex, embedder: Embedder, records: list[ExperienceRecord]) -> int:

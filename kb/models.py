@@ -174,3 +174,13 @@ def lexical_text(record: ExperienceRecord) -> str:
 
 def config_json(record: ExperienceRecord) -> str:
     return json.dumps(record.edit.config, sort_keys=True)
+
+
+class QuarantinedRow(SQLModel, table=True):
+    """An experience row that no longer loads, moved aside by ``kernelkb doctor
+    --quarantine`` with the reason, so reads stop tripping over it and nothing is lost."""
+
+    id: str = Field(primary_key=True, max_length=64)
+    record_json: str
+    reason: str
+    quarantined_at: datetime

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import func
 from sqlmodel import Session, select
 
 from kb.models import Experience, Hardware, Run
 from kb.record import ExperienceRecord
+
+log = logging.getLogger(__name__)
 
 FILTER_COLUMNS = ("op_type", "task_id", "dtype", "gpu_name", "arch", "triton_version",
                   "verdict", "evidence", "run_id")
@@ -21,11 +24,37 @@ class Page(BaseModel):
     offset: int
     limit: int
     items: list[ExperienceRecord]
+    skipped: list[str] = Field(default_factory=list,
+                               description="ids of rows on this page that failed to load "
+                                           "(`kernelkb doctor` lists and quarantines them)")
+
+
+class UnreadableRow(LookupError):
+    """A stored row that no longer validates as a record."""
+
+
+def load_or_skip(row: Experience, skipped: list[str] | None = None) -> ExperienceRecord | None:
+    """The row's record, or None (logged, id appended to ``skipped``) when it fails to
+    load: one bad row must not take a listing, an export or a retrieval down with it."""
+    try:
+        return row.to_record()
+    except (ValidationError, ValueError) as exc:
+        log.warning("skipping unreadable experience %s: %s", row.id, str(exc)[:300])
+        if skipped is not None:
+            skipped.append(row.id)
+        return None
 
 
 def get_record(session: Session, exp_id: str) -> ExperienceRecord | None:
+    """The record, None when absent; UnreadableRow when stored but failing to load."""
     row = session.get(Experience, exp_id)
-    return row.to_record() if row else None
+    if row is None:
+        return None
+    record = load_or_skip(row)
+    if record is None:
+        raise UnreadableRow(f"experience {exp_id} is stored but fails to load; "
+                            "`kernelkb doctor` lists it, `--quarantine` moves it aside")
+    return record
 
 
 def _filtered(filters: dict[str, Any], category: str | None) -> Any:
@@ -50,19 +79,26 @@ def list_records(
     rows = session.exec(
         stmt.order_by(Experience.created_at.desc(), Experience.id).offset(offset).limit(limit)
     ).all()
-    return Page(total=total, offset=offset, limit=limit, items=[r.to_record() for r in rows])
+    skipped: list[str] = []
+    items = [r for r in (load_or_skip(row, skipped) for row in rows) if r is not None]
+    return Page(total=total, offset=offset, limit=limit, items=items, skipped=skipped)
 
 
-def iter_records(session: Session, batch: int = 1000) -> Iterator[ExperienceRecord]:
-    offset = 0
+def iter_records(session: Session, batch: int = 1000,
+                 skipped: list[str] | None = None) -> Iterator[ExperienceRecord]:
+    """Every record in id order; rows that fail to load are skipped (ids into ``skipped``)."""
+    last = ""
     while True:
         rows = session.exec(
-            select(Experience).order_by(Experience.id).offset(offset).limit(batch)
+            select(Experience).where(Experience.id > last).order_by(Experience.id).limit(batch)
         ).all()
         if not rows:
             return
-        yield from (r.to_record() for r in rows)
-        offset += batch
+        for row in rows:
+            record = load_or_skip(row, skipped)
+            if record is not None:
+                yield record
+        last = rows[-1].id
 
 
 def count_experiences(session: Session) -> int:

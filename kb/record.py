@@ -18,6 +18,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from kb import limits
+from kb.limits import COUNT_MAX, SHORT, TEXT, check_strings
+
 # Edit categories an experience may carry. A closed vocabulary, so that insights can
 # aggregate by category and a typo is a validation error rather than a new category.
 EDIT_CATEGORIES: tuple[str, ...] = (
@@ -55,14 +58,24 @@ ConfigValue = int | float | str | bool
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Unknown keys, non-finite floats, NUL and invalid Unicode are errors; a string is at
+    most ``limits.SHORT`` characters unless its field says more (kb/limits.py)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False,
+                              str_max_length=SHORT)
+
+    @field_validator("*")
+    @classmethod
+    def _storable_text(cls, value: Any) -> Any:
+        return check_strings(value)
 
 
 class TaskInfo(_Strict):
     op_type: str = Field(min_length=1, description="op family, e.g. softmax, attention")
     task_id: str = Field(min_length=1, description="task name in kernels/, e.g. softmax")
     dtype: str = Field(min_length=1, description="torch dtype name, e.g. float16")
-    shape_set: str = Field(default="sweep", description="which shapes were evaluated")
+    shape_set: str = Field(default="sweep", max_length=TEXT,
+                           description="which shapes were evaluated")
 
 
 class Environment(_Strict):
@@ -70,9 +83,9 @@ class Environment(_Strict):
 
     gpu_name: str = Field(min_length=1)
     arch: str = Field(min_length=1)
-    sm_count: int | None = Field(default=None, ge=1)
+    sm_count: int | None = Field(default=None, ge=1, le=COUNT_MAX)
     mem_bandwidth_gbps: float | None = Field(default=None, gt=0)
-    smem_per_sm_kib: int | None = Field(default=None, ge=1)
+    smem_per_sm_kib: int | None = Field(default=None, ge=1, le=COUNT_MAX)
     peak_tflops: float | None = Field(default=None, gt=0)
     triton_version: str = Field(min_length=1)
     torch_version: str = Field(min_length=1)
@@ -81,17 +94,30 @@ class Environment(_Strict):
 
 
 class Edit(_Strict):
-    summary: str = Field(min_length=1, description="the agent's own words: what the edit does")
+    summary: str = Field(min_length=1, max_length=limits.SUMMARY,
+                         description="the agent's own words: what the edit does")
     rationale: str | None = Field(
         default=None, max_length=1000,
         description="why the agent tried it then (its evidence, search state); kept with "
                     "the record, left out of the embedded text")
-    categories: list[str] = Field(min_length=1)
-    diff: str = Field(default="", description="unified diff against the parent kernel")
-    config: dict[str, ConfigValue] = Field(default_factory=dict)
+    categories: list[str] = Field(min_length=1, max_length=len(EDIT_CATEGORIES))
+    diff: str = Field(default="", max_length=limits.DIFF,
+                      description="unified diff against the parent kernel")
+    config: dict[str, ConfigValue] = Field(default_factory=dict, max_length=limits.CONFIG_KEYS)
     parent_hash: str | None = None
     child_hash: str = Field(min_length=8)
-    child_source: str | None = Field(default=None, description="kernel source, optional")
+    child_source: str | None = Field(default=None, max_length=limits.SOURCE,
+                                      description="kernel source, optional")
+
+    @field_validator("config", mode="before")
+    @classmethod
+    def _int64_values(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(item, int) and not isinstance(item, bool) and \
+                        not -limits.INT64_MAX - 1 <= item <= limits.INT64_MAX:
+                    raise ValueError(f"config[{key!r}] does not fit in 64 bits")
+        return value
 
     @field_validator("categories")
     @classmethod
@@ -114,15 +140,15 @@ class Feedback(_Strict):
 
     stage: Stage
     error_kind: str | None = None  # syntax_error, compile_error, timeout, wrong_result, ...
-    error_message: str | None = None
-    failing_shapes: list[str] = Field(default_factory=list)
+    error_message: str | None = Field(default=None, max_length=limits.LONG_TEXT)
+    failing_shapes: list[str] = Field(default_factory=list, max_length=limits.LIST_ITEMS)
     max_abs_err: float | None = Field(default=None, ge=0)
     max_rel_err: float | None = Field(default=None, ge=0)
     mean_abs_err: float | None = Field(default=None, ge=0)
     bias: float | None = None
     mismatch_share: float | None = Field(default=None, ge=0, le=1)
     timing_available: bool = False
-    timings: list[ShapeTiming] = Field(default_factory=list)
+    timings: list[ShapeTiming] = Field(default_factory=list, max_length=limits.LIST_ITEMS)
     time_ms: float | None = Field(default=None, gt=0, description="geomean of shape medians")
     baseline_ms: float | None = Field(default=None, gt=0)
     parent_ms: float | None = Field(default=None, gt=0)
@@ -131,12 +157,13 @@ class Feedback(_Strict):
     achieved_gbps: float | None = Field(default=None, ge=0)
     achieved_tflops: float | None = Field(default=None, ge=0)
     peak_share: float | None = Field(default=None, ge=0)
-    registers: int | None = Field(default=None, ge=0)
-    spills: int | None = Field(default=None, ge=0)
-    smem_bytes: int | None = Field(default=None, ge=0)
-    bottleneck_hint: str | None = None
+    registers: int | None = Field(default=None, ge=0, le=COUNT_MAX)
+    spills: int | None = Field(default=None, ge=0, le=COUNT_MAX)
+    smem_bytes: int | None = Field(default=None, ge=0, le=COUNT_MAX)
+    bottleneck_hint: str | None = Field(default=None, max_length=TEXT)
     suspect: bool = False
-    text: str = Field(default="", description="the feedback text the agent was shown")
+    text: str = Field(default="", max_length=limits.LONG_TEXT,
+                      description="the feedback text the agent was shown")
 
     @model_validator(mode="after")
     def _timing_needs_times(self) -> Feedback:
@@ -149,8 +176,10 @@ class Provenance(_Strict):
     agent: str = Field(min_length=1, description="offline, llm, sweep, human, ...")
     model: str | None = None
     round_kind: RoundKind = "exploit"
-    command: str | None = Field(default=None, description="command that produced it")
-    source: str | None = Field(default=None, description="seed set or host it came from")
+    command: str | None = Field(default=None, max_length=TEXT,
+                                 description="command that produced it")
+    source: str | None = Field(default=None, max_length=TEXT,
+                                description="seed set or host it came from")
     license: str | None = Field(default=None, description="licence of imported data, e.g. MIT")
     device: str | None = Field(default=None,
                                description="the device name as the source data wrote it")
@@ -170,9 +199,9 @@ _OPTIONAL_LATER: tuple[tuple[str, str], ...] = (
 class ExperienceRecord(_Strict):
     """One edit + feedback pair. ``id`` is a content hash, so re-ingesting is a no-op."""
 
-    id: str | None = None
+    id: str | None = Field(default=None, max_length=64)
     run_id: str = Field(min_length=1)
-    iteration: int = Field(ge=0)
+    iteration: int = Field(ge=0, le=limits.ITERATION_MAX)
     created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
     task: TaskInfo
     env: Environment

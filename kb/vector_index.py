@@ -10,9 +10,12 @@ those ids against an in-memory float32 matrix loaded from Chroma once (100k x 38
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from itertools import repeat
 from pathlib import Path
 from typing import Any
@@ -49,10 +52,12 @@ class VectorIndex:
         self._client: Any = None
         self._collection: Any = None
         self._lock = threading.RLock()
+        self._writer = threading.Lock()
         self._ids: list[str] = []
         self._pos: dict[str, int] = {}
         self._matrix = np.zeros((0, DIMENSION), dtype=np.float32)
         self._loaded = False
+        self._seen_generation = -1
 
     # -- chroma -------------------------------------------------------------------
     @property
@@ -81,6 +86,67 @@ class VectorIndex:
     def count(self) -> int:
         return int(self.collection.count())
 
+    # -- one writer at a time -----------------------------------------------------
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the folder's writer lock (an flock shared by every process on it).
+
+        Why: two processes writing one Chroma folder through their own clients lost each
+        other's vectors. Under the lock a process whose client predates another writer's
+        last write reopens it first (a generation number in the folder says so), so every
+        write starts from what is on disk. A Chroma server orders writes itself."""
+        if self.path is None:
+            with self._writer:
+                yield
+            return
+        self.path.mkdir(parents=True, exist_ok=True)
+        # _writer orders this process's writers; readers only take _lock (the matrix), so
+        # a long rebuild never blocks a query
+        with self._writer, open(self.path / ".kernelkb-writer.lock", "a+") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                generation = self._generation()
+                if self._collection is not None and generation != self._seen_generation:
+                    self.close()  # another process wrote since: reopen from disk
+                yield
+                self._seen_generation = generation + 1
+                (self.path / ".kernelkb-generation").write_text(str(generation + 1))
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _generation(self) -> int:
+        assert self.path is not None
+        try:
+            return int((self.path / ".kernelkb-generation").read_text() or 0)
+        except (FileNotFoundError, ValueError):
+            return 0
+
+    def all_ids(self) -> set[str]:
+        """Every id that has a vector (read from Chroma, not the in-memory matrix)."""
+        ids: set[str] = set()
+        total = self.count()
+        for offset in range(0, total, _PAGE):
+            ids.update(self.collection.get(include=[], limit=_PAGE, offset=offset)["ids"])
+        return ids
+
+    def missing(self, ids: Sequence[str]) -> list[str]:
+        """The ids among these that have no vector."""
+        if not ids:
+            return []
+        found = set(self.collection.get(ids=list(ids), include=[])["ids"])
+        return [i for i in ids if i not in found]
+
+    def delete(self, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), _PAGE):
+            self.collection.delete(ids=list(ids[start : start + _PAGE]))
+        with self._lock:
+            if self._loaded and ids:
+                gone = set(ids)
+                keep = [n for n, i in enumerate(self._ids) if i not in gone]
+                self._ids = [self._ids[n] for n in keep]
+                self._pos = {exp_id: n for n, exp_id in enumerate(self._ids)}
+                self._matrix = self._matrix[keep]
+
     def upsert(
         self,
         ids: Sequence[str],
@@ -107,6 +173,31 @@ class VectorIndex:
                 self._client.clear_system_cache()
             self._client = None
             self._collection = None
+
+    def rebuild(self, batches: Iterable[tuple[Sequence[str], np.ndarray]]) -> int:
+        """Build a new collection beside the live one, then swap it in: readers see the
+        old vectors until the swap, never an empty index. A rebuild killed half-way leaves
+        the live collection as it was (the half-built one is dropped by the next rebuild).
+        Call inside ``writing()``."""
+        self.collection  # noqa: B018  (connects)
+        building = f"{self.collection_name}__rebuild"
+        with contextlib.suppress(Exception):  # left over from a rebuild that was killed
+            self._client.delete_collection(building)
+        fresh = self._client.create_collection(building, configuration={"hnsw": _HNSW})
+        done = 0
+        for ids, vectors in batches:
+            for start in range(0, len(ids), _PAGE):
+                fresh.upsert(ids=list(ids[start : start + _PAGE]),
+                             embeddings=np.ascontiguousarray(vectors[start : start + _PAGE],
+                                                             dtype=np.float32))
+            done += len(ids)
+        with self._lock:
+            self._client.delete_collection(self.collection_name)
+            fresh.modify(name=self.collection_name)
+            self._collection = None
+            self._loaded = False
+        self.ensure_loaded()
+        return done
 
     def wipe(self) -> None:
         """Drop every vector (the first step of a rebuild): delete and recreate the

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from retrieval.quoting import WRAP_CHARS, code_line, inline, wrap
 from retrieval.schemas import Hit
 
 CHARS_PER_TOKEN = 4
@@ -32,35 +33,39 @@ def _repeated(hit: Hit) -> bool:
 
 def render_hit(n: int, hit: Hit, diff_lines: int = _DIFF_LINES) -> str:
     r = hit.record
-    relation = f"(related op {r.task.op_type}, not this task's) " if hit.related else ""
-    head = (f"[{n}] {relation}{r.task.op_type}/{r.task.task_id} {r.task.dtype} on {r.env.gpu_name} "
-            f"({r.env.arch}, triton {r.env.triton_version}) | {r.verdict.value}, {_speed(hit)} "
+    q = inline  # every stored field is quoted data (retrieval/quoting.py)
+    relation = f"(related op {q(r.task.op_type, 60)}, not this task's) " if hit.related else ""
+    head = (f"[{n}] {relation}{q(r.task.op_type, 60)}/{q(r.task.task_id, 60)} "
+            f"{q(r.task.dtype, 60)} on {q(r.env.gpu_name, 60)} ({q(r.env.arch, 60)}, triton "
+            f"{q(r.env.triton_version, 60)}) | {r.verdict.value}, {_speed(hit)} "
             f"| {hit.evidence}" + (f", {hit.support} similar wins" if _repeated(hit) else ""))
-    lines = [head, f"    edit [{', '.join(r.edit.categories)}]: {r.edit.summary}"]
+    lines = [head, f"    edit [{', '.join(r.edit.categories)}]: {q(r.edit.summary)}"]
     if hit.version_note:
         lines.append(f"    note: {hit.version_note}, re-check before trusting its speed")
     if r.edit.config:
-        lines.append("    config: " + ", ".join(f"{k}={v}" for k, v in r.edit.config.items()))
+        lines.append("    config: " + ", ".join(f"{q(k, 60)}={q(v, 60)}"
+                                               for k, v in list(r.edit.config.items())[:16]))
     fb = r.feedback
     if fb.error_kind:
-        lines.append(f"    error: {fb.error_kind}: {(fb.error_message or '')[:160]}")
+        lines.append(f"    error: {q(fb.error_kind, 60)}: {q(fb.error_message or '', 160)}")
     if fb.bottleneck_hint:
-        lines.append(f"    hint: {fb.bottleneck_hint}")
+        lines.append(f"    hint: {q(fb.bottleneck_hint)}")
     if r.edit.diff and diff_lines:
         diff = r.edit.diff.splitlines()
-        shown = diff[:diff_lines] + (["    ..."] if len(diff) > diff_lines else [])
+        shown = [code_line(d) for d in diff[:diff_lines]] + (
+            ["    ..."] if len(diff) > diff_lines else [])
         lines.append("    diff:\n" + "\n".join("      " + d for d in shown))
     return "\n".join(lines)
 
 
 def render_block(hits: Sequence[Hit], warnings: Sequence[Hit], max_chars: int) -> str:
-    """The block, at most ``max_chars`` long."""
+    """The block, at most ``max_chars`` long, delimited as quoted data."""
     wanted = len(hits) + len(warnings)
     for diff_lines in (_DIFF_LINES, 4, 0):
-        block, shown = _assemble(hits, warnings, max_chars, diff_lines)
+        block, shown = _assemble(hits, warnings, max_chars - WRAP_CHARS, diff_lines)
         if shown == wanted:
             break
-    return block
+    return wrap(block) if wanted else block
 
 
 def _assemble(

@@ -23,6 +23,7 @@ from sqlalchemy import func
 from sqlmodel import Session, select
 
 from kb.models import Experience, Hardware
+from kb.queries import load_or_skip
 from retrieval.features import fact
 from retrieval.insights import insights
 from retrieval.schemas import BootstrapPlan, HardwareMatch, PlanItem
@@ -178,7 +179,9 @@ def _best_configs(session: Session, match: HardwareMatch, op_type: str | None,
             best[key] = row
     items = []
     for (task_id, dtype), row in best.items():
-        record = row.to_record()
+        record = load_or_skip(row)
+        if record is None:  # unreadable row: skipped (kernelkb doctor lists it)
+            continue
         gain = row.speedup_vs_baseline or 1.0
         items.append(PlanItem(
             kind="config", category=record.edit.categories[0], config=dict(record.edit.config),

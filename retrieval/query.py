@@ -2,27 +2,39 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from kb import limits
 
 
 class RetrievalQuery(BaseModel):
+    # bounds of kb/limits.py: finite numbers, valid text, names <= SHORT characters
+    model_config = ConfigDict(allow_inf_nan=False, str_max_length=limits.SHORT)
+
     op_type: str = Field(min_length=1)
     task_id: str | None = None
     dtype: str | None = None  # soft: a match ranks higher, a mismatch is not dropped
     gpu_name: str | None = None
     arch: str | None = None
     triton_version: str | None = None
-    kernel_source: str | None = None
-    feedback_text: str | None = None
+    kernel_source: str | None = Field(default=None, max_length=limits.SOURCE)
+    feedback_text: str | None = Field(default=None, max_length=limits.LONG_TEXT)
     k: int = Field(default=5, ge=1, le=50)
     max_warnings: int = Field(default=3, ge=0, le=20)
-    exclude_tasks: list[str] = Field(default_factory=list, description="held-out tasks")
+    exclude_tasks: list[str] = Field(default_factory=list, max_length=limits.LIST_ITEMS,
+                                     description="held-out tasks")
     include_related: bool = True
     related_ops: list[str] | None = Field(
         default=None, description="ops whose experiences may fill the slots the op's own "
         "leave empty: the task's declared Task.related_ops. None: the entry module (CLI, "
         "HTTP API) fills them from the kernels registry by op_type; [] for none")
-    max_chars: int = Field(default=4000, ge=200, description="budget of the few-shot block")
+    max_chars: int = Field(default=4000, ge=200, le=1_000_000,
+                           description="budget of the few-shot block")
+
+    @field_validator("*")
+    @classmethod
+    def _valid_text(cls, value: object) -> object:
+        return limits.check_strings(value)
 
     def relatives(self) -> tuple[str, ...]:
         """The related ops this query may fall back on (none when switched off)."""

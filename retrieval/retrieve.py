@@ -16,6 +16,7 @@ from sqlmodel import Session, select
 
 from kb.embedder import Embedder
 from kb.models import Experience
+from kb.queries import load_or_skip
 from kb.vector_index import VectorIndex
 from retrieval.columns import snapshot
 from retrieval.fewshot import render_block
@@ -77,19 +78,22 @@ def retrieve(
                           query.max_warnings, rows, set())
     clock.lap("rank")
 
-    def hit(exp_id: str) -> Hit:
+    def hit(exp_id: str) -> Hit | None:
         p = at[exp_id]
+        record = load_or_skip(rows[exp_id])  # an unreadable row is skipped, not fatal
+        if record is None:
+            return None
         return Hit(
             id=exp_id, score=round(float(scores[p]), 6), rung=cands.rungs[cands.rung[p]].label,
             similarity=similarity.get(p), lexical_rank=lexical_rank.get(p),
             evidence=cands.snap.vocab["evidence"].words[cands.column("evidence")[p]],
             support=int(support[p]), related=bool(related[p]),
             version_note=version_note(rows[exp_id].triton_version, query.triton_version),
-            record=rows[exp_id].to_record(),
+            record=record,
         )
 
-    hits = [hit(i) for i in picked_wins]
-    warnings = [hit(i) for i in picked_losses]
+    hits = [h for h in map(hit, picked_wins) if h is not None]
+    warnings = [h for h in map(hit, picked_losses) if h is not None]
     block = render_block(hits, warnings, query.max_chars)
     clock.lap("render")
     return RetrievalResult(

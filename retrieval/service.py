@@ -89,9 +89,16 @@ class LocalKnowledge:
             self.index.close()
         self.engine.dispose()
 
+    def sync_index(self) -> tuple[int, int]:
+        """Repair SQL/vector drift left by a crash: (vectors added, orphans removed)."""
+        if self.embedder is None or self.index is None:
+            return 0, 0
+        return ingest_mod.sync_index(self.engine, self.embedder, self.index)
+
     def warm_up(self) -> None:
-        """Load the embedding runners, the vector matrix and the ladder's columns now
-        rather than on the first query."""
+        """Repair drift, then load the embedding runners, the vector matrix and the
+        ladder's columns now rather than on the first query."""
+        self.sync_index()
         if self.embedder is not None and self.index is not None:
             self.embedder.embed_query("warm up")
             self.embedder.embed(["warm up"])

@@ -3,14 +3,20 @@ an empty store loads seeds/*.jsonl on start. OpenAPI docs at /docs."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from kb.api.access import write_policy
+from kb.api.body_limit import BodyLimit
+from kb.api.errors import install_error_handlers
 from kb.api.routes import experiences, knowledge, system
 from kb.settings import Settings
 from retrieval.service import LocalKnowledge
+
+log = logging.getLogger(__name__)
 
 
 def create_app(
@@ -22,11 +28,17 @@ def create_app(
         if kb.settings.load_seeds_on_start:
             kb.seed_if_empty()
         kb.warm_up()  # first request should not pay for the model and the matrix
+        try:
+            log.warning(write_policy(kb.settings.host, kb.settings.api_token))
+        except ValueError as exc:  # `serve` refuses earlier; an embedding app is told here
+            log.warning(str(exc))
         app.state.knowledge = kb
         yield
 
     app = FastAPI(title="KernelKB", version="0.1.0", lifespan=lifespan,
                   description="Experience base for agent-driven Triton kernel optimization")
+    app.add_middleware(BodyLimit)
+    install_error_handlers(app)
     app.include_router(system.router)
     app.include_router(experiences.router)
     app.include_router(knowledge.router)

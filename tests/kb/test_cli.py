@@ -25,7 +25,7 @@ def test_cli_ingest_query_export_stats(
 
     assert cli.main(["ingest", str(jsonl)]) == 1  # one line was rejected
     out = capsys.readouterr().out
-    assert "2 accepted, 0 duplicate, 1 rejected" in out and "line 2: env.sm_count:" in out
+    assert "2 accepted, 0 duplicate, 1 rejected" in out and f"{jsonl}:2: env.sm_count:" in out
     assert cli.main(["ingest", str(jsonl)]) == 1
     assert "0 accepted, 2 duplicate" in capsys.readouterr().out
 

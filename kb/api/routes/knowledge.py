@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, HTTPException, status
 from pydantic import BaseModel, Field
 
 from kb.api.deps import KnowledgeDep
+from kb.limits import SHORT
+from retrieval.bootstrap_target import BootstrapTarget
 from retrieval.query import RetrievalQuery
 from retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
 
@@ -15,13 +15,13 @@ router = APIRouter(tags=["knowledge"])
 
 
 class BootstrapRequest(BaseModel):
-    env: dict[str, Any] = Field(description="the target: {'gpu_name': ...} alone for a part "
-                                "kb.gpu_facts knows, or explicit facts (arch, sm_count, "
-                                "mem_bandwidth_gbps, smem_per_sm_kib, ...)")
-    op_type: str | None = None
+    env: BootstrapTarget = Field(description="the target: {'gpu_name': ...} alone for a part "
+                                 "kb.gpu_facts knows, or explicit facts (arch, sm_count, "
+                                 "mem_bandwidth_gbps, smem_per_sm_kib, ...)")
+    op_type: str | None = Field(None, max_length=SHORT)
     include_own: bool = Field(False, description="also the target GPU's own experiences "
                               "(a second optimization on a known card), not only others'")
-    dtype: str = "float16"
+    dtype: str = Field("float16", max_length=SHORT)
     limit: int = Field(10, ge=1, le=500, description="ranked configurations returned")
 
 
@@ -53,7 +53,7 @@ def bootstrap(body: BootstrapRequest, kb: KnowledgeDep) -> BootstrapPlan:
 
     space = space_for_op(body.op_type, body.dtype) if body.op_type else None
     try:
-        return kb.bootstrap(body.env, op_type=body.op_type, include_own=body.include_own,
-                            space=space, limit=body.limit)
+        return kb.bootstrap(body.env.model_dump(exclude_unset=True), op_type=body.op_type,
+                            include_own=body.include_own, space=space, limit=body.limit)
     except UnknownGpu as err:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(err)) from err

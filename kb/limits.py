@@ -1,0 +1,62 @@
+"""Bounds on what the store accepts: one set of limits for the API, `ingest` and `import`.
+
+Why: a value the store cannot read back (NaN, an integer past 64 bits, a lone surrogate)
+or one that costs seconds of CPU (a 10 MB op type) must be refused at the edge, with the
+field named, rather than stored and failing every later read.
+
+Limits (characters): names and identifiers ``SHORT`` (256); free text such as
+a hint or a command ``TEXT`` (4,000); a summary ``SUMMARY`` (2,000); an error message or
+the feedback text ``LONG_TEXT`` (20,000); a diff ``DIFF`` (100,000); a kernel source
+``SOURCE`` (200,000). Integers fit in 64 bits and counters have their own bounds; floats
+are finite. A config holds at most ``CONFIG_KEYS`` keys; lists at most ``LIST_ITEMS``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SHORT = 256
+TEXT = 4_000
+SUMMARY = 2_000  # an edit's summary (it is embedded and shown in every prompt)
+LONG_TEXT = 20_000  # an error message or feedback text (may hold a traceback)
+DIFF = 100_000
+SOURCE = 200_000
+CONFIG_KEYS = 256
+LIST_ITEMS = 1_000
+INT64_MAX = 2**63 - 1
+ITERATION_MAX = 10_000_000
+COUNT_MAX = 2**31 - 1  # registers, spills, bytes, SM counts
+OFFSET_MAX = 10**9  # paging offset
+
+
+def text_problem(value: str) -> str | None:
+    """Why a string cannot be stored (NUL, invalid Unicode), or None when it is fine."""
+    if "\x00" in value:
+        return "contains a NUL character"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "is not valid Unicode (lone surrogate)"
+    return None
+
+
+def check_strings(value: Any) -> Any:
+    """Walk a value (str, list, dict) and raise ValueError on the first bad string."""
+    if isinstance(value, str):
+        problem = text_problem(value)
+        if problem:
+            raise ValueError(f"text {problem}")
+    elif isinstance(value, list | tuple):
+        for item in value:
+            check_strings(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_strings(key)
+            check_strings(item)
+    return value
+
+
+def printable(value: str, limit: int = TEXT) -> str:
+    """A string safe to put in a JSON response: invalid Unicode escaped, length capped."""
+    text = value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,0 +1,30 @@
+"""The hardware a bootstrap plan is for, typed: a wrong type is a 422, not a crash later."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from kb.limits import COUNT_MAX, SHORT, check_strings
+
+
+class BootstrapTarget(BaseModel):
+    """The fields of ``kb.record.Environment``, all optional; similarity uses the first
+    five, the rest are accepted so a full environment can be sent as it is."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=SHORT)
+
+    gpu_name: str | None = None
+    arch: str | None = None
+    sm_count: int | None = Field(None, ge=1, le=COUNT_MAX)
+    mem_bandwidth_gbps: float | None = Field(None, gt=0)
+    smem_per_sm_kib: int | None = Field(None, ge=1, le=COUNT_MAX)
+    peak_tflops: float | None = Field(None, gt=0)
+    triton_version: str | None = None
+    torch_version: str | None = None
+    cuda_version: str | None = None
+    vendor: str | None = None
+
+    @field_validator("*")
+    @classmethod
+    def _storable_text(cls, value: object) -> object:
+        return check_strings(value)

@@ -1,0 +1,110 @@
+"""SQL and vectors cannot drift: real `kernelkb ingest` / `reindex` processes are killed
+(SIGKILL at a crash point, kb/crashpoints.py) and two ingests run at once; afterwards
+rows = vectors = records."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kb_testdata import make_knowledge, record_dict
+
+from kb.doctor import sql_ids
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # real processes, each loading the model (~1 min in all)
+
+
+def _write(path: Path, first: int, last: int) -> set[str]:
+    from kb.record import parse_record
+
+    records = [record_dict(summary=f"crash record {n}", run=f"crash-{n // 50}",
+                           iteration=n % 50, config={"B": n}) for n in range(first, last)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return {parse_record(r).id or "" for r in records}
+
+
+def _cli(data: Path, *args: str, crash: str | None = None) -> subprocess.Popen[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELKB_")}
+    env.update(KERNELKB_DATA_DIR=str(data), KERNELKB_SEEDS_DIR=str(data / "no-seeds"),
+               HF_HUB_OFFLINE="1")
+    if crash:
+        env["KERNELKB_TEST_CRASH"] = crash
+    return subprocess.Popen([sys.executable, "-m", "kb.cli", *args], cwd=REPO, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _run(data: Path, *args: str, crash: str | None = None) -> int:
+    proc = _cli(data, *args, crash=crash)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode in (0, 1, -9), err[-2000:]
+    return proc.returncode
+
+
+def _counts(data: Path) -> tuple[set[str], set[str]]:
+    kb = make_knowledge(data)
+    try:
+        assert kb.index is not None
+        return sql_ids(kb.engine), kb.index.all_ids()
+    finally:
+        kb.close()
+
+
+def test_ingest_killed_between_sql_and_vectors_is_repaired(tmp_path: Path) -> None:
+    data, jsonl = tmp_path / "store", tmp_path / "run.jsonl"
+    ids = _write(jsonl, 0, 520)  # 3 batches: 256, 256, 8
+    assert _run(data, "ingest", str(jsonl), crash="ingest.after_sql:2") == -9
+    rows, vectors = _counts(data)
+    assert len(rows) == 512 and len(vectors) == 256  # the second batch lost its vectors
+    assert _run(data, "ingest", str(jsonl), crash="ingest.after_vectors:1") == -9
+    rows, vectors = _counts(data)
+    assert rows == vectors and len(rows) == 512  # start-up repair gave the 256 vectors
+    assert _run(data, "ingest", str(jsonl)) == 0
+    assert _counts(data) == (ids, ids)
+
+
+def test_start_up_repairs_drift_both_ways(tmp_path: Path) -> None:
+    data, jsonl = tmp_path / "store", tmp_path / "run.jsonl"
+    ids = _write(jsonl, 0, 300)
+    assert _run(data, "ingest", str(jsonl), crash="ingest.after_sql:1") == -9  # no vectors
+    kb = make_knowledge(data)
+    assert kb.index is not None
+    kb.index.upsert(["orphan-vector"], kb.index.vectors(["none"]) + 0.1)
+    kb.close()
+    kb = make_knowledge(data)
+    kb.warm_up()  # what `serve` does at start-up
+    assert kb.index is not None and kb.index.all_ids() == sql_ids(kb.engine)
+    assert len(sql_ids(kb.engine)) == 256 and sql_ids(kb.engine) < ids  # batch 1 of 2
+    kb.close()
+
+
+def test_reindex_killed_half_way_keeps_the_old_index(tmp_path: Path) -> None:
+    data, jsonl = tmp_path / "store", tmp_path / "run.jsonl"
+    ids = _write(jsonl, 0, 520)  # 2 reindex batches: 512, 8
+    assert _run(data, "ingest", str(jsonl)) == 0
+    assert _run(data, "reindex", crash="reindex.batch:1") == -9  # after 512 of 520
+    assert _counts(data) == (ids, ids)
+    assert _run(data, "reindex") == 0
+    assert _counts(data) == (ids, ids)
+
+
+def test_two_ingests_at_once_lose_and_duplicate_nothing(tmp_path: Path) -> None:
+    data = tmp_path / "store"
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    ids = _write(a, 0, 400) | _write(b, 200, 600)  # half of each file is in the other
+    procs = [_cli(data, "ingest", str(a)), _cli(data, "ingest", str(b))]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
+    accepted = sum(int(o[0].split(": ")[1].split(" accepted")[0]) for o in outs)
+    assert accepted == len(ids) == 600  # each record stored once, by one of the two
+    assert _counts(data) == (ids, ids)
+    kb = make_knowledge(data)
+    with kb.session() as session:  # one category row and one FTS row per record
+        assert kb.list(limit=1).total == 600
+        assert session.connection().exec_driver_sql(
+            "SELECT count(*) FROM experience_fts").scalar() == 600
+    kb.close()
