@@ -26,7 +26,6 @@ Writes benchmarks/results/transfer_gpus.{md,json,png}.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import math
 import platform
@@ -44,7 +43,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from retrieval.hardware import gpu_similarity  # noqa: E402
-from retrieval.launch import kernel_tuner_launch  # noqa: E402
 from retrieval.ranker import (  # noqa: E402
     CostModel,
     ExperienceRow,
@@ -78,41 +76,11 @@ def gpu_facts(name: str, hint: str | None = None) -> dict[str, Any] | None:
 
 
 # -- Kernel Tuner data ----------------------------------------------------------------
-def read_kernel_tuner(path: Path) -> list[ExperienceRow]:
-    """One cache file as rows, with the import contract's fields: op = kernel name without
-    "_kernel", shape "problem_size=AxB", GPU facts by device name (or the file name)."""
-    data = json.loads(gzip.open(path).read() if path.suffix == ".gz" else path.read_text())
-    facts = gpu_facts(data.get("device_name") or "", hint=path.name)
-    if facts is None:
-        raise ValueError(f"{path}: unknown GPU {data.get('device_name')!r}")
-    op = str(data["kernel_name"]).removesuffix("_kernel")
-    size = tuple(int(v) for v in data["problem_size"])
-    shape = "problem_size=" + "x".join(str(v) for v in size)
-    keys = list(data["tune_params_keys"])
-    rows = []
-    for entry in data["cache"].values():
-        config = {k: entry[k] for k in keys}
-        value = entry.get("time")
-        ok = isinstance(value, (int, float)) and value > 0
-        rows.append(ExperienceRow(op=op, shape=shape, gpu=facts["gpu_name"], config=config,
-                                  time_ms=float(value) if ok else None,
-                                  launch=kernel_tuner_launch(config, size), gpu_facts=facts,
-                                  failed=not ok))
-    return rows
-
-
-def load_kernel_tuner(data_dir: Path, reader: str = "import") -> list[ExperienceRow]:
-    """Every Kernel Tuner / T4 file under data_dir as rows: through ``kernelkb import``'s
-    importers (kb.importers: validated ExperienceRecords, then rows_from_records with the
-    convention-based launch), or, where that package is absent, the private reader above
-    with the same field mapping (also ``reader="private"``: it skips record validation,
-    ~10x faster on 2 cores)."""
-    try:
-        from kb.importers import iter_import
-    except ImportError:
-        reader = "private"
-    if reader == "private":
-        return _read_folder(data_dir)
+def load_kernel_tuner(data_dir: Path) -> list[ExperienceRow]:
+    """Every Kernel Tuner / T4 file under data_dir as rows, read the way ``kernelkb import``
+    reads them (kb.importers: validated ExperienceRecords), then rows_from_records with the
+    convention-based launch."""
+    from kb.importers import iter_import
     from kb.record import ExperienceRecord
     from retrieval.launch import record_launch
     from retrieval.ranker import rows_from_records
@@ -133,17 +101,6 @@ def load_kernel_tuner(data_dir: Path, reader: str = "import") -> list[Experience
 def _record_facts(env: Any) -> dict[str, Any]:
     facts = gpu_facts(env.gpu_name) or {}
     return {**facts, **{k: v for k, v in env.model_dump().items() if v is not None}}
-
-
-def _read_folder(data_dir: Path) -> list[ExperienceRow]:
-    files = sorted(p for p in Path(data_dir).rglob("*.json*") if "_T4" not in p.name
-                   and not p.name.startswith("T1_"))
-    if not files:
-        raise FileNotFoundError(f"no Kernel Tuner cache files under {data_dir}")
-    rows = []
-    for path in files:
-        rows.extend(read_kernel_tuner(path))
-    return rows
 
 
 # -- the project's H200 spaces --------------------------------------------------------
@@ -531,9 +488,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                         choices=("regression", "regression_top", "lambdarank", "auto"))
     parser.add_argument("--trees", type=int, default=150)
     parser.add_argument("--max-rows-per-group", type=int, default=1500)
-    parser.add_argument("--reader", choices=("import", "private"), default="import",
-                        help="import: through kb.importers (validated records, as `kernelkb "
-                        "import` reads them); private: this file's direct reader (faster)")
     parser.add_argument("--skip", choices=("gpu", "task"), action="append", default=[])
     parser.add_argument("--task-train", choices=("spaces", "spaces+imported", "both"),
                         default="both", help="leave-one-task-out training data")
@@ -550,7 +504,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     imported: list[ExperienceRow] = []
     if "gpu" not in args.skip or args.task_train != "spaces":
         log(f"reading Kernel Tuner data from {args.data}")
-        imported = load_kernel_tuner(args.data, args.reader)
+        imported = load_kernel_tuner(args.data)
         log(f"  {len(imported)} rows, GPUs {sorted({r.gpu for r in imported})}")
     cases: list[dict[str, Any]] = []
     if "gpu" not in args.skip:
