@@ -69,10 +69,7 @@ def gpu_facts(name: str, hint: str | None = None) -> dict[str, Any] | None:
     found = lookup(name, hint)
     if found is None:
         return None
-    facts = {k: v for k, v in vars(found).items() if k not in ("aliases", "keys", "note")}
-    facts["gpu_name"] = found.name
-    facts["peak_tflops"] = found.peak_tensor_tflops
-    return facts
+    return found.facts()
 
 
 # -- Kernel Tuner data ----------------------------------------------------------------

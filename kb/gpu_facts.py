@@ -65,6 +65,14 @@ class GpuFacts:
             "peak_tflops": self.peak_tensor_tflops,
         }
 
+    def facts(self) -> dict[str, Any]:
+        """Every fact as one flat dict, for similarity and the ranker's features: the
+        Environment's fields plus the rest of the table (registers, threads, warp size,
+        L2, ...); the name-matching fields (aliases, keys) and notes are left out."""
+        skip = ("name", "aliases", "keys", "note", "family_default", "peak_tensor_tflops")
+        out = {k: v for k, v in vars(self).items() if k not in skip}
+        return {**out, **self.to_env_fields()}
+
 
 def _nvidia(name: str, arch: str, family: str, sms: int, gbps: float, mem: float,
             l2: float, mhz: int | None, fp32: float, tensor: float, *aliases: str,

@@ -83,10 +83,7 @@ def resolve_target(target: Mapping[str, Any]) -> dict[str, Any]:
         if not explicit:
             raise UnknownGpu(unknown_gpu_message(name))
         return out
-    facts = {k: v for k, v in vars(found).items() if k not in ("keys", "aliases", "note",
-                                                                "family_default", "name")}
-    facts["peak_tflops"] = found.peak_tensor_tflops
-    return {**facts, **out, "gpu_name": found.name if not explicit else name}
+    return {**found.facts(), **out, "gpu_name": found.name if not explicit else name}
 
 
 def measured_records(session: Session, op_type: str) -> list[Any]:

@@ -160,7 +160,7 @@ def default_facts(env: Any) -> dict[str, Any]:
     if lookup is not None:
         found = lookup(env.gpu_name)
         if found is not None:
-            facts.update(found if isinstance(found, Mapping) else vars(found))
+            facts.update(found if isinstance(found, Mapping) else found.facts())
     for name in ("gpu_name", "arch", "sm_count", "mem_bandwidth_gbps", "smem_per_sm_kib",
                  "peak_tflops"):
         value = getattr(env, name, None)
