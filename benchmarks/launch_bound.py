@@ -39,9 +39,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.peers import our_kernels  # noqa: E402
 from kernels.base import DTYPES, Task, all_tasks  # noqa: E402
 from kernels.peers import Peer, peers_for  # noqa: E402
-from optimizer.peers import check_peer, graph_ms  # noqa: E402
+from optimizer.peers import check_peer  # noqa: E402
 from optimizer.sandbox import detect_environment  # noqa: E402
-from optimizer.sandbox.timing import measure, rotating  # noqa: E402
+from optimizer.sandbox.timing import graph_ms, measure, rotating  # noqa: E402
 
 log = logging.getLogger("launch_bound")
 RESULTS = Path(__file__).resolve().parent / "results"

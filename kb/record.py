@@ -132,6 +132,7 @@ class ShapeTiming(_Strict):
     shape: str
     median_ms: float = Field(gt=0)
     iqr_ms: float | None = Field(default=None, ge=0)
+    graph_ms: float | None = Field(default=None, gt=0)  # CUDA-graph replay: GPU time alone
     baseline_ms: float | None = Field(default=None, gt=0)
 
 
@@ -186,14 +187,29 @@ class Provenance(_Strict):
     date: datetime | None = Field(default=None, description="when it was measured, if known")
 
 
-# Fields added after records were first written: left out of the content hash while None.
-_OPTIONAL_LATER: tuple[tuple[str, str], ...] = (
+# Fields added after records were stored: left out of the content hash while None, so old
+# records keep their ids. A path names a field; "[]" steps into every item of a list.
+_OPTIONAL_LATER: tuple[tuple[str, ...], ...] = (
     ("edit", "rationale"),
     ("env", "vendor"),
     ("provenance", "license"),
     ("provenance", "device"),
     ("provenance", "date"),
+    ("feedback", "timings", "[]", "graph_ms"),
 )
+
+
+def _drop_if_none(node: Any, path: tuple[str, ...]) -> None:
+    """Delete the field at ``path`` under ``node`` wherever it is None."""
+    head, rest = path[0], path[1:]
+    if head == "[]":
+        for item in node:
+            _drop_if_none(item, rest)
+    elif not rest:
+        if node.get(head, 0) is None:
+            del node[head]
+    elif isinstance(node.get(head), (dict, list)):
+        _drop_if_none(node[head], rest)
 
 
 class ExperienceRecord(_Strict):
@@ -222,9 +238,8 @@ class ExperienceRecord(_Strict):
     def content_hash(self) -> str:
         """sha256 over everything but ``id`` and ``created_at``: same content, same id."""
         payload = self.model_dump(mode="json", exclude={"id", "created_at"})
-        for section, name in _OPTIONAL_LATER:  # added later: old records keep their ids
-            if payload[section][name] is None:
-                del payload[section][name]
+        for path in _OPTIONAL_LATER:  # added later: old records keep their ids
+            _drop_if_none(payload, path)
         canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 

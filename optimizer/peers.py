@@ -27,7 +27,7 @@ import torch
 from kernels.base import DTYPES, Shape, Task
 from kernels.peers import Peer, peers_for
 from optimizer.sandbox import checks
-from optimizer.sandbox.timing import floor_ms, measure, rotating
+from optimizer.sandbox.timing import floor_ms, graph_ms, measure, rotating
 
 log = logging.getLogger(__name__)
 
@@ -91,19 +91,6 @@ def check_peer(task: Task, peer: Peer | Callable, dtype: str, shape: Shape,
 
 
 # -- timing -------------------------------------------------------------------------------
-def graph_ms(call: Callable[[], Any], rep_ms: int = 100) -> float | None:
-    """Median ms per call replayed from a CUDA graph (GPU time alone, no host work, L2 not
-    flushed); None if the call cannot be captured (a host sync inside it, say)."""
-    from triton.testing import do_bench_cudagraph
-
-    try:
-        return float(do_bench_cudagraph(call, rep=rep_ms, return_mode="median"))
-    except Exception as err:  # noqa: BLE001 - any capture failure: report, go on
-        log.warning("not capturable: %s", repr(err)[:160])
-        torch.cuda.synchronize()
-        return None
-
-
 def time_call(fn: Callable, sets: Sequence[Sequence[Any]]) -> tuple[float, float | None]:
     """(do_bench median ms, CUDA-graph replay ms) of ``fn`` over rotating input sets."""
     return measure(rotating(fn, sets))[0], graph_ms(rotating(fn, sets))

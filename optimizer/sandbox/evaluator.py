@@ -128,6 +128,8 @@ def fill_timing(result: EvalResult, task: Task, data: dict[str, Any], shapes: li
     result.timing_available = True
     result.stage = "performance"
     result.timings = {k: (float(v[0]), float(v[1])) for k, v in timings.items()}
+    result.graph_timings = {k: float(v) for k, v in (data.get("graph_timings") or {}).items()
+                            if v is not None}
     labels = list(result.timings)
     medians = [result.timings[k][0] for k in labels]
     result.time_ms = _geomean(medians)

@@ -79,6 +79,7 @@ class EvalResult:
     timing_available: bool = False
     timing_note: str | None = None
     timings: dict[str, tuple[float, float]] = field(default_factory=dict)  # median, iqr ms
+    graph_timings: dict[str, float] = field(default_factory=dict)  # CUDA-graph replay ms
     time_ms: float | None = None  # geomean of shape medians
     baseline_ms: float | None = None
     parent_ms: float | None = None
@@ -113,6 +114,7 @@ class EvalResult:
         """The feedback layer of an experience record (validates as kb.record.Feedback)."""
         timings = [
             {"shape": label, "median_ms": med, "iqr_ms": iqr,
+             "graph_ms": self.graph_timings.get(label),
              "baseline_ms": self.baseline_timings.get(label)}
             for label, (med, iqr) in self.timings.items()
         ]

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 from triton.testing import do_bench as _do_bench
+from triton.testing import do_bench_cudagraph as _do_bench_cudagraph
 
 from optimizer.sandbox.tamper import HELD_PERF_COUNTER
 
@@ -127,6 +128,20 @@ def time_shape(call: Callable[[], Any], *, parent_ms: float | None, floor_ms: fl
             f"{median:.4f} ms on the stream clock but {timing.synced_ms:.4f} ms with the "
             "device synchronised: work may run on another stream after the clock stops")
     return timing
+
+
+def graph_ms(call: Callable[[], Any], rep_ms: int = 100) -> float | None:
+    """Median ms per call replayed from a CUDA graph: the GPU time alone, without the host
+    work of the call (wrapper, launcher, guards), L2 not flushed. On launch-bound shapes
+    this is the figure that says what the kernel costs inside a model that replays graphs.
+    None when the call cannot be captured (a host synchronisation inside it, say): that is
+    reported, not a failure, since eager callers never notice."""
+    try:
+        return float(_do_bench_cudagraph(call, rep=rep_ms, return_mode="median"))
+    except Exception as err:  # noqa: BLE001 - any capture failure: report, go on
+        log.warning("not capturable in a CUDA graph: %s", repr(err)[:160])
+        _SYNCHRONIZE()
+        return None
 
 
 def wall_ms_per_call(call: Callable[[], Any], calls: int = WALL_CALLS) -> float | None:

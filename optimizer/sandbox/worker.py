@@ -294,7 +294,7 @@ class Worker:
         self.progress("performance")
         parent = self.request.get("parent_timings") or {}
         peaks = self.request.get("peaks") or {}
-        timings, reasons, retimed = {}, [], {}
+        timings, reasons, retimed, graphs = {}, [], {}, {}
         parent_run = _ParentRunner(self.request.get("parent_source"))
         _spin_up_clocks()
         try:
@@ -312,6 +312,7 @@ class Worker:
                 self.guard(f"after timing ({label})")
                 self.check_timed_launches(label, call.calls, tracker)
                 timings[label] = [result.median_ms, result.iqr_ms]
+                graphs[label] = self.graph_time(module, sets, label, floor, reasons)
                 if result.parent_retimed_ms is not None:
                     retimed[label] = result.parent_retimed_ms
                 self.lap(f"time {label}")
@@ -321,8 +322,25 @@ class Worker:
             self.fail("performance", err.kind, str(err))
             return False
         self.out.update(stage="performance", timings=timings, suspect_reasons=reasons,
-                        parent_retimed=retimed, resources=kernel_resources(module))
+                        parent_retimed=retimed, graph_timings=graphs,
+                        resources=kernel_resources(module))
         return True
+
+    def graph_time(self, module: ModuleType, sets: list[list[Any]], label: str,
+                   floor: float | None, reasons: list[str]) -> float | None:
+        """GPU time alone (CUDA-graph replay) of the candidate's call on this shape: shown
+        beside the eager figure, never used for the verdict. The capture runs run() on the
+        host like any call, so the same launch check applies: a candidate that launches
+        other work when it sees a capture is caught as a timer cheat."""
+        call = _Counted(timing.rotating(module.run, sets))
+        with self.counting_launches() as tracker:
+            graph = timing.graph_ms(call)
+        self.guard(f"after graph timing ({label})")
+        self.check_timed_launches(label, call.calls, tracker)
+        if graph is not None and floor is not None and graph < floor:
+            reasons.append(f"({label}) replayed from a CUDA graph in {graph:.4f} ms, under "
+                           f"the {floor:.4f} ms the GPU's peak allows")
+        return graph
 
     @contextmanager
     def counting_launches(self) -> Iterator[provenance.Tracker]:

@@ -41,6 +41,9 @@ def test_timing_fields_are_filled(timed):
     assert sweep_labels and set(result.timings) == sweep_labels  # edge shapes: checked only
     assert task.shape_label((1, 7)) in result.shapes_checked
     assert all(iqr >= 0 for _, iqr in result.timings.values())
+    assert set(result.graph_timings) == sweep_labels  # GPU time alone, beside the eager call
+    for label, graph in result.graph_timings.items():
+        assert 0 < graph <= result.timings[label][0] * 1.5, (label, graph, result.timings)
     assert result.speedup_vs_baseline is not None
     assert result.achieved_gbps > 0 and 0 < result.peak_share < 1.2
     assert result.registers is not None and result.registers > 0
@@ -88,6 +91,7 @@ def test_stale_parent_figure_is_retimed_beside_the_child(timed):
     ("patch_do_bench", "cheat_timer"),  # a correct kernel + four lines halving do_bench
     ("patch_clock_in_run", "cheat_timer"),
     ("timed_differently", "cheat_timer"),  # less work when it sees the timing loop
+    ("captured_differently", "cheat_timer"),  # less work when it sees a CUDA-graph capture
     ("torch_plain", "torch_compute"),
     ("torch_fallback", "torch_compute"),
     ("overwrite_after_launch", "torch_compute"),

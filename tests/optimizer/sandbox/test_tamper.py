@@ -108,7 +108,13 @@ def test_time_all_plumbing_on_the_cpu(tmp_path, monkeypatch, name, kind):
             fn()
         return [0.9, 1.0, 1.1] if quantiles else 1.0
 
+    def fake_do_bench_cudagraph(fn, rep=100, return_mode="mean"):
+        for _ in range(4):  # a capture runs run() on the host like any call
+            fn()
+        return 0.5
+
     monkeypatch.setattr(timing, "_do_bench", fake_do_bench)
+    monkeypatch.setattr(timing, "_do_bench_cudagraph", fake_do_bench_cudagraph)
     monkeypatch.setattr(timing, "_SYNCHRONIZE", lambda: None)
     monkeypatch.setattr(worker_mod, "_spin_up_clocks", lambda: None)
     worker.snapshot = tamper_mod.Snapshot(task_module="kernels.softmax")  # after the stand-ins
@@ -116,6 +122,7 @@ def test_time_all_plumbing_on_the_cpu(tmp_path, monkeypatch, name, kind):
     written = json.loads((tmp_path / "result.json").read_text())
     if kind is None:
         assert worker.out["timings"]["rows=4,cols=128"] == pytest.approx([1.0, 0.2])
+        assert worker.out["graph_timings"]["rows=4,cols=128"] == pytest.approx(0.5)
         assert worker.out["stage"] == "performance"
     else:
         assert written["error_kind"] == kind and written["stage"] == "performance"
