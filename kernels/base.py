@@ -205,14 +205,11 @@ class Task:
     # Shape regimes (a configuration is best for a regime, not for a task): an optional
     # hook for the per-regime tuning and dispatch; None = the task is one regime.
     regimes: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
-    # where the template was read from (read_template), for messages and the sandbox
-    template_path: str | None = field(default=None, compare=False)
+    # where the template was read from (read_template; None: written inline)
+    template_path: str | None = field(default=None, init=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.template_path is None and isinstance(self.template, TemplateText):
-            object.__setattr__(self, "template_path", self.template.path)
-        if isinstance(self.template, TemplateText):  # a plain str from here on
-            object.__setattr__(self, "template", str(self.template))
+        object.__setattr__(self, "template_path", getattr(self.template, "path", None))
         validate(self, DTYPES, header_constants)
         own = self.launch  # the task's launch sees a whole config (defaults filled in)
         object.__setattr__(self, "launch", lambda config, shape, dtype="float16": (
@@ -373,6 +370,9 @@ class TemplateText(str):
         made = super().__new__(cls, text)
         made.path = path
         return made
+
+    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]  # pickling
+        return str(self), self.path
 
 
 def read_template(anchor: str, name: str | None = None) -> TemplateText:
