@@ -28,11 +28,11 @@ from sqlmodel import Session
 from kb.ingest import ingest, store_records
 from kb.record import ExperienceRecord, parse_record
 from kb.settings import Settings
-from kernels.base import related_ops_of
+from kernels.base import all_tasks, related_ops_of
 from retrieval.query import RetrievalQuery
 from retrieval.service import LocalKnowledge
 
-OPS = ["softmax", "rmsnorm", "swiglu", "rope", "attention", "matmul"]
+OPS = sorted({task.op_type for task in all_tasks().values()})  # the registered tasks' ops
 HW = [
     ("NVIDIA H200", "sm_90", 132, 4800.0), ("NVIDIA H100", "sm_90", 132, 3350.0),
     ("NVIDIA A100", "sm_80", 108, 2039.0), ("NVIDIA L4", "sm_89", 58, 300.0),

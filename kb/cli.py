@@ -204,8 +204,18 @@ def _hardware_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--triton", dest="triton_version", help="Triton version")
 
 
+def _use_tasks_dirs(args: argparse.Namespace) -> None:
+    """Name the task folders (setting and --tasks-dir) before the command runs; tasks
+    are read from them when a command first needs a task."""
+    from kb.settings import Settings
+    from kernels.discovery import add_tasks_dirs, split_dirs
+
+    add_tasks_dirs([*split_dirs(Settings().tasks_dir), *getattr(args, "tasks_dir", [])])
+
+
 def _add_query(parser: argparse.ArgumentParser) -> None:
     _hardware_flags(parser)
+    _optimize.tasks_dir_flag(parser)
     parser.add_argument("--task", dest="task_id")
     parser.add_argument("--dtype")
     parser.add_argument("--source", type=Path, help="file with the current kernel source")
@@ -418,6 +428,7 @@ for _command in (
 
 from optimizer import command as _optimize  # noqa: E402 - light at import (argparse only)
 from optimizer import revalidate_command as _revalidate  # noqa: E402 - argparse only
+from optimizer import task_command as _tasks  # noqa: E402 - argparse only
 
 
 def _run_revalidate(args: argparse.Namespace) -> int:
@@ -426,8 +437,15 @@ def _run_revalidate(args: argparse.Namespace) -> int:
     return status
 
 
+def _run_tasks(args: argparse.Namespace) -> int:
+    status, text = _tasks.execute(args)
+    print(text, file=sys.stderr if status == 2 else sys.stdout)
+    return status
+
+
 register(Command("optimize", _optimize.HELP, _optimize.add_arguments, _optimize.run))
 register(Command("revalidate", _revalidate.HELP, _revalidate.add_arguments, _run_revalidate))
+register(Command("tasks", _tasks.HELP, _tasks.add_arguments, _run_tasks))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -445,6 +463,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    try:
+        _use_tasks_dirs(args)
+    except ValueError as err:  # a tasks folder that is not one
+        print(f"kernelkb: error: {err}", file=sys.stderr)
+        return 2
     return COMMANDS[args.command].run(args)
 
 

@@ -36,6 +36,9 @@ class Settings(BaseSettings):
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key: str | None = None
+    # folders of one's own task files, joined by os.pathsep (kernels/discovery.py); the
+    # CLI's --tasks-dir adds to them
+    tasks_dir: str = ""
 
     @model_validator(mode="after")
     def _defaults(self) -> Settings:

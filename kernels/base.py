@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from kernels.validation import MISSING, TaskDefinitionError, closest, validate
 
 Shape = tuple[int, ...]
 ConfigValue = int | float | str | bool
@@ -157,24 +160,29 @@ def generic_launch(task: Task, config: Config, shape: Shape, dtype: str = "float
 
 @dataclass(frozen=True)
 class Task:
-    name: str
-    op_type: str
-    description: str
-    signature: str  # run()'s signature as the agent should keep it, e.g. "run(x) -> y"
-    reference: Callable[..., Any]
+    """One op to optimize, declared in one file (README "Adding a task"). Every field is
+    checked when the task is built (kernels/validation.py): a required one left out or a
+    wrong one raises TaskDefinitionError naming the task and the field."""
+
+    name: str = MISSING
+    op_type: str = MISSING
+    description: str = MISSING
+    signature: str = MISSING  # run()'s signature as the agent should keep it, "run(x) -> y"
+    reference: Callable[..., Any] = MISSING
     # make_inputs(shape, dtype, seed, device): seeded, drawn on the device itself (a CPU
     # draw of a 100M-element input costs seconds per input set on a GPU host)
-    make_inputs: Callable[[Shape, torch.dtype, int, str], tuple[Any, ...]]
-    shape_names: tuple[str, ...]  # e.g. ("rows", "cols")
-    sweep_shapes: tuple[Shape, ...]
-    edge_shapes: tuple[Shape, ...]
-    cpu_shapes: tuple[Shape, ...]  # small subset of the sweep for the CPU interpreter
-    dtypes: tuple[str, ...]
-    tolerances: Mapping[str, Tolerance]
-    bytes_moved: Callable[[Shape, torch.dtype], int]
-    flops: Callable[[Shape, torch.dtype], int]
-    template: str  # candidate module source; header constants are the config
-    knobs: tuple[Knob, ...]
+    make_inputs: Callable[[Shape, torch.dtype, int, str], tuple[Any, ...]] = MISSING
+    shape_names: tuple[str, ...] = MISSING  # e.g. ("rows", "cols")
+    sweep_shapes: tuple[Shape, ...] = MISSING  # what a GPU run tunes and sweeps
+    edge_shapes: tuple[Shape, ...] = MISSING  # size 1, non-powers of two, under a block
+    cpu_shapes: tuple[Shape, ...] = MISSING  # small ones for the CPU interpreter
+    dtypes: tuple[str, ...] = MISSING
+    tolerances: Mapping[str, Tolerance] = MISSING
+    bytes_moved: Callable[[Shape, torch.dtype], int] = MISSING
+    flops: Callable[[Shape, torch.dtype], int] = MISSING
+    # candidate module source (read_template: a real .py file); header constants = config
+    template: str = MISSING
+    knobs: tuple[Knob, ...] = MISSING
     variants: tuple[Variant, ...] = ()
     related_ops: tuple[str, ...] = ()  # for cross-task transfer in retrieval
     # A configuration is legal unless this says why not (e.g. a tile over smem budget).
@@ -191,24 +199,22 @@ class Task:
     # launch(config, shape, dtype="float16") -> Launch: grid, threads, work and tile of a
     # configuration on a shape, for the learned ranker; None = generic_launch (knob names)
     launch: Callable[..., Launch] | None = field(default=None, repr=False, compare=False)
+    # peers() -> [kernels.peers.Peer]: what a user would call instead of this kernel, timed
+    # at the end of a GPU run; None = the reference eager and under torch.compile
+    peers: Callable[[], Sequence[Any]] | None = field(default=None, repr=False, compare=False)
+    # Shape regimes (a configuration is best for a regime, not for a task): an optional
+    # hook for the per-regime tuning and dispatch; None = the task is one regime.
+    regimes: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
+    # where the template was read from (read_template; None: written inline)
+    template_path: str | None = field(default=None, init=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "template_path", getattr(self.template, "path", None))
+        validate(self, DTYPES, header_constants)
         own = self.launch  # the task's launch sees a whole config (defaults filled in)
         object.__setattr__(self, "launch", lambda config, shape, dtype="float16": (
             own({**self.default_config, **config}, tuple(shape), dtype) if own else
             generic_launch(self, config, tuple(shape), dtype)))
-        if not self.sweep_shapes or not self.edge_shapes or not self.cpu_shapes:
-            raise ValueError(f"task {self.name}: sweep, edge and cpu shapes are required")
-        for shape in (*self.sweep_shapes, *self.edge_shapes, *self.cpu_shapes):
-            if len(shape) != len(self.shape_names):
-                raise ValueError(f"task {self.name}: shape {shape} != {self.shape_names}")
-        missing = set(self.dtypes) - set(self.tolerances)
-        if missing:
-            raise ValueError(f"task {self.name}: no tolerance for {sorted(missing)}")
-        header = header_constants(self.template)
-        for name in (k.name for k in (*self.knobs, *self.variants)):
-            if name not in header:
-                raise ValueError(f"task {self.name}: template has no header constant {name}")
 
     # -- search space -------------------------------------------------------------
     @property
@@ -354,27 +360,77 @@ def _literal(text: str) -> ConfigValue:
     raise ValueError(text)
 
 
+# -- templates ------------------------------------------------------------------------
+class TemplateText(str):
+    """A kernel template's source text that remembers the file it was read from."""
+
+    path: str
+
+    def __new__(cls, text: str, path: str) -> TemplateText:
+        made = super().__new__(cls, text)
+        made.path = path
+        return made
+
+    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]  # pickling
+        return str(self), self.path
+
+
+def read_template(anchor: str, name: str | None = None) -> TemplateText:
+    """The kernel template of the task defined in file ``anchor`` (pass ``__file__``):
+    ``templates/<name>.py`` beside it, ``name`` defaulting to that file's own name. A real
+    .py file, so linters and editors see the kernel; read as text, its header constants
+    rewritten for each configuration (``Task.render``)."""
+    base = os.path.dirname(os.path.abspath(anchor))
+    stem = name or os.path.splitext(os.path.basename(anchor))[0]
+    path = os.path.join(base, "templates", stem if stem.endswith(".py") else f"{stem}.py")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return TemplateText(handle.read(), path)
+    except OSError as err:
+        raise TaskDefinitionError(stem, "template", f"cannot read {path}: {err.strerror}"
+                                  ) from None
+
+
 # -- registry -------------------------------------------------------------------------
+# name -> Task, in the order tasks registered; filled by kernels/discovery.py (every task
+# module of this package, the folders a user names, the kernelkb.tasks entry points).
 TASKS: dict[str, Task] = {}
 
 
 def register(task: Task) -> Task:
+    """Add a task (a task module may call this, or just define a module-level Task)."""
+    from kernels import discovery
+
+    if TASKS.get(task.name) is task:
+        return task
+    origin = discovery.loading()
     if task.name in TASKS:
-        raise ValueError(f"task {task.name} registered twice")
+        raise TaskDefinitionError(task.name, "name", (
+            f"taken: {discovery.describe(task.name)} registered it first"
+            + (f"; {origin.describe()} cannot" if origin else "")))
     TASKS[task.name] = task
+    discovery.note_origin(task.name, origin)
     return task
 
 
 def get_task(name: str) -> Task:
-    _load_builtin_tasks()
+    """The task called ``name``; KeyError naming the known ones and the closest."""
+    if name not in TASKS:
+        from kernels import discovery
+
+        discovery.discover()
     try:
         return TASKS[name]
     except KeyError:
-        raise KeyError(f"unknown task {name!r}; known: {sorted(TASKS)}") from None
+        raise KeyError(f"unknown task {name!r}{closest(name, TASKS) or ';'} known: "
+                       f"{', '.join(sorted(TASKS))}") from None
 
 
 def all_tasks() -> dict[str, Task]:
-    _load_builtin_tasks()
+    """Every task: this package's, the named folders', the installed entry points'."""
+    from kernels import discovery
+
+    discovery.discover()
     return dict(TASKS)
 
 
@@ -387,17 +443,6 @@ def related_ops_of(op_type: str) -> tuple[str, ...]:
         if task.op_type == op_type:
             found.update(dict.fromkeys(op for op in task.related_ops if op != op_type))
     return tuple(found)
-
-
-def _load_builtin_tasks() -> None:
-    import importlib
-
-    for module in ("softmax", "rmsnorm", "swiglu", "rope", "attention", "matmul"):
-        try:
-            importlib.import_module(f"kernels.{module}")
-        except ModuleNotFoundError as err:
-            if err.name != f"kernels.{module}":
-                raise
 
 
 def record_launch(record: Any, shape_label: str) -> Launch | None:

@@ -21,106 +21,13 @@ from kernels.base import (
     Tolerance,
     Variant,
     cdiv,
+    read_template,
     register,
     vector_width,
 )
+from kernels.peers import Peer
 
-TEMPLATE = '''\
-import torch
-import triton
-import triton.language as tl
-
-BLOCK_M = 64  # output rows per program
-BLOCK_N = 64  # output columns per program
-BLOCK_K = 64  # reduction step
-GROUP_M = 1  # tile rows walked together (1 = plain row-major program order)
-NUM_WARPS = 4
-NUM_STAGES = 2
-EVEN_K = False  # drop the K masks when K % BLOCK_K == 0 (checked at launch)
-SPLIT_K = 1  # programs sharing one tile's K range; >1 sums fp32 partials (a 2nd kernel)
-
-
-@triton.jit
-def matmul_kernel(c_ptr, a_ptr, b_ptr, M, N, K,
-                  stride_am, stride_ak, stride_bk, stride_bn, stride_cs, stride_cm, stride_cn,
-                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                  GROUP: tl.constexpr, K_EVEN: tl.constexpr, SPLITS: tl.constexpr):
-    pid = tl.program_id(0)
-    split = tl.program_id(1)
-    tiles_m = tl.cdiv(M, BM)
-    tiles_n = tl.cdiv(N, BN)
-    # grouped order: GROUP tile rows share each column of B tiles before moving on
-    per_group = GROUP * tiles_n
-    first_m = (pid // per_group) * GROUP
-    group_rows = tl.minimum(tiles_m - first_m, GROUP)
-    pid_m = first_m + (pid % per_group) % group_rows
-    pid_n = (pid % per_group) // group_rows
-
-    rows = pid_m * BM + tl.arange(0, BM)
-    cols = pid_n * BN + tl.arange(0, BN)
-    ks = tl.arange(0, BK)
-    k_chunk = tl.cdiv(tl.cdiv(K, SPLITS), BK) * BK  # K range of one split, whole steps
-    k_lo = split * k_chunk
-    k_hi = tl.minimum(K, k_lo + k_chunk)
-    a_ptrs = a_ptr + rows[:, None].to(tl.int64) * stride_am + (k_lo + ks)[None, :] * stride_ak
-    b_ptrs = b_ptr + (k_lo + ks)[:, None] * stride_bk + cols[None, :].to(tl.int64) * stride_bn
-    row_ok = rows[:, None] < M
-    col_ok = cols[None, :] < N
-    acc = tl.zeros([BM, BN], dtype=tl.float32)
-    for k in range(k_lo, k_hi, BK):
-        if K_EVEN:
-            a = tl.load(a_ptrs, mask=row_ok, other=0.0)
-            b = tl.load(b_ptrs, mask=col_ok, other=0.0)
-        else:
-            k_ok = k + ks < k_hi
-            a = tl.load(a_ptrs, mask=row_ok & k_ok[None, :], other=0.0)
-            b = tl.load(b_ptrs, mask=k_ok[:, None] & col_ok, other=0.0)
-        acc = tl.dot(a, b, acc)
-        a_ptrs += BK * stride_ak
-        b_ptrs += BK * stride_bk
-    c_ptrs = (c_ptr + split.to(tl.int64) * stride_cs + rows[:, None].to(tl.int64) * stride_cm
-              + cols[None, :] * stride_cn)
-    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=row_ok & col_ok)
-
-
-@triton.jit
-def splitk_sum_kernel(out_ptr, part_ptr, n, SPLITS: tl.constexpr, BLOCK: tl.constexpr):
-    # out = the SPLITS fp32 partial tiles added in split order, cast to out's dtype
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    part_ptrs = part_ptr + offs
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for _ in tl.static_range(SPLITS):
-        acc += tl.load(part_ptrs, mask=mask, other=0.0)
-        part_ptrs += n
-    tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
-
-
-def run(a, b):
-    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"matmul needs A [M, K] and B [K, N], got "
-                         f"{tuple(a.shape)} @ {tuple(b.shape)}")
-    M, K = a.shape
-    N = b.shape[1]
-    splits = max(1, min(SPLIT_K, triton.cdiv(K, BLOCK_K)))
-    k_even = EVEN_K and K % BLOCK_K == 0  # every split then covers whole K steps
-    if splits == 1:
-        c = torch.empty((1, M, N), device=a.device, dtype=a.dtype)
-    else:
-        c = torch.empty((splits, M, N), device=a.device, dtype=torch.float32)
-    grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N), splits)
-    matmul_kernel[grid](c, a, b, M, N, K,
-                        a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                        c.stride(0), c.stride(1), c.stride(2),
-                        BM=BLOCK_M, BN=BLOCK_N, BK=BLOCK_K, GROUP=GROUP_M,
-                        K_EVEN=k_even, SPLITS=splits,
-                        num_warps=NUM_WARPS, num_stages=NUM_STAGES)
-    if splits == 1:
-        return c[0]
-    out = torch.empty((M, N), device=a.device, dtype=a.dtype)
-    splitk_sum_kernel[(triton.cdiv(M * N, 1024),)](out, c, M * N, SPLITS=splits, BLOCK=1024)
-    return out
-'''
+TEMPLATE = read_template(__file__)  # kernels/templates/matmul.py: the naive kernel
 
 # Hopper's shared memory per block (227 KiB), with headroom for the epilogue's scratch.
 SMEM_BUDGET_BYTES = 200 * 1024
@@ -208,6 +115,11 @@ def launch(cfg: Config, shape: Shape, dtype: str) -> Launch:
                   vector_width=vector_width(bm * bk, threads, size))
 
 
+def peers() -> list[Peer]:
+    """cuBLAS, as torch.matmul calls it."""
+    return [Peer("cuBLAS", torch.matmul, "torch.matmul (cuBLAS)")]
+
+
 TASK = register(
     Task(
         name="matmul",
@@ -257,5 +169,6 @@ TASK = register(
         compute_bound=True,
         smem_bytes=smem_bytes,
         launch=launch,
+        peers=peers,
     )
 )

@@ -14,8 +14,9 @@ heads, head_dim) and views it as (batch, heads, seq, head_dim) with ``transpose(
 that view is what HF's ``apply_rotary_pos_emb`` and Liger's ``LigerRopeFunction`` take.
 The task's inputs are that projection output, so the peers get the transposed *view* (no
 copy, as in the model) and their outputs are viewed back; nobody pays a transpose.
-Used by ``benchmarks/peers.py``, ``benchmarks/launch_bound.py`` and the end of every
-``kernelkb optimize`` run on a GPU.
+Each task declares its own peers (``Task.peers``, built from the formulations here);
+``peers_for`` reads them. Used by ``benchmarks/peers.py``, ``benchmarks/launch_bound.py``
+and the end of every ``kernelkb optimize`` run on a GPU.
 """
 
 from __future__ import annotations
@@ -124,28 +125,29 @@ def attention_unfused(q, k, v, k_cache, v_cache, cache_len):
     return F.scaled_dot_product_attention(q, keys, values, attn_mask=visible)
 
 
-# -- Liger-Kernel -------------------------------------------------------------------------
-def liger_peer(task_name: str) -> Peer | None:
-    try:
-        if task_name == "softmax":
-            from liger_kernel.ops.softmax import LigerSoftmaxFunction
-            return Peer("liger", LigerSoftmaxFunction.apply, "LigerSoftmaxFunction")
-        if task_name == "rmsnorm":
-            from liger_kernel.ops.rms_norm import LigerRMSNormFunction
-            return Peer("liger", lambda x, w, eps=1e-6: LigerRMSNormFunction.apply(
-                x, w, eps, 0.0, "llama", False), "LigerRMSNormFunction, casting mode 'llama'")
-        if task_name == "swiglu":
-            from liger_kernel.ops.swiglu import LigerSiLUMulFunction
-            return Peer("liger", LigerSiLUMulFunction.apply, "LigerSiLUMulFunction")
-        if task_name == "rope":
-            from liger_kernel.ops.rope import LigerRopeFunction
-            return Peer("liger", rope_hf(liger_rope(LigerRopeFunction.apply)),
-                        "LigerRopeFunction on the (batch, heads, seq, dim) views, cos/sin "
-                        "gathered from the HF cache in the input dtype; rotates q, k in place",
-                        in_place=True)
-    except ImportError as err:
-        log.warning("Liger-Kernel not importable (%s): its column stays empty", err)
-    return None
+# -- Liger-Kernel (each imported when a task's peers() asks for it) ----------------------
+def liger_softmax() -> Peer:
+    from liger_kernel.ops.softmax import LigerSoftmaxFunction
+    return Peer("liger", LigerSoftmaxFunction.apply, "LigerSoftmaxFunction")
+
+
+def liger_rmsnorm() -> Peer:
+    from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+    return Peer("liger", lambda x, w, eps=1e-6: LigerRMSNormFunction.apply(
+        x, w, eps, 0.0, "llama", False), "LigerRMSNormFunction, casting mode 'llama'")
+
+
+def liger_swiglu() -> Peer:
+    from liger_kernel.ops.swiglu import LigerSiLUMulFunction
+    return Peer("liger", LigerSiLUMulFunction.apply, "LigerSiLUMulFunction")
+
+
+def liger_rope_peer() -> Peer:
+    from liger_kernel.ops.rope import LigerRopeFunction
+    return Peer("liger", rope_hf(liger_rope(LigerRopeFunction.apply)),
+                "LigerRopeFunction on the (batch, heads, seq, dim) views, cos/sin "
+                "gathered from the HF cache in the input dtype; rotates q, k in place",
+                in_place=True)
 
 
 def liger_rope(fn) -> Callable:
@@ -158,29 +160,35 @@ def liger_rope(fn) -> Callable:
     return apply
 
 
+# -- building a task's list ---------------------------------------------------------------
+def eager_and_compiled(fn: Callable, how: str | None = None) -> list[Peer]:
+    """``fn`` as PyTorch eager and under torch.compile(dynamic=False): the two peers every
+    op has (a task's default, with its reference as ``fn``)."""
+    return [Peer("eager", fn, how or f"PyTorch eager ({getattr(fn, '__name__', 'fn')})"),
+            Peer("compiled", torch.compile(fn, dynamic=False),
+                 "the same, torch.compile(dynamic=False)")]
+
+
+def optional(build: Callable[[], Peer]) -> list[Peer]:
+    """A peer from a package that may be missing (Liger-Kernel): [] with a warning then."""
+    try:
+        return [build()]
+    except ImportError as err:
+        log.warning("%s not importable (%s): its column stays empty", build.__name__, err)
+        return []
+
+
 # -- the peers of a task ------------------------------------------------------------------
 def peers_for(task: Task) -> dict[str, Peer]:
-    """{name: Peer} a user would pick instead of the task's kernel."""
-    if task.name == "matmul":
-        peers = [Peer("cuBLAS", torch.matmul, "torch.matmul (cuBLAS)")]
-    elif task.name == "attention":
-        peers = [Peer("unfused eager", attention_unfused,
-                      "HF rotate-half RoPE in the input dtype, cache slice writes, SDPA"),
-                 Peer("unfused compiled", torch.compile(attention_unfused, dynamic=False),
-                      "the same, torch.compile(dynamic=False)")]
-    elif task.name == "rope":
-        peers = [Peer("eager", rope_hf(), "HF Llama apply_rotary_pos_emb in the input dtype "
-                      "on the (batch, heads, seq, dim) views, cos/sin cache gathered at the "
-                      "positions"),
-                 Peer("compiled", rope_hf(torch.compile(_rope_hf, dynamic=False)),
-                      "the same, torch.compile(dynamic=False)")]
-    else:
-        eager = {"softmax": softmax_eager, "rmsnorm": rmsnorm_eager,
-                 "swiglu": swiglu_eager}.get(task.name, task.reference)
-        peers = [Peer("eager", eager, f"PyTorch eager ({eager.__name__})"),
-                 Peer("compiled", torch.compile(eager, dynamic=False),
-                      "the same, torch.compile(dynamic=False)")]
-    liger = liger_peer(task.name)
-    if liger is not None:
-        peers.append(liger)
-    return {p.name: p for p in peers}
+    """{name: Peer} a user would pick instead of the task's kernel: what the task declares
+    (``Task.peers``), else its reference eager and compiled."""
+    declared = task.peers() if task.peers is not None else eager_and_compiled(task.reference)
+    peers: dict[str, Peer] = {}
+    for peer in declared:
+        if not isinstance(peer, Peer):
+            raise TypeError(f"task {task.name}: peers() gave a {type(peer).__name__}, "
+                            "not a kernels.peers.Peer")
+        if peer.name in peers:
+            raise ValueError(f"task {task.name}: two peers named {peer.name!r}")
+        peers[peer.name] = peer
+    return peers

@@ -20,6 +20,7 @@ progress = logging.getLogger("kernelkb.progress")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("task", help="task name, e.g. softmax")
+    tasks_dir_flag(parser)
     parser.add_argument("--agent", choices=("offline", "llm", "tuner"), default="offline",
                         help="offline catalog agent (default), an LLM, or the knob tuner")
     parser.add_argument("--search", choices=("grid", "tpe"), default="grid",
@@ -45,6 +46,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="journal path when the service is down (default: in the run)")
     parser.add_argument("--model", default=None, help="LLM model (else settings)")
     parser.add_argument("--seed", type=int, default=0)
+
+
+def tasks_dir_flag(parser: argparse.ArgumentParser) -> None:
+    """--tasks-dir, on every command that takes a task (kb/cli.py reads it, with the
+    tasks_dir setting, before the command runs)."""
+    parser.add_argument("--tasks-dir", action="append", default=[], metavar="DIR",
+                        help="a folder of one's own task files (repeatable; adds to "
+                             "KERNELKB_TASKS_DIR)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -13,11 +13,14 @@ import shlex
 import sys
 from pathlib import Path
 
+from optimizer.command import tasks_dir_flag
+
 HELP = "re-time the store's best known configurations of a task on this GPU and Triton"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", required=True, help="task name, e.g. softmax")
+    tasks_dir_flag(parser)
     parser.add_argument("--top", type=int, default=5,
                         help="how many distinct configurations, best measured first")
     parser.add_argument("--dtype", default="float16")

@@ -14,6 +14,7 @@ from kb.api.body_limit import BodyLimit
 from kb.api.errors import install_error_handlers
 from kb.api.routes import experiences, knowledge, system
 from kb.settings import Settings
+from kernels.discovery import add_tasks_dirs, split_dirs
 from retrieval.service import LocalKnowledge
 
 log = logging.getLogger(__name__)
@@ -25,6 +26,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         kb = knowledge_ or LocalKnowledge(settings or Settings())
+        add_tasks_dirs(split_dirs(kb.settings.tasks_dir))  # their related ops, for queries
         if kb.settings.load_seeds_on_start:
             kb.seed_if_empty()
         kb.warm_up()  # first request should not pay for the model and the matrix

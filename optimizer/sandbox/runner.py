@@ -65,8 +65,11 @@ def _limit_address_space(limit_mb: int) -> Any:
 def run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
                mem_limit_mb: int | None) -> WorkerOutcome:
     """Run one request in a fresh, contained ``python -m optimizer.sandbox.worker``."""
-    with tempfile.TemporaryDirectory(prefix="kernelkb_sandbox_") as tmp:
-        request = {**request, "result_path": os.path.join(tmp, "result.json")}
+    with tempfile.TemporaryDirectory(prefix="kernelkb_sandbox_") as tmp, \
+            tempfile.TemporaryDirectory(prefix="kernelkb_task_") as task_copy:
+        origin, task_keep = place_task(request, task_copy)
+        request = {**request, "result_path": os.path.join(tmp, "result.json"),
+                   "task_origin": origin}
         if use_gpu:
             request["gpu_mem_limit_mb"] = mem_limit_mb
         request_path = os.path.join(tmp, "request.json")
@@ -78,7 +81,7 @@ def run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
         reason = jail.unavailable_reason()
         if reason is None:
             argv = jail.command(argv, workdir=tmp, cwd=env["HOME"], hide=hidden_paths(),
-                                keep=kept_paths())
+                                keep=kept_paths() + task_keep)
             containment = "namespaces"
         else:
             log.warning("sandbox: no namespaces here (%s); the candidate runs with a "
@@ -174,6 +177,43 @@ def kept_paths() -> list[str]:
     for module in (torch, triton, numpy):
         paths.append(os.path.dirname(os.path.dirname(os.path.realpath(module.__file__))))
     return list(dict.fromkeys(paths))
+
+
+def place_task(request: dict[str, Any], copy_dir: str) -> tuple[dict[str, str] | None,
+                                                                list[str]]:
+    """Where the worker loads the request's task from, and what the jail must show it.
+
+    A task of this package needs nothing. A task file from a user's folder is copied
+    with its template (``templates/`` beside it) into ``copy_dir``, bound read-only:
+    binding the folder itself could show the worker what the jail hides (a tasks folder
+    that is the working directory, with a .env in it). An installed entry point's
+    top-level package is bound read-only where it lies (a single-file module is copied).
+    """
+    from kernels.discovery import origin_request
+
+    origin = request.get("task_origin") or origin_request(str(request.get("task")))
+    if not origin or (origin.get("module", "").startswith("kernels.") and not origin.get("root")):
+        return origin, []
+    if origin.get("file"):
+        return {"file": _copy_task_file(origin["file"], copy_dir)}, [copy_dir]
+    root, top = origin["root"], origin["module"].split(".")[0]
+    if os.path.isdir(os.path.join(root, top)):
+        return origin, [os.path.join(root, top)]
+    _copy_task_file(os.path.join(root, f"{top}.py"), copy_dir)
+    return {"module": origin["module"], "root": copy_dir}, [copy_dir]
+
+
+def _copy_task_file(file: str, copy_dir: str) -> str:
+    """Copy a task module and the templates folder beside it; the copy's path."""
+    import shutil
+
+    target = os.path.join(copy_dir, os.path.basename(file))
+    shutil.copy2(file, target)
+    templates = os.path.join(os.path.dirname(file), "templates")
+    if os.path.isdir(templates):
+        shutil.copytree(templates, os.path.join(copy_dir, "templates"), dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    return target
 
 
 def _kill_marked(run_id: str) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from kernels.base import DTYPES, Task, get_task, load_candidate
+from kernels.discovery import load_origin
 from optimizer.sandbox import checks, provenance, tamper, timing
 from optimizer.sandbox.errors import classify_exception, exception_message, trim
 
@@ -58,6 +59,7 @@ class Worker:
     def __init__(self, request: dict[str, Any]):
         self.request = request
         self.result_path: str = request["result_path"]
+        load_origin(request.get("task_origin"))  # a task from a user's folder or a package
         self.task: Task = get_task(request["task"])
         self.dtype = DTYPES[request["dtype"]]
         self.tol = self.task.tolerances[request["dtype"]]
@@ -429,6 +431,7 @@ def _worse(stats: checks.ErrorStats, worst: dict[str, Any]) -> bool:
 
 def measure_baseline(request: dict[str, Any]) -> dict[str, Any]:
     """Reference (PyTorch eager) median per shape, timed like a candidate."""
+    load_origin(request.get("task_origin"))
     task, dtype = get_task(request["task"]), DTYPES[request["dtype"]]
     out: dict[str, float] = {}
     for shape in (tuple(s) for s in request["shapes"]):

@@ -1,0 +1,73 @@
+import torch
+import triton
+import triton.language as tl
+
+BLOCK_SIZE = 0  # columns per tile; 0 = the whole row (next power of two) in one tile
+NUM_WARPS = 4
+NUM_STAGES = 1
+ROWS_PER_PROGRAM = 1  # rows each program handles, to amortise launch for short rows
+ONLINE = False  # chunked rows: one online pass for max and sum instead of two passes
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, n_rows, n_cols, stride_x, stride_o,
+                   BLOCK: tl.constexpr, SINGLE_TILE: tl.constexpr,
+                   ONLINE_PASS: tl.constexpr, ROWS: tl.constexpr):
+    pid = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    for r in range(ROWS):
+        row = pid * ROWS + r
+        if row < n_rows:
+            x_row = x_ptr + row.to(tl.int64) * stride_x
+            o_row = out_ptr + row.to(tl.int64) * stride_o
+            if SINGLE_TILE:
+                mask = cols < n_cols
+                x = tl.load(x_row + cols, mask=mask, other=-float("inf")).to(tl.float32)
+                e = tl.exp(x - tl.max(x, 0))
+                y = e / tl.sum(e, 0)
+                tl.store(o_row + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+            else:
+                if ONLINE_PASS:
+                    m_vec = tl.full([BLOCK], -float("inf"), tl.float32)
+                    s_vec = tl.zeros([BLOCK], tl.float32)
+                    for start in range(0, n_cols, BLOCK):
+                        mask = start + cols < n_cols
+                        x = tl.load(x_row + start + cols, mask=mask, other=-float("inf"))
+                        m_new = tl.maximum(m_vec, x.to(tl.float32))
+                        alive = m_new > -float("inf")
+                        scale = tl.where(alive, tl.exp(m_vec - m_new), 0.0)
+                        s_vec = s_vec * scale + tl.where(alive, tl.exp(x - m_new), 0.0)
+                        m_vec = m_new
+                    m = tl.max(m_vec, 0)
+                    s = tl.sum(tl.where(m_vec > -float("inf"), s_vec * tl.exp(m_vec - m), 0.0), 0)
+                else:
+                    m_vec = tl.full([BLOCK], -float("inf"), tl.float32)
+                    for start in range(0, n_cols, BLOCK):
+                        mask = start + cols < n_cols
+                        x = tl.load(x_row + start + cols, mask=mask, other=-float("inf"))
+                        m_vec = tl.maximum(m_vec, x.to(tl.float32))
+                    m = tl.max(m_vec, 0)
+                    s_vec = tl.zeros([BLOCK], tl.float32)
+                    for start in range(0, n_cols, BLOCK):
+                        mask = start + cols < n_cols
+                        x = tl.load(x_row + start + cols, mask=mask, other=-float("inf"))
+                        s_vec += tl.exp(x.to(tl.float32) - m)
+                    s = tl.sum(s_vec, 0)
+                for start in range(0, n_cols, BLOCK):
+                    mask = start + cols < n_cols
+                    x = tl.load(x_row + start + cols, mask=mask, other=-float("inf"))
+                    y = tl.exp(x.to(tl.float32) - m) / s
+                    tl.store(o_row + start + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def run(x):
+    n_rows, n_cols = x.shape
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    whole_row = triton.next_power_of_2(n_cols)
+    block = whole_row if BLOCK_SIZE == 0 else min(BLOCK_SIZE, whole_row)
+    grid = (triton.cdiv(n_rows, ROWS_PER_PROGRAM),)
+    softmax_kernel[grid](out, x, n_rows, n_cols, x.stride(0), out.stride(0),
+                         BLOCK=block, SINGLE_TILE=block >= n_cols, ONLINE_PASS=ONLINE,
+                         ROWS=ROWS_PER_PROGRAM, num_warps=NUM_WARPS, num_stages=NUM_STAGES)
+    return out
