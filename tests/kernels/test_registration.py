@@ -198,3 +198,10 @@ def test_the_sandbox_worker_loads_a_folder_task_from_its_origin(tmp_path: Path) 
     sys.modules.pop(discovery._private_name(request["file"]), None)
     discovery.load_origin(request)
     assert TASKS["add_rmsnorm"].related_ops == ("rmsnorm",)
+
+
+@pytest.mark.parametrize("argv", [["optimize", "add_rmsnorm"], ["revalidate", "--task", "x"],
+                                  ["query", "--op", "add_rmsnorm"], ["tasks"]])
+def test_every_command_that_takes_a_task_takes_tasks_dir(argv) -> None:
+    args = cli.build_parser().parse_args([*argv, "--tasks-dir", "a", "--tasks-dir", "b"])
+    assert args.tasks_dir == ["a", "b"]

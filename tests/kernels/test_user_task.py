@@ -107,6 +107,7 @@ def test_a_user_task_runs_through_optimize_on_cpu_with_its_related_ops_experienc
     assert [r.verdict for r in result.rounds] == ["neutral", "neutral"]  # untimed, verified
     assert {r.task.task_id for r in result.records} == {"add_rmsnorm"}
     first = agent.prompts[0]
-    assert "(related op 'rmsnorm', not this task's) 'rmsnorm'/'rmsnorm'" in first, first
+    assert "(related op rmsnorm, not this task's) rmsnorm/rmsnorm float16 on NVIDIA H200" \
+        in first, first
     assert "Residual add then RMSNorm" in first  # the task's own description
     knowledge.close()
