@@ -25,8 +25,10 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         kb = knowledge_ or LocalKnowledge(settings or Settings())
-        if kb.settings.load_seeds_on_start:
-            kb.seed_if_empty()
+        kb.seed_if_empty()
+        note = kb.empty_note()
+        if note:
+            log.warning(note)
         kb.warm_up()  # first request should not pay for the model and the matrix
         try:
             log.warning(write_policy(kb.settings.host, kb.settings.api_token))
