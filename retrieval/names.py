@@ -13,11 +13,12 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable
-
-from sqlmodel import Session
+from typing import TYPE_CHECKING
 
 from kb.gpu_facts import lookup, unknown_gpu_message
-from retrieval.columns import snapshot
+
+if TYPE_CHECKING:  # matching needs no database: `optimize` uses it on a bare GPU host too
+    from sqlmodel import Session
 
 _SEPARATORS = re.compile(r"[^0-9a-z]+")
 
@@ -73,6 +74,8 @@ def match_gpu(name: str, stored: Iterable[str]) -> str:
 def store_names(session: Session) -> dict[str, list[str]]:
     """The op types, task ids, GPU names and architectures in the store, from the ladder's
     column snapshot (kept current per query; no scan of the table per request)."""
+    from retrieval.columns import snapshot
+
     vocab = snapshot(session).vocab
     columns = {"op": "op_type", "task": "task_id", "gpu": "gpu_name", "arch": "arch"}
     return {kind: sorted(w for w in list(vocab[column].words) if w)
