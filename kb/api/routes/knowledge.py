@@ -26,6 +26,8 @@ class BootstrapRequest(BaseModel):
                               "(a second optimization on a known card), not only others'")
     dtype: Literal["float32", "float16", "bfloat16"] = "float16"
     limit: int = Field(10, ge=1, le=500, description="ranked configurations returned")
+    check_names: bool = Field(True, description="match op_type to the known ops (any case) "
+                              "and reject one nobody knows; False takes it as given")
 
 
 @router.post("/retrieve", response_model=RetrievalResult)
@@ -55,10 +57,12 @@ def resolve(kb: LocalKnowledge, **names: str | None) -> dict[str, str | None]:
 @router.get("/insights", response_model=InsightReport)
 def insights(kb: KnowledgeDep, op_type: str | None = None, gpu_name: str | None = None,
              arch: str | None = None, triton_version: str | None = None,
-             current_triton: str | None = None) -> InsightReport:
+             current_triton: str | None = None, check_names: bool = True) -> InsightReport:
     """``triton_version`` filters; ``current_triton`` labels and ranks other versions lower.
-    Names match in any case and by short forms ('h200'); an unknown one: 422."""
-    names = resolve(kb, op_type=op_type, gpu_name=gpu_name, arch=arch)
+    Names match in any case and by short forms ('h200'); an unknown one: 422
+    (``check_names=false``: taken as given, as programs send them)."""
+    names = resolve(kb, op_type=op_type, gpu_name=gpu_name, arch=arch) if check_names else \
+        {"op_type": op_type, "gpu_name": gpu_name, "arch": arch}
     return kb.insights(op_type=names["op_type"], gpu_name=names["gpu_name"],
                        arch=names["arch"], triton_version=triton_version,
                        current_triton=current_triton)
@@ -71,7 +75,8 @@ def bootstrap(body: BootstrapRequest, kb: KnowledgeDep) -> BootstrapPlan:
     from optimizer.spaces import space_for_op  # kernels and torch: on first use
     from retrieval.prediction import UnknownGpu
 
-    op_type = resolve(kb, op_type=body.op_type)["op_type"]
+    op_type = resolve(kb, op_type=body.op_type)["op_type"] if body.check_names else \
+        body.op_type
     space = space_for_op(op_type, body.dtype) if op_type else None
     try:
         return kb.bootstrap(body.env.model_dump(exclude_unset=True), op_type=op_type,
