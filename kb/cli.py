@@ -283,18 +283,17 @@ def _run_query(args: argparse.Namespace) -> int:
         raise UsageError("--op is required (e.g. --op softmax)")
     if args.source and not args.source.is_file():
         raise UsageError(f"--source {args.source}: no such file")
+    query = RetrievalQuery(  # checks every value before the store opens
+        op_type=args.op_type, task_id=args.task_id, dtype=args.dtype,
+        gpu_name=args.gpu_name, arch=args.arch, triton_version=args.triton_version,
+        kernel_source=args.source.read_text() if args.source else None,
+        feedback_text=args.feedback_text, k=args.k, max_chars=args.max_chars,
+        exclude_tasks=args.exclude_tasks, include_related=not args.no_related, related_ops=[])
     knowledge = _reader()
     names = _resolve(knowledge, op_type=args.op_type, gpu_name=args.gpu_name, arch=args.arch,
                      task_id=args.task_id)
-    query = RetrievalQuery(
-        op_type=names["op_type"], task_id=names["task_id"], dtype=args.dtype,
-        gpu_name=names["gpu_name"], arch=names["arch"], triton_version=args.triton_version,
-        kernel_source=args.source.read_text() if args.source else None,
-        feedback_text=args.feedback_text, k=args.k, max_chars=args.max_chars,
-        exclude_tasks=args.exclude_tasks, include_related=not args.no_related,
-        related_ops=_related_ops(names["op_type"] or "") if not args.no_related else [],
-    )
-    result = knowledge.retrieve(query)
+    related = _related_ops(names["op_type"] or "") if not args.no_related else []
+    result = knowledge.retrieve(query.model_copy(update={**names, "related_ops": related}))
     if args.json:
         _print_json(result.model_dump(mode="json"))
     else:

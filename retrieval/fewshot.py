@@ -1,9 +1,10 @@
 """Render hits and warnings as a few-shot prompt block within a character budget.
 
 Whole entries are dropped from the end rather than cut mid-sentence; diffs are clipped
-first because they are the longest part. A diff shows its changed lines only (the file
-header and context lines say nothing a reader needs, and a diff cut to its first lines
-was all header). About 4 characters make one token.
+first because they are the longest part, but never below their first changed lines
+(``MIN_DIFF_LINES``) while one entry fits with them. A diff shows its changed lines only
+(the file header and context lines say nothing a reader needs, and a diff cut to its
+first lines was all header). About 4 characters make one token.
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ from retrieval.schemas import Hit
 
 CHARS_PER_TOKEN = 4
 _DIFF_LINES = 14
+MIN_DIFF_LINES = 2  # a removed and an added line: below this, entries drop from the end
 RELATED_HEAD = ("From related ops (this op's own experiences ran out; they may not carry "
                 "over):")
 LEGEND = ("(speedup vs parent: over the kernel the edit changed; vs baseline: over the "
           "task's PyTorch reference run eagerly on the same GPU and shapes; >1x is faster)")
 
-LEGEND_AT_TOP_CHARS = 1500  # below this budget the legend goes last, if it fits
+LEGEND_AT_TOP_CHARS = 1000  # below this budget the legend goes last, if it fits
 
 
 def changed_lines(diff: str) -> list[str]:
@@ -87,10 +89,12 @@ def render_hit(n: int, hit: Hit, diff_lines: int = _DIFF_LINES) -> str:
 def render_block(hits: Sequence[Hit], warnings: Sequence[Hit], max_chars: int) -> str:
     """The block, at most ``max_chars`` long, delimited as quoted data."""
     wanted = len(hits) + len(warnings)
-    for diff_lines in (_DIFF_LINES, 4, 0):
+    for diff_lines in (_DIFF_LINES, 6, MIN_DIFF_LINES):  # fewer changed lines each, first
         block, shown = _assemble(hits, warnings, max_chars - WRAP_CHARS, diff_lines)
         if shown == wanted:
             break
+    if not shown:  # not even one entry with its changed lines: entries without them
+        block, shown = _assemble(hits, warnings, max_chars - WRAP_CHARS, 0)
     return wrap(block) if wanted else block
 
 
