@@ -27,7 +27,10 @@ LEGEND_AT_TOP_CHARS = 1000  # below this budget the legend goes last, if it fits
 
 def changed_lines(diff: str) -> list[str]:
     """The removed and added lines of a unified diff, hunks separated by '...'; without
-    the ---/+++ file header, the @@ hunk headers and unchanged context."""
+    the ---/+++ file header, the @@ hunk headers and unchanged context. Text that is not
+    a unified diff (no @@ hunk: hand-written, imported) is shown line by line as it is."""
+    if not any(line.startswith("@@") for line in diff.splitlines()):
+        return [line for line in diff.splitlines() if line.strip()]
     out: list[str] = []
     gap = False
     for line in diff.splitlines():
