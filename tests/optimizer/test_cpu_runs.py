@@ -93,6 +93,7 @@ def test_untimed_cpu_records_are_no_hardware_evidence(mixed_store: LocalKnowledg
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1500)
 def test_a_cpu_optimize_run_checks_its_cpu_shapes_and_says_nothing_was_timed(
         tmp_path: Path) -> None:
     """The newcomer's first command, on a CPU: exit 0, the sweep passes on the task's CPU
@@ -100,7 +101,8 @@ def test_a_cpu_optimize_run_checks_its_cpu_shapes_and_says_nothing_was_timed(
     env = {**os.environ, "KERNELKB_HOME": str(tmp_path / "home"), "KERNELKB_VECTORS": "false",
            "PYTHONPATH": str(REPO_ROOT)}
     run = subprocess.run([sys.executable, "-m", "kb.cli", "optimize", "rope", "--max-iters",
-                          "1", "--timeout-s", "600", "--out", str(tmp_path / "runs")],
+                          "1", "--shapes", "cpu", "--timeout-s", "600",
+                          "--out", str(tmp_path / "runs")],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stderr[-3000:]
     (report,) = (tmp_path / "runs").glob("*/report.md")
