@@ -90,6 +90,9 @@ def run(args: argparse.Namespace) -> int:
     progress.info("stopped by %s after %d rounds; report %s; kernel %s",
                   result.stop_reason.value, len(result.rounds) - 1, result.report_path,
                   result.export_path)
+    if result.env.arch == "cpu":
+        progress.info("nothing was timed: no GPU here, the CPU interpreter checked "
+                      "correctness only")
     if result.stop_reason is StopReason.agent_unavailable:
         log.error("%s", result.failure)
         return 1
