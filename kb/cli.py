@@ -46,10 +46,36 @@ def _knowledge():  # type: ignore[no-untyped-def]
 
 def _reader():  # type: ignore[no-untyped-def]
     """The store for a command that answers questions: an empty store first loads the
-    shipped seeds, so a fresh install answers from its first command (as ``serve`` does)."""
+    shipped seeds, so a fresh install answers from its first command (as ``serve`` does);
+    one kept empty by the settings says how to fill it."""
     knowledge = _knowledge()
-    knowledge.seed_if_empty()
+    reports = knowledge.seed_if_empty()
+    if reports:
+        loaded = sum(len(r.accepted) for r in reports.values())
+        print(f"empty store at {knowledge.location()}: loaded {loaded} shipped experiences "
+              "first", file=sys.stderr)
+    note = knowledge.empty_note()
+    if note:
+        print(note, file=sys.stderr)
     return knowledge
+
+
+class UsageError(ValueError):
+    """A command given something it cannot use: printed as one line, exit status 2."""
+
+
+def _registry_names() -> tuple[list[str], list[str]]:
+    """(op types, task names) the task registry knows, for matching typed names."""
+    from kernels.base import all_tasks
+
+    tasks = all_tasks()
+    return sorted({t.op_type for t in tasks.values()}), sorted(tasks)
+
+
+def _resolve(knowledge, **names: str | None) -> dict[str, str | None]:  # type: ignore[no-untyped-def]
+    """The store's spelling of the names a person typed (retrieval/names.py)."""
+    ops, tasks = _registry_names()
+    return knowledge.resolve_names(known_ops=ops, known_tasks=tasks, **names)
 
 
 def _print_json(data: object) -> None:
@@ -81,8 +107,34 @@ def _run_serve(args: argparse.Namespace) -> int:
         print(str(exc), file=sys.stderr)
         return 2
     settings.host = host  # the app logs who may write at start-up
-    uvicorn.run(create_app(settings), host=host, port=args.port or settings.port)
+    port = args.port if args.port is not None else settings.port
+    problem = _port_problem(host, port)
+    if problem:  # before the store and the model load, not 20 s later
+        print(problem, file=sys.stderr)
+        return 2
+    uvicorn.run(create_app(settings), host=host, port=port)
     return 0
+
+
+def _port_problem(host: str, port: int) -> str | None:
+    """Why the server could not listen on host:port (in use, not an address here), or None."""
+    import socket
+
+    if not 0 < port < 65536:
+        return f"--port {port}: a port is 1-65535"
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as err:
+        return f"--host {host}: not an address this machine can listen on ({err})"
+    family, _, _, _, address = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            sock.bind(address)
+        except OSError as err:
+            return (f"cannot listen on {host}:{port}: {err.strerror or err}; another "
+                    "server (perhaps kernelkb serve) holds it: choose --port or stop it")
+    return None
 
 
 # -- ingest / seed --------------------------------------------------------------------
@@ -238,17 +290,20 @@ def _run_query(args: argparse.Namespace) -> int:
     from retrieval.query import RetrievalQuery
 
     if not args.op_type:
-        print("--op is required", file=sys.stderr)
-        return 2
-    query = RetrievalQuery(
-        op_type=args.op_type, task_id=args.task_id, dtype=args.dtype, gpu_name=args.gpu_name,
-        arch=args.arch, triton_version=args.triton_version,
+        raise UsageError("--op is required (e.g. --op softmax)")
+    if args.source and not args.source.is_file():
+        raise UsageError(f"--source {args.source}: no such file")
+    query = RetrievalQuery(  # checks every value before the store opens
+        op_type=args.op_type, task_id=args.task_id, dtype=args.dtype,
+        gpu_name=args.gpu_name, arch=args.arch, triton_version=args.triton_version,
         kernel_source=args.source.read_text() if args.source else None,
         feedback_text=args.feedback_text, k=args.k, max_chars=args.max_chars,
-        exclude_tasks=args.exclude_tasks, include_related=not args.no_related,
-        related_ops=_related_ops(args.op_type) if not args.no_related else [],
-    )
-    result = _reader().retrieve(query)
+        exclude_tasks=args.exclude_tasks, include_related=not args.no_related, related_ops=[])
+    knowledge = _reader()
+    names = _resolve(knowledge, op_type=args.op_type, gpu_name=args.gpu_name, arch=args.arch,
+                     task_id=args.task_id)
+    related = _related_ops(names["op_type"] or "") if not args.no_related else []
+    result = knowledge.retrieve(query.model_copy(update={**names, "related_ops": related}))
     if args.json:
         _print_json(result.model_dump(mode="json"))
     else:
@@ -265,21 +320,30 @@ def _add_insights(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_insights(args: argparse.Namespace) -> int:
-    report = _reader().insights(op_type=args.op_type, gpu_name=args.gpu_name,
-                                   arch=args.arch, triton_version=args.triton_version,
-                                   current_triton=args.current_triton)
+    knowledge = _reader()
+    names = _resolve(knowledge, op_type=args.op_type, gpu_name=args.gpu_name, arch=args.arch)
+    report = knowledge.insights(op_type=names["op_type"], gpu_name=names["gpu_name"],
+                                arch=names["arch"], triton_version=args.triton_version,
+                                current_triton=args.current_triton)
     if args.json:
         _print_json(report.model_dump(mode="json"))
         return 0
-    print(f"{report.total} experiences")
-    print(f"{'category':16} {'n':>5} {'wins':>5} {'win%':>6} {'median':>7} {'best':>6}  examples")
+    where = ", ".join(f"{k}={v}" for k, v in names.items() if v)
+    print(f"{report.total} experiences" + (f" ({where})" if where else ""))
+    if report.note:
+        print(report.note)
+    if not report.categories:
+        return 0
+    print(f"{'category':16} {'n':>5} {'wins':>5} {'win%':>6} {'timed':>5} {'median':>7} "
+          f"{'best':>6}  examples (id prefixes: kernelkb show ID, GET /experiences/ID)")
     for c in report.categories:
         med = f"{c.median_speedup:.2f}x" if c.median_speedup else "-"
         best = f"{c.best_speedup:.2f}x" if c.best_speedup else "-"
-        print(f"{c.category:16} {c.count:5} {c.wins:5} {100 * c.win_rate:5.0f}% {med:>7} "
-              f"{best:>6}  {', '.join(i[:10] for i in c.example_ids)}")
+        print(f"{c.category:16} {c.count:5} {c.wins:5} {100 * c.win_rate:5.0f}% {c.gains:5} "
+              f"{med:>7} {best:>6}  {', '.join(i[:10] for i in c.example_ids)}")
         if c.version_note:
             print(f"{'':16} ({c.version_note})")
+    print(f"({report.basis}; timed: the wins they are over)")
     return 0
 
 
@@ -297,12 +361,16 @@ def _run_bootstrap(args: argparse.Namespace) -> int:
     from optimizer.spaces import space_for_op
     from retrieval.prediction import UnknownGpu
 
+    if args.limit < 1:
+        raise UsageError(f"--limit {args.limit}: show at least 1")
+    _check_dtype(args.dtype)
     env = {k: getattr(args, k) for k in ("gpu_name", "arch", "sm_count", "mem_bandwidth_gbps",
                                          "smem_per_sm_kib", "triton_version")}
-    space = space_for_op(args.op_type, args.dtype) if args.op_type else None
+    knowledge = _reader()
+    op_type = _resolve(knowledge, op_type=args.op_type)["op_type"]
+    space = space_for_op(op_type, args.dtype) if op_type else None
     try:
-        plan = _reader().bootstrap(env, op_type=args.op_type, space=space,
-                                      limit=max(1, args.limit))
+        plan = knowledge.bootstrap(env, op_type=op_type, space=space, limit=args.limit)
     except UnknownGpu as err:
         print(err, file=sys.stderr)
         return 2
@@ -318,6 +386,13 @@ def _run_bootstrap(args: argparse.Namespace) -> int:
         note = f" ({item.version_note})" if item.version_note else ""
         print(f"{n}. [{item.kind}] {item.category}{config}: {item.evidence}{note}")
     return 0
+
+
+def _check_dtype(dtype: str) -> None:
+    from kernels.base import DTYPES
+
+    if dtype not in DTYPES:
+        raise UsageError(f"--dtype {dtype!r}: one of {', '.join(DTYPES)}")
 
 
 def _print_prediction(plan) -> None:  # type: ignore[no-untyped-def]
@@ -350,7 +425,7 @@ def _add_export(parser: argparse.ArgumentParser) -> None:
 def _run_export(args: argparse.Namespace) -> int:
     from kb.queries import iter_records
 
-    kb = _knowledge()
+    kb = _reader()
     out = args.output.open("w", encoding="utf-8") if args.output else sys.stdout
     skipped: list[str] = []
     try:
@@ -403,7 +478,26 @@ def _run_doctor(args: argparse.Namespace) -> int:
 
 
 def _run_stats(args: argparse.Namespace) -> int:
-    _print_json(_knowledge().stats())
+    knowledge = _reader()
+    _print_json({"store": knowledge.location(), **knowledge.stats()})
+    return 0
+
+
+# -- show -----------------------------------------------------------------------------
+def _add_show(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", help="an experience id, or a unique prefix of one (as printed)")
+
+
+def _run_show(args: argparse.Namespace) -> int:
+    from kb.queries import AmbiguousId
+
+    try:
+        record = _reader().get(args.id)
+    except AmbiguousId as err:
+        raise UsageError(str(err)) from err
+    if record is None:
+        raise UsageError(f"no experience {args.id!r}")
+    print(record.model_dump_json(indent=2))
     return 0
 
 
@@ -422,6 +516,7 @@ for _command in (
     Command("doctor", "list unreadable rows and index drift; --quarantine, --repair",
             _add_doctor, _run_doctor),
     Command("stats", "counts by op, hardware, verdict (JSON)", _no_arguments, _run_stats),
+    Command("show", "one experience as JSON, by id or unique id prefix", _add_show, _run_show),
     Command("seed", "ingest every seeds/*.jsonl", _json_flag, _run_seed),
 ):
     register(_command)
@@ -457,6 +552,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def user_error(err: BaseException) -> str | None:
+    """The one-line message for an error the user can fix (a name, a value, a flag), or
+    None for a fault of the program, which keeps its traceback."""
+    from pydantic import ValidationError
+
+    from retrieval.names import UnknownName
+
+    if isinstance(err, UsageError | UnknownName):
+        return str(err)
+    if isinstance(err, ValidationError):  # a flag's value outside the record's bounds
+        return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
+                         for e in err.errors())
+    if isinstance(err, KeyError) and str(err.args[0] if err.args else "").startswith(
+            "unknown task"):
+        return str(err.args[0])
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
@@ -468,7 +581,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:  # a tasks folder that is not one
         print(f"kernelkb: error: {err}", file=sys.stderr)
         return 2
-    return COMMANDS[args.command].run(args)
+    try:
+        return COMMANDS[args.command].run(args)
+    except Exception as err:
+        message = user_error(err)
+        if message is None:
+            raise
+        print(f"kernelkb {args.command}: {message}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -45,9 +45,18 @@ def load_or_skip(row: Experience, skipped: list[str] | None = None) -> Experienc
         return None
 
 
+class AmbiguousId(LookupError):
+    """An id prefix that more than one experience starts with."""
+
+
+PREFIX_SHOWN = 3  # ids named in an ambiguous-prefix message
+
+
 def get_record(session: Session, exp_id: str) -> ExperienceRecord | None:
-    """The record, None when absent; UnreadableRow when stored but failing to load."""
-    row = session.get(Experience, exp_id)
+    """The record by its id or a unique prefix of it (the CLI prints 10-character
+    prefixes); None when absent; AmbiguousId for a prefix of several; UnreadableRow when
+    stored but failing to load."""
+    row = session.get(Experience, exp_id) or _by_prefix(session, exp_id)
     if row is None:
         return None
     record = load_or_skip(row)
@@ -55,6 +64,20 @@ def get_record(session: Session, exp_id: str) -> ExperienceRecord | None:
         raise UnreadableRow(f"experience {exp_id} is stored but fails to load; "
                             "`kernelkb doctor` lists it, `--quarantine` moves it aside")
     return record
+
+
+def _by_prefix(session: Session, prefix: str) -> Experience | None:
+    if not prefix:
+        return None
+    rows = session.exec(select(Experience).where(  # a range, so the primary key's index serves
+        Experience.id >= prefix, Experience.id < prefix + "\U0010ffff")
+        .order_by(Experience.id).limit(PREFIX_SHOWN + 1)).all()
+    if len(rows) > 1:
+        more = "" if len(rows) <= PREFIX_SHOWN else ", ..."
+        raise AmbiguousId(f"id prefix {prefix!r} matches several experiences ("
+                          f"{', '.join(r.id for r in rows[:PREFIX_SHOWN])}{more}): give more "
+                          "characters of the id")
+    return rows[0] if rows else None
 
 
 def _filtered(filters: dict[str, Any], category: str | None) -> Any:

@@ -2,6 +2,12 @@
 
 Read once at the entry points (CLI, HTTP app) and passed down; library code never reads
 the environment itself.
+
+The store lives in one folder per user, not per working directory: ``KERNELKB_HOME``
+(``KERNELKB_DATA_DIR`` is its older name), else the platform's user data folder
+(``~/.local/share/kernelkb`` on Linux, ``~/Library/Application Support/kernelkb`` on
+macOS, ``%LOCALAPPDATA%\\kernelkb`` on Windows), so every command, run from anywhere,
+and the server read and write the same experiences.
 """
 
 from __future__ import annotations
@@ -13,12 +19,25 @@ from pydantic import model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+APP_NAME = "kernelkb"
+
+
+def default_home() -> Path:
+    """The per-user data folder of the platform (platformdirs); on a bare GPU host that
+    carries only a few wheels, the XDG rule platformdirs applies on Linux."""
+    try:
+        from platformdirs import user_data_path
+    except ImportError:
+        base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+        return Path(base) / APP_NAME
+    return user_data_path(APP_NAME, appauthor=False)
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="KERNELKB_", env_file=".env", extra="ignore")
 
-    data_dir: Path = Path(".kernelkb")
+    home: Path | None = None  # KERNELKB_HOME; default: default_home()
+    data_dir: Path | None = None  # KERNELKB_DATA_DIR, the older name of home; wins if set
     db_url: str | None = None  # default: sqlite file in data_dir; any SQLAlchemy URL works
     chroma_path: Path | None = None  # default: data_dir / "chroma"
     chroma_host: str | None = None  # set to use a Chroma server instead of the folder
@@ -29,6 +48,8 @@ class Settings(BaseSettings):
     vectors: bool = True
     api_token: str | None = None  # None = mutating endpoints are open
     seeds_dir: Path = REPO_ROOT / "seeds"
+    # an empty store loads the shipped seeds on its first read (serve, query, insights,
+    # bootstrap, stats, export, optimize); false keeps it empty until `kernelkb seed`
     load_seeds_on_start: bool = True
     service_url: str | None = None  # the remote client's target, e.g. http://127.0.0.1:8765
     host: str = "127.0.0.1"
@@ -42,6 +63,9 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _defaults(self) -> Settings:
+        if self.data_dir is None:
+            self.data_dir = self.home or default_home()
+        self.home = self.data_dir
         if self.db_url is None:
             self.db_url = f"sqlite:///{(self.data_dir / 'kernelkb.sqlite').as_posix()}"
         if self.chroma_path is None:
@@ -51,6 +75,12 @@ class Settings(BaseSettings):
         if self.llm_api_key is None:
             self.llm_api_key = os.environ.get("OPENAI_API_KEY")
         return self
+
+    @property
+    def store_dir(self) -> Path:
+        """The folder holding the SQLite file and the Chroma folder (when those are local)."""
+        assert self.data_dir is not None
+        return self.data_dir
 
     @property
     def database_url(self) -> str:

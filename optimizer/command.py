@@ -38,7 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dtype", default="float16")
     parser.add_argument("--shapes", default="auto",
                         help="shape set per round: auto, cpu, sweep, edge, all")
-    parser.add_argument("--sweep-shapes", default="all", help="shape set of the final sweep")
+    parser.add_argument("--sweep-shapes", default="auto",
+                        help="shape set of the final sweep: auto (every shape on a GPU; the "
+                             "cpu and edge shapes on a CPU), cpu, sweep, edge, all")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--timeout-s", type=float, default=60.0)
     parser.add_argument("--out", type=Path, default=Path("runs"), help="runs folder")
@@ -58,32 +60,82 @@ def tasks_dir_flag(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from kb.settings import Settings
-    from optimizer.loop import LoopOptions
-    from optimizer.policy import PolicyConfig
+    from optimizer.agents.base import AgentUnavailable
+    from optimizer.loop import LoopOptions, StartFailed
+    from optimizer.policy import PolicyConfig, StopReason
     from optimizer.session import optimize
 
+    log = logging.getLogger(__name__)
     settings = Settings()
-    try:
+    try:  # every argument checked before the store opens or the model loads
+        task_name = check_arguments(args)
         policy = PolicyConfig(patience=args.patience, max_iters=args.max_iters,
                               target_speedup=args.target_speedup, budget_s=args.budget_s,
                               explore_every=args.explore_every)
         agent = make_agent(args, settings)
     except ValueError as err:
-        logging.getLogger(__name__).error("%s", err)
+        log.error("%s", err)
         return 2
+    try:
+        preflight = getattr(agent, "preflight", None)
+        if preflight is not None:
+            preflight()
+    except AgentUnavailable as err:
+        log.error("%s", err)
+        return 1
     options = LoopOptions(dtype=args.dtype, shapes=args.shapes, sweep_shapes=args.sweep_shapes,
                           seeds=args.seeds, timeout_s=args.timeout_s,
                           retrieval=not args.no_retrieval, peers=not args.no_peers)
     knowledge, write_back = make_knowledge(settings)
     interrupt_on_sigterm()
-    result = optimize(args.task, agent, out_dir=args.out, knowledge=knowledge,
-                      write_back=write_back,
-                      policy=policy, options=options, journal_path=args.journal,
-                      command="kernelkb " + shlex.join(sys.argv[1:]), on_round=log_round)
+    try:
+        result = optimize(task_name, agent, out_dir=args.out, knowledge=knowledge,
+                          write_back=write_back,
+                          policy=policy, options=options, journal_path=args.journal,
+                          command="kernelkb " + shlex.join(sys.argv[1:]), on_round=log_round)
+    except (StartFailed, AgentUnavailable) as err:
+        log.error("%s", err)
+        return 1
     progress.info("stopped by %s after %d rounds; report %s; kernel %s",
                   result.stop_reason.value, len(result.rounds) - 1, result.report_path,
                   result.export_path)
+    if result.env.arch == "cpu":
+        progress.info("nothing was timed: no GPU here, the CPU interpreter checked "
+                      "correctness only")
+    if result.stop_reason is StopReason.agent_unavailable:
+        log.error("%s", result.failure)
+        return 1
     return 0
+
+
+def check_arguments(args: argparse.Namespace) -> str:
+    """The task's registered name (any case: "Softmax"); ValueError naming the flag for an
+    unknown task, a dtype the task lacks, an unknown shape set or a value out of range."""
+    import torch
+
+    from kernels.base import all_tasks
+    from optimizer.sandbox.evaluator import resolve_shapes, sweep_shape_set
+    from retrieval.names import match_name
+
+    tasks = all_tasks()
+    name = match_name("task", args.task, tasks)
+    task = tasks[name]
+    if args.dtype not in task.tolerances:
+        raise ValueError(f"--dtype {args.dtype!r}: {name} runs in "
+                         f"{', '.join(sorted(task.tolerances))}")
+    on_gpu = torch.cuda.is_available()
+    for flag, value in (("--shapes", args.shapes),
+                        ("--sweep-shapes", sweep_shape_set(args.sweep_shapes, on_gpu))):
+        try:
+            resolve_shapes(task, value, on_gpu)
+        except ValueError as err:
+            raise ValueError(f"{flag}: {err}") from err
+    for flag, value in (("--seeds", args.seeds), ("--timeout-s", args.timeout_s)):
+        if value <= 0:
+            raise ValueError(f"{flag} {value}: must be above 0")
+    if args.agent == "llm" and getattr(args, "model", None) == "":
+        raise ValueError("--model: empty")
+    return name
 
 
 def interrupt_on_sigterm() -> None:

@@ -17,11 +17,19 @@ from typing import Any
 
 from kb.record import Environment, ExperienceRecord, Verdict, source_hash
 from kernels.base import Task, header_constants
-from optimizer.agents.base import Agent, AgentContext, Proposal, RoundNote, SearchExhausted
+from optimizer.agents.base import (
+    Agent,
+    AgentContext,
+    AgentUnavailable,
+    Proposal,
+    RoundNote,
+    SearchExhausted,
+)
 from optimizer.diffcheck import check
 from optimizer.experience import RunInfo, build_record, unevaluated_feedback
 from optimizer.policy import Policy, StopReason
 from optimizer.recall import Known, Recalled, known, recall
+from optimizer.sandbox.evaluator import sweep_shape_set
 from optimizer.verdict import judge, noise_threshold
 from optimizer.writeback import Writeback
 
@@ -33,7 +41,8 @@ Evaluator = Callable[..., Any]  # optimizer.sandbox.evaluate's signature
 class LoopOptions:
     dtype: str = "float16"
     shapes: str | list[tuple[int, ...]] = "auto"  # shapes evaluated each round
-    sweep_shapes: str | list[tuple[int, ...]] = "all"  # the final sweep
+    # the final sweep; "auto": every shape on a GPU, the cpu + edge shapes on a CPU
+    sweep_shapes: str | list[tuple[int, ...]] = "auto"
     seeds: int = 3
     timeout_s: float = 60.0
     retrieval: bool = True
@@ -76,6 +85,7 @@ class RunResult:
     report_path: Path | None = None
     export_path: Path | None = None
     journal_path: Path | None = None
+    failure: str | None = None  # why the run stopped early when the agent's endpoint failed
 
 
 @dataclass
@@ -86,6 +96,18 @@ class _State:
     history: list[RoundNote] = field(default_factory=list)
     reminders: list[str] = field(default_factory=list)
     tried: dict[str, int] = field(default_factory=dict)  # source hash -> round
+
+
+class StartFailed(RuntimeError):
+    """The task's starting kernel failed its first check; nothing to optimize from."""
+
+    def __init__(self, task: str, kind: str | None, message: str | None) -> None:
+        first = (message or "").strip().splitlines()[:1]
+        what = "ran out of time" if kind == "timeout" else "is not correct"
+        hint = (" (a busy or slow CPU: raise --timeout-s, or choose smaller shapes with "
+                "--shapes cpu)") if kind == "timeout" else ""
+        super().__init__(f"the starting kernel of {task} {what}: {kind}: "
+                         f"{first[0] if first else ''}{hint}")
 
 
 MIN_TIMEOUT_S = 20.0  # a candidate always gets this long, even at the end of the budget
@@ -112,6 +134,7 @@ class Loop:
         recalled = self._recall(state)
         iteration = 0
         interrupted = False
+        failure: str | None = None
         try:
             while self.policy.stop_reason() is None:
                 iteration += 1
@@ -130,12 +153,19 @@ class Loop:
         except KeyboardInterrupt:  # Ctrl-C, or SIGTERM from a time limit (optimizer.command)
             log.warning("interrupted in round %d: keeping the rounds done, no sweep", iteration)
             interrupted = True
+        except AgentUnavailable as err:  # the endpoint failed: that round is no experience
+            log.error("%s", err)
+            failure = str(err)
+            interrupted = True
         reason = StopReason.interrupt if interrupted else \
             self.policy.stop_reason() or StopReason.exhausted
+        if failure:
+            reason = StopReason.agent_unavailable
         log.info("stopped after %d rounds: %s", iteration, reason.value)
         result = RunResult(self.info.run_id, self.task, self.info.dtype, self.info.env, reason,
                            self.rounds, self.records, start, state.best_source,
-                           state.best_result, retrieved_ids=self.retrieved_ids)
+                           state.best_result, retrieved_ids=self.retrieved_ids,
+                           failure=failure)
         if not interrupted:
             try:
                 self._sweep(result, iteration + 1)
@@ -170,8 +200,7 @@ class Loop:
     def _baseline_round(self, source: str) -> _State:
         result, spent = self._evaluate(source, None)
         if not result.ok:
-            raise RuntimeError(f"the starting kernel of {self.task.name} is not correct: "
-                               f"{result.error_kind}: {result.error_message}")
+            raise StartFailed(self.task.name, result.error_kind, result.error_message)
         proposal = Proposal(source=source, summary=f"starting kernel of {self.task.name}",
                             categories=("baseline",))
         self._write(0, "baseline", proposal, None, "", result.feedback_dict(),
@@ -285,7 +314,7 @@ class Loop:
     # -- the end of a run ---------------------------------------------------------------
     def _sweep(self, result: RunResult, iteration: int) -> None:
         """Best kernel vs the starting kernel over the full sweep, regressions flagged."""
-        shapes = self.options.sweep_shapes
+        shapes = sweep_shape_set(self.options.sweep_shapes, self.info.env.arch != "cpu")
         start, _ = self._evaluate(result.start_source, None, shapes)
         result.start_sweep = start
         if result.best_source == result.start_source:

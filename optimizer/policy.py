@@ -19,6 +19,7 @@ class StopReason(str, Enum):
     budget = "budget"  # GPU (evaluation) seconds spent
     exhausted = "exhausted"  # the agent had nothing left to try
     interrupt = "interrupt"  # Ctrl-C or SIGTERM (a time limit): no sweep, the rounds reported
+    agent_unavailable = "agent_unavailable"  # the LLM endpoint failed: no sweep, rounds kept
 
 
 @dataclass(frozen=True)

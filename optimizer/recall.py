@@ -29,7 +29,7 @@ def query_for(task: Task, dtype: str, env: Environment, *, source: str | None = 
                           gpu_name=env.gpu_name, arch=env.arch,
                           triton_version=env.triton_version, kernel_source=source,
                           feedback_text=feedback or None, k=k,
-                          related_ops=list(task.related_ops))
+                          related_ops=list(task.related_ops), check_names=False)
 
 
 def recall(knowledge: Any, task: Task, dtype: str, env: Environment, *, source: str,

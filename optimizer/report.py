@@ -201,7 +201,8 @@ def _table_row(row: dict[str, Any], regression: bool) -> str:
 
 def _untimed_note(ax: Any, timed: bool) -> None:
     if not timed:
-        ax.text(0.5, 0.5, "no GPU timing (CPU interpreter: correctness only)",
+        ax.text(0.5, 0.5, "nothing was timed: no GPU\n(the CPU interpreter checks "
+                "correctness only)",
                 ha="center", va="center", transform=ax.transAxes, color="gray")
 
 
@@ -215,7 +216,8 @@ def _markdown(result: Any, timed: bool, note: str, plots: list[str]) -> str:
         f"- hardware: {env.gpu_name} ({env.arch}), Triton {env.triton_version}, "
         f"torch {env.torch_version}",
         f"- rounds: {len(result.rounds) - 1} after the baseline; stopped by "
-        f"**{result.stop_reason.value}**",
+        f"**{result.stop_reason.value}**"
+        + (f" ({_cell(result.failure, 400)})" if getattr(result, "failure", None) else ""),
         f"- experiences written: {len(result.records)}; retrieved from earlier runs: "
         f"{len(result.retrieved_ids)}",
     ]
@@ -223,7 +225,8 @@ def _markdown(result: Any, timed: bool, note: str, plots: list[str]) -> str:
         lines.append(f"- best: {best.time_ms:.4f} ms vs start {result.rounds[0].time_ms:.4f} ms "
                      f"= {result.rounds[0].time_ms / best.time_ms:.2f}x")
     elif not timed:
-        lines.append("- timing: none (CPU interpreter; correctness only, not GPU timing)")
+        lines.append("- timing: none. Nothing was timed (CPU interpreter: correctness only); "
+                     "the time column below is empty and the plots say so")
     lines += ["", "## Rounds", "", "| # | kind | edit | why (the agent's rationale) | verdict "
               "| time (ms) | note |", "|---|---|---|---|---|---|---|"]
     for r in result.rounds:
@@ -237,8 +240,7 @@ def _markdown(result: Any, timed: bool, note: str, plots: list[str]) -> str:
     if sweep is None:
         lines.append("(no sweep)")
     else:
-        lines.append(f"correctness: {'pass' if sweep.ok else 'FAIL'} on "
-                     f"{len(sweep.shapes_checked)} shapes")
+        lines.append(sweep_line(sweep))
         rows = shape_table(result)
         if rows:
             lines += ["", "| shape | start (ms) | best (ms) | vs start | reference (ms) | "
@@ -251,6 +253,23 @@ def _markdown(result: Any, timed: bool, note: str, plots: list[str]) -> str:
         lines += peer_lines(result)
     lines += ["", *[f"![{p}]({p})" for p in plots], ""]
     return "\n".join(lines)
+
+
+def sweep_line(sweep: Any) -> str:
+    """One line on the sweep: what was checked, on which shapes, the first failure's kind
+    (a timeout is not a wrong result), and whether anything was timed."""
+    shapes = list(sweep.shapes_checked)
+    listed = f" ({sweep.shape_set}: {', '.join(shapes)})" if shapes else f" ({sweep.shape_set})"
+    if sweep.ok:
+        head = f"correctness: pass on {len(shapes)} shapes{listed}"
+    else:
+        first = (sweep.error_message or "").strip().splitlines()[:1]
+        head = (f"correctness: FAIL ({sweep.error_kind or 'error'}"
+                f"{': ' + first[0][:200] if first else ''}); "
+                f"{len(shapes)} shapes checked before it{listed}")
+    if not sweep.timing_available:
+        head += "; not timed (CPU interpreter: correctness only)"
+    return head
 
 
 def _peak_note(env: Any) -> str:

@@ -43,10 +43,13 @@ def execute(args: argparse.Namespace) -> tuple[int, str]:
 
     if args.top < 1:
         return 2, "--top must be at least 1"
+    from kernels.base import all_tasks
+    from retrieval.names import UnknownName, match_name
+
     try:
-        task = get_task(args.task)
-    except KeyError as err:
-        return 2, str(err.args[0])
+        task = get_task(match_name("task", args.task, all_tasks()))
+    except UnknownName as err:
+        return 2, str(err)
     knowledge, write_back = make_knowledge(Settings())
     if knowledge is None:
         return 2, "no knowledge store here to read the known configurations from"

@@ -25,6 +25,9 @@ from optimizer.report import write_report
 from optimizer.writeback import Journal, Writeback
 
 log = logging.getLogger(__name__)
+UNTIMED_NOTE = ("**Nothing in this report was timed.** There is no GPU here: every kernel ran "
+                "in Triton's CPU interpreter, which checks correctness only. Times, speedups, "
+                "verdicts on speed and the peers need a GPU.")
 
 
 def new_run_id(task_name: str) -> str:
@@ -36,9 +39,10 @@ def _peer_timings(task: Any, options: LoopOptions) -> Any:
     """The peers over the sweep shapes, checked then timed in this run (PeerTimes, or None:
     a failure costs the table, not the run)."""
     from optimizer.peers import time_peers
-    from optimizer.sandbox.evaluator import resolve_shapes
+    from optimizer.sandbox.evaluator import resolve_shapes, sweep_shape_set
 
-    shapes = [s for s in resolve_shapes(task, options.sweep_shapes, True)[1]
+    shapes = [s for s in resolve_shapes(task, sweep_shape_set(options.sweep_shapes, True),
+                                        True)[1]
               if s not in task.edge_shapes]
     try:
         return time_peers(task, options.dtype, shapes)
@@ -55,10 +59,17 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = No
              run_id: str | None = None, write_back: bool = True) -> RunResult:
     """Run the loop on ``task_name`` and write report.md, plots, the exported kernel and
     (when the service is missing or down, or ``write_back`` is off: knowledge read but
-    not written, as on a lent GPU host) the journal into ``out_dir/<run id>/``."""
+    not written, as on a lent GPU host) the journal into ``out_dir/<run id>/``.
+
+    Raises AgentUnavailable (optimizer.agents.base) when the agent's endpoint fails its
+    preflight: nothing is evaluated or stored then. Failing later, the run stops with
+    ``StopReason.agent_unavailable`` and ``result.failure`` says why."""
     from optimizer import sandbox
 
     task = get_task(task_name)
+    preflight = getattr(agent, "preflight", None)
+    if preflight is not None:  # an endpoint that is down fails here, before any record
+        preflight()
     options = options or LoopOptions()
     run_id = run_id or new_run_id(task.name)
     run_dir = Path(out_dir) / run_id
@@ -69,18 +80,20 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = No
                    command)
     journal = Journal(journal_path or run_dir / "journal.jsonl")
     writeback = Writeback(knowledge if write_back else None, journal)
-    baseline = sandbox.measure_baseline(task.name, options.dtype, options.sweep_shapes) \
+    baseline = sandbox.measure_baseline(
+        task.name, options.dtype, sandbox.sweep_shape_set(options.sweep_shapes, True)) \
         if measure_baseline else None
     loop = Loop(task, agent, info=info, evaluator=evaluator or sandbox.evaluate,
                 writeback=writeback, policy=Policy(policy or PolicyConfig()),
                 knowledge=knowledge, options=options, baseline=baseline, on_round=on_round)
     result = loop.run()
-    if options.peers and env.arch != "cpu" and result.stop_reason is not StopReason.interrupt:
+    stopped_early = result.stop_reason in (StopReason.interrupt, StopReason.agent_unavailable)
+    if options.peers and env.arch != "cpu" and not stopped_early:
         try:
             result.peer_timings = _peer_timings(task, options)
         except KeyboardInterrupt:
             log.warning("interrupted while timing the peers: the report goes out without them")
-    note = "" if env.arch != "cpu" else "(CPU interpreter: correctness only, no GPU timing)"
+    note = "" if env.arch != "cpu" else UNTIMED_NOTE
     result.report_path = write_report(result, run_dir, title_note=note)
     result.export_path = export_module(task, result.best_source,
                                        run_dir / f"best_{task.name}.py", dtype=options.dtype,

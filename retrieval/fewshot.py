@@ -1,7 +1,10 @@
 """Render hits and warnings as a few-shot prompt block within a character budget.
 
 Whole entries are dropped from the end rather than cut mid-sentence; diffs are clipped
-first because they are the longest part. About 4 characters make one token.
+first because they are the longest part, but never below their first changed lines
+(``MIN_DIFF_LINES``) while one entry fits with them. A diff shows its changed lines only
+(the file header and context lines say nothing a reader needs, and a diff cut to its
+first lines was all header). About 4 characters make one token.
 """
 
 from __future__ import annotations
@@ -13,8 +16,35 @@ from retrieval.schemas import Hit
 
 CHARS_PER_TOKEN = 4
 _DIFF_LINES = 14
+MIN_DIFF_LINES = 2  # a removed and an added line: below this, entries drop from the end
 RELATED_HEAD = ("From related ops (this op's own experiences ran out; they may not carry "
                 "over):")
+LEGEND = ("(speedup vs parent: over the kernel the edit changed; vs baseline: over the "
+          "task's PyTorch reference run eagerly on the same GPU and shapes; >1x is faster)")
+
+LEGEND_AT_TOP_CHARS = 1000  # below this budget the legend goes last, if it fits
+
+
+def changed_lines(diff: str) -> list[str]:
+    """The removed and added lines of a unified diff, hunks separated by '...'; without
+    the ---/+++ file header, the @@ hunk headers and unchanged context. Text that is not
+    a unified diff (no @@ hunk: hand-written, imported) is shown line by line as it is."""
+    if not any(line.startswith("@@") for line in diff.splitlines()):
+        return [line for line in diff.splitlines() if line.strip()]
+    out: list[str] = []
+    gap = False
+    for line in diff.splitlines():
+        if line.startswith(("---", "+++")):
+            continue
+        if line.startswith("@@"):
+            gap = bool(out)
+            continue
+        if line.startswith(("+", "-")):
+            if gap:
+                out.append("...")
+                gap = False
+            out.append(line)
+    return out
 
 
 def _speed(hit: Hit) -> str:
@@ -50,21 +80,24 @@ def render_hit(n: int, hit: Hit, diff_lines: int = _DIFF_LINES) -> str:
         lines.append(f"    error: {q(fb.error_kind, 60)}: {q(fb.error_message or '', 160)}")
     if fb.bottleneck_hint:
         lines.append(f"    hint: {q(fb.bottleneck_hint)}")
-    if r.edit.diff and diff_lines:
-        diff = r.edit.diff.splitlines()
+    diff = changed_lines(r.edit.diff) if r.edit.diff and diff_lines else []
+    if diff:
         shown = [code_line(d) for d in diff[:diff_lines]] + (
-            ["    ..."] if len(diff) > diff_lines else [])
-        lines.append("    diff:\n" + "\n".join("      " + d for d in shown))
+            [f"... ({len(diff) - diff_lines} more changed lines)"]
+            if len(diff) > diff_lines else [])
+        lines.append("    changed lines:\n" + "\n".join("      " + d for d in shown))
     return "\n".join(lines)
 
 
 def render_block(hits: Sequence[Hit], warnings: Sequence[Hit], max_chars: int) -> str:
     """The block, at most ``max_chars`` long, delimited as quoted data."""
     wanted = len(hits) + len(warnings)
-    for diff_lines in (_DIFF_LINES, 4, 0):
+    for diff_lines in (_DIFF_LINES, 6, MIN_DIFF_LINES):  # fewer changed lines each, first
         block, shown = _assemble(hits, warnings, max_chars - WRAP_CHARS, diff_lines)
         if shown == wanted:
             break
+    if not shown:  # not even one entry with its changed lines: entries without them
+        block, shown = _assemble(hits, warnings, max_chars - WRAP_CHARS, 0)
     return wrap(block) if wanted else block
 
 
@@ -85,6 +118,9 @@ def _assemble(
 
     if not hits and not warnings:
         return "No past experiences match this op and hardware yet."[:max_chars], 0
+    legend_first = max_chars >= LEGEND_AT_TOP_CHARS
+    if legend_first:
+        add(LEGEND)
     if hits and add("Past experiences that worked (most useful first; measured > claimed):"):
         for n, hit in enumerate(hits, 1):
             if hit.related and not (n > 1 and hits[n - 2].related) and not add(RELATED_HEAD):
@@ -97,4 +133,6 @@ def _assemble(
             if not add(render_hit(n, hit, min(diff_lines, 4))):
                 break
             shown += 1
+    if not legend_first:  # a small budget: the entries first, the legend where it fits
+        add(LEGEND)
     return "\n".join(out), shown

@@ -27,6 +27,7 @@ from kb.queries import load_or_skip
 from retrieval.features import fact
 from retrieval.insights import insights
 from retrieval.schemas import BootstrapPlan, HardwareMatch, PlanItem
+from retrieval.untimed import on_hardware
 from retrieval.versions import other_version, version_note
 
 # What makes a configuration's speed carry over, in order: same vendor (warp size, memory
@@ -118,8 +119,9 @@ def similarity(target: dict[str, Any], hw: Hardware) -> float:
 
 def similar_hardware(session: Session, target: dict[str, Any], top: int = 3,
                      include_own: bool = False) -> list[HardwareMatch]:
-    counts = dict(session.exec(
-        select(Experience.hardware_id, func.count()).group_by(Experience.hardware_id)).all())
+    counts = dict(session.exec(  # the interpreter's untimed rows are no hardware evidence
+        select(Experience.hardware_id, func.count()).where(on_hardware())
+        .group_by(Experience.hardware_id)).all())
     matches = [
         HardwareMatch(hardware_id=hw.id, gpu_name=hw.gpu_name, arch=hw.arch,
                       similarity=similarity(target, hw), experiences=int(counts.get(hw.id, 0)))

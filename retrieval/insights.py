@@ -2,7 +2,10 @@
 
 An insight is an aggregate with its evidence (count, win rate, median and best gain,
 example ids), recomputed from the rows on every call, so it strengthens or weakens as
-new experiences agree or disagree. Baseline rows are not edits and are left out.
+new experiences agree or disagree. Baseline rows are not edits and are left out, and so
+are the CPU interpreter's untimed rows (retrieval/untimed.py) unless asked for by name.
+A category's median and best are speedups vs the parent kernel (the kernel the edit
+changed) over its timed wins (``gains`` of them); ``BASIS`` says so in every report.
 
 ``triton_version`` filters; ``current_triton`` keeps every version but says how much of
 a category was measured under another one, and ranks a category that won only there
@@ -19,9 +22,13 @@ from sqlmodel import Session, select
 from kb.models import Experience, ExperienceCategory
 from retrieval.ladder import LOSS_VERDICTS
 from retrieval.schemas import CategoryInsight, InsightReport
+from retrieval.untimed import asks_for_interpreter, on_hardware
 from retrieval.versions import other_version, version_note
 
 EXAMPLES = 3
+BASIS = ("count: edits of the category; wins: verdict improved; median and best: speedup "
+         "vs the parent kernel (the one the edit changed) over the timed wins; untimed "
+         "CPU-interpreter rows left out")
 
 
 Row = tuple[str, str, str, float | None, str]  # id, verdict, evidence, speedup, triton
@@ -41,6 +48,8 @@ def insights(
         if value is not None:
             stmt = stmt.where(column == value)
     stmt = stmt.where(ExperienceCategory.category != "baseline")
+    if not asks_for_interpreter(gpu_name, arch):
+        stmt = stmt.where(on_hardware())
     groups: dict[str, list[Row]] = defaultdict(list)
     ids: set[str] = set()
     for category, exp_id, verdict, evidence, speedup, triton in session.exec(stmt).all():
@@ -51,7 +60,7 @@ def insights(
                             -(c.median_speedup or 0.0), c.category))
     return InsightReport(op_type=op_type, gpu_name=gpu_name, arch=arch,
                          triton_version=triton_version, current_triton=current_triton,
-                         total=len(ids), categories=out)
+                         total=len(ids), categories=out, basis=BASIS)
 
 
 def _aggregate(category: str, rows: list[Row], current: str | None) -> CategoryInsight:
@@ -67,6 +76,7 @@ def _aggregate(category: str, rows: list[Row], current: str | None) -> CategoryI
         win_rate=round(len(wins) / len(rows), 4),
         median_speedup=round(statistics.median(gains), 4) if gains else None,
         best_speedup=round(max(gains), 4) if gains else None,
+        gains=len(gains),
         losses=sum(r[1] in LOSS_VERDICTS for r in rows),
         example_ids=[r[0] for r in best_first[:EXAMPLES]],
         other_version=len(other),

@@ -42,6 +42,7 @@ from retrieval.ranker import (
     rows_from_records,
 )
 from retrieval.schemas import Prediction, RankedItem, RankedNeighbour
+from retrieval.untimed import on_hardware
 
 FACT_KEYS = ("arch", "vendor", "sm_count", "mem_bandwidth_gbps", "smem_per_sm_kib",
              "peak_tflops")
@@ -89,9 +90,10 @@ def resolve_target(target: Mapping[str, Any]) -> dict[str, Any]:
 def measured_records(session: Session, op_type: str) -> list[Any]:
     """What the ranker learns from: the op's timed experiences and its failures, as light
     views of the stored JSON (the fields the ranker reads, with ExperienceRecord's
-    attribute names): validating 30,000 imported records took 26 s, parsing them ~2 s."""
+    attribute names): validating 30,000 imported records took 26 s, parsing them ~2 s.
+    The CPU interpreter's rows (failures included) say nothing of any GPU: left out."""
     stmt = select(Experience.evidence, Experience.record_json).where(
-        Experience.op_type == op_type).where(or_(
+        Experience.op_type == op_type, on_hardware()).where(or_(
             Experience.evidence == "measured", Experience.verdict.in_(("failed", "incorrect"))))
     return [_view(evidence, json.loads(text)) for evidence, text in session.exec(stmt).all()]
 

@@ -30,6 +30,10 @@ class RetrievalQuery(BaseModel):
         "HTTP API) fills them from the kernels registry by op_type; [] for none")
     max_chars: int = Field(default=4000, ge=200, le=1_000_000,
                            description="budget of the few-shot block")
+    check_names: bool = Field(
+        default=True, description="match op, task, GPU and arch names to the known ones "
+        "(any case, short forms such as 'h200') and reject a name nobody knows; the "
+        "optimizer sends False for the card and task it runs, which may be new")
 
     @field_validator("*")
     @classmethod

@@ -54,7 +54,9 @@ class RemoteKnowledge:
         return IngestReport.model_validate(self._call("POST", "/experiences/batch", json=items))
 
     def retrieve(self, query: RetrievalQuery) -> RetrievalResult:
-        data = self._call("POST", "/retrieve", json=query.model_dump(mode="json"))
+        # names as given, as LocalKnowledge takes them: matching typed names is for people
+        body = query.model_copy(update={"check_names": False}).model_dump(mode="json")
+        data = self._call("POST", "/retrieve", json=body)
         return RetrievalResult.model_validate(data)
 
     def insights(self, *, op_type: str | None = None, gpu_name: str | None = None,
@@ -62,7 +64,8 @@ class RemoteKnowledge:
                  current_triton: str | None = None) -> InsightReport:
         params = {k: v for k, v in {"op_type": op_type, "gpu_name": gpu_name, "arch": arch,
                                     "triton_version": triton_version,
-                                    "current_triton": current_triton}.items() if v is not None}
+                                    "current_triton": current_triton,
+                                    "check_names": False}.items() if v is not None}
         return InsightReport.model_validate(self._call("GET", "/insights", params=params))
 
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
@@ -70,7 +73,8 @@ class RemoteKnowledge:
                   limit: int = 10) -> BootstrapPlan:
         """``space`` stays here (functions do not travel): the service ranks the space of
         its own registered task of ``op_type``, or the configurations in its store."""
-        body = {"env": env, "op_type": op_type, "include_own": include_own, "limit": limit}
+        body = {"env": env, "op_type": op_type, "include_own": include_own, "limit": limit,
+                "check_names": False}
         return BootstrapPlan.model_validate(self._call("POST", "/bootstrap", json=body))
 
     def stats(self) -> dict[str, Any]:

@@ -36,8 +36,11 @@ class CategoryInsight(BaseModel):
     count: int
     wins: int
     win_rate: float
-    median_speedup: float | None = Field(description="median speedup vs parent of the wins")
-    best_speedup: float | None
+    median_speedup: float | None = Field(description="median speedup vs the parent kernel "
+                                         "over the category's timed wins")
+    best_speedup: float | None = Field(description="best speedup vs the parent kernel over "
+                                       "the same wins")
+    gains: int = Field(0, description="how many timed wins the median and best are over")
     losses: int
     example_ids: list[str]
     other_version: int = Field(0, description="rows measured under another Triton version "
@@ -54,6 +57,9 @@ class InsightReport(BaseModel):
     current_triton: str | None = None
     total: int
     categories: list[CategoryInsight]
+    # what the figures are computed over (retrieval/insights.py), and why an answer is empty
+    basis: str = ""
+    note: str | None = None
 
 
 class HardwareMatch(BaseModel):

@@ -14,7 +14,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 from sqlmodel import Session
@@ -31,6 +32,7 @@ from kb.vector_index import VectorIndex
 from retrieval.columns import snapshot
 from retrieval.hardware import bootstrap as bootstrap_plan
 from retrieval.insights import insights as insight_report
+from retrieval.names import match_gpu, match_name, store_names
 from retrieval.prediction import (
     NoEvidence,
     Space,
@@ -128,12 +130,79 @@ class LocalKnowledge:
     def seed(self) -> dict[str, IngestReport]:
         return load_seeds(self.settings.seeds_dir, self.ingest)
 
-    def seed_if_empty(self) -> dict[str, IngestReport]:
+    def is_empty(self) -> bool:
         with self.session() as session:
-            if queries.count_experiences(session):
-                return {}
+            return not queries.count_experiences(session)
+
+    def seed_if_empty(self) -> dict[str, IngestReport]:
+        """Load the shipped seeds into an empty store, unless the settings keep it empty
+        (``load_seeds_on_start=False``: ``empty_note`` then says how to fill it)."""
+        if not self.settings.load_seeds_on_start or not self.is_empty():
+            return {}
         log.info("empty store: loading seeds from %s", self.settings.seeds_dir)
         return self.seed()
+
+    def location(self) -> str:
+        """Where the experiences live, for messages: the store folder, or the SQL URL
+        without its password when the store is a database server."""
+        from sqlalchemy.engine import make_url
+
+        url = make_url(self.settings.database_url)
+        if url.drivername.startswith("sqlite") and url.database:
+            return str(Path(url.database).parent)
+        return url.render_as_string(hide_password=True)
+
+    def empty_note(self) -> str | None:
+        """None when the store holds experiences; else how to fill it."""
+        if not self.is_empty():
+            return None
+        why = " (KERNELKB_LOAD_SEEDS_ON_START=false)" if not \
+            self.settings.load_seeds_on_start else ""
+        return (f"the store at {self.location()} is empty{why}: `kernelkb seed` loads the "
+                "experiences shipped with KernelKB; `kernelkb import PATH` or `kernelkb "
+                "ingest FILE` loads your own")
+
+    # -- names a person types ---------------------------------------------------------
+    def resolve_names(self, *, op_type: str | None = None, gpu_name: str | None = None,
+                      arch: str | None = None, task_id: str | None = None,
+                      known_ops: Iterable[str] = (), known_tasks: Iterable[str] = (),
+                      ) -> dict[str, str | None]:
+        """The store's spelling of each typed name (retrieval/names.py); ``known_ops`` /
+        ``known_tasks``: what the task registry adds (the entry modules know it). Raises
+        UnknownName (a ValueError) for a name neither knows, with the closest one."""
+        from kb.gpu_facts import TABLE
+
+        with self.session() as session:
+            names = store_names(session)
+        out: dict[str, str | None] = {"op_type": op_type, "gpu_name": gpu_name,
+                                      "arch": arch, "task_id": task_id}
+        if op_type:
+            out["op_type"] = match_name("op", op_type, [*names["op"], *known_ops])
+        if task_id:
+            out["task_id"] = match_name("task", task_id, [*names["task"], *known_tasks])
+        if gpu_name:
+            out["gpu_name"] = match_gpu(gpu_name, names["gpu"])
+        if arch:
+            out["arch"] = match_name("architecture", arch,
+                                     [*names["arch"], *(f.arch for f in TABLE)])
+        return out
+
+    def coverage_note(self, op_type: str | None, gpu_name: str | None) -> str | None:
+        """Why a filtered answer is empty: what the store holds for that op and GPU."""
+        with self.session() as session:
+            stats = queries.stats(session)
+        by_op, by_gpu = stats.get("by_op", {}), stats.get("by_gpu", {})
+        parts = []
+        if op_type and gpu_name:
+            parts.append(f"no experiences of {op_type} on {gpu_name} in this store")
+        elif op_type or gpu_name:
+            parts.append(f"no experiences of {op_type or gpu_name} in this store")
+        if gpu_name:
+            parts.append("GPUs with experiences: " + (", ".join(
+                f"{g} ({n})" for g, n in sorted(by_gpu.items())) or "none"))
+        if op_type and not by_op.get(op_type):
+            parts.append("ops with experiences: " + (", ".join(sorted(by_op)) or "none"))
+        return "; ".join(parts) if parts else None
 
     # -- read -----------------------------------------------------------------------
     def retrieve(self, query: RetrievalQuery) -> RetrievalResult:
@@ -144,8 +213,12 @@ class LocalKnowledge:
                  arch: str | None = None, triton_version: str | None = None,
                  current_triton: str | None = None) -> InsightReport:
         with self.session() as session:
-            return insight_report(session, op_type=op_type, gpu_name=gpu_name, arch=arch,
-                                  triton_version=triton_version, current_triton=current_triton)
+            report = insight_report(session, op_type=op_type, gpu_name=gpu_name, arch=arch,
+                                    triton_version=triton_version,
+                                    current_triton=current_triton)
+        if not report.total:
+            report.note = self.coverage_note(op_type, gpu_name)
+        return report
 
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
                   include_own: bool = False, space: Space | None = None,

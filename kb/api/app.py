@@ -27,8 +27,10 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         kb = knowledge_ or LocalKnowledge(settings or Settings())
         add_tasks_dirs(split_dirs(kb.settings.tasks_dir))  # their related ops, for queries
-        if kb.settings.load_seeds_on_start:
-            kb.seed_if_empty()
+        kb.seed_if_empty()
+        note = kb.empty_note()
+        if note:
+            log.warning(note)
         kb.warm_up()  # first request should not pay for the model and the matrix
         try:
             log.warning(write_policy(kb.settings.host, kb.settings.api_token))

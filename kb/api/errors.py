@@ -31,5 +31,13 @@ async def _invalid_request(_request: Request, exc: Exception) -> JSONResponse:
                         content={"detail": [_safe_error(e) for e in exc.errors()]})
 
 
+async def _unknown_name(_request: Request, exc: Exception) -> JSONResponse:
+    """A typed name (op, task, GPU, arch) nobody knows: the closest one and the list."""
+    return JSONResponse(status_code=422, content={"detail": printable(str(exc), 4000)})
+
+
 def install_error_handlers(app: FastAPI) -> None:
+    from retrieval.names import UnknownName
+
     app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(UnknownName, _unknown_name)

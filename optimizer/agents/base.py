@@ -84,6 +84,12 @@ class SearchExhausted(Exception):
     """The agent has nothing left to try: the loop stops with reason 'exhausted'."""
 
 
+class AgentUnavailable(RuntimeError):
+    """The machinery behind the agent failed (an LLM endpoint down, a key refused, rate
+    limits past the retries): not an experience. The run stops; nothing is recorded for
+    the round that could not be asked."""
+
+
 class Agent(Protocol):
     name: str
     model: str | None

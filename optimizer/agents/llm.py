@@ -3,7 +3,11 @@
 The prompt (optimizer/prompts/*.txt) carries what the article's section 4.2 lists: task,
 current best kernel, reference, feedback format, constraints, suggested directions,
 retrieved few-shot experiences and reminders of invalid rounds. A reply that cannot be
-used is a failed round, never a crash; transport errors are retried with backoff.
+used is a failed round, never a crash. The endpoint itself failing is not a round: an
+endpoint that is down, refuses the key or the model, or stays rate-limited or erroring
+through ``attempts`` tries (waits of ``backoff_s`` doubling, at most ``MAX_WAIT_S`` each,
+a server's Retry-After heeded up to that) raises ``AgentUnavailable`` with what failed;
+``preflight`` asks once before the run starts, so such a run stores nothing.
 """
 
 from __future__ import annotations
@@ -13,10 +17,11 @@ import logging
 import re
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from kb.record import EDIT_CATEGORIES
 from kernels.base import Task, header_constants
-from optimizer.agents.base import AgentContext, Proposal
+from optimizer.agents.base import AgentContext, AgentUnavailable, Proposal
 from optimizer.prompting import render
 
 log = logging.getLogger(__name__)
@@ -32,9 +37,14 @@ class LLMSettings:
     api_key: str | None = None
     temperature: float = 0.2
     max_tokens: int = 4096
-    timeout_s: float = 120.0
-    attempts: int = 4  # transport attempts per round
-    backoff_s: float = 2.0  # first wait; doubles each retry
+    timeout_s: float = 120.0  # one reply may take this long
+    connect_timeout_s: float = 10.0  # an endpoint that does not answer at all fails fast
+    attempts: int = 3  # tries per request when the endpoint is down, rate-limits or errs
+    backoff_s: float = 1.0  # first wait; doubles each retry (1 + 2 s by default)
+
+
+MAX_WAIT_S = 30.0  # longest single wait between tries, Retry-After included
+_NO_LISTING = (404, 405, 501)  # an endpoint without GET /models: reachable, nothing to list
 
 
 PREDICTED_SHOWN = 5  # the ranker's first configurations shown to the model, as a hint
@@ -128,51 +138,120 @@ def _reference_source(task: Task) -> str:
 
 
 class LLMAgent:
-    """Asks the model for one edit per round; failures become failed proposals."""
+    """Asks the model for one edit per round; an unusable reply is a failed round, an
+    endpoint that fails is AgentUnavailable (the run stops; see the module docstring)."""
 
     name = "llm"
 
     def __init__(self, settings: LLMSettings) -> None:
+        import httpx
         import openai
 
         self._openai = openai
         self.settings = settings
         self.model: str | None = settings.model
+        timeout = httpx.Timeout(settings.timeout_s, connect=settings.connect_timeout_s)
         self._client = openai.OpenAI(base_url=settings.base_url,
                                      api_key=settings.api_key or "not-needed",
-                                     timeout=settings.timeout_s, max_retries=0)
+                                     timeout=timeout, max_retries=0)
         self.last_messages: list[dict[str, str]] = []
+
+    @property
+    def endpoint(self) -> str:
+        return str(self._client.base_url).rstrip("/")
+
+    def preflight(self) -> None:
+        """Ask the endpoint for its models once, before the run: down, a refused key or
+        rate limits past the retries raise AgentUnavailable before anything is stored.
+        An endpoint that lists no models (404/405/501) is taken as reachable."""
+        oa = self._openai
+        try:
+            listed = self._call(lambda: [m.id for m in self._client.models.list()],
+                                "listing the models", at_once=_NO_LISTING)
+        except AgentUnavailable as err:
+            status = getattr(err.__cause__, "status_code", None)
+            if isinstance(err.__cause__, oa.APIStatusError) and status in _NO_LISTING:
+                return
+            raise
+        if listed and self.settings.model not in listed:
+            log.warning("model %r is not among those %s lists (%s); asking anyway",
+                        self.settings.model, self.endpoint, ", ".join(listed[:10]))
 
     def propose(self, context: AgentContext) -> Proposal:
         self.last_messages = build_messages(context)
-        reply, error = self._complete(self.last_messages)
-        if reply is None:
-            return Proposal(source=None, summary="no reply from the model",
-                            claimed_gain=True, error=error or "no reply")
+        reply = self._complete(self.last_messages)
         return parse_reply(reply, context.task, context.best_source)
 
     def observe(self, proposal: Proposal, score: float | None, verdict: str) -> None:
         """The model learns through the next prompt (feedback, reminders), not here."""
 
-    def _complete(self, messages: list[dict[str, str]]) -> tuple[str | None, str | None]:
+    def _complete(self, messages: list[dict[str, str]]) -> str:
+        cfg = self.settings
+
+        def ask() -> str:
+            response = self._client.chat.completions.create(
+                model=cfg.model, messages=messages,  # type: ignore[arg-type]
+                temperature=cfg.temperature, max_tokens=cfg.max_tokens)
+            content = response.choices[0].message.content if response.choices else None
+            return content or ""
+
+        return self._call(ask, "asking for an edit")
+
+    def _call(self, request: Any, what: str, at_once: tuple[int, ...] = ()) -> Any:
+        """``request()`` with bounded retries of what may pass (connection, timeout, 429,
+        5xx); AgentUnavailable at once for what will not (401, 403, 404, 400) and for
+        the statuses in ``at_once``."""
         oa, cfg = self._openai, self.settings
-        retryable = (oa.APIConnectionError, oa.APITimeoutError, oa.RateLimitError,
-                     oa.InternalServerError)
-        error = None
-        for attempt in range(cfg.attempts):
+        retryable = (oa.APIConnectionError, oa.RateLimitError, oa.InternalServerError)
+        began = time.monotonic()
+        for attempt in range(1, cfg.attempts + 1):
             try:
-                response = self._client.chat.completions.create(
-                    model=cfg.model, messages=messages,  # type: ignore[arg-type]
-                    temperature=cfg.temperature, max_tokens=cfg.max_tokens)
-                content = response.choices[0].message.content if response.choices else None
-                return (content or ""), None
+                return request()
             except retryable as err:
-                error = f"{type(err).__name__}: {err}"
-                wait = cfg.backoff_s * 2**attempt
-                log.warning("LLM call failed (%s), attempt %d/%d; retrying in %.1fs",
-                            error, attempt + 1, cfg.attempts, wait)
-                if attempt + 1 < cfg.attempts:
-                    time.sleep(wait)
-            except oa.APIError as err:  # 4xx and the like: retrying will not help
-                return None, f"{type(err).__name__}: {err}"
-        return None, f"gave up after {cfg.attempts} attempts: {error}"
+                problem = _describe(err)
+                if attempt == cfg.attempts or getattr(err, "status_code", None) in at_once:
+                    raise AgentUnavailable(
+                        f"the LLM endpoint {self.endpoint} failed while {what}: {problem}; "
+                        f"gave up after {cfg.attempts} attempts in "
+                        f"{time.monotonic() - began:.1f} s (nothing was recorded for this "
+                        "round)") from err
+                wait = min(MAX_WAIT_S, max(cfg.backoff_s * 2 ** (attempt - 1),
+                                           _retry_after(err)))
+                log.warning("LLM endpoint %s: %s; attempt %d/%d, retrying in %.1f s",
+                            self.endpoint, problem, attempt, cfg.attempts, wait)
+                time.sleep(wait)
+            except oa.APIError as err:  # 4xx: retrying will not help
+                raise AgentUnavailable(
+                    f"the LLM endpoint {self.endpoint} refused {what}: {_describe(err)}"
+                    f"{_hint(err)} (not retried; nothing was recorded for this round)"
+                ) from err
+        raise AssertionError("unreachable")
+
+
+def _describe(err: Exception) -> str:
+    status = getattr(err, "status_code", None)
+    message = str(getattr(err, "message", "") or err).strip().splitlines()
+    text = message[0][:300] if message else type(err).__name__
+    if status is not None:
+        return f"HTTP {status} ({type(err).__name__}): {text}"
+    cause = err.__cause__ or err.__context__
+    return f"{type(err).__name__}: {text}" + (f" ({cause})" if cause else "")
+
+
+def _hint(err: Exception) -> str:
+    status = getattr(err, "status_code", None)
+    if status in (401, 403):
+        return "; check KERNELKB_LLM_API_KEY (or OPENAI_API_KEY)"
+    if status == 404:
+        return "; check KERNELKB_LLM_BASE_URL and the model name (--model)"
+    return ""
+
+
+def _retry_after(err: Exception) -> float:
+    """Seconds a 429 or 503 response asks to wait (Retry-After), else 0."""
+    response = getattr(err, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return max(0.0, float(value)) if value else 0.0
+    except ValueError:
+        return 0.0

@@ -4,7 +4,12 @@ Imports nothing but torch, triton, numpy and the task contract (kernels.base), s
 runs on a bare GPU host. See evaluator.evaluate for the entry point.
 """
 
-from optimizer.sandbox.evaluator import evaluate, measure_baseline, resolve_shapes
+from optimizer.sandbox.evaluator import (
+    evaluate,
+    measure_baseline,
+    resolve_shapes,
+    sweep_shape_set,
+)
 from optimizer.sandbox.hardware import detect_environment, measure_peaks
 from optimizer.sandbox.result import ERROR_KINDS, Baseline, EvalResult
 
@@ -17,4 +22,5 @@ __all__ = [
     "measure_baseline",
     "measure_peaks",
     "resolve_shapes",
+    "sweep_shape_set",
 ]

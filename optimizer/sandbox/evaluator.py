@@ -43,6 +43,16 @@ def resolve_shapes(task: Task, shapes: str | list[tuple[int, ...]], on_gpu: bool
     return "custom", resolved
 
 
+def sweep_shape_set(shapes: str | list[tuple[int, ...]], on_gpu: bool
+                    ) -> str | list[tuple[int, ...]]:
+    """The final sweep's shape set: "auto" is every shape on a GPU ("all") and the
+    interpreter's own ("cpu" + "edge") on a CPU, where GPU-sized shapes (4096 x 4096) run
+    for minutes and time out; any other set as given."""
+    if shapes == "auto":
+        return "all" if on_gpu else "auto"
+    return shapes
+
+
 def evaluate(task_name: str, source: str, *, dtype: str = "float16",
              shapes: str | list[tuple[int, ...]] = "auto", parent: EvalResult | None = None,
              baseline: Baseline | None = None, seeds: int = 3, timeout_s: float = 60.0,

@@ -163,6 +163,8 @@ def hidden_paths() -> list[str]:
     for name, value in os.environ.items():
         if name.startswith("KERNELKB_") and os.path.isabs(value):
             paths.append(value if os.path.isdir(value) else os.path.dirname(value))
+    if os.environ.get("XDG_DATA_HOME"):  # the store's default home (kb/settings.py)
+        paths.append(os.path.join(os.environ["XDG_DATA_HOME"], "kernelkb"))
     return [p for p in paths if p and p != "/" and os.path.isdir(p)]
 
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Body, HTTPException, Query, Response, status
 from kb.api.deps import KnowledgeDep, TokenDep
 from kb.ingest import IngestReport
 from kb.limits import OFFSET_MAX
-from kb.queries import Page, UnreadableRow
+from kb.queries import AmbiguousId, Page, UnreadableRow
 from kb.record import ExperienceRecord
 
 router = APIRouter(prefix="/experiences", tags=["experiences"])
@@ -46,10 +46,14 @@ def ingest_batch(kb: KnowledgeDep, records: list[Any] = Body(...)) -> IngestRepo
 
 @router.get("/{exp_id}", response_model=ExperienceRecord)
 def get_one(exp_id: str, kb: KnowledgeDep) -> ExperienceRecord:
+    """By the full id or a unique prefix of it (the CLI prints prefixes); a prefix of
+    several experiences: 400 naming some of them."""
     try:
         record = kb.get(exp_id)
     except UnreadableRow as exc:  # stored, but fails to load: say so, never 500
         raise HTTPException(status_code=409, detail=str(exc)) from exc
+    except AmbiguousId as exc:
+        raise HTTPException(status_code=400, detail=str(exc)) from exc
     if record is None:
         raise HTTPException(status_code=404, detail=f"no experience {exp_id}")
     return record
@@ -64,7 +68,11 @@ def list_many(
     category: str | None = None,
     offset: int = Query(0, ge=0, le=OFFSET_MAX), limit: int = Query(50, ge=1, le=500),
 ) -> Page:
-    return kb.list(offset=offset, limit=limit, category=category, op_type=op_type,
-                   task_id=task_id, dtype=dtype, gpu_name=gpu_name, arch=arch,
+    """Names (op, task, GPU, arch) match in any case and by short forms ('h200'); an
+    unknown one: 422 with the closest known name."""
+    from kb.api.routes.knowledge import resolve
+
+    names = resolve(kb, op_type=op_type, task_id=task_id, gpu_name=gpu_name, arch=arch)
+    return kb.list(offset=offset, limit=limit, category=category, dtype=dtype,
                    triton_version=triton_version, verdict=verdict, evidence=evidence,
-                   run_id=run_id)
+                   run_id=run_id, **names)

@@ -8,13 +8,11 @@ store and stored once.
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from llm_server import ScriptedLLM, llm_server
 
 from kernels.base import get_task
 from optimizer.agents.llm import LLMAgent, LLMSettings
@@ -42,37 +40,10 @@ SCRIPT: list[tuple[int, str]] = [
 ]
 
 
-class ScriptedLLM(BaseHTTPRequestHandler):
-    script: list[tuple[int, str]] = []
-    requests: list[dict] = []
-
-    def do_POST(self) -> None:  # noqa: N802 - http.server's naming
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append(body)
-        status, content = type(self).script.pop(0)
-        payload = {"id": "x", "object": "chat.completion", "created": 0, "model": body["model"],
-                   "choices": [{"index": 0, "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": content}}]}
-        data = json.dumps(payload if status == 200 else {"error": {"message": content}})
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data.encode())
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
-def llm_server():
-    ScriptedLLM.script, ScriptedLLM.requests = list(SCRIPT), []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), ScriptedLLM)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+def llm_server_url():
+    with llm_server(SCRIPT) as url:
+        yield url
 
 
 def closed_port() -> int:
@@ -82,8 +53,8 @@ def closed_port() -> int:
 
 
 def test_llm_rounds_are_classified_and_the_journal_ingests_once(
-        tmp_path: Path, llm_server: str, local_knowledge) -> None:
-    agent = LLMAgent(LLMSettings(base_url=llm_server, model="scripted", api_key="k",
+        tmp_path: Path, llm_server_url: str, local_knowledge) -> None:
+    agent = LLMAgent(LLMSettings(base_url=llm_server_url, model="scripted", api_key="k",
                                  backoff_s=0.05))
     down = RemoteKnowledge(f"http://127.0.0.1:{closed_port()}", timeout=2.0)
     result = optimize("softmax", agent, out_dir=tmp_path, knowledge=down,

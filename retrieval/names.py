@@ -1,0 +1,82 @@
+"""Names a person types (GPU, op, task, arch), matched to the names the store uses.
+
+Why: a filter on ``gpu_name == "h200"`` matches nothing and answers with an empty report,
+and retrieval for an unknown GPU quietly falls back to other hardware; a typo must be
+told, not answered. A typed name matches a known one ignoring case, spaces, dashes and
+underscores ("RMS_Norm" is rmsnorm); a GPU also by the facts table's short forms
+("h200", "A100-80GB": kb.gpu_facts.lookup). A name nobody knows raises ``UnknownName``
+with the closest known name and the list.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from kb.gpu_facts import lookup, unknown_gpu_message
+
+if TYPE_CHECKING:  # matching needs no database: `optimize` uses it on a bare GPU host too
+    from sqlmodel import Session
+
+_SEPARATORS = re.compile(r"[^0-9a-z]+")
+
+
+class UnknownName(ValueError):
+    """A typed name that matches no known op, task, GPU or architecture."""
+
+
+def name_key(text: str) -> str:
+    """What two spellings of one name share: lower case, letters and digits only."""
+    return _SEPARATORS.sub("", text.lower())
+
+
+def closest_name(name: str, known: Iterable[str]) -> str | None:
+    options = {name_key(k): k for k in known}
+    found = difflib.get_close_matches(name_key(name), list(options), n=1, cutoff=0.5)
+    return options[found[0]] if found else None
+
+
+def match_name(kind: str, name: str, known: Iterable[str]) -> str:
+    """The known ``kind`` name (op, task, arch) that ``name`` spells; else UnknownName."""
+    names = sorted(set(known))
+    for candidate in names:
+        if name_key(candidate) == name_key(name):
+            return candidate
+    near = closest_name(name, names)
+    hint = f"; closest: {near!r}" if near else ""
+    listed = ", ".join(names) if names else "(none: the store is empty)"
+    raise UnknownName(f"unknown {kind} {name!r}{hint}; known: {listed}")
+
+
+def match_gpu(name: str, stored: Iterable[str]) -> str:
+    """The GPU name to filter by: a name in the store (any spelling), else the stored name
+    of the same part (kb.gpu_facts), else the facts table's name (a known card with no
+    experiences here: an empty answer that the caller labels); else UnknownName."""
+    stored = sorted(set(stored))
+    for candidate in stored:
+        if name_key(candidate) == name_key(name):
+            return candidate
+    part = lookup(name)
+    if part is None:
+        extra = [s for s in stored if lookup(s) is None]
+        message = unknown_gpu_message(name)
+        if extra:
+            near = closest_name(name, extra)
+            message += (f" This store also has: {', '.join(extra)}"
+                        + (f" (closest: {near!r})" if near else "") + ".")
+        raise UnknownName(message)
+    same_part = [s for s in stored if (found := lookup(s)) is not None and found.name == part.name]
+    return same_part[0] if same_part else part.name
+
+
+def store_names(session: Session) -> dict[str, list[str]]:
+    """The op types, task ids, GPU names and architectures in the store, from the ladder's
+    column snapshot (kept current per query; no scan of the table per request)."""
+    from retrieval.columns import snapshot
+
+    vocab = snapshot(session).vocab
+    columns = {"op": "op_type", "task": "task_id", "gpu": "gpu_name", "arch": "arch"}
+    return {kind: sorted(w for w in list(vocab[column].words) if w)
+            for kind, column in columns.items()}

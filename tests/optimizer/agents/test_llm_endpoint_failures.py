@@ -1,0 +1,128 @@
+"""Failures of the machinery are not experiences: an LLM endpoint that is down, refuses
+the key or rate-limits fails the run fast, with a clear message and bounded, stated
+retries, and nothing is written to the store.
+
+The real LLM agent (openai client) against a real OpenAI-compatible server on loopback
+(tests/optimizer/agents/llm_server.py) or a closed port; real SQLite stores."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from llm_server import ScriptedLLM, llm_server
+
+from kb.cli import main
+from kb.settings import Settings
+from kernels.base import get_task
+from optimizer.agents.base import AgentUnavailable
+from optimizer.agents.llm import LLMAgent, LLMSettings
+from optimizer.loop import LoopOptions
+from optimizer.policy import PolicyConfig, StopReason
+from optimizer.session import optimize
+from retrieval.service import LocalKnowledge
+
+TASK = get_task("softmax")
+TINY = LoopOptions(shapes=[(4, 128)], sweep_shapes=[(4, 128)], seeds=1, timeout_s=300)
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> LocalKnowledge:
+    return LocalKnowledge(Settings(data_dir=tmp_path / "store", vectors=False,
+                                   seeds_dir=tmp_path / "no-seeds"))
+
+
+def _agent(url: str) -> LLMAgent:
+    return LLMAgent(LLMSettings(base_url=url, model="scripted", api_key="k", backoff_s=0.05))
+
+
+def _run(url: str, tmp_path: Path, store: LocalKnowledge) -> None:
+    optimize("softmax", _agent(url), out_dir=tmp_path / "runs", knowledge=store,
+             policy=PolicyConfig(max_iters=2, patience=5), options=TINY)
+
+
+def test_an_endpoint_that_is_down_fails_before_anything_is_stored(
+        tmp_path: Path, store: LocalKnowledge) -> None:
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+    with pytest.raises(AgentUnavailable) as err:
+        _run(url, tmp_path, store)
+    message = str(err.value)
+    assert f"the LLM endpoint {url} failed while listing the models" in message
+    assert "APIConnectionError" in message and "gave up after 3 attempts" in message
+    assert store.stats()["experiences"] == 0
+    assert not (tmp_path / "runs").exists()  # no run was started, no journal either
+
+
+def test_a_refused_key_fails_at_once_without_retries(tmp_path: Path,
+                                                     store: LocalKnowledge) -> None:
+    with llm_server([], models_status=401) as url, pytest.raises(AgentUnavailable) as err:
+        _run(url, tmp_path, store)
+    message = str(err.value)
+    assert "refused listing the models: HTTP 401 (AuthenticationError)" in message
+    assert "check KERNELKB_LLM_API_KEY" in message and "not retried" in message
+    assert len(ScriptedLLM.gets) == 1
+    assert store.stats()["experiences"] == 0
+
+
+def test_rate_limits_are_retried_a_stated_number_of_times(tmp_path: Path,
+                                                          store: LocalKnowledge) -> None:
+    with llm_server([], models_status=429, headers={"Retry-After": "0"}) as url, \
+            pytest.raises(AgentUnavailable) as err:
+        _run(url, tmp_path, store)
+    assert "HTTP 429 (RateLimitError)" in str(err.value)
+    assert "gave up after 3 attempts in" in str(err.value)
+    assert len(ScriptedLLM.gets) == 3
+    assert store.stats()["experiences"] == 0
+
+
+def test_a_chat_call_that_is_refused_raises_instead_of_a_failed_round() -> None:
+    """A round's own request: 401 is AgentUnavailable, never a 'failed' proposal."""
+    from optimizer.agents.base import AgentContext
+
+    context = AgentContext(task=TASK, dtype="float16", iteration=1, round_kind="exploit",
+                           best_source=TASK.template)
+    with llm_server([(401, "invalid api key")]) as url, \
+            pytest.raises(AgentUnavailable) as err:
+        _agent(url).propose(context)
+    assert "refused asking for an edit: HTTP 401" in str(err.value)
+    with llm_server([(503, "overloaded")] * 3, headers={"Retry-After": "0"}) as url, \
+            pytest.raises(AgentUnavailable) as err:
+        _agent(url).propose(context)
+    assert "HTTP 503" in str(err.value) and "gave up after 3 attempts" in str(err.value)
+    assert len(ScriptedLLM.requests) == 3
+
+
+def test_the_cli_says_why_and_exits_before_opening_the_store(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("KERNELKB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KERNELKB_LLM_BASE_URL", f"http://127.0.0.1:{closed_port()}/v1")
+    monkeypatch.setenv("KERNELKB_LLM_API_KEY", "k")
+    monkeypatch.chdir(tmp_path)
+    status = main(["optimize", "softmax", "--agent", "llm", "--model", "m"])
+    assert status == 1
+    assert "gave up after 3 attempts" in caplog.text
+    assert not (tmp_path / "home").exists() and not (tmp_path / "runs").exists()
+
+
+@pytest.mark.slow
+def test_an_endpoint_failing_mid_run_stops_it_and_keeps_only_real_rounds(
+        tmp_path: Path, store: LocalKnowledge) -> None:
+    good = (f"```python\n{TASK.render({'NUM_WARPS': 8})}```\nCHANGE: use 8 warps\n"
+            "WHY: test\nCATEGORIES: warps_stages")
+    with llm_server([(200, good), (401, "key revoked")], models=["scripted"]) as url:
+        result = optimize("softmax", _agent(url), out_dir=tmp_path / "runs", knowledge=store,
+                          policy=PolicyConfig(max_iters=3, patience=5), options=TINY)
+    assert result.stop_reason is StopReason.agent_unavailable
+    assert "HTTP 401" in (result.failure or "")
+    assert [r.iteration for r in result.records] == [0, 1]  # baseline and the real round
+    assert store.stats()["experiences"] == 2
+    report = result.report_path.read_text()
+    assert "**agent_unavailable** (the LLM endpoint" in report
