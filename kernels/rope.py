@@ -25,6 +25,7 @@ from kernels.base import (
     Config,
     Knob,
     Launch,
+    Regimes,
     Shape,
     Task,
     Variant,
@@ -296,5 +297,9 @@ TASK = register(
         related_ops=("attention", "rmsnorm"),
         constraint=constraint,
         launch=launch,
+        regimes=Regimes(dims=("batch", "seq"), inputs=((0, 0), (0, 1)), classes=(
+            ("decode", 16), ("short", 2048), ("long", None)),
+            reason="tokens per call: decode steps and short prompts are launch-bound "
+                   "(heads per program matter), long prompts bandwidth-bound"),
     )
 )
