@@ -76,6 +76,16 @@ class TaskInfo(_Strict):
     dtype: str = Field(min_length=1, description="torch dtype name, e.g. float16")
     shape_set: str = Field(default="sweep", max_length=TEXT,
                            description="which shapes were evaluated")
+    regime: str | None = Field(
+        default=None, max_length=SHORT,
+        description="the task's shape regime these shapes fall in (row-length class, M "
+                    "bucket, prefill/decode), several joined by '+'; None: not recorded "
+                    "(readers derive it from the shapes)")
+
+    @field_validator("regime")
+    @classmethod
+    def _regime_name(cls, value: str | None) -> str | None:
+        return limits.check_regime(value)
 
 
 class Environment(_Strict):
@@ -188,6 +198,7 @@ class Provenance(_Strict):
 
 # Fields added after records were first written: left out of the content hash while None.
 _OPTIONAL_LATER: tuple[tuple[str, str], ...] = (
+    ("task", "regime"),
     ("edit", "rationale"),
     ("env", "vendor"),
     ("provenance", "license"),

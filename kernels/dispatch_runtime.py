@@ -69,11 +69,11 @@ def dispatch_check(table: dict) -> dict:
 
 def dispatch_gpu_here() -> dict:
     """This process's device as the table names it: CUDA device 0's name, arch, SMs; or
-    'cpu' (the Triton interpreter)."""
+    "cpu-interpreter" (the Triton interpreter, as KernelKB runs name it)."""
     import torch
 
     if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
-        return {"gpu_name": "cpu", "arch": "cpu", "sm_count": None}
+        return {"gpu_name": "cpu-interpreter", "arch": "cpu", "sm_count": None}
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
     return {"gpu_name": props.name, "arch": f"sm_{props.major}{props.minor}",
             "sm_count": props.multi_processor_count}

@@ -70,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
     result = optimize(args.task, agent, out_dir=args.out, knowledge=knowledge,
                       write_back=write_back,
                       policy=policy, options=options, journal_path=args.journal,
-                      command="kernelkb " + shlex.join(sys.argv[1:]), on_round=log_round)
+                      command="kernelkb " + shlex.join(sys.argv[1:]), on_round=log_round,
+                      agent_factory=lambda: make_agent(args, settings))
     progress.info("stopped by %s after %d rounds; report %s; kernel %s",
                   result.stop_reason.value, len(result.rounds) - 1, result.report_path,
                   result.export_path)

@@ -76,6 +76,13 @@ class RunResult:
     report_path: Path | None = None
     export_path: Path | None = None
     journal_path: Path | None = None
+    table_path: Path | None = None  # the exported kernel's dispatch table
+    spent_s: float = 0.0  # evaluation seconds the rounds took (the policy's budget count)
+    regime: str | None = None  # the regime this result tuned (one of by_regime's keys)
+    # a run over several regimes: one result per regime (each with its own rounds, best
+    # kernel and sweep); this result then holds all rounds and records together
+    by_regime: dict[str, RunResult] = field(default_factory=dict)
+    untuned: dict[str, str] = field(default_factory=dict)  # regime -> why it was not tuned
 
 
 @dataclass
