@@ -39,9 +39,10 @@ def _no_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _knowledge():  # type: ignore[no-untyped-def]
     from kb.settings import Settings
+    from kernels.base import RecordRegimes
     from retrieval.service import LocalKnowledge
 
-    return LocalKnowledge(Settings())
+    return LocalKnowledge(Settings(), regimes=RecordRegimes())
 
 
 def _reader():  # type: ignore[no-untyped-def]
@@ -202,6 +203,8 @@ def _hardware_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu", dest="gpu_name", help="GPU name, e.g. 'NVIDIA H200'")
     parser.add_argument("--arch", help="e.g. sm_90")
     parser.add_argument("--triton", dest="triton_version", help="Triton version")
+    parser.add_argument("--regime", help="shape regime of the op's task, e.g. long_rows "
+                        "(see `kernelkb dispatch regimes TASK`)")
 
 
 def _add_query(parser: argparse.ArgumentParser) -> None:
@@ -237,6 +240,7 @@ def _run_query(args: argparse.Namespace) -> int:
         feedback_text=args.feedback_text, k=args.k, max_chars=args.max_chars,
         exclude_tasks=args.exclude_tasks, include_related=not args.no_related,
         related_ops=_related_ops(args.op_type) if not args.no_related else [],
+        regime=args.regime,
     )
     result = _reader().retrieve(query)
     if args.json:
@@ -257,7 +261,7 @@ def _add_insights(parser: argparse.ArgumentParser) -> None:
 def _run_insights(args: argparse.Namespace) -> int:
     report = _reader().insights(op_type=args.op_type, gpu_name=args.gpu_name,
                                    arch=args.arch, triton_version=args.triton_version,
-                                   current_triton=args.current_triton)
+                                   current_triton=args.current_triton, regime=args.regime)
     if args.json:
         _print_json(report.model_dump(mode="json"))
         return 0

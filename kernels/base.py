@@ -511,6 +511,18 @@ def record_regime(record: Any) -> str | None:
     return "+".join(n for n in task.regimes.names if n in found) or None
 
 
+class RecordRegimes:
+    """``record_regime`` for the store (retrieval.service.RegimeSource): the registered
+    tasks and the derivation, given to LocalKnowledge by the entry modules."""
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return tuple(all_tasks())
+
+    def of(self, record: Any) -> str | None:
+        return record_regime(record)
+
+
 def record_cost(record: Any, shape_label: str) -> tuple[float | None, float | None]:
     """``cost_of`` for the ranker: (bytes moved, flops) of a record's shape, or Nones."""
     try:

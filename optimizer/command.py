@@ -127,7 +127,9 @@ def make_knowledge(settings: Any) -> tuple[Any, bool]:
                     "BM25 only; this run's records go to its journal")
         settings = settings.model_copy(update={"vectors": False})
     try:
-        knowledge = LocalKnowledge(settings)
+        from kernels.base import RecordRegimes
+
+        knowledge = LocalKnowledge(settings, regimes=RecordRegimes())
         for name, report in knowledge.seed_if_empty().items():
             log.info("seeded %s: %d experiences", name, len(report.accepted))
     except Exception as err:  # noqa: BLE001 - e.g. a host's sqlite without FTS5

@@ -14,6 +14,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
+from sqlalchemy import or_
 from sqlmodel import Session, select
 
 from kb.models import Experience, ExperienceCategory
@@ -30,8 +31,10 @@ Row = tuple[str, str, str, float | None, str]  # id, verdict, evidence, speedup,
 def insights(
     session: Session, *, op_type: str | None = None, gpu_name: str | None = None,
     arch: str | None = None, triton_version: str | None = None,
-    current_triton: str | None = None,
+    current_triton: str | None = None, regime: str | None = None,
 ) -> InsightReport:
+    """``regime``: only experiences measured on shapes of that regime (alone or among
+    others: a record over several regimes counts for each)."""
     stmt = select(ExperienceCategory.category, Experience.id, Experience.verdict,
                   Experience.evidence, Experience.speedup_vs_parent,
                   Experience.triton_version).join(
@@ -40,6 +43,11 @@ def insights(
                           (Experience.arch, arch), (Experience.triton_version, triton_version)):
         if value is not None:
             stmt = stmt.where(column == value)
+    if regime is not None:
+        name = regime.replace("_", "\\_")  # "_" is LIKE's any-character
+        stmt = stmt.where(or_(Experience.regime == regime,
+                              *(Experience.regime.like(p, escape="\\") for p in
+                                (f"{name}+%", f"%+{name}", f"%+{name}+%"))))
     stmt = stmt.where(ExperienceCategory.category != "baseline")
     groups: dict[str, list[Row]] = defaultdict(list)
     ids: set[str] = set()
@@ -49,7 +57,7 @@ def insights(
     out = [_aggregate(category, rows, current_triton) for category, rows in groups.items()]
     out.sort(key=lambda c: (c.wins > 0 and c.wins == c.other_version_wins, -c.wins,
                             -(c.median_speedup or 0.0), c.category))
-    return InsightReport(op_type=op_type, gpu_name=gpu_name, arch=arch,
+    return InsightReport(op_type=op_type, gpu_name=gpu_name, arch=arch, regime=regime,
                          triton_version=triton_version, current_triton=current_triton,
                          total=len(ids), categories=out)
 

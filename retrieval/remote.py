@@ -59,10 +59,12 @@ class RemoteKnowledge:
 
     def insights(self, *, op_type: str | None = None, gpu_name: str | None = None,
                  arch: str | None = None, triton_version: str | None = None,
-                 current_triton: str | None = None) -> InsightReport:
+                 current_triton: str | None = None,
+                 regime: str | None = None) -> InsightReport:
         params = {k: v for k, v in {"op_type": op_type, "gpu_name": gpu_name, "arch": arch,
                                     "triton_version": triton_version,
-                                    "current_triton": current_triton}.items() if v is not None}
+                                    "current_triton": current_triton,
+                                    "regime": regime}.items() if v is not None}
         return InsightReport.model_validate(self._call("GET", "/insights", params=params))
 
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,

@@ -52,6 +52,7 @@ class InsightReport(BaseModel):
     arch: str | None
     triton_version: str | None
     current_triton: str | None = None
+    regime: str | None = None
     total: int
     categories: list[CategoryInsight]
 

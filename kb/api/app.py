@@ -24,7 +24,9 @@ def create_app(
 ) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        kb = knowledge_ or LocalKnowledge(settings or Settings())
+        if knowledge_ is None:
+            from kernels.base import RecordRegimes  # torch: loaded with the app, not on import
+        kb = knowledge_ or LocalKnowledge(settings or Settings(), regimes=RecordRegimes())
         if kb.settings.load_seeds_on_start:
             kb.seed_if_empty()
         kb.warm_up()  # first request should not pay for the model and the matrix

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, status
+from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import BaseModel, Field
 
 from kb.api.deps import KnowledgeDep
-from kb.limits import SHORT
+from kb.limits import REGIME, SHORT
 from retrieval.bootstrap_target import BootstrapTarget
 from retrieval.query import RetrievalQuery
 from retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
@@ -38,10 +38,13 @@ def retrieve(query: RetrievalQuery, kb: KnowledgeDep) -> RetrievalResult:
 @router.get("/insights", response_model=InsightReport)
 def insights(kb: KnowledgeDep, op_type: str | None = None, gpu_name: str | None = None,
              arch: str | None = None, triton_version: str | None = None,
-             current_triton: str | None = None) -> InsightReport:
-    """``triton_version`` filters; ``current_triton`` labels and ranks other versions lower."""
+             current_triton: str | None = None,
+             regime: str | None = Query(None, pattern=REGIME.pattern)) -> InsightReport:
+    """``triton_version`` filters; ``current_triton`` labels and ranks other versions lower;
+    ``regime`` keeps the experiences measured on shapes of that regime."""
     return kb.insights(op_type=op_type, gpu_name=gpu_name, arch=arch,
-                       triton_version=triton_version, current_triton=current_triton)
+                       triton_version=triton_version, current_triton=current_triton,
+                       regime=regime)
 
 
 @router.post("/bootstrap", response_model=BootstrapPlan)
