@@ -421,6 +421,7 @@ for _command in (
     register(_command)
 
 from optimizer import command as _optimize  # noqa: E402 - light at import (argparse only)
+from optimizer import dispatch_command as _dispatch  # noqa: E402 - argparse only
 from optimizer import revalidate_command as _revalidate  # noqa: E402 - argparse only
 
 
@@ -432,6 +433,15 @@ def _run_revalidate(args: argparse.Namespace) -> int:
 
 register(Command("optimize", _optimize.HELP, _optimize.add_arguments, _optimize.run))
 register(Command("revalidate", _revalidate.HELP, _revalidate.add_arguments, _run_revalidate))
+
+
+def _run_dispatch(args: argparse.Namespace) -> int:
+    status, text = _dispatch.execute(args)
+    print(text, file=sys.stderr if status else sys.stdout)
+    return status
+
+
+register(Command("dispatch", _dispatch.HELP, _dispatch.add_arguments, _run_dispatch))
 
 
 def build_parser() -> argparse.ArgumentParser:
