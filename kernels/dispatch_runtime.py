@@ -164,10 +164,10 @@ def dispatch_load(source: str, name: str) -> object:
 
 # -- the launch cache ---------------------------------------------------------------------
 def _arg_key(value: object) -> object:
-    """What Triton specializes an argument on, cheaply: a tensor's dtype and 16-byte
+    """What Triton specializes an argument on, cheaply: a tensor's dtype, device and 16-byte
     alignment, an int's value (sizes and strides: per shape), a float's type."""
     if hasattr(value, "data_ptr"):
-        return (value.dtype, value.data_ptr() % 16 == 0)
+        return (value.dtype, value.get_device(), value.data_ptr() % 16 == 0)
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
@@ -217,7 +217,11 @@ def dispatch_fast_launch(fn: object, limit: int = 256) -> bool:
             if len(cache) >= limit:
                 state["on"] = False  # arguments that vary per call: caching does not pay
                 return kernel
-            tail = tuple(kwargs[n] if n in kwargs else defaults[n] for n in names[len(args):])
+            try:
+                tail = tuple(kwargs[n] if n in kwargs else defaults[n]
+                             for n in names[len(args):])
+            except KeyError:  # a parameter this code cannot place: never cached
+                return kernel
             dims = (tuple(grid) + (1, 1))[:3]
             cache[key] = (kernel, tail, dims)
             return kernel
