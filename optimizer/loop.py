@@ -267,7 +267,8 @@ class Loop:
         if self.knowledge is None or not self.options.retrieval:
             return Recalled()
         recalled = recall(self.knowledge, self.task, self.info.dtype, self.info.env,
-                          source=state.best_source, feedback=state.context_feedback)
+                          source=state.best_source, feedback=state.context_feedback,
+                          regime=self.info.regime)
         if self.known is None:
             self.known = known(self.knowledge, self.task, self.info.dtype, self.info.env)
         own = self.info.run_id

@@ -52,8 +52,9 @@ class Vocab:
         return -1 if value is None else self.codes.get(value, -1)
 
     def codes_with_part(self, part: str) -> list[int]:
-        """Codes of the "+"-joined values that contain ``part`` (a regime)."""
-        return [n for n, word in enumerate(self.words) if word and part in word.split("+")]
+        """Codes of the "+"-joined values that contain ``part`` (a regime), and of the
+        empty ones (NULL, ""): a row whose regime is unknown is not evidence against."""
+        return [n for n, word in enumerate(self.words) if not word or part in word.split("+")]
 
 
 @dataclass(frozen=True)

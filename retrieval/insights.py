@@ -33,8 +33,8 @@ def insights(
     arch: str | None = None, triton_version: str | None = None,
     current_triton: str | None = None, regime: str | None = None,
 ) -> InsightReport:
-    """``regime``: only experiences measured on shapes of that regime (alone or among
-    others: a record over several regimes counts for each)."""
+    """``regime``: leaves out experiences measured only on shapes of other regimes (a record
+    over several regimes counts for each; one of unknown regime stays)."""
     stmt = select(ExperienceCategory.category, Experience.id, Experience.verdict,
                   Experience.evidence, Experience.speedup_vs_parent,
                   Experience.triton_version).join(
@@ -45,7 +45,8 @@ def insights(
             stmt = stmt.where(column == value)
     if regime is not None:
         name = regime.replace("_", "\\_")  # "_" is LIKE's any-character
-        stmt = stmt.where(or_(Experience.regime == regime,
+        stmt = stmt.where(or_(Experience.regime == regime, Experience.regime.is_(None),
+                              Experience.regime == "",
                               *(Experience.regime.like(p, escape="\\") for p in
                                 (f"{name}+%", f"%+{name}", f"%+{name}+%"))))
     stmt = stmt.where(ExperienceCategory.category != "baseline")

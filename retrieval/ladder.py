@@ -91,8 +91,9 @@ def gather(snap: Snapshot, query: RetrievalQuery, enough: int) -> tuple[Candidat
     """Candidates from the rungs, descending until ``enough`` non-losses are found.
 
     A row belongs to the first (best) rung that matches it; excluded tasks never match; with
-    a regime, the op's own rows must have been measured in it (related ops' rows, whose
-    regimes are their own, are not filtered)."""
+    a regime, the op's own rows measured only in other regimes are left out (rows of
+    unknown regime stay; related ops' rows, whose regimes are their own, are not
+    filtered)."""
     ladder = rungs(query)
     loss_codes = _codes(snap, "verdict", LOSS_VERDICTS)
     excluded = _codes(snap, "task_id", query.exclude_tasks)

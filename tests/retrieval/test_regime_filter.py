@@ -37,6 +37,8 @@ RECORDS = [
     _with_shapes(["rows=4,cols=128", "rows=4096,cols=32768"], summary="both", config={"B": 3}),
     _with_shapes(["rows=4,cols=128"], regime="long_rows", summary="recorded", config={"B": 4}),
     _with_shapes(["rows=4096,hidden=4096"], op="rmsnorm", summary="related", config={"B": 5}),
+    _with_shapes([], verdict="failed", speedup=None, evidence="claimed", error_kind="compile",
+                 summary="failed before timing", config={"B": 6}),
 ]
 
 
@@ -61,7 +63,7 @@ def test_an_older_store_gains_the_column_and_derives_it(tmp_path: Path) -> None:
     assert _regimes(kb) == {"long: online pass": "long_rows",
                             "short: rows per program": "short_rows",
                             "both": "short_rows+long_rows", "recorded": "long_rows",
-                            "related": "many_rows"}
+                            "related": "many_rows", "failed before timing": ""}
     ids = {r.id for r in kb.list(limit=10).items}  # records (and ids) are unchanged
     assert ids == {parse_record(r).id for r in RECORDS}
 
@@ -81,9 +83,14 @@ def test_retrieval_and_insights_filter_by_regime(tmp_path: Path) -> None:
     assert summaries("long_rows") == {"long: online pass", "both", "recorded", "related"}
     assert summaries("short_rows") == {"short: rows per program", "both", "related"}
     assert summaries("medium_rows") <= {"related"}
-    assert kb.insights(op_type="softmax", regime="long_rows").total == 3
-    assert kb.insights(op_type="softmax", regime="short_rows").total == 2
-    assert kb.insights(op_type="softmax").total == 4
+    # a row of unknown regime (no shape it could be derived from) is kept as a warning
+    failed = {h.record.edit.summary for h in
+              kb.retrieve(RetrievalQuery(**query, regime="medium_rows")).warnings}
+    assert failed == {"failed before timing"}
+    assert kb.insights(op_type="softmax", regime="long_rows").total == 4
+    assert kb.insights(op_type="softmax", regime="short_rows").total == 3
+    assert kb.insights(op_type="softmax", regime="medium_rows").total == 1
+    assert kb.insights(op_type="softmax").total == 5
     with pytest.raises(ValueError, match="regime"):
         RetrievalQuery(**query, regime="long rows; drop table")
     with pytest.raises(ValueError, match="regime"):
@@ -96,7 +103,7 @@ def test_the_http_api_filters_insights_by_regime(tmp_path: Path) -> None:
     with live_server(kb) as port:
         url = f"http://127.0.0.1:{port}/insights"
         long = httpx.get(url, params={"op_type": "softmax", "regime": "long_rows"})
-        assert long.status_code == 200 and long.json()["total"] == 3
+        assert long.status_code == 200 and long.json()["total"] == 4
         assert long.json()["regime"] == "long_rows"
         bad = httpx.get(url, params={"op_type": "softmax", "regime": "x%' OR 1=1"})
         assert bad.status_code == 422
