@@ -13,7 +13,7 @@ from pathlib import Path
 
 from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlmodel import Session, SQLModel, create_engine
 
 from kb import models  # noqa: F401  (registers the tables on SQLModel.metadata)
@@ -79,7 +79,7 @@ def _add_missing_columns(engine: Engine) -> None:
                 conn.execute(text(f"CREATE INDEX IF NOT EXISTS ix_{table}_{column} "
                                   f"ON {table} ({column})"))
             log.info("store: added column %s.%s", table, column)
-        except OperationalError as exc:  # another process added it first
+        except (OperationalError, ProgrammingError) as exc:  # another process added it first
             if "duplicate column" not in str(exc).lower() and \
                     "already exists" not in str(exc).lower():
                 raise
