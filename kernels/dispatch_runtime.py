@@ -214,6 +214,8 @@ def dispatch_fast_launch(fn: object, limit: int = 256) -> bool:
             kernel = plain(*args, grid=grid, warmup=False, **kwargs)
             if hasattr(kernel, "result"):
                 kernel = kernel.result()
+            if kernel is None or getattr(kernel, "function", None) is None:
+                return kernel  # not launched (or not loaded): nothing to reuse
             if len(cache) >= limit:
                 state["on"] = False  # arguments that vary per call: caching does not pay
                 return kernel
@@ -222,14 +224,14 @@ def dispatch_fast_launch(fn: object, limit: int = 256) -> bool:
                              for n in names[len(args):])
             except KeyError:  # a parameter this code cannot place: never cached
                 return kernel
-            dims = (tuple(grid) + (1, 1))[:3]
-            cache[key] = (kernel, tail, dims)
+            g0, g1, g2 = (tuple(grid) + (1, 1))[:3]
+            cache[key] = (kernel, kernel.run, kernel.function, kernel.packed_metadata, tail,
+                          g0, g1, g2)
             return kernel
-        kernel, tail, (g0, g1, g2) = hit
+        kernel, launcher, function, packed, tail, g0, g1, g2 = hit
         try:
             stream = active.get_current_stream(active.get_current_device())
-            kernel.run(g0, g1, g2, stream, kernel.function, kernel.packed_metadata, None,
-                       None, None, *args, *tail)
+            launcher(g0, g1, g2, stream, function, packed, None, None, None, *args, *tail)
         except Exception as err:  # noqa: BLE001 - a launcher this code does not know
             state["on"] = False
             warnings.warn(f"kernelkb fast launch off ({type(err).__name__}: {err}); "
