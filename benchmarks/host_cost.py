@@ -11,7 +11,8 @@ Each implementation is timed two ways, in one process:
   ``eager - graph`` is the host overhead the GPU could not hide.
 
 Ours, from the exported module (optimizer/export.py, with its dispatch table): the
-``torch.ops.kernelkb`` op and the module's ``dispatch_run`` (no torch.library layer),
+``torch.ops.kernelkb`` op, the module's ``dispatch_run`` (no torch.library layer) and
+its ``run()`` (its own header configuration, no dispatch: the dispatch layer's cost),
 each with the launch cache (kernels/dispatch_runtime.py) and with Triton's own launch
 path (``KERNELKB_FAST_LAUNCH=0``), and the naive kernel's ``run()``. Every implementation
 is checked against the task's reference on the shape before it is timed, on its first
@@ -110,6 +111,8 @@ def export_ours(task: Task, dtype: str, env: dict[str, Any], source: str,
                 os.environ["KERNELKB_FAST_LAUNCH"] = previous
         launch = "launch cache" if fast else "Triton launch"
         calls[f"ours: dispatch_run ({launch})"] = module.dispatch_run
+        # the module's own configuration without the dispatch layer: what dispatch costs
+        calls[f"ours: run(), no dispatch ({launch})"] = module.run
         ops = getattr(torch.ops, "kernelkb" if fast else "kernelkb_plain")
         if hasattr(ops, task.name):
             calls[f"ours: torch.ops op ({launch})"] = getattr(ops, task.name)

@@ -250,6 +250,23 @@ def dispatch_fast_launch_module(namespace: dict) -> int:
 
 
 # -- the dispatcher -----------------------------------------------------------------------
+def dispatch_key_reader(inputs: list):
+    """The per-call key: the sizes the rule reads, as one int (one dim) or a tuple, by a
+    closure made once per op (``shape[d]`` measured faster than ``size(d)``)."""
+    at = [(int(i), int(d)) for i, d in inputs]
+    if not at:
+        return lambda args: ()
+    if len(at) == 1:
+        (i, d), = at
+        return lambda args: args[i].shape[d]
+    if len(at) == 2:
+        (i0, d0), (i1, d1) = at
+        if i0 == i1:
+            return lambda args: (args[i0].shape[d0], args[i0].shape[d1])
+        return lambda args: (args[i0].shape[d0], args[i1].shape[d1])
+    return lambda args: tuple(args[i].shape[d] for i, d in at)
+
+
 class Dispatcher:
     """Calls the configuration the table holds for the inputs' regime on this GPU.
 
@@ -262,24 +279,34 @@ class Dispatcher:
         self.table = dispatch_check(table)
         self.load = load
         self.here = here
-        self.at = tuple(tuple(p) for p in table["rule"]["inputs"])
+        self.key = dispatch_key_reader(table["rule"]["inputs"])
         self.by_key: dict = {}
         self.by_config: dict = {}
         self.warned: set = set()
         self.choices: dict = {}  # key -> (gpu, regime, why): what each shape runs
+        self.call = self._caller()
+
+    def _caller(self):
+        """The per-call path as a closure (an instance's __call__ costs a method lookup
+        and a bound call more): read the key, look it up, run."""
+        key, by_key, resolve = self.key, self.by_key, self.resolve
+
+        def call(*args):
+            k = key(args)
+            run = by_key.get(k)
+            if run is None:
+                run = resolve(k)
+            return run(*args)
+
+        return call
 
     def __call__(self, *args):
-        key = tuple(args[i].shape[d] if hasattr(args[i], "shape") else args[i]
-                    for i, d in self.at)
-        run = self.by_key.get(key)
-        if run is None:
-            run = self.resolve(key)
-        return run(*args)
+        return self.call(*args)
 
-    def resolve(self, key: tuple):
+    def resolve(self, key):
         if self.here is None:
             self.here = dispatch_gpu_here()
-        regime = dispatch_regime(self.table["rule"], key)
+        regime = dispatch_regime(self.table["rule"], key if isinstance(key, tuple) else (key,))
         gpu, used, entry, why = dispatch_select(self.table, self.here, regime)
         if why and (gpu, regime) not in self.warned:
             self.warned.add((gpu, regime))

@@ -144,9 +144,8 @@ def _dispatch_glue(task: Task, stem: str, table: dict[str, Any],
         "dispatcher = Dispatcher(_kkb_table(), _kkb_load)",
         "",
         "",
-        "def dispatch_run(*args):",
-        "    # run(...) with the configuration of the inputs' regime on this GPU",
-        "    return dispatcher(*args)",
+        "# run(...) with the configuration of the inputs' regime on this GPU",
+        "dispatch_run = dispatcher.call",
         "",
     ])
 

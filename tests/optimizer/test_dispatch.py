@@ -105,7 +105,7 @@ def test_the_dispatcher_resolves_once_per_shape_and_warns_once() -> None:
         run(SimpleNamespace(shape=(3, 6000)))  # the same fallback: no second warning
     assert len([w for w in caught if "medium_rows" in str(w.message)]) == 1
     assert loaded == [{"NUM_WARPS": 2}, {"NUM_WARPS": 8}]  # each configuration loaded once
-    assert run.choices[(5000,)][1] == "short_rows"
+    assert run.choices[5000][1] == "short_rows"  # one dim: the key is the int
 
 
 def test_merge_rules(tmp_path: Path) -> None:
@@ -179,7 +179,7 @@ def check(run):
             err = (y - torch.softmax(x, -1)).abs().max().item()
             assert err < 1e-6, (shape, err)
 def report(name, dispatcher, caught):
-    print(name, "choices", sorted((k[0], v[1]) for k, v in dispatcher.choices.items()))
+    print(name, "choices", sorted((k, v[1]) for k, v in dispatcher.choices.items()))
     print(name, "loaded", sorted((mod.BLOCK_SIZE, mod.ONLINE, mod.NUM_WARPS)
                                  for mod in m._KKB_LOADED))
     print(name, "warnings", [str(w.message) for w in caught if "kernelkb" in str(w.message)])
