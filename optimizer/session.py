@@ -155,7 +155,7 @@ def split_policy(policy: PolicyConfig, done: Any, regimes_left: int) -> PolicyCo
     budget = policy.budget_s
     if budget is not None:
         spent = sum(r.spent_s for r in done)
-        budget = max(1.0, (budget - spent) / regimes_left)
+        budget = max(1e-3, (budget - spent) / regimes_left)  # > 0: PolicyConfig's rule
     return replace(policy, max_iters=iters, budget_s=budget)
 
 
