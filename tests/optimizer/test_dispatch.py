@@ -158,6 +158,9 @@ def test_cli_merge_and_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert cli_main(["dispatch", "merge", str(a), str(bad), "-o", str(tmp_path / "x.json")]) == 2
     assert "not a dispatch table" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()  # nothing written
+    assert cli_main(["dispatch", "regimes", "matmul"]) == 0
+    listed = capsys.readouterr().out
+    assert "skinny" in listed and "M=16,N=4096,K=4096" in listed and "split-K" in listed
 
 
 def test_render_refuses_a_config_the_kernel_does_not_have() -> None:
