@@ -3,6 +3,7 @@
 # Every stage is resumable or idempotent; results go to benchmarks/ and are copied to $OUT.
 #   bash benchmarks/h200.sh gputests peers space optimize:softmax vs:softmax confirm launch
 #   bash benchmarks/h200.sh revalidate:softmax revalidate:rmsnorm   (TOP=3: configs per task)
+#   bash benchmarks/h200.sh hostcost   (host cost of a call: ours vs eager / compile / Liger)
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
@@ -20,6 +21,7 @@ for stage in "$@"; do
     optimize:*) t=${stage#optimize:}; timeout $(( $(left) - 30 )) python3 -m kb.cli optimize "$t" ${OPT_FLAGS-} --max-iters ${ITERS:-25} --patience 6 --budget-s ${TASK_BUDGET_S:-120} --out benchmarks/runs 2>&1 | grep -v Warning | tee -a "$OUT/optimize.log" | tail -40 ;;
     vs:*) t=${stage#vs:}; timeout $(( $(left) - 20 )) python3 benchmarks/peers.py --tasks ${t//,/ } --runs benchmarks/runs --tag _optimized 2>&1 | grep -v Warning | tail -80 > "$OUT/vs.log" ;;
     overhead) timeout $(( $(left) - 20 )) python3 benchmarks/sandbox_overhead.py --runs ${RUNS:-5} > "$OUT/overhead.log" 2>&1; echo "rc=$?" >> "$OUT/overhead.log" ;;
+    hostcost) timeout $(( $(left) - 20 )) python3 benchmarks/host_cost.py --out "$OUT" > "$OUT/host_cost.log" 2>&1; echo "rc=$?" >> "$OUT/host_cost.log" ;;
     launch) timeout $(( $(left) - 20 )) python3 benchmarks/launch_bound.py --runs benchmarks/runs > "$OUT/launch.log" 2>&1; echo "rc=$?" >> "$OUT/launch.log" ;;
     revalidate:*) t=${stage#revalidate:}; KERNELKB_DATA_DIR=/tmp/kkb_revalidate timeout $(( $(left) - 20 )) python3 -m kb.cli revalidate --task "$t" --top ${TOP:-3} --journal "benchmarks/results/revalidate_${t}_h200.jsonl" 2>&1 | grep -v 'Warning\|INFO' | tee -a "$OUT/revalidate.log" ;;
     confirm) timeout $(( $(left) - 20 )) python3 benchmarks/transfer.py --confirm 2>&1 | grep -v Warning | tail -40 > "$OUT/confirm.log" ;;

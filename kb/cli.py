@@ -39,9 +39,10 @@ def _no_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _knowledge():  # type: ignore[no-untyped-def]
     from kb.settings import Settings
+    from kernels.base import RecordRegimes
     from retrieval.service import LocalKnowledge
 
-    return LocalKnowledge(Settings())
+    return LocalKnowledge(Settings(), regimes=RecordRegimes())
 
 
 def _reader():  # type: ignore[no-untyped-def]
@@ -254,6 +255,8 @@ def _hardware_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu", dest="gpu_name", help="GPU name, e.g. 'NVIDIA H200'")
     parser.add_argument("--arch", help="e.g. sm_90")
     parser.add_argument("--triton", dest="triton_version", help="Triton version")
+    parser.add_argument("--regime", help="shape regime of the op's task, e.g. long_rows "
+                        "(see `kernelkb dispatch regimes TASK`)")
 
 
 def _use_tasks_dirs(args: argparse.Namespace) -> None:
@@ -298,7 +301,8 @@ def _run_query(args: argparse.Namespace) -> int:
         gpu_name=args.gpu_name, arch=args.arch, triton_version=args.triton_version,
         kernel_source=args.source.read_text() if args.source else None,
         feedback_text=args.feedback_text, k=args.k, max_chars=args.max_chars,
-        exclude_tasks=args.exclude_tasks, include_related=not args.no_related, related_ops=[])
+        exclude_tasks=args.exclude_tasks, include_related=not args.no_related, related_ops=[],
+        regime=args.regime)
     knowledge = _reader()
     names = _resolve(knowledge, op_type=args.op_type, gpu_name=args.gpu_name, arch=args.arch,
                      task_id=args.task_id)
@@ -324,7 +328,7 @@ def _run_insights(args: argparse.Namespace) -> int:
     names = _resolve(knowledge, op_type=args.op_type, gpu_name=args.gpu_name, arch=args.arch)
     report = knowledge.insights(op_type=names["op_type"], gpu_name=names["gpu_name"],
                                 arch=names["arch"], triton_version=args.triton_version,
-                                current_triton=args.current_triton)
+                                current_triton=args.current_triton, regime=args.regime)
     if args.json:
         _print_json(report.model_dump(mode="json"))
         return 0
@@ -522,6 +526,7 @@ for _command in (
     register(_command)
 
 from optimizer import command as _optimize  # noqa: E402 - light at import (argparse only)
+from optimizer import dispatch_command as _dispatch  # noqa: E402 - argparse only
 from optimizer import revalidate_command as _revalidate  # noqa: E402 - argparse only
 from optimizer import task_command as _tasks  # noqa: E402 - argparse only
 
@@ -541,6 +546,15 @@ def _run_tasks(args: argparse.Namespace) -> int:
 register(Command("optimize", _optimize.HELP, _optimize.add_arguments, _optimize.run))
 register(Command("revalidate", _revalidate.HELP, _revalidate.add_arguments, _run_revalidate))
 register(Command("tasks", _tasks.HELP, _tasks.add_arguments, _run_tasks))
+
+
+def _run_dispatch(args: argparse.Namespace) -> int:
+    status, text = _dispatch.execute(args)
+    print(text, file=sys.stderr if status else sys.stdout)
+    return status
+
+
+register(Command("dispatch", _dispatch.HELP, _dispatch.add_arguments, _run_dispatch))
 
 
 def build_parser() -> argparse.ArgumentParser:

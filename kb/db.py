@@ -11,9 +11,9 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
-from sqlalchemy import event, text
+from sqlalchemy import event, inspect, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlmodel import Session, SQLModel, create_engine
 
 from kb import models  # noqa: F401  (registers the tables on SQLModel.metadata)
@@ -39,6 +39,7 @@ def make_engine(url: str) -> Engine:
     else:
         engine = create_engine(url, pool_pre_ping=True)
     _create_tables(engine)
+    _add_missing_columns(engine)
     if lexical_enabled(engine):
         with engine.begin() as conn:
             conn.execute(text(_FTS_DDL))
@@ -59,6 +60,28 @@ def _create_tables(engine: Engine, attempts: int = 5) -> None:
             return
         except OperationalError as exc:
             if "already exists" not in str(exc) or attempt == attempts - 1:
+                raise
+
+
+# Columns added to existing tables after stores were first made: (table, column, DDL type).
+# create_all makes new tables only, so an older database gains them here (NULL values).
+LATER_COLUMNS = (("experience", "regime", "VARCHAR"),)
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    for table, column, kind in LATER_COLUMNS:
+        present = {c["name"] for c in inspect(engine).get_columns(table)}
+        if column in present:
+            continue
+        try:
+            with engine.begin() as conn:
+                conn.execute(text(f"ALTER TABLE {table} ADD COLUMN {column} {kind}"))
+                conn.execute(text(f"CREATE INDEX IF NOT EXISTS ix_{table}_{column} "
+                                  f"ON {table} ({column})"))
+            log.info("store: added column %s.%s", table, column)
+        except (OperationalError, ProgrammingError) as exc:  # another process added it first
+            if "duplicate column" not in str(exc).lower() and \
+                    "already exists" not in str(exc).lower():
                 raise
 
 

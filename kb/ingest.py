@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -132,7 +132,8 @@ def split_new(
     return new, duplicates
 
 
-def store_records(session: Session, records: Sequence[ExperienceRecord]) -> None:
+def store_records(session: Session, records: Sequence[ExperienceRecord],
+                  regime_of: Callable[[ExperienceRecord], str | None] | None = None) -> None:
     """Add rows for new records (caller commits): experience, categories, FTS, hardware,
     kernel sources, runs.
 
@@ -142,7 +143,7 @@ def store_records(session: Session, records: Sequence[ExperienceRecord]) -> None
     if not records:
         return
     conn = session.connection()
-    conn.execute(insert(Experience), [experience_values(r) for r in records])
+    conn.execute(insert(Experience), [experience_values(r, regime_of) for r in records])
     categories = [{"experience_id": r.id, "category": c}
                   for r in records for c in r.edit.categories]
     if categories:
@@ -226,10 +227,12 @@ def index_records(
 
 
 def ingest(
-    engine: Engine, embedder: Embedder | None, index: VectorIndex | None, items: Sequence[Any]
+    engine: Engine, embedder: Embedder | None, index: VectorIndex | None, items: Sequence[Any],
+    regime_of: Callable[[ExperienceRecord], str | None] | None = None,
 ) -> IngestReport:
     """Validate, store and index one batch; see the module docstring for the order.
-    Without an embedder and index (vectors off) the records go to SQL only."""
+    Without an embedder and index (vectors off) the records go to SQL only. ``regime_of``
+    derives the regime column of records that carry none."""
     records, rejected = validate_batch(items)
     with Session(engine) as session:  # a first look, unlocked: what is worth embedding
         maybe_new, _ = split_new(session, records)
@@ -240,7 +243,7 @@ def ingest(
     with Session(engine) as session:  # 1. SQL, the truth: one writer at a time
         begin_write(session)
         new, duplicates = split_new(session, records)
-        store_records(session, new)
+        store_records(session, new, regime_of)
         session.commit()
     crash_point("ingest.after_sql")
     if index is not None and embedder is not None:  # 2. vectors, derived and repairable

@@ -13,6 +13,7 @@ are finite. A config holds at most ``CONFIG_KEYS`` keys; lists at most ``LIST_IT
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 SHORT = 256
@@ -27,6 +28,17 @@ INT64_MAX = 2**63 - 1
 ITERATION_MAX = 10_000_000
 COUNT_MAX = 2**31 - 1  # registers, spills, bytes, SM counts
 OFFSET_MAX = 10**9  # paging offset
+# a shape regime (kernels/base.py Regimes): a name, or several joined by "+" for a record
+# whose shapes span regimes
+REGIME = re.compile(r"^[a-z][a-z0-9_]{0,31}(\+[a-z][a-z0-9_]{0,31}){0,15}$")
+
+
+def check_regime(value: str | None) -> str | None:
+    """A regime name as records, queries and dispatch tables carry it; ValueError else."""
+    if value is not None and not REGIME.match(value):
+        raise ValueError(f"regime {value[:80]!r}: lower-case names (letters, digits, _; "
+                         "<= 32 characters) joined by '+'")
+    return value
 
 
 def text_problem(value: str) -> str | None:

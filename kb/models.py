@@ -9,6 +9,7 @@ as rows of ``ExperienceCategory`` (GROUP BY for insights).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -54,6 +55,9 @@ class Experience(SQLModel, table=True):
     time_ms: float | None = None
     parent_hash: str | None = None
     child_hash: str = Field(index=True)
+    # the task's shape regime(s), "+"-joined; NULL: not derived yet, "": none derivable
+    # (an older database gains the column on start-up: kb/db.py)
+    regime: str | None = Field(default=None, index=True)
     record_json: str
 
     def to_record(self) -> ExperienceRecord:
@@ -103,9 +107,12 @@ def hardware_id(gpu_name: str, arch: str) -> str:
     return f"{gpu_name}|{arch}"
 
 
-def experience_values(record: ExperienceRecord) -> dict[str, Any]:
+def experience_values(record: ExperienceRecord,
+                      regime_of: Callable[[ExperienceRecord], str | None] | None = None
+                      ) -> dict[str, Any]:
     """The ``Experience`` row as a dict, for one executemany insert per batch (building
-    ORM objects cost ~0.2 ms a record on ingest)."""
+    ORM objects cost ~0.2 ms a record on ingest). ``regime_of`` derives the regime of a
+    record that carries none (kernels.base.record_regime, given by the entry module)."""
     fb = record.feedback
     assert record.id is not None
     return dict(
@@ -133,6 +140,7 @@ def experience_values(record: ExperienceRecord) -> dict[str, Any]:
         time_ms=fb.time_ms,
         parent_hash=record.edit.parent_hash,
         child_hash=record.edit.child_hash,
+        regime=record.task.regime or (regime_of(record) or "" if regime_of else None),
         record_json=record.model_dump_json(),
     )
 

@@ -76,6 +76,16 @@ class TaskInfo(_Strict):
     dtype: str = Field(min_length=1, description="torch dtype name, e.g. float16")
     shape_set: str = Field(default="sweep", max_length=TEXT,
                            description="which shapes were evaluated")
+    regime: str | None = Field(
+        default=None, max_length=SHORT,
+        description="the task's shape regime these shapes fall in (row-length class, M "
+                    "bucket, prefill/decode), several joined by '+'; None: not recorded "
+                    "(readers derive it from the shapes)")
+
+    @field_validator("regime")
+    @classmethod
+    def _regime_name(cls, value: str | None) -> str | None:
+        return limits.check_regime(value)
 
 
 class Environment(_Strict):
@@ -190,6 +200,7 @@ class Provenance(_Strict):
 # Fields added after records were stored: left out of the content hash while None, so old
 # records keep their ids. A path names a field; "[]" steps into every item of a list.
 _OPTIONAL_LATER: tuple[tuple[str, ...], ...] = (
+    ("task", "regime"),
     ("edit", "rationale"),
     ("env", "vendor"),
     ("provenance", "license"),

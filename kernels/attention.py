@@ -31,6 +31,7 @@ from kernels.base import (
     Config,
     Knob,
     Launch,
+    Regimes,
     Shape,
     Task,
     Tolerance,
@@ -249,5 +250,9 @@ TASK = register(
         smem_bytes=smem_bytes,
         launch=launch,
         peers=peers,
+        regimes=Regimes(dims=("seq_new",), inputs=((0, 2),), classes=(
+            ("decode", 16), ("prefill", 2048), ("long_prefill", None)),
+            reason="new tokens per call: decode reads the cache with a handful of queries, "
+                   "prefill tiles queries, long prefill needs flash-style tiling"),
     )
 )

@@ -115,6 +115,63 @@ class Launch:
             raise ValueError(f"launch needs programs, threads and work >= 1: {self}")
 
 
+REGIME_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
+
+
+@dataclass(frozen=True)
+class Regimes:
+    """How a task's shapes fall into regimes: a configuration is best for a regime (a row
+    length class, an M bucket, prefill vs decode), not for the whole task.
+
+    Declarative on purpose, so an exported kernel can classify a call's inputs without
+    KernelKB installed: the product of the shape dimensions ``dims`` (read from the op's
+    inputs at ``inputs``: (input index, tensor dimension) per dim) is compared with each
+    class's inclusive upper bound in order; the last class has bound None (no limit).
+    ``reason`` says why the task splits there (shown in reports and the dispatch table).
+    """
+
+    dims: tuple[str, ...]
+    classes: tuple[tuple[str, int | None], ...]
+    reason: str
+    inputs: tuple[tuple[int, int], ...] = ()
+
+    def __post_init__(self) -> None:
+        names = [name for name, _ in self.classes]
+        if not names or len(set(names)) != len(names):
+            raise ValueError(f"regimes: names must be unique and non-empty: {names}")
+        for name in names:
+            if not REGIME_NAME.match(name):
+                raise ValueError(f"regime name {name!r}: lower-case letters, digits, _")
+        bounds = [bound for _, bound in self.classes]
+        if bounds[-1] is not None or any(b is None for b in bounds[:-1]):
+            raise ValueError("regimes: only the last class is unbounded (bound None)")
+        if any(a >= b for a, b in zip(bounds[:-2], bounds[1:-1], strict=False)):
+            raise ValueError(f"regimes: bounds must increase: {bounds}")
+        if len(self.inputs) != len(self.dims):
+            raise ValueError("regimes: one (input index, tensor dim) per dim")
+        if not self.reason.strip():
+            raise ValueError("regimes: say why the task splits there (reason)")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.classes)
+
+    def of_value(self, value: int) -> str:
+        for name, bound in self.classes:
+            if bound is None or value <= bound:
+                return name
+        raise AssertionError("unreachable: the last class is unbounded")
+
+    def rule(self) -> dict[str, Any]:
+        """The JSON form an exported kernel's dispatch table carries."""
+        return {"dims": list(self.dims), "inputs": [list(p) for p in self.inputs],
+                "classes": [[n, b] for n, b in self.classes], "reason": self.reason}
+
+
+SINGLE_REGIME = Regimes(dims=(), classes=(("all", None),), inputs=(),
+                        reason="one regime: the task declares no split of its shapes")
+
+
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -202,9 +259,9 @@ class Task:
     # peers() -> [kernels.peers.Peer]: what a user would call instead of this kernel, timed
     # at the end of a GPU run; None = the reference eager and under torch.compile
     peers: Callable[[], Sequence[Any]] | None = field(default=None, repr=False, compare=False)
-    # Shape regimes (a configuration is best for a regime, not for a task): an optional
-    # hook for the per-regime tuning and dispatch; None = the task is one regime.
-    regimes: Callable[..., Any] | None = field(default=None, repr=False, compare=False)
+    # How shapes fall into regimes (row-length classes, M buckets, prefill vs decode): the
+    # loop tunes each regime of the sweep and the exported kernel dispatches on it
+    regimes: Regimes = SINGLE_REGIME
     # where the template was read from (read_template; None: written inline)
     template_path: str | None = field(default=None, init=False, compare=False)
 
@@ -288,6 +345,20 @@ class Task:
         if which == "tune":
             return (*self.edge_shapes, *self.shapes("representative"))
         return sets[which]
+
+    def regime(self, shape: Shape) -> str:
+        """The regime a shape falls in (``Regimes``: product of its dims vs the bounds)."""
+        value = 1
+        for dim in self.regimes.dims:
+            value *= int(shape[self.shape_names.index(dim)])
+        return self.regimes.of_value(value)
+
+    def shapes_by_regime(self, shapes: tuple[Shape, ...] | list[Shape]) -> dict[str, list[Shape]]:
+        """``shapes`` grouped by regime, in the task's regime order (empty ones left out)."""
+        groups: dict[str, list[Shape]] = {name: [] for name in self.regimes.names}
+        for shape in shapes:
+            groups[self.regime(tuple(shape))].append(tuple(shape))
+        return {name: group for name, group in groups.items() if group}
 
     def shape_label(self, shape: Shape) -> str:
         return ",".join(f"{n}={v}" for n, v in zip(self.shape_names, shape, strict=True))
@@ -455,6 +526,40 @@ def record_launch(record: Any, shape_label: str) -> Launch | None:
         return task.launch(dict(record.edit.config), task.parse_shape(shape_label), dtype)
     except (KeyError, ValueError, TypeError):
         return None
+
+
+def record_regime(record: Any) -> str | None:
+    """An experience record's regime: the one it recorded, else derived from the shapes it
+    was timed or checked on (its timings, else the labels of its shape set), joined with
+    "+" in the task's order when they span several; None for a task not registered here
+    or a record that names no parsable shape (imported data, shape sets such as "tune")."""
+    if getattr(record.task, "regime", None):
+        return record.task.regime
+    try:
+        task = get_task(record.task.task_id)
+    except KeyError:
+        return None
+    labels = [t.shape for t in record.feedback.timings] or \
+        record.task.shape_set.split(":", 1)[-1].split(";")
+    found = set()
+    for label in labels:
+        try:
+            found.add(task.regime(task.parse_shape(label)))
+        except ValueError:
+            continue
+    return "+".join(n for n in task.regimes.names if n in found) or None
+
+
+class RecordRegimes:
+    """``record_regime`` for the store (retrieval.service.RegimeSource): the registered
+    tasks and the derivation, given to LocalKnowledge by the entry modules."""
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return tuple(all_tasks())
+
+    def of(self, record: Any) -> str | None:
+        return record_regime(record)
 
 
 def record_cost(record: Any, shape_label: str) -> tuple[float | None, float | None]:

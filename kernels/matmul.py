@@ -16,6 +16,7 @@ from kernels.base import (
     Config,
     Knob,
     Launch,
+    Regimes,
     Shape,
     Task,
     Tolerance,
@@ -170,5 +171,9 @@ TASK = register(
         smem_bytes=smem_bytes,
         launch=launch,
         peers=peers,
+        regimes=Regimes(dims=("M",), inputs=((0, 0),), classes=(
+            ("skinny", 128), ("medium", 1024), ("large", None)),
+            reason="M buckets: skinny M (decode, small batches) under-fills the GPU with "
+                   "output tiles (small BLOCK_M, split-K); large M is compute-bound"),
     )
 )

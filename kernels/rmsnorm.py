@@ -22,6 +22,7 @@ from kernels.base import (
     Config,
     Knob,
     Launch,
+    Regimes,
     Shape,
     Task,
     Variant,
@@ -148,5 +149,9 @@ TASK = register(
         constraint=constraint,
         launch=launch,
         peers=peers,
+        regimes=Regimes(dims=("rows",), inputs=((0, 0),), classes=(
+            ("few_rows", 1024), ("many_rows", None)),
+            reason="up to ~8 rows per SM a row per program leaves SMs idle (rows per "
+                   "program and warps trade for occupancy); past that bandwidth decides"),
     )
 )

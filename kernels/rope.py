@@ -25,6 +25,7 @@ from kernels.base import (
     Config,
     Knob,
     Launch,
+    Regimes,
     Shape,
     Task,
     Variant,
@@ -172,5 +173,9 @@ TASK = register(
         constraint=constraint,
         launch=launch,
         peers=peers,
+        regimes=Regimes(dims=("batch", "seq"), inputs=((0, 0), (0, 1)), classes=(
+            ("decode", 16), ("short", 2048), ("long", None)),
+            reason="tokens per call: decode steps and short prompts are launch-bound "
+                   "(heads per program matter), long prompts bandwidth-bound"),
     )
 )

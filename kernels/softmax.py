@@ -15,6 +15,7 @@ from kernels.base import (
     Config,
     Knob,
     Launch,
+    Regimes,
     Shape,
     Task,
     Tolerance,
@@ -124,5 +125,11 @@ TASK = register(
         constraint=constraint,
         launch=launch,
         peers=peers,
+        # a whole row fits one program's registers up to a few thousand columns; past
+        # ~16k it spills and a chunked (online) pass over the row wins
+        regimes=Regimes(dims=("cols",), inputs=((0, 1),), classes=(
+            ("short_rows", 2048), ("medium_rows", 16384), ("long_rows", None)),
+            reason="row length decides whole-row tile vs chunked/online passes and how "
+                   "many warps a row needs"),
     )
 )

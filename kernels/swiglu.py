@@ -20,6 +20,7 @@ from kernels.base import (
     Config,
     Knob,
     Launch,
+    Regimes,
     Shape,
     Task,
     Variant,
@@ -128,5 +129,9 @@ TASK = register(
         related_ops=("rmsnorm", "gelu", "matmul"),
         launch=launch,
         peers=peers,
+        regimes=Regimes(dims=("tokens", "inter"), inputs=((0, 0), (0, 1)), classes=(
+            ("small", 1 << 23), ("large", None)),
+            reason="elementwise: under ~8M elements a call is bound by launch and tail "
+                   "(fewer, wider programs); above it by bandwidth"),
     )
 )

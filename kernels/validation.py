@@ -40,7 +40,7 @@ REQUIRED = ("name", "op_type", "description", "signature", "reference", "make_in
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")  # task and op names: CLI args, record ids
 PARAM_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")  # a header constant the template engine reads
 FUNCTIONS = ("reference", "make_inputs", "bytes_moved", "flops", "constraint", "smem_bytes")
-OPTIONAL_FUNCTIONS = ("launch", "peers", "regimes")
+OPTIONAL_FUNCTIONS = ("launch", "peers")
 
 
 def closest(word: str, known: Iterable[str]) -> str:
@@ -74,6 +74,7 @@ def validate(task: Any, dtypes: Iterable[str], header_constants: Callable[[str],
         if value is not None and not callable(value):
             fail(field, f"must be a function or None, got {type(value).__name__}")
     _check_shapes(task, fail)
+    _check_regimes(task, fail)
     _check_dtypes(task, set(dtypes), fail)
     _check_template(task, fail)
     _check_params(task, header_constants, fail)
@@ -86,6 +87,19 @@ def validate(task: Any, dtypes: Iterable[str], header_constants: Callable[[str],
     if reason:
         fail("constraint", f"rejects the naive kernel's own configuration "
                            f"{task.default_config}: {reason}")
+
+
+def _check_regimes(task: Any, fail: Callable[[str, str], None]) -> None:
+    """A Regimes declaration (its own rules are checked when it is built) whose dims are
+    the task's shape names."""
+    from kernels.base import Regimes
+
+    if not isinstance(task.regimes, Regimes):
+        fail("regimes", f"must be a kernels.base.Regimes, got {type(task.regimes).__name__}")
+    for dim in task.regimes.dims:
+        if dim not in task.shape_names:
+            fail("regimes.dims", f"{dim!r} is not a shape name; known: {task.shape_names}"
+                                 + closest(dim, task.shape_names))
 
 
 def _check_shapes(task: Any, fail: Callable[[str, str], None]) -> None:

@@ -92,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
         result = optimize(task_name, agent, out_dir=args.out, knowledge=knowledge,
                           write_back=write_back,
                           policy=policy, options=options, journal_path=args.journal,
-                          command="kernelkb " + shlex.join(sys.argv[1:]), on_round=log_round)
+                          command="kernelkb " + shlex.join(sys.argv[1:]), on_round=log_round,
+                          agent_factory=lambda: make_agent(args, settings))
     except (StartFailed, AgentUnavailable) as err:
         log.error("%s", err)
         return 1
@@ -187,7 +188,9 @@ def make_knowledge(settings: Any) -> tuple[Any, bool]:
                     "BM25 only; this run's records go to its journal")
         settings = settings.model_copy(update={"vectors": False})
     try:
-        knowledge = LocalKnowledge(settings)
+        from kernels.base import RecordRegimes
+
+        knowledge = LocalKnowledge(settings, regimes=RecordRegimes())
         for name, report in knowledge.seed_if_empty().items():
             log.info("seeded %s: %d experiences", name, len(report.accepted))
     except Exception as err:  # noqa: BLE001 - e.g. a host's sqlite without FTS5

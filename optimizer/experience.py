@@ -35,6 +35,7 @@ class RunInfo:
     agent: str
     model: str | None
     command: str | None
+    regime: str | None = None  # the shape regime this run's rounds tune (Task.regimes)
 
 
 def task_config(task: Task, source: str) -> dict[str, Any]:
@@ -55,7 +56,7 @@ def build_record(info: RunInfo, *, iteration: int, round_kind: str, proposal: Pr
         run_id=info.run_id,
         iteration=iteration,
         task=TaskInfo(op_type=info.task.op_type, task_id=info.task.name, dtype=info.dtype,
-                      shape_set=info.shape_set),
+                      shape_set=info.shape_set, regime=info.regime),
         env=info.env,
         edit=Edit(
             summary=proposal.summary[:1000],

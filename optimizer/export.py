@@ -4,12 +4,20 @@ The module is the candidate's own source (it defines ``run``) plus, where the si
 allows, a ``torch.library.custom_op`` wrapper ``torch.ops.kernelkb.<task>`` with a fake
 (meta) implementation, so it composes with torch.compile. The signature is read from the
 task itself: the input maker's argument types and the reference's output.
+
+With a dispatch table (optimizer/dispatch.py) the module also carries the dispatch
+runtime (kernels/dispatch_runtime.py, verbatim: torch + triton only) and the table, both
+as a ``<module>.dispatch.json`` file beside it (what a user replaces with a merged table)
+and embedded (used when the file is missing); ``dispatch_run`` and the op then run the
+configuration the table holds for the call's regime on this GPU.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -43,23 +51,107 @@ def op_signature(task: Task, source: str, dtype: str) -> tuple[list[tuple[str, s
     return None
 
 
+BEGIN, END = "# -- kernel (begin) --", "# -- kernel (end) --"
+
+
 def export_module(task: Task, source: str, path: Path, *, dtype: str = "float16",
-                  note: str = "") -> Path:
-    """Write the module; returns its path. The wrapper is skipped when types do not fit."""
+                  note: str = "", table: dict[str, Any] | None = None,
+                  sources: dict[str, str] | None = None) -> Path:
+    """Write the module; returns its path. The wrapper is skipped when types do not fit.
+    ``table``: a dispatch table whose entries are configurations of ``source``'s header
+    (or name a hash in ``sources``, the other kernels the module must carry)."""
     signature = op_signature(task, source, dtype)
-    how = f"run(...), or torch.ops.kernelkb.{task.name}(...)" if signature else "run(...)"
+    entry = "dispatch_run" if table else "run"
+    how = f"{entry}(...), or torch.ops.kernelkb.{task.name}(...)" if signature else \
+        f"{entry}(...)"
     title = f"Best {task.name} kernel found by kernelkb optimize. {note}".rstrip()
-    header = f'"""{title}\n\nCall {how} from PyTorch.\n"""\n'
-    parts = [header, source.rstrip(), ""]
+    extra = (f"\n\nThe configuration is picked per call by the input shape's regime "
+             f"({', '.join(task.regimes.names)}) and this GPU from {path.stem}.dispatch.json "
+             "beside this file (or $KERNELKB_DISPATCH_TABLE; else the copy embedded "
+             "below).") if table else ""
+    header = f'"""{title}\n\nCall {how} from PyTorch.{extra}\n"""\n'
+    parts = [header, BEGIN, source.rstrip(), END, ""]
+    if table:
+        from optimizer.dispatch import write_table
+
+        write_table(table, path.with_name(f"{path.stem}.dispatch.json"))
+        parts.append(_dispatch_glue(task, path.stem, table, sources or {}))
     if signature:
-        parts.append(_wrapper(task.name, *signature))
+        parts.append(_wrapper(task.name, *signature, call=entry))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(parts) + "\n")
     return path
 
 
+def _runtime_text() -> str:
+    """kernels/dispatch_runtime.py without its docstring and __future__ import."""
+    text = (Path(__file__).resolve().parents[1] / "kernels" / "dispatch_runtime.py").read_text()
+    body = text.split('"""', 2)[2]
+    return body.replace("from __future__ import annotations\n", "", 1).strip()
+
+
+def _dispatch_glue(task: Task, stem: str, table: dict[str, Any],
+                   sources: dict[str, str]) -> str:
+    return "\n".join([
+        "",
+        "# -- dispatch runtime (kernels/dispatch_runtime.py of KernelKB, generated) ------",
+        _runtime_text(),
+        "",
+        "",
+        "# -- dispatch of this kernel (generated) -------------------------------------------",
+        "import json as _kkb_json",
+        "",
+        f"_KKB_TABLE = _kkb_json.loads({json.dumps(json.dumps(table))})",
+        f"_KKB_SOURCES = _kkb_json.loads({json.dumps(json.dumps(sources))})",
+        "",
+        "",
+        "def _kkb_table():",
+        "    here = os.environ.get('KERNELKB_DISPATCH_TABLE') or os.path.join(",
+        f"        os.path.dirname(os.path.abspath(__file__)), {stem + '.dispatch.json'!r})",
+        "    if os.path.exists(here):",
+        "        with open(here) as handle:",
+        "            return dispatch_check(_kkb_json.load(handle))",
+        "    return _KKB_TABLE",
+        "",
+        "",
+        "def _kkb_body():",
+        "    with open(__file__) as handle:",
+        "        text = handle.read()",
+        f"    return text.split({BEGIN!r} + '\\n', 1)[1].split({END!r}, 1)[0]",
+        "",
+        "",
+        "def _kkb_load(entry):",
+        "    config, source = entry['config'], entry.get('source')",
+        "    here = globals()",
+        "    if source is None and all(type(here.get(k)) is type(v) and here.get(k) == v",
+        "                              for k, v in config.items()):",
+        "        return run  # this module's own configuration",
+        "    text = _KKB_SOURCES[source] if source in _KKB_SOURCES else \\",
+        "        dispatch_render(_kkb_body(), config)",
+        "    name = 'kkb_' + __name__.replace('.', '_') + '_' + str(len(_KKB_LOADED))",
+        "    module = dispatch_load(text, name)",
+        "    if _KKB_FAST:",
+        "        dispatch_fast_launch_module(vars(module))",
+        "    _KKB_LOADED.append(module)",
+        "    return module.run",
+        "",
+        "",
+        "_KKB_LOADED = []",
+        "# KERNELKB_FAST_LAUNCH=0 at import: Triton's own launch path for every configuration",
+        "_KKB_FAST = os.environ.get('KERNELKB_FAST_LAUNCH') != '0'",
+        "if _KKB_FAST:",
+        "    dispatch_fast_launch_module(globals())",
+        "dispatcher = Dispatcher(_kkb_table(), _kkb_load)",
+        "",
+        "",
+        "# run(...) with the configuration of the inputs' regime on this GPU",
+        "dispatch_run = dispatcher.call",
+        "",
+    ])
+
+
 def _wrapper(name: str, params: list[tuple[str, str]], returns: str,
-             fake_from: int | None) -> str:
+             fake_from: int | None, call: str = "run") -> str:
     args = ", ".join(p for p, _ in params)
     typed = ", ".join(f"{p}: {a}" for p, a in params)
     lines = [
@@ -67,7 +159,7 @@ def _wrapper(name: str, params: list[tuple[str, str]], returns: str,
         "# -- PyTorch custom op (generated) --------------------------------------------",
         f'@torch.library.custom_op("kernelkb::{name}", mutates_args=())',
         f"def {name}_op({typed}) -> {returns}:",
-        f"    return run({args})",
+        f"    return {call}({args})",
     ]
     if fake_from is not None:
         lines += [

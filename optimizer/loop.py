@@ -86,6 +86,13 @@ class RunResult:
     export_path: Path | None = None
     journal_path: Path | None = None
     failure: str | None = None  # why the run stopped early when the agent's endpoint failed
+    table_path: Path | None = None  # the exported kernel's dispatch table
+    spent_s: float = 0.0  # evaluation seconds the rounds took (the policy's budget count)
+    regime: str | None = None  # the regime this result tuned (one of by_regime's keys)
+    # a run over several regimes: one result per regime (each with its own rounds, best
+    # kernel and sweep); this result then holds all rounds and records together
+    by_regime: dict[str, RunResult] = field(default_factory=dict)
+    untuned: dict[str, str] = field(default_factory=dict)  # regime -> why it was not tuned
 
 
 @dataclass
@@ -289,7 +296,8 @@ class Loop:
         if self.knowledge is None or not self.options.retrieval:
             return Recalled()
         recalled = recall(self.knowledge, self.task, self.info.dtype, self.info.env,
-                          source=state.best_source, feedback=state.context_feedback)
+                          source=state.best_source, feedback=state.context_feedback,
+                          regime=self.info.regime)
         if self.known is None:
             self.known = known(self.knowledge, self.task, self.info.dtype, self.info.env)
         own = self.info.run_id

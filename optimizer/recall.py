@@ -20,29 +20,33 @@ class Recalled:
 
 
 def query_for(task: Task, dtype: str, env: Environment, *, source: str | None = None,
-              feedback: str | None = None, k: int = 8) -> Any:
+              feedback: str | None = None, k: int = 8, regime: str | None = None) -> Any:
     """The retrieval query of a round: the task's op, its declared related ops (the one
-    source of truth: ``Task.related_ops``), the hardware and Triton version it runs on."""
+    source of truth: ``Task.related_ops``), the hardware and Triton version it runs on,
+    and the shape regime the round tunes (the op's own experiences from other regimes
+    are left out: what wins on long rows is no evidence for short ones)."""
     from retrieval.query import RetrievalQuery
 
     return RetrievalQuery(op_type=task.op_type, task_id=task.name, dtype=dtype,
                           gpu_name=env.gpu_name, arch=env.arch,
                           triton_version=env.triton_version, kernel_source=source,
                           feedback_text=feedback or None, k=k,
-                          related_ops=list(task.related_ops), check_names=False)
+                          related_ops=list(task.related_ops), check_names=False,
+                          regime=regime)
 
 
 def recall(knowledge: Any, task: Task, dtype: str, env: Environment, *, source: str,
-           feedback: str, k: int = 8) -> Recalled:
+           feedback: str, k: int = 8, regime: str | None = None) -> Recalled:
     """Hits and warnings as records, the few-shot block, and the op's category insights.
 
     A knowledge service that fails here costs the round its few-shot examples, not the run.
     """
-    query = query_for(task, dtype, env, source=source, feedback=feedback, k=k)
+    query = query_for(task, dtype, env, source=source, feedback=feedback, k=k, regime=regime)
     try:
         result = knowledge.retrieve(query)
         report = knowledge.insights(op_type=task.op_type, arch=env.arch,
-                                    current_triton=env.triton_version)
+                                    current_triton=env.triton_version,
+                                    **({"regime": regime} if regime else {}))
     except Exception as err:  # noqa: BLE001 - retrieval is advisory; the loop goes on
         log.warning("retrieval failed (%s: %s); continuing without experiences",
                     type(err).__name__, err)

@@ -25,15 +25,60 @@ def write_report(result: Any, out_dir: Path, *, title_note: str = "") -> Path:
     """Write report.md and its PNGs into ``out_dir``; returns the markdown's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     timed = any(r.time_ms is not None for r in result.rounds)
-    plots = {"time_per_iteration.png": _plot_times(result, timed),
-             "best_so_far.png": _plot_best(result, timed),
-             "shape_speedup.png": _plot_shapes(result)}
+    path = out_dir / "report.md"
+    if not result.by_regime:
+        path.write_text(_markdown(result, timed, title_note, _plots(result, timed, out_dir)))
+        return path
+    lines = _head(result, timed, title_note) + regime_lines(result)
+    for regime, sub in result.by_regime.items():
+        sub_timed = any(r.time_ms is not None for r in sub.rounds)
+        plots = _plots(sub, sub_timed, out_dir, suffix=f"_{regime}")
+        lines += ["", f"# Regime {regime}", ""]
+        lines += ["#" + line if line.startswith("## ") else line for line in _body(sub, plots)]
+    path.write_text("\n".join(lines))
+    return path
+
+
+def _plots(result: Any, timed: bool, out_dir: Path, suffix: str = "") -> list[str]:
+    plots = {f"time_per_iteration{suffix}.png": _plot_times(result, timed),
+             f"best_so_far{suffix}.png": _plot_best(result, timed),
+             f"shape_speedup{suffix}.png": _plot_shapes(result)}
     for name, fig in plots.items():
         fig.savefig(out_dir / name, dpi=100, bbox_inches="tight")
         plt.close(fig)
-    path = out_dir / "report.md"
-    path.write_text(_markdown(result, timed, title_note, list(plots)))
-    return path
+    return list(plots)
+
+
+def regime_lines(result: Any) -> list[str]:
+    """The per-regime summary: shapes, rounds, stop, start and best time over the
+    regime's sweep, the best configuration; then the regimes left untuned."""
+    task = result.task
+    lines = ["", "## Per regime", "", f"Regimes of {task.name}: "
+             + ", ".join(f"{name} (up to {bound})" if bound is not None else name
+                         for name, bound in task.regimes.classes)
+             + f" of {' x '.join(task.regimes.dims) or 'nothing'}; why: {task.regimes.reason}. "
+             "Each regime was tuned on its own shapes, with its share of the budget; the "
+             "exported kernel dispatches between the best configurations.", "",
+             "| regime | sweep shapes | rounds | stopped by | start (ms) | best (ms) | "
+             "vs start | best configuration |", "|---|---|---:|---|---:|---:|---:|---|"]
+    from optimizer.experience import task_config
+
+    for regime, sub in result.by_regime.items():
+        start, best = sub.start_sweep, sub.best_sweep
+        timed = best is not None and best.timing_available and start is not None
+        start_ms = f"{start.time_ms:.4f}" if timed and start.time_ms else "-"
+        best_ms = f"{best.time_ms:.4f}" if timed and best.time_ms else "-"
+        ratio = f"{start.time_ms / best.time_ms:.2f}x" if timed and start.time_ms and \
+            best.time_ms else "-"
+        shapes = "; ".join(best.shapes_checked if best is not None else []) or "-"
+        config = ", ".join(f"{k}={v}" for k, v in task_config(task, sub.best_source).items())
+        lines.append(f"| {regime} | {_cell(shapes, 200)} | {len(sub.rounds) - 1} | "
+                     f"{sub.stop_reason.value} | {start_ms} | {best_ms} | {ratio} | "
+                     f"{_cell(config, 300)} |")
+    for regime, why in result.untuned.items():
+        lines.append(f"| {regime} | - | 0 | not tuned: {_cell(why, 120)} | - | - | - | "
+                     "(dispatch falls back to the nearest regime) |")
+    return lines
 
 
 def _plot_times(result: Any, timed: bool) -> Any:
@@ -207,6 +252,10 @@ def _untimed_note(ax: Any, timed: bool) -> None:
 
 
 def _markdown(result: Any, timed: bool, note: str, plots: list[str]) -> str:
+    return "\n".join(_head(result, timed, note) + _body(result, plots))
+
+
+def _head(result: Any, timed: bool, note: str) -> list[str]:
     env, best = result.env, result.best_result
     lines = [f"# Optimization report: {result.task.name} ({result.dtype})", ""]
     if note:
@@ -221,13 +270,23 @@ def _markdown(result: Any, timed: bool, note: str, plots: list[str]) -> str:
         f"- experiences written: {len(result.records)}; retrieved from earlier runs: "
         f"{len(result.retrieved_ids)}",
     ]
-    if timed and best.time_ms is not None and result.rounds[0].time_ms:
+    if result.by_regime:
+        lines.append(f"- regimes tuned: {', '.join(result.by_regime)}"
+                     + (f"; not tuned: {', '.join(result.untuned)}" if result.untuned else ""))
+    elif timed and best.time_ms is not None and result.rounds[0].time_ms:
         lines.append(f"- best: {best.time_ms:.4f} ms vs start {result.rounds[0].time_ms:.4f} ms "
                      f"= {result.rounds[0].time_ms / best.time_ms:.2f}x")
     elif not timed:
         lines.append("- timing: none. Nothing was timed (CPU interpreter: correctness only); "
                      "the time column below is empty and the plots say so")
-    lines += ["", "## Rounds", "", "| # | kind | edit | why (the agent's rationale) | verdict "
+    if getattr(result, "table_path", None):
+        lines.append(f"- dispatch table: `{result.table_path.name}` (regime -> configuration "
+                     "on this GPU), used by the exported kernel")
+    return lines
+
+
+def _body(result: Any, plots: list[str]) -> list[str]:
+    lines = ["", "## Rounds", "", "| # | kind | edit | why (the agent's rationale) | verdict "
               "| time (ms) | note |", "|---|---|---|---|---|---|---|"]
     for r in result.rounds:
         time_ms = f"{r.time_ms:.4f}" if r.time_ms is not None else "-"
@@ -252,7 +311,7 @@ def _markdown(result: Any, timed: bool, note: str, plots: list[str]) -> str:
                       "is the peers' 'eager').", _peak_note(result.env)]
         lines += peer_lines(result)
     lines += ["", *[f"![{p}]({p})" for p in plots], ""]
-    return "\n".join(lines)
+    return lines
 
 
 def sweep_line(sweep: Any) -> str:

@@ -8,14 +8,16 @@ report and exports the best kernel into the run folder.
 from __future__ import annotations
 
 import logging
+import math
 import secrets
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from kb.record import Environment
-from kernels.base import get_task
+from kernels.base import DTYPES, Shape, get_task
 from optimizer.agents.base import Agent
 from optimizer.experience import RunInfo
 from optimizer.export import export_module
@@ -25,6 +27,8 @@ from optimizer.report import write_report
 from optimizer.writeback import Journal, Writeback
 
 log = logging.getLogger(__name__)
+# stops that end the whole run, not only the regime they happened in
+STOPPED_EARLY = (StopReason.interrupt, StopReason.agent_unavailable)
 UNTIMED_NOTE = ("**Nothing in this report was timed.** There is no GPU here: every kernel ran "
                 "in Triton's CPU interpreter, which checks correctness only. Times, speedups, "
                 "verdicts on speed and the peers need a GPU.")
@@ -56,10 +60,16 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = No
              command: str | None = None, journal_path: Path | None = None,
              on_round: Callable[[RoundOutcome], None] | None = None,
              evaluator: Callable[..., Any] | None = None, measure_baseline: bool = True,
-             run_id: str | None = None, write_back: bool = True) -> RunResult:
+             run_id: str | None = None, write_back: bool = True,
+             agent_factory: Callable[[], Agent] | None = None) -> RunResult:
     """Run the loop on ``task_name`` and write report.md, plots, the exported kernel and
     (when the service is missing or down, or ``write_back`` is off: knowledge read but
     not written, as on a lent GPU host) the journal into ``out_dir/<run id>/``.
+
+    Each regime of the task that the shapes reach is tuned in turn (``regime_plan``),
+    with the budget split across them (``split_policy``) and a fresh agent per regime
+    from ``agent_factory`` (else ``agent`` carries on); the exported kernel dispatches
+    between the regimes' best configurations (``dispatch_table``).
 
     Raises AgentUnavailable (optimizer.agents.base) when the agent's endpoint fails its
     preflight: nothing is evaluated or stored then. Failing later, the run stops with
@@ -74,33 +84,158 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = No
     run_id = run_id or new_run_id(task.name)
     run_dir = Path(out_dir) / run_id
     env = Environment(**sandbox.detect_environment(_measured_peaks()))
-    shape_set = options.shapes if isinstance(options.shapes, str) else \
-        ";".join(task.shape_label(s) for s in options.shapes)
-    info = RunInfo(run_id, task, options.dtype, shape_set, env, agent.name, agent.model,
-                   command)
     journal = Journal(journal_path or run_dir / "journal.jsonl")
     writeback = Writeback(knowledge if write_back else None, journal)
     baseline = sandbox.measure_baseline(
         task.name, options.dtype, sandbox.sweep_shape_set(options.sweep_shapes, True)) \
         if measure_baseline else None
-    loop = Loop(task, agent, info=info, evaluator=evaluator or sandbox.evaluate,
-                writeback=writeback, policy=Policy(policy or PolicyConfig()),
-                knowledge=knowledge, options=options, baseline=baseline, on_round=on_round)
-    result = loop.run()
-    stopped_early = result.stop_reason in (StopReason.interrupt, StopReason.agent_unavailable)
-    if options.peers and env.arch != "cpu" and not stopped_early:
+    plan, untuned = regime_plan(task, options, on_gpu=env.arch != "cpu")
+    if not plan:
+        raise ValueError(f"{task.name}: no regime has shapes to tune here ({untuned})")
+    policy = policy or PolicyConfig()
+    results: dict[str, RunResult] = {}
+    for n, (regime, (shapes, sweep)) in enumerate(plan.items()):
+        single = len(plan) == 1 and not untuned
+        sub_options = options if single else replace(options, shapes=shapes, sweep_shapes=sweep)
+        shape_set = sub_options.shapes if isinstance(sub_options.shapes, str) else \
+            ";".join(task.shape_label(s) for s in sub_options.shapes)
+        info = RunInfo(run_id, task, options.dtype, shape_set, env, agent.name, agent.model,
+                       command, regime=regime)
+        share = split_policy(policy, results.values(), len(plan) - n)
+        loop = Loop(task, (agent_factory or (lambda: agent))() if n else agent, info=info,
+                    evaluator=evaluator or sandbox.evaluate, writeback=writeback,
+                    policy=Policy(share), knowledge=knowledge, options=sub_options,
+                    baseline=baseline, on_round=on_round)
+        log.info("regime %s (%d of %d): %d round shapes, %d sweep shapes", regime, n + 1,
+                 len(plan), len(shapes), len(sweep))
+        results[regime] = loop.run()
+        stopped = results[regime].stop_reason
+        if stopped in STOPPED_EARLY:
+            why = ("interrupted" if stopped is StopReason.interrupt
+                   else "the agent's endpoint failed")
+            untuned.update({r: f"{why} before its turn" for r in list(plan)[n + 1:]})
+            break
+    result = combine(results, untuned)
+    if options.peers and env.arch != "cpu" and result.stop_reason not in STOPPED_EARLY:
         try:
             result.peer_timings = _peer_timings(task, options)
         except KeyboardInterrupt:
             log.warning("interrupted while timing the peers: the report goes out without them")
-    note = "" if env.arch != "cpu" else UNTIMED_NOTE
-    result.report_path = write_report(result, run_dir, title_note=note)
+    for sub in result.by_regime.values():
+        sub.peer_timings = result.peer_timings
+    table, sources = dispatch_table(task, options.dtype, env, result)
     result.export_path = export_module(task, result.best_source,
                                        run_dir / f"best_{task.name}.py", dtype=options.dtype,
-                                       note=f"Run {run_id}, {env.gpu_name}.")
+                                       note=f"Run {run_id}, {env.gpu_name}.", table=table,
+                                       sources=sources)
+    result.table_path = result.export_path.with_name(f"best_{task.name}.dispatch.json")
+    note = "" if env.arch != "cpu" else UNTIMED_NOTE
+    result.report_path = write_report(result, run_dir, title_note=note)
     result.journal_path = journal.path if writeback.journaled else None
     log.info("%s; report: %s", writeback.summary(), result.report_path)
     return result
+
+
+def regime_plan(task: Any, options: LoopOptions, on_gpu: bool
+                ) -> tuple[dict[str, tuple[list[Shape], list[Shape]]], dict[str, str]]:
+    """Per regime that the sweep or the round shapes reach: (shapes timed each round,
+    shapes of its final sweep); and the regimes left untuned, with why.
+
+    Round shapes are the options' round shapes in the regime; where the regime has none,
+    on a GPU the smallest and largest of its sweep shapes; on the CPU interpreter it is
+    left untuned (its sweep shapes are GPU sizes). A regime's sweep is its share of the
+    options' sweep, else its round shapes."""
+    from optimizer.sandbox.evaluator import resolve_shapes
+
+    rounds = task.shapes_by_regime(resolve_shapes(task, options.shapes, on_gpu)[1])
+    sweep = task.shapes_by_regime(resolve_shapes(task, options.sweep_shapes, True)[1])
+    plan: dict[str, tuple[list[Shape], list[Shape]]] = {}
+    untuned: dict[str, str] = {}
+    for regime in task.regimes.names:
+        mine, swept = rounds.get(regime, []), sweep.get(regime, [])
+        if not mine and swept and on_gpu:
+            by_size = sorted(swept, key=lambda s: task.bytes_moved(s, DTYPES[options.dtype]))
+            mine = list(dict.fromkeys((by_size[0], by_size[-1])))
+        if mine:
+            plan[regime] = (mine, swept or mine)
+        elif swept:
+            untuned[regime] = "no shape of it small enough for the CPU interpreter"
+    return plan, untuned
+
+
+def split_policy(policy: PolicyConfig, done: Any, regimes_left: int) -> PolicyConfig:
+    """The next regime's share: what the earlier regimes left of the rounds and the
+    evaluation-seconds budget, divided by the regimes still to tune."""
+    done = list(done)
+    used_rounds = sum(len(r.rounds) - 1 for r in done)
+    iters = max(1, math.ceil((policy.max_iters - used_rounds) / regimes_left))
+    budget = policy.budget_s
+    if budget is not None:
+        spent = sum(r.spent_s for r in done)
+        budget = max(1e-3, (budget - spent) / regimes_left)  # > 0: PolicyConfig's rule
+    return replace(policy, max_iters=iters, budget_s=budget)
+
+
+def combine(results: dict[str, RunResult], untuned: dict[str, str]) -> RunResult:
+    """One result for the run: a single regime's as it is; several regimes' rounds and
+    records together, the first regime's kernel as the module's body."""
+    first = next(iter(results.values()))
+    if len(results) == 1 and not untuned:
+        return first
+    early = [r.stop_reason for r in results.values() if r.stop_reason in STOPPED_EARLY]
+    last = list(results.values())[-1]
+    return RunResult(
+        first.run_id, first.task, first.dtype, first.env,
+        early[0] if early else last.stop_reason,
+        [o for r in results.values() for o in r.rounds],
+        [rec for r in results.values() for rec in r.records],
+        first.start_source, first.best_source, first.best_result,
+        regressions={k: v for r in results.values() for k, v in r.regressions.items()},
+        retrieved_ids=list(dict.fromkeys(i for r in results.values() for i in r.retrieved_ids)),
+        spent_s=sum(r.spent_s for r in results.values()), by_regime=dict(results),
+        untuned=dict(untuned), failure=next((r.failure for r in results.values() if r.failure),
+                                            None))
+
+
+def dispatch_table(task: Any, dtype: str, env: Environment, result: RunResult
+                   ) -> tuple[dict[str, Any], dict[str, str]]:
+    """The run's table (this GPU, one entry per tuned regime) and the kernels the module
+    must carry beside its body (a regime's best whose code, not only its header, differs).
+
+    A regime's entry is its best kernel where that kernel passed its full sweep, else its
+    starting kernel (correct by the baseline round), marked so."""
+    from kb.record import source_hash
+    from kernels.dispatch_runtime import dispatch_render
+    from optimizer.dispatch import add_gpu, entry, new_table
+    from optimizer.experience import task_config
+
+    table, sources, entries = new_table(task, dtype), {}, {}
+    for regime, sub in (result.by_regime or
+                        {result.regime or task.regimes.names[0]: result}).items():
+        sweep = sub.best_sweep
+        passed = sweep is None or sweep.ok
+        source = sub.best_source if passed else sub.start_source
+        config = task_config(task, source)
+        own = None
+        try:
+            if dispatch_render(result.best_source, config) != dispatch_render(source, config):
+                own = source_hash(source)
+        except KeyError:
+            own = source_hash(source)
+        if own:
+            sources[own] = source
+        timed = bool(sweep is not None and sweep.timing_available and passed)
+        start = sub.start_sweep
+        item = entry(config, shapes=list(sweep.timings) if timed else
+                     list(getattr(sweep, "shapes_checked", []) or []),
+                     timed=timed, time_ms=sweep.time_ms if timed else None,
+                     start_ms=start.time_ms if timed and start is not None else None,
+                     run_id=sub.run_id, env=env, source=own)
+        if not passed:
+            item["note"] = "the best kernel failed its sweep: the starting kernel is kept"
+        entries[regime] = item
+    add_gpu(table, env, entries)
+    return table, sources
 
 
 def _measured_peaks() -> dict[str, float] | None:

@@ -26,7 +26,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 CODED = ("op_type", "gpu_name", "arch", "triton_version", "task_id", "dtype", "verdict",
-         "evidence", "categories")
+         "evidence", "categories", "regime")
 FLOATS = ("speedup_vs_parent", "speedup_vs_baseline")  # NaN where SQL has NULL
 
 
@@ -50,6 +50,11 @@ class Vocab:
     def code(self, value: str | None) -> int:
         """-1 for a value no row has: it matches nothing."""
         return -1 if value is None else self.codes.get(value, -1)
+
+    def codes_with_part(self, part: str) -> list[int]:
+        """Codes of the "+"-joined values that contain ``part`` (a regime), and of the
+        empty ones (NULL, ""): a row whose regime is unknown is not evidence against."""
+        return [n for n, word in enumerate(self.words) if not word or part in word.split("+")]
 
 
 @dataclass(frozen=True)

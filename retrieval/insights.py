@@ -17,6 +17,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
+from sqlalchemy import or_
 from sqlmodel import Session, select
 
 from kb.models import Experience, ExperienceCategory
@@ -37,8 +38,10 @@ Row = tuple[str, str, str, float | None, str]  # id, verdict, evidence, speedup,
 def insights(
     session: Session, *, op_type: str | None = None, gpu_name: str | None = None,
     arch: str | None = None, triton_version: str | None = None,
-    current_triton: str | None = None,
+    current_triton: str | None = None, regime: str | None = None,
 ) -> InsightReport:
+    """``regime``: leaves out experiences measured only on shapes of other regimes (a record
+    over several regimes counts for each; one of unknown regime stays)."""
     stmt = select(ExperienceCategory.category, Experience.id, Experience.verdict,
                   Experience.evidence, Experience.speedup_vs_parent,
                   Experience.triton_version).join(
@@ -47,6 +50,12 @@ def insights(
                           (Experience.arch, arch), (Experience.triton_version, triton_version)):
         if value is not None:
             stmt = stmt.where(column == value)
+    if regime is not None:
+        name = regime.replace("_", "\\_")  # "_" is LIKE's any-character
+        stmt = stmt.where(or_(Experience.regime == regime, Experience.regime.is_(None),
+                              Experience.regime == "",
+                              *(Experience.regime.like(p, escape="\\") for p in
+                                (f"{name}+%", f"%+{name}", f"%+{name}+%"))))
     stmt = stmt.where(ExperienceCategory.category != "baseline")
     if not asks_for_interpreter(gpu_name, arch):
         stmt = stmt.where(on_hardware())
@@ -58,7 +67,7 @@ def insights(
     out = [_aggregate(category, rows, current_triton) for category, rows in groups.items()]
     out.sort(key=lambda c: (c.wins > 0 and c.wins == c.other_version_wins, -c.wins,
                             -(c.median_speedup or 0.0), c.category))
-    return InsightReport(op_type=op_type, gpu_name=gpu_name, arch=arch,
+    return InsightReport(op_type=op_type, gpu_name=gpu_name, arch=arch, regime=regime,
                          triton_version=triton_version, current_triton=current_triton,
                          total=len(ids), categories=out, basis=BASIS)
 

@@ -90,7 +90,10 @@ def rungs(query: RetrievalQuery) -> list[Rung]:
 def gather(snap: Snapshot, query: RetrievalQuery, enough: int) -> tuple[Candidates, list[str]]:
     """Candidates from the rungs, descending until ``enough`` non-losses are found.
 
-    A row belongs to the first (best) rung that matches it; excluded tasks never match."""
+    A row belongs to the first (best) rung that matches it; excluded tasks never match; with
+    a regime, the op's own rows measured only in other regimes are left out (rows of
+    unknown regime stay; related ops' rows, whose regimes are their own, are not
+    filtered)."""
     ladder = rungs(query)
     loss_codes = _codes(snap, "verdict", LOSS_VERDICTS)
     excluded = _codes(snap, "task_id", query.exclude_tasks)
@@ -106,6 +109,9 @@ def gather(snap: Snapshot, query: RetrievalQuery, enough: int) -> tuple[Candidat
             if len(excluded):
                 pool = pool[~np.isin(snap.coded["task_id"][pool], excluded)]
         hit = _hardware_mask(snap, pool, rung.name, query)
+        if query.regime and not rung.related:  # related ops have regimes of their own
+            hit &= np.isin(snap.coded["regime"][pool],
+                           snap.vocab["regime"].codes_with_part(query.regime))
         fresh = pool[hit]
         pools[rung.op_types] = pool[~hit]
         if len(fresh):

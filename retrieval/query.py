@@ -17,6 +17,9 @@ class RetrievalQuery(BaseModel):
     gpu_name: str | None = None
     arch: str | None = None
     triton_version: str | None = None
+    regime: str | None = Field(
+        default=None, description="the task's shape regime (e.g. long_rows): the op's own "
+        "experiences must have been measured on shapes of it")
     kernel_source: str | None = Field(default=None, max_length=limits.SOURCE)
     feedback_text: str | None = Field(default=None, max_length=limits.LONG_TEXT)
     k: int = Field(default=5, ge=1, le=50)
@@ -39,6 +42,11 @@ class RetrievalQuery(BaseModel):
     @classmethod
     def _valid_text(cls, value: object) -> object:
         return limits.check_strings(value)
+
+    @field_validator("regime")
+    @classmethod
+    def _regime_name(cls, value: str | None) -> str | None:
+        return limits.check_regime(value)
 
     def relatives(self) -> tuple[str, ...]:
         """The related ops this query may fall back on (none when switched off)."""

@@ -61,11 +61,13 @@ class RemoteKnowledge:
 
     def insights(self, *, op_type: str | None = None, gpu_name: str | None = None,
                  arch: str | None = None, triton_version: str | None = None,
-                 current_triton: str | None = None) -> InsightReport:
+                 current_triton: str | None = None,
+                 regime: str | None = None) -> InsightReport:
         params = {k: v for k, v in {"op_type": op_type, "gpu_name": gpu_name, "arch": arch,
                                     "triton_version": triton_version,
                                     "current_triton": current_triton,
-                                    "check_names": False}.items() if v is not None}
+                                    "check_names": False, "regime": regime}.items()
+                       if v is not None}
         return InsightReport.model_validate(self._call("GET", "/insights", params=params))
 
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,

@@ -55,6 +55,7 @@ class InsightReport(BaseModel):
     arch: str | None
     triton_version: str | None
     current_triton: str | None = None
+    regime: str | None = None
     total: int
     categories: list[CategoryInsight]
     # what the figures are computed over (retrieval/insights.py), and why an answer is empty

@@ -14,17 +14,20 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from sqlmodel import Session
+from sqlalchemy import text
+from sqlmodel import Session, select
 
 from kb import ingest as ingest_mod
 from kb import queries
 from kb.db import make_engine
 from kb.embedder import Embedder
 from kb.ingest import IngestReport
+from kb.limits import check_regime
+from kb.models import Experience
 from kb.record import ExperienceRecord
 from kb.seeds import load_seeds
 from kb.settings import Settings
@@ -56,11 +59,43 @@ class Knowledge(Protocol):
     def retrieve(self, query: RetrievalQuery) -> RetrievalResult: ...
     def insights(self, *, op_type: str | None = None, gpu_name: str | None = None,
                  arch: str | None = None, triton_version: str | None = None,
-                 current_triton: str | None = None) -> InsightReport: ...
+                 current_triton: str | None = None,
+                 regime: str | None = None) -> InsightReport: ...
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
                   include_own: bool = False, space: Space | None = None,
                   limit: int = 10) -> BootstrapPlan: ...
     def stats(self) -> dict[str, Any]: ...
+
+
+def derive_regimes(engine: Any, regimes: RegimeSource, batch: int = 2000) -> int:
+    """Fill the regime column of rows stored without one (NULL): derived from the record's
+    shapes for a task ``regimes`` knows, "" otherwise (not derivable: never retried). Runs
+    before the store's first read, so the column snapshot sees the values; the records
+    themselves (and their ids) are unchanged. Returns the rows filled."""
+    known = set(regimes.tasks)
+    filled = 0
+    while True:
+        with Session(engine) as session:
+            rows = session.exec(select(Experience.id, Experience.task_id,
+                                       Experience.record_json)
+                                .where(Experience.regime.is_(None)).limit(batch)).all()
+            if not rows:
+                return filled
+            values = []
+            for exp_id, task_id, record_json in rows:
+                regime = ""
+                if task_id in known:
+                    try:
+                        regime = regimes.of(ExperienceRecord.model_validate_json(record_json)) \
+                            or ""
+                    except ValueError:  # a row that no longer loads: doctor's business
+                        regime = ""
+                values.append({"i": exp_id, "r": regime})
+            session.connection().execute(
+                text("UPDATE experience SET regime = :r WHERE id = :i"), values)
+            session.commit()
+            filled += len(values)
+            log.info("derived the regime of %d stored experiences", filled)
 
 
 def vector_stack_available() -> bool:
@@ -69,10 +104,24 @@ def vector_stack_available() -> bool:
     return all(importlib.util.find_spec(name) is not None for name in names)
 
 
+class RegimeSource(Protocol):
+    """How the store learns the regime of a record that carries none (records written
+    before regimes, the seeds): ``kernels.base.RecordRegimes``, given by the entry module
+    (retrieval does not import the tasks)."""
+
+    tasks: Collection[str]
+
+    def of(self, record: ExperienceRecord) -> str | None: ...
+
+
 class LocalKnowledge:
-    def __init__(self, settings: Settings | None = None, embedder: Embedder | None = None) -> None:
+    def __init__(self, settings: Settings | None = None, embedder: Embedder | None = None,
+                 regimes: RegimeSource | None = None) -> None:
         self.settings = settings or Settings()
         self.engine = make_engine(self.settings.database_url)
+        self.regimes = regimes
+        if regimes is not None:
+            derive_regimes(self.engine, regimes)
         # bootstrap's rankings until the store changes (training takes seconds to a
         # quarter minute on 30k imported records); keyed by the store's snapshot key
         self._predictions: dict[str, Any] = {}
@@ -118,7 +167,8 @@ class LocalKnowledge:
         report = IngestReport()
         for start in range(0, len(items), INGEST_BATCH):
             part = ingest_mod.ingest(self.engine, self.embedder, self.index,
-                                     items[start : start + INGEST_BATCH])
+                                     items[start : start + INGEST_BATCH],
+                                     regime_of=self.regimes.of if self.regimes else None)
             report.merge(part, offset=start)
         return report
 
@@ -211,11 +261,13 @@ class LocalKnowledge:
 
     def insights(self, *, op_type: str | None = None, gpu_name: str | None = None,
                  arch: str | None = None, triton_version: str | None = None,
-                 current_triton: str | None = None) -> InsightReport:
+                 current_triton: str | None = None,
+                 regime: str | None = None) -> InsightReport:
+        check_regime(regime)
         with self.session() as session:
             report = insight_report(session, op_type=op_type, gpu_name=gpu_name, arch=arch,
                                     triton_version=triton_version,
-                                    current_triton=current_triton)
+                                    current_triton=current_triton, regime=regime)
         if not report.total:
             report.note = self.coverage_note(op_type, gpu_name)
         return report

@@ -25,7 +25,9 @@ def create_app(
 ) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        kb = knowledge_ or LocalKnowledge(settings or Settings())
+        if knowledge_ is None:
+            from kernels.base import RecordRegimes  # torch: loaded with the app, not on import
+        kb = knowledge_ or LocalKnowledge(settings or Settings(), regimes=RecordRegimes())
         add_tasks_dirs(split_dirs(kb.settings.tasks_dir))  # their related ops, for queries
         kb.seed_if_empty()
         note = kb.empty_note()

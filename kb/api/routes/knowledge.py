@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, HTTPException, status
+from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import BaseModel, Field
 
 from kb.api.deps import KnowledgeDep
-from kb.limits import SHORT
+from kb.limits import REGIME, SHORT
 from retrieval.bootstrap_target import BootstrapTarget
 from retrieval.query import RetrievalQuery
 from retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
@@ -57,15 +57,17 @@ def resolve(kb: LocalKnowledge, **names: str | None) -> dict[str, str | None]:
 @router.get("/insights", response_model=InsightReport)
 def insights(kb: KnowledgeDep, op_type: str | None = None, gpu_name: str | None = None,
              arch: str | None = None, triton_version: str | None = None,
-             current_triton: str | None = None, check_names: bool = True) -> InsightReport:
-    """``triton_version`` filters; ``current_triton`` labels and ranks other versions lower.
-    Names match in any case and by short forms ('h200'); an unknown one: 422
-    (``check_names=false``: taken as given, as programs send them)."""
+             current_triton: str | None = None, check_names: bool = True,
+             regime: str | None = Query(None, pattern=REGIME.pattern)) -> InsightReport:
+    """``triton_version`` filters; ``current_triton`` labels and ranks other versions lower;
+    ``regime`` keeps the experiences measured on shapes of that regime. Names match in any
+    case and by short forms ('h200'); an unknown one: 422 (``check_names=false``: taken as
+    given, as programs send them)."""
     names = resolve(kb, op_type=op_type, gpu_name=gpu_name, arch=arch) if check_names else \
         {"op_type": op_type, "gpu_name": gpu_name, "arch": arch}
     return kb.insights(op_type=names["op_type"], gpu_name=names["gpu_name"],
                        arch=names["arch"], triton_version=triton_version,
-                       current_triton=current_triton)
+                       current_triton=current_triton, regime=regime)
 
 
 @router.post("/bootstrap", response_model=BootstrapPlan)
