@@ -68,7 +68,7 @@ def test_bad_regime_declarations_are_refused(kwargs: dict, message: str) -> None
 def test_a_regime_on_a_dim_the_task_lacks_is_refused() -> None:
     from dataclasses import replace
 
-    with pytest.raises(ValueError, match="regime dim"):
+    with pytest.raises(ValueError, match="field regimes.dims: .tokens. is not a shape name"):
         replace(get_task("softmax"), name="softmax_bad",
                 regimes=Regimes(dims=("tokens",), inputs=((0, 0),), classes=(("a", None),),
                                 reason="r"))
