@@ -29,6 +29,7 @@ class Settings(BaseSettings):
     vectors: bool = True
     api_token: str | None = None  # None = mutating endpoints are open
     seeds_dir: Path = REPO_ROOT / "seeds"
+    runs_dir: Path = Path("runs")  # where `optimize` writes run folders; the web pages read it
     load_seeds_on_start: bool = True
     service_url: str | None = None  # the remote client's target, e.g. http://127.0.0.1:8765
     host: str = "127.0.0.1"

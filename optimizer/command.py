@@ -40,7 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep-shapes", default="all", help="shape set of the final sweep")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--timeout-s", type=float, default=60.0)
-    parser.add_argument("--out", type=Path, default=Path("runs"), help="runs folder")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="runs folder (default: KERNELKB_RUNS_DIR, else ./runs)")
     parser.add_argument("--journal", type=Path, default=None,
                         help="journal path when the service is down (default: in the run)")
     parser.add_argument("--model", default=None, help="LLM model (else settings)")
@@ -67,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
                           retrieval=not args.no_retrieval, peers=not args.no_peers)
     knowledge, write_back = make_knowledge(settings)
     interrupt_on_sigterm()
-    result = optimize(args.task, agent, out_dir=args.out, knowledge=knowledge,
+    result = optimize(args.task, agent, out_dir=args.out or settings.runs_dir,
+                      knowledge=knowledge,
                       write_back=write_back,
                       policy=policy, options=options, journal_path=args.journal,
                       command="kernelkb " + shlex.join(sys.argv[1:]), on_round=log_round)
