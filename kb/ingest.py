@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -298,9 +298,11 @@ def sync_index(engine: Engine, embedder: Embedder, index: VectorIndex,
     return added, len(orphans)
 
 
-def reindex(engine: Engine, embedder: Embedder, index: VectorIndex, batch: int = 512) -> int:
+def reindex(engine: Engine, embedder: Embedder, index: VectorIndex, batch: int = 512,
+            on_batch: Callable[[int], None] | None = None) -> int:
     """Rebuild the vector index from SQL beside the live one, then swap (kb/vector_index.py:
-    readers never see an empty index); returns the number indexed."""
+    readers never see an empty index); returns the number indexed. ``on_batch(n)`` after
+    each batch is embedded (a progress bar)."""
     skipped: list[str] = []
 
     def batches():  # type: ignore[no-untyped-def]
@@ -310,10 +312,14 @@ def reindex(engine: Engine, embedder: Embedder, index: VectorIndex, batch: int =
                 pending.append(record)
                 if len(pending) == batch:
                     yield _embedded(embedder, pending)
+                    if on_batch:
+                        on_batch(len(pending))
                     crash_point("reindex.batch")
                     pending = []
             if pending:
                 yield _embedded(embedder, pending)
+                if on_batch:
+                    on_batch(len(pending))
 
     with index.writing():
         done = index.rebuild(batches())

@@ -1,7 +1,8 @@
 """``kernelkb optimize TASK``: the CLI face of ``optimizer.session.optimize``.
 
 Light at import (argparse only) so ``kernelkb --help`` stays instant. Live progress is
-one log line per round on the ``kernelkb.progress`` logger.
+one log line per round on the ``kernelkb.progress`` logger, and on a terminal a spinner
+with the current round and best time (kb/terminal.py).
 """
 
 from __future__ import annotations
@@ -66,13 +67,21 @@ def run(args: argparse.Namespace) -> int:
     options = LoopOptions(dtype=args.dtype, shapes=args.shapes, sweep_shapes=args.sweep_shapes,
                           seeds=args.seeds, timeout_s=args.timeout_s,
                           retrieval=not args.no_retrieval, peers=not args.no_peers)
+    from kb.terminal import progress
+
     knowledge, write_back = make_knowledge(settings)
     interrupt_on_sigterm()
-    result = optimize(args.task, agent, out_dir=args.out or settings.runs_dir,
-                      knowledge=knowledge,
-                      write_back=write_back,
-                      policy=policy, options=options, journal_path=args.journal,
-                      command="kernelkb " + shlex.join(sys.argv[1:]), on_round=log_round)
+    with progress(f"optimize {args.task}: baseline and round 1") as bar:
+        def on_round(outcome: Any) -> None:
+            log_round(outcome)
+            best = f"best {outcome.best_ms:.4f} ms" if outcome.best_ms is not None else ""
+            bar.update(description=f"optimize {args.task}: round {outcome.iteration + 1} "
+                                   f"(max {args.max_iters}) {best}")
+
+        result = optimize(args.task, agent, out_dir=args.out or settings.runs_dir,
+                          knowledge=knowledge, write_back=write_back,
+                          policy=policy, options=options, journal_path=args.journal,
+                          command="kernelkb " + shlex.join(sys.argv[1:]), on_round=on_round)
     progress.info("stopped by %s after %d rounds; report %s; kernel %s",
                   result.stop_reason.value, len(result.rounds) - 1, result.report_path,
                   result.export_path)

@@ -14,7 +14,8 @@ from conftest import PLANT, PLANTED_RUN
 from kb.queries import list_runs
 from kb.web import runs as run_folders
 
-pytestmark = pytest.mark.usefixtures("browser")
+# a real browser and server: in CI's slow run (.ci/run), out of the default one
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("browser")]
 
 
 def _by(driver, css: str):  # type: ignore[no-untyped-def]
