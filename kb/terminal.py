@@ -68,17 +68,20 @@ def configure_logging(verbose: bool = False, fmt: str = FORMAT,
     """INFO lines of our packages and ``own`` loggers (DEBUG of everything with
     ``verbose``), third-party loggers from WARNING; through the rich console on a
     terminal, plain stderr elsewhere."""
+    quiet_libraries()
     root = logging.getLogger()
+    if any(not getattr(h, "_kernelkb", False) for h in root.handlers):
+        return  # the embedding program configured logging (as basicConfig, leave it)
     for handler in list(root.handlers):
         root.removeHandler(handler)
     handler: logging.Handler = _ConsoleHandler() if interactive() else \
         logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(fmt, datefmt="%H:%M:%S"))
+    handler._kernelkb = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if verbose else logging.WARNING)
     for name in (*OWN_LOGGERS, *own):
         logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.INFO)
-    quiet_libraries()
 
 
 def quiet_libraries() -> None:

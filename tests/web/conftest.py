@@ -19,25 +19,11 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "kb"))
 sys.path.insert(0, str(ROOT / "tests" / "api"))
 
-from kb_testdata import make_knowledge, record_dict  # noqa: E402
+from kb_testdata import make_knowledge  # noqa: E402
 from live_server import live_server  # noqa: E402
+from web_testdata import planted_record  # noqa: E402
 
 SEEDS = ROOT / "seeds"
-PLANT = "<script>window.__planted = 1</script><img src=x onerror='window.__planted=2'>"
-PLANTED_RUN = "planted-run-1"
-
-
-def planted_record() -> dict:
-    """A record whose every free-text field carries markup that must be shown, not run."""
-    rec = record_dict(op="softmax", hw="H200", triton="3.6.0", run=PLANTED_RUN,
-                      summary=f"planted {PLANT}", diff=f"--- a\n+++ b\n-x = 1\n+{PLANT}\n")
-    rec["edit"]["rationale"] = f"because {PLANT}"
-    rec["feedback"]["text"] = f"feedback {PLANT}"
-    rec["feedback"]["bottleneck_hint"] = f"hint {PLANT}"
-    rec["env"]["gpu_name"] = "NVIDIA H200"
-    return rec
-
-
 @pytest.fixture(scope="package")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     """The live server's base URL on a store holding the seeds and the planted record."""
