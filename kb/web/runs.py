@@ -23,6 +23,7 @@ log = logging.getLogger(__name__)
 SHIPPED_RUNS = REPO_ROOT / "benchmarks" / "runs"  # the H200 runs the README quotes
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")
 REPORT_SECTIONS = ("## Shape sweep", "## Against the peers")
+_STOPPED = re.compile(r"stopped by \*\*([\w-]+)\*\*")
 
 
 def safe_name(name: str) -> bool:
@@ -73,6 +74,13 @@ class RunFolder:
             except ValidationError as err:
                 log.warning("%s:%d: not a record (%s)", path, number, str(err)[:200])
         return records
+
+    def stop_reason(self) -> str | None:
+        """What stopped the run, as its report says (the store does not keep it)."""
+        if not self.report.is_file():
+            return None
+        found = _STOPPED.search(self.report.read_text(encoding="utf-8", errors="replace"))
+        return found.group(1) if found else None
 
     def report_sections(self) -> str:
         """report.md from the shape sweep on (the sweep and the peers), without its

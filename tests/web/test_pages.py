@@ -173,6 +173,9 @@ def test_runs_show_rounds_best_so_far_and_the_sweep_against_peers(browser, site,
     assert best, "a GPU run has timed rounds"
     assert f"{best[0][1] / best[-1][1]:.2f}x" in _one(browser, "#best-line").text
     assert _loaded_image(browser, "#best-plot") > 0
+    folder = run_folders.find_folder(kb.settings, run_id)
+    assert folder is not None and folder.stop_reason()
+    assert _one(browser, "#stopped").text == folder.stop_reason()
     report = _one(browser, "#report").text
     assert "Against the peers" in report and "vs best peer" in report
     assert _loaded_image(browser, "img.report-plot") > 0
