@@ -28,7 +28,11 @@ def _empty(ax: Any, text: str) -> None:
 def category_wins(categories: list[Any], title: str) -> bytes:
     """Per edit category: wins / other / losses as stacked bars (how often), and the
     median and best speedup of the measured wins (by how much)."""
-    fig = Figure(figsize=(9, 0.45 * max(len(categories), 3) + 1.4), layout="constrained")
+    height = 0.45 * max(len(categories), 3) + 1.4
+    fig = Figure(figsize=(9, height))
+    # fixed margins: a layout engine doubles the drawing time (~0.4 s more on 2 cores)
+    fig.subplots_adjust(left=0.17, right=0.98, bottom=0.7 / height, top=1 - 0.75 / height,
+                        wspace=0.08)
     often, much = fig.subplots(1, 2, sharey=True, gridspec_kw={"width_ratios": [3, 2]})
     if not categories:
         _empty(often, "no experiences")
@@ -57,13 +61,14 @@ def category_wins(categories: list[Any], title: str) -> bytes:
     much.set_xlabel("speedup vs parent (measured wins)")
     much.set_title("by how much")
     much.legend(fontsize=8, loc="lower right")
-    fig.suptitle(title, fontsize=11)
+    fig.suptitle(title, fontsize=11, y=1 - 0.12 / height)
     return _png(fig)
 
 
 def best_so_far(points: list[tuple[int, float]], rounds: int, title: str) -> bytes:
     """The run's best time after each round (step plot)."""
-    fig = Figure(figsize=(7, 3.2), layout="constrained")
+    fig = Figure(figsize=(7, 3.2))
+    fig.subplots_adjust(left=0.11, right=0.98, bottom=0.16, top=0.9)
     ax = fig.subplots()
     if points:
         xs, ys = zip(*points, strict=True)
