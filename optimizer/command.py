@@ -67,11 +67,11 @@ def run(args: argparse.Namespace) -> int:
     options = LoopOptions(dtype=args.dtype, shapes=args.shapes, sweep_shapes=args.sweep_shapes,
                           seeds=args.seeds, timeout_s=args.timeout_s,
                           retrieval=not args.no_retrieval, peers=not args.no_peers)
-    from kb.terminal import progress
+    from kb.terminal import progress as progress_bar
 
     knowledge, write_back = make_knowledge(settings)
     interrupt_on_sigterm()
-    with progress(f"optimize {args.task}: baseline and round 1") as bar:
+    with progress_bar(f"optimize {args.task}: baseline and round 1") as bar:
         def on_round(outcome: Any) -> None:
             log_round(outcome)
             best = f"best {outcome.best_ms:.4f} ms" if outcome.best_ms is not None else ""
