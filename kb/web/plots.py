@@ -1,10 +1,14 @@
 """PNG charts drawn on the server with matplotlib's object API (no pyplot: its global
-state is not safe across the server's worker threads)."""
+state is not safe across the server's worker threads).
+
+Drawing takes ~0.2-0.5 s on 2 cores, so each chart is cached by the figures it shows:
+the same data draws the same PNG, new data a new one (no staleness to manage)."""
 
 from __future__ import annotations
 
 import io
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -25,9 +29,27 @@ def _empty(ax: Any, text: str) -> None:
     ax.set_yticks([])
 
 
+class _Row(NamedTuple):
+    """One category's figures, as drawn (hashable: the cache key)."""
+
+    category: str
+    count: int
+    wins: int
+    losses: int
+    median_speedup: float | None
+    best_speedup: float | None
+
+
 def category_wins(categories: list[Any], title: str) -> bytes:
     """Per edit category: wins / other / losses as stacked bars (how often), and the
     median and best speedup of the measured wins (by how much)."""
+    return _category_wins(tuple(_Row(c.category, c.count, c.wins, c.losses,
+                                     c.median_speedup, c.best_speedup) for c in categories),
+                          title)
+
+
+@lru_cache(maxsize=128)
+def _category_wins(categories: tuple[_Row, ...], title: str) -> bytes:
     height = 0.45 * max(len(categories), 3) + 1.4
     fig = Figure(figsize=(9, height))
     # fixed margins: a layout engine doubles the drawing time (~0.4 s more on 2 cores)
@@ -67,6 +89,11 @@ def category_wins(categories: list[Any], title: str) -> bytes:
 
 def best_so_far(points: list[tuple[int, float]], rounds: int, title: str) -> bytes:
     """The run's best time after each round (step plot)."""
+    return _best_so_far(tuple(points), rounds, title)
+
+
+@lru_cache(maxsize=128)
+def _best_so_far(points: tuple[tuple[int, float], ...], rounds: int, title: str) -> bytes:
     fig = Figure(figsize=(7, 3.2))
     fig.subplots_adjust(left=0.11, right=0.98, bottom=0.16, top=0.9)
     ax = fig.subplots()
@@ -80,3 +107,4 @@ def best_so_far(points: list[tuple[int, float]], rounds: int, title: str) -> byt
         _empty(ax, "no GPU timing (CPU interpreter: correctness only)")
     ax.set_title(title, fontsize=11)
     return _png(fig)
+
