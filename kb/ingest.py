@@ -301,9 +301,11 @@ def sync_index(engine: Engine, embedder: Embedder, index: VectorIndex,
     return added, len(orphans)
 
 
-def reindex(engine: Engine, embedder: Embedder, index: VectorIndex, batch: int = 512) -> int:
+def reindex(engine: Engine, embedder: Embedder, index: VectorIndex, batch: int = 512,
+            on_batch: Callable[[int], None] | None = None) -> int:
     """Rebuild the vector index from SQL beside the live one, then swap (kb/vector_index.py:
-    readers never see an empty index); returns the number indexed."""
+    readers never see an empty index); returns the number indexed. ``on_batch(n)`` after
+    each batch is embedded (a progress bar)."""
     skipped: list[str] = []
 
     def batches():  # type: ignore[no-untyped-def]
@@ -313,10 +315,14 @@ def reindex(engine: Engine, embedder: Embedder, index: VectorIndex, batch: int =
                 pending.append(record)
                 if len(pending) == batch:
                     yield _embedded(embedder, pending)
+                    if on_batch:
+                        on_batch(len(pending))
                     crash_point("reindex.batch")
                     pending = []
             if pending:
                 yield _embedded(embedder, pending)
+                if on_batch:
+                    on_batch(len(pending))
 
     with index.writing():
         done = index.rebuild(batches())

@@ -143,3 +143,19 @@ def stats(session: Session) -> dict[str, Any]:
         "by_evidence": by(Experience.evidence),
         "by_triton": by(Experience.triton_version),
     }
+
+
+def list_runs(session: Session, limit: int = 500) -> list[Run]:
+    """Optimization runs in the store, newest first (one row per run, kept on ingest)."""
+    return list(session.exec(select(Run).order_by(Run.started_at.desc()).limit(limit)).all())
+
+
+def get_run(session: Session, run_id: str) -> Run | None:
+    return session.get(Run, run_id)
+
+
+def op_gpu_counts(session: Session) -> list[tuple[str, str, int]]:
+    """(gpu_name, op_type, experiences) for every pair present: the index page's grid."""
+    rows = session.exec(select(Experience.gpu_name, Experience.op_type, func.count())
+                        .group_by(Experience.gpu_name, Experience.op_type)).all()
+    return [(str(gpu), str(op), int(n)) for gpu, op, n in rows]

@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     vectors: bool = True
     api_token: str | None = None  # None = mutating endpoints are open
     seeds_dir: Path = REPO_ROOT / "seeds"
+    # where `optimize` writes run folders and the web pages read them; default: home / "runs",
+    # so runs, like the store, do not depend on the directory a command ran in
+    runs_dir: Path | None = None
     # an empty store loads the shipped seeds on its first read (serve, query, insights,
     # bootstrap, stats, export, optimize); false keeps it empty until `kernelkb seed`
     load_seeds_on_start: bool = True
@@ -70,6 +73,8 @@ class Settings(BaseSettings):
             self.db_url = f"sqlite:///{(self.data_dir / 'kernelkb.sqlite').as_posix()}"
         if self.chroma_path is None:
             self.chroma_path = self.data_dir / "chroma"
+        if self.runs_dir is None:
+            self.runs_dir = self.data_dir / "runs"
         if self.llm_base_url is None:
             self.llm_base_url = os.environ.get("OPENAI_BASE_URL")
         if self.llm_api_key is None:

@@ -1,7 +1,8 @@
 """``kernelkb optimize TASK``: the CLI face of ``optimizer.session.optimize``.
 
 Light at import (argparse only) so ``kernelkb --help`` stays instant. Live progress is
-one log line per round on the ``kernelkb.progress`` logger.
+one log line per round on the ``kernelkb.progress`` logger, and on a terminal a spinner
+with the current round and best time (kb/terminal.py).
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "cpu and edge shapes on a CPU), cpu, sweep, edge, all")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--timeout-s", type=float, default=60.0)
-    parser.add_argument("--out", type=Path, default=Path("runs"), help="runs folder")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="runs folder (default: KERNELKB_RUNS_DIR, else ./runs)")
     parser.add_argument("--journal", type=Path, default=None,
                         help="journal path when the service is down (default: in the run)")
     parser.add_argument("--model", default=None, help="LLM model (else settings)")
@@ -86,17 +88,26 @@ def run(args: argparse.Namespace) -> int:
     options = LoopOptions(dtype=args.dtype, shapes=args.shapes, sweep_shapes=args.sweep_shapes,
                           seeds=args.seeds, timeout_s=args.timeout_s,
                           retrieval=not args.no_retrieval, peers=not args.no_peers)
+    from kb.terminal import progress as progress_bar
+
     knowledge, write_back = make_knowledge(settings)
     interrupt_on_sigterm()
-    try:
-        result = optimize(task_name, agent, out_dir=args.out, knowledge=knowledge,
-                          write_back=write_back,
-                          policy=policy, options=options, journal_path=args.journal,
-                          command="kernelkb " + shlex.join(sys.argv[1:]), on_round=log_round,
-                          agent_factory=lambda: make_agent(args, settings))
-    except (StartFailed, AgentUnavailable) as err:
-        log.error("%s", err)
-        return 1
+    with progress_bar(f"optimize {task_name}: baseline and round 1") as bar:
+        def on_round(outcome: Any) -> None:
+            log_round(outcome)
+            best = f"best {outcome.best_ms:.4f} ms" if outcome.best_ms is not None else ""
+            bar.update(description=f"optimize {task_name}: round {outcome.iteration + 1} "
+                                   f"(max {args.max_iters}) {best}")
+
+        try:
+            result = optimize(task_name, agent, out_dir=args.out or settings.runs_dir,
+                              knowledge=knowledge, write_back=write_back,
+                              policy=policy, options=options, journal_path=args.journal,
+                              command="kernelkb " + shlex.join(sys.argv[1:]),
+                              on_round=on_round, agent_factory=lambda: make_agent(args, settings))
+        except (StartFailed, AgentUnavailable) as err:
+            log.error("%s", err)
+            return 1
     progress.info("stopped by %s after %d rounds; report %s; kernel %s",
                   result.stop_reason.value, len(result.rounds) - 1, result.report_path,
                   result.export_path)

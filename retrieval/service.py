@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -161,8 +161,10 @@ class LocalKnowledge:
         return Session(self.engine)
 
     # -- write ----------------------------------------------------------------------
-    def ingest(self, records: Sequence[Any]) -> IngestReport:
-        """Ingest records (ExperienceRecord, dicts or JSON lines) in batches."""
+    def ingest(self, records: Sequence[Any],
+               on_batch: Callable[[int], None] | None = None) -> IngestReport:
+        """Ingest records (ExperienceRecord, dicts or JSON lines) in batches;
+        ``on_batch(n)`` after each (a progress bar)."""
         items = list(records)  # an ExperienceRecord goes through as it is (already valid)
         report = IngestReport()
         for start in range(0, len(items), INGEST_BATCH):
@@ -170,12 +172,14 @@ class LocalKnowledge:
                                      items[start : start + INGEST_BATCH],
                                      regime_of=self.regimes.of if self.regimes else None)
             report.merge(part, offset=start)
+            if on_batch:
+                on_batch(len(items[start : start + INGEST_BATCH]))
         return report
 
-    def reindex(self) -> int:
+    def reindex(self, on_batch: Callable[[int], None] | None = None) -> int:
         if self.embedder is None or self.index is None:
             raise ValueError("vectors are off (KERNELKB_VECTORS=false): nothing to index")
-        return ingest_mod.reindex(self.engine, self.embedder, self.index)
+        return ingest_mod.reindex(self.engine, self.embedder, self.index, on_batch=on_batch)
 
     def seed(self) -> dict[str, IngestReport]:
         return load_seeds(self.settings.seeds_dir, self.ingest)

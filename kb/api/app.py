@@ -1,5 +1,6 @@
 """The FastAPI app. Heavy parts (store, index, embedder) are built once, in the lifespan;
-an empty store loads seeds/*.jsonl on start. OpenAPI docs at /docs."""
+an empty store loads seeds/*.jsonl on start. OpenAPI docs at /docs (assets served here,
+no CDN), web pages for people at / (kb/web)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from fastapi import FastAPI
 
 from kb.api.access import write_policy
 from kb.api.body_limit import BodyLimit
+from kb.api.docs import install_docs
 from kb.api.errors import install_error_handlers
 from kb.api.routes import experiences, knowledge, system
 from kb.settings import Settings
+from kb.web.app import install_pages
 from kernels.discovery import add_tasks_dirs, split_dirs
 from retrieval.service import LocalKnowledge
 
@@ -42,10 +45,13 @@ def create_app(
         yield
 
     app = FastAPI(title="KernelKB", version="0.1.0", lifespan=lifespan,
-                  description="Experience base for agent-driven Triton kernel optimization")
+                  description="Experience base for agent-driven Triton kernel optimization",
+                  docs_url=None, redoc_url=None)  # /docs from local assets: install_docs
     app.add_middleware(BodyLimit)
     install_error_handlers(app)
     app.include_router(system.router)
     app.include_router(experiences.router)
     app.include_router(knowledge.router)
+    install_docs(app)
+    install_pages(app)
     return app

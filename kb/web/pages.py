@@ -1,0 +1,157 @@
+"""The page routes: index, what worked (per GPU and op), experiences, runs.
+
+Thin: data comes from kb/queries.py and the knowledge facade (insights), run folders
+from kb/web/runs.py, charts from kb/web/plots.py. Not part of the OpenAPI schema.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, Response
+
+from kb import queries
+from kb.api.deps import KnowledgeDep
+from kb.limits import OFFSET_MAX, SHORT
+from kb.record import Verdict
+from kb.web import plots, runs
+from kb.web.render import query_string, templates
+
+router = APIRouter(include_in_schema=False)
+TEMPLATES = templates()
+PAGE = 50
+Text = Annotated[str | None, Query(max_length=SHORT)]  # a filter value
+
+
+def _page(request: Request, name: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    return TEMPLATES.TemplateResponse(request, name, {"qs": query_string, **context},
+                                      status_code=status_code)
+
+
+def _not_found(request: Request, what: str, status_code: int = 404) -> HTMLResponse:
+    return _page(request, "missing.html", status_code=status_code, what=what)
+
+
+def _choices(kb: Any) -> dict[str, list[str]]:
+    stats = kb.stats()
+    return {"ops": sorted(stats["by_op"]), "gpus": sorted(stats["by_gpu"]),
+            "tritons": sorted(stats["by_triton"]), "verdicts": [v.value for v in Verdict]}
+
+
+@router.get("/", response_class=HTMLResponse)
+@router.get("/ui", response_class=HTMLResponse)
+def index(request: Request, kb: KnowledgeDep) -> HTMLResponse:
+    stats = kb.stats()
+    with kb.session() as session:
+        pairs = queries.op_gpu_counts(session)
+        recent = queries.list_runs(session, limit=8)
+    gpus = sorted({g for g, _, _ in pairs})
+    ops = sorted({o for _, o, _ in pairs})
+    grid = {(g, o): n for g, o, n in pairs}
+    return _page(request, "index.html", stats=stats, gpus=gpus, ops=ops, grid=grid,
+                 recent=recent)
+
+
+@router.get("/ui/insights", response_class=HTMLResponse)
+def insights_page(request: Request, kb: KnowledgeDep, op: Text = None,
+                  gpu: Text = None, triton: Text = None) -> HTMLResponse:
+    report = kb.insights(op_type=op or None, gpu_name=gpu or None,
+                         triton_version=triton or None)
+    return _page(request, "insights.html", report=report, op=op, gpu=gpu, triton=triton,
+                 **_choices(kb))
+
+
+@router.get("/ui/plots/insights.png")
+def insights_plot(kb: KnowledgeDep, op: Text = None, gpu: Text = None,
+                  triton: Text = None) -> Response:
+    report = kb.insights(op_type=op or None, gpu_name=gpu or None,
+                         triton_version=triton or None)
+    title = " · ".join(x for x in (op or "every op", gpu or "every GPU",
+                                   f"Triton {triton}" if triton else "every Triton version"))
+    return Response(plots.category_wins(report.categories, title), media_type="image/png")
+
+
+@router.get("/ui/experiences", response_class=HTMLResponse)
+def experiences_page(request: Request, kb: KnowledgeDep, op: Text = None,
+                     gpu: Text = None, triton: Text = None,
+                     verdict: Text = None, category: Text = None,
+                     offset: int = Query(0, ge=0, le=OFFSET_MAX)) -> HTMLResponse:
+    page = kb.list(offset=offset, limit=PAGE, op_type=op or None, gpu_name=gpu or None,
+                   triton_version=triton or None, verdict=verdict or None,
+                   category=category or None)
+    return _page(request, "experiences.html", page=page, op=op, gpu=gpu, triton=triton,
+                 verdict=verdict, category=category, page_size=PAGE, **_choices(kb))
+
+
+@router.get("/ui/experiences/{exp_id}", response_class=HTMLResponse)
+def experience_page(request: Request, exp_id: str, kb: KnowledgeDep) -> HTMLResponse:
+    if len(exp_id) > 64:
+        return _not_found(request, "experience (ids are at most 64 characters)")
+    try:
+        record = kb.get(exp_id)
+    except queries.UnreadableRow as err:
+        return _not_found(request, str(err), status_code=409)
+    if record is None:
+        return _not_found(request, f"experience {exp_id}")
+    return _page(request, "experience.html", r=record)
+
+
+def _run_data(kb: Any, run_id: str) -> tuple[Any, Any, list[Any]]:
+    """(store row or None, folder or None, the run's records from the store, else its
+    journal)."""
+    with kb.session() as session:
+        row = queries.get_run(session, run_id)
+    folder = runs.find_folder(kb.settings, run_id)
+    records = kb.list(run_id=run_id, limit=1000).items if row is not None else []
+    if not records and folder is not None:
+        records = folder.journal_records()
+    return row, folder, records
+
+
+@router.get("/ui/runs", response_class=HTMLResponse)
+def runs_page(request: Request, kb: KnowledgeDep) -> HTMLResponse:
+    with kb.session() as session:
+        stored = queries.list_runs(session)
+    known = {r.run_id for r in stored}
+    folders = {f.run_id: f for f in runs.all_folders(kb.settings)}
+    only_folders = [f for run_id, f in sorted(folders.items()) if run_id not in known]
+    return _page(request, "runs.html", stored=stored, folders=folders,
+                 only_folders=only_folders, roots=runs.run_roots(kb.settings),
+                 runs_dir=kb.settings.runs_dir)
+
+
+@router.get("/ui/runs/{run_id}", response_class=HTMLResponse)
+def run_page(request: Request, run_id: str, kb: KnowledgeDep) -> HTMLResponse:
+    if not runs.safe_name(run_id):
+        return _not_found(request, "run (not a run id)")
+    row, folder, records = _run_data(kb, run_id)
+    if row is None and folder is None:
+        return _not_found(request, f"run {run_id}")
+    rounds = runs.rounds_of(records)
+    first = rounds[0] if rounds else None
+    best = runs.best_so_far(rounds)
+    return _page(request, "run.html", run_id=run_id, row=row, folder=folder, rounds=rounds,
+                 first=first, sweep=runs.sweep_of(records), best=best,
+                 report=folder.report_sections() if folder else "",
+                 pngs=[p for p in folder.pngs() if p != "best_so_far.png"] if folder else [])
+
+
+@router.get("/ui/runs/{run_id}/best.png")
+def run_best_plot(run_id: str, kb: KnowledgeDep) -> Response:
+    if not runs.safe_name(run_id):
+        return Response(status_code=404)
+    _, _, records = _run_data(kb, run_id)
+    rounds = runs.rounds_of(records)
+    png = plots.best_so_far(runs.best_so_far(rounds), len(rounds), f"{run_id}: best so far")
+    return Response(png, media_type="image/png")
+
+
+@router.get("/ui/runs/{run_id}/files/{name}")
+def run_file(run_id: str, name: str, kb: KnowledgeDep) -> Response:
+    """A plot of the run's report (PNG files of its folder only)."""
+    folder = runs.find_folder(kb.settings, run_id)
+    path = folder.file(name) if folder and name.endswith(".png") else None
+    if path is None:
+        return Response(status_code=404)
+    return Response(path.read_bytes(), media_type="image/png")

@@ -1,0 +1,200 @@
+"""The web pages in a real headless Chromium against a live server: each page loads, shows
+the figures the store holds (computed here from the same store, never typed in), its
+plots load, filters work, untrusted text stays text, and /docs renders offline.
+
+Screenshots go to a temp folder, or to KERNELKB_SCREENSHOTS; the README's
+(docs/img/web_what_worked.png) is that folder's insights_softmax_h200.png."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+from web_testdata import PLANT, PLANTED_RUN
+
+from kb.queries import list_runs
+from kb.web import runs as run_folders
+
+# a real browser and server; skipped with the reason where no chromium is installed
+# (CI installs it and sets KERNELKB_REQUIRE_BROWSER, which turns the skip into a failure)
+pytestmark = pytest.mark.usefixtures("browser")
+
+
+def _by(driver, css: str):  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.by import By
+
+    return driver.find_elements(By.CSS_SELECTOR, css)
+
+
+def _one(driver, css: str):  # type: ignore[no-untyped-def]
+    found = _by(driver, css)
+    assert found, f"no {css} on {driver.current_url}"
+    return found[0]
+
+
+def _loaded_image(driver, css: str) -> int:  # type: ignore[no-untyped-def]
+    """The image's natural width (0: it did not load)."""
+    return int(driver.execute_script(
+        "const i = document.querySelector(arguments[0]);"
+        "return i && i.complete ? i.naturalWidth : 0;", css))
+
+
+def _no_planted_code(driver) -> None:  # type: ignore[no-untyped-def]
+    assert driver.execute_script("return window.__planted === undefined"), driver.current_url
+    assert driver.execute_script("return document.scripts.length") == 0
+
+
+def _shot(driver, shots: Path, name: str) -> None:  # type: ignore[no-untyped-def]
+    path = shots / f"{name}.png"
+    assert driver.save_screenshot(str(path)) and path.stat().st_size > 0
+
+
+def _select(driver, name: str, value: str) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.support.ui import Select
+
+    Select(_one(driver, f"#filter-{name}")).select_by_value(value)
+
+
+def test_index_counts_and_grid(browser, site, shots) -> None:
+    stats = site["kb"].stats()
+    browser.get(site["base"] + "/")
+    assert browser.title.startswith("Overview")
+    assert _one(browser, "#stat-experiences").text == str(stats["experiences"])
+    assert _one(browser, "#stat-runs").text == str(stats["runs"])
+    grid = _one(browser, "#grid").text
+    for gpu in stats["by_gpu"]:
+        assert gpu in grid
+    for op in stats["by_op"]:
+        assert op in grid
+    _shot(browser, shots, "index")
+    # a grid cell leads to what worked for that op on that GPU
+    link = _one(browser, "#grid a")
+    link.click()
+    query = parse_qs(urlparse(browser.current_url).query)
+    assert query["op"] and query["gpu"] and "/ui/insights" in browser.current_url
+
+
+def test_what_worked_per_gpu_and_op_with_the_triton_filter(browser, site, shots) -> None:
+    kb = site["kb"]
+    browser.get(site["base"] + "/ui/insights?op=softmax&gpu=NVIDIA+H200")
+    expected = kb.insights(op_type="softmax", gpu_name="NVIDIA H200")
+    assert _one(browser, "#total").text == str(expected.total)
+    rows = _by(browser, "#categories tr")[1:]
+    assert [r.find_elements("css selector", "td")[0].text for r in rows] == \
+        [c.category for c in expected.categories]
+    first = expected.categories[0]
+    cells = [td.text for td in rows[0].find_elements("css selector", "td")]
+    assert cells[1:3] == [str(first.count), str(first.wins)]
+    if first.median_speedup:
+        assert cells[4] == f"{first.median_speedup:.2f}x"
+    assert _loaded_image(browser, "#insights-plot") > 0
+    _shot(browser, shots, "insights_softmax_h200")
+
+    # the Triton version filter: choose a version in the form, the counts follow
+    version = sorted(kb.stats()["by_triton"])[-1]
+    _select(browser, "triton", version)
+    _one(browser, "form.filters button").click()
+    assert parse_qs(urlparse(browser.current_url).query)["triton"] == [version]
+    filtered = kb.insights(op_type="softmax", gpu_name="NVIDIA H200", triton_version=version)
+    assert _one(browser, "#total").text == str(filtered.total)
+    assert _loaded_image(browser, "#insights-plot") > 0
+    browser.get(site["base"] + "/ui/insights?op=softmax&gpu=NVIDIA+H200&triton=0.0.0-none")
+    assert _one(browser, "#total").text == "0"
+    assert "no experiences match" in _one(browser, "#categories").text
+
+
+def test_experience_browser_filters_and_links_by_full_id(browser, site, shots) -> None:
+    kb = site["kb"]
+    browser.get(site["base"] + "/ui/experiences")
+    _select(browser, "op", "rope")
+    _select(browser, "verdict", "improved")
+    _one(browser, "form.filters button").click()
+    page = kb.list(op_type="rope", verdict="improved", limit=50)
+    assert page.total > 0
+    assert _one(browser, "#total").text == str(page.total)
+    links = _by(browser, "#experiences td.mono a")
+    assert [a.text for a in links] == [r.id for r in page.items]
+    _shot(browser, shots, "experiences_rope_improved")
+
+    target = page.items[0]
+    links[0].click()
+    assert browser.current_url.endswith(f"/ui/experiences/{target.id}")
+    assert re.fullmatch(r"[0-9a-f]{32}", _one(browser, "#exp-id").text) and \
+        _one(browser, "#exp-id").text == target.id
+    assert target.edit.summary in _one(browser, "#summary").text
+    assert _by(browser, "#diff .hl .gi") or _by(browser, "#diff .hl .gd")  # highlighted +/-
+    assert _one(browser, "#evidence").text.startswith(target.evidence)
+    assert target.feedback.text.splitlines()[0] in _one(browser, "#feedback-text").text
+    assert len(_by(browser, "#timings tr")) == len(target.feedback.timings) + 1
+    _shot(browser, shots, "experience")
+
+    browser.get(site["base"] + "/ui/experiences/" + "0" * 32)
+    assert "No experience" in _one(browser, "p.note").text
+
+
+def test_untrusted_text_is_shown_as_text(browser, site, shots) -> None:
+    exp_id = site["planted"]
+    browser.get(site["base"] + f"/ui/experiences/{exp_id}")
+    _no_planted_code(browser)
+    assert PLANT in _one(browser, "#summary").text
+    assert PLANT in _one(browser, "#rationale").text
+    assert PLANT in _one(browser, "#feedback-text").text
+    assert PLANT in _one(browser, "#diff").text
+    _shot(browser, shots, "planted")
+    for path in ("/ui/experiences?op=softmax", f"/ui/runs/{PLANTED_RUN}", "/ui/runs",
+                 "/ui/insights?op=softmax"):
+        browser.get(site["base"] + path)
+        _no_planted_code(browser)
+    browser.get(site["base"] + f"/ui/runs/{PLANTED_RUN}")
+    assert PLANT[:30] in _one(browser, "#rounds").text
+
+
+def test_runs_show_rounds_best_so_far_and_the_sweep_against_peers(browser, site, shots) -> None:
+    kb = site["kb"]
+    with kb.session() as session:
+        stored = [r.run_id for r in list_runs(session)]
+    folders = {f.run_id for f in run_folders.all_folders(kb.settings)}
+    browser.get(site["base"] + "/ui/runs")
+    table = _one(browser, "#runs").text
+    for run_id in stored:
+        assert run_id in table
+
+    run_id = next(r for r in stored if r in folders and r.startswith("rope"))
+    browser.get(site["base"] + f"/ui/runs/{run_id}")
+    records = kb.list(run_id=run_id, limit=1000).items
+    rounds = run_folders.rounds_of(records)
+    rows = _by(browser, "#rounds tr")[1:]
+    assert len(rows) == len(rounds)
+    assert [r.find_elements("css selector", "td")[-1].text for r in rows] == \
+        [r.id for r in rounds]
+    best = run_folders.best_so_far(rounds)
+    assert best, "a GPU run has timed rounds"
+    assert f"{best[0][1] / best[-1][1]:.2f}x" in _one(browser, "#best-line").text
+    assert _loaded_image(browser, "#best-plot") > 0
+    folder = run_folders.find_folder(kb.settings, run_id)
+    assert folder is not None and folder.stop_reason()
+    assert _one(browser, "#stopped").text == folder.stop_reason()
+    report = _one(browser, "#report").text
+    assert "Against the peers" in report and "vs best peer" in report
+    assert _loaded_image(browser, "img.report-plot") > 0
+    _shot(browser, shots, "run")
+    browser.get(site["base"] + "/ui/runs/no-such-run")
+    assert "No run no-such-run" in _one(browser, "p.note").text
+
+
+def test_api_docs_render_with_no_internet(browser, site, shots) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(site["base"] + "/docs")
+    WebDriverWait(browser, 30).until(
+        lambda d: d.find_elements("css selector", ".swagger-ui .info .title"))
+    assert "KernelKB" in _one(browser, ".swagger-ui .info .title").text
+    WebDriverWait(browser, 30).until(lambda d: d.find_elements("css selector", ".opblock"))
+    assert any("/retrieve" in op.text for op in _by(browser, ".opblock"))
+    sources = browser.execute_script(
+        "return [...document.querySelectorAll('script[src],link[href]')]"
+        ".map(e => e.src || e.href)")
+    assert sources and all(s.startswith(site["base"]) for s in sources), sources
+    _shot(browser, shots, "docs")
