@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException, status
 from pydantic import BaseModel, Field
 
+from kb import operations
 from kb.api.deps import KnowledgeDep
 from kb.limits import SHORT
 from retrieval.bootstrap_target import BootstrapTarget
@@ -28,11 +29,7 @@ class BootstrapRequest(BaseModel):
 @router.post("/retrieve", response_model=RetrievalResult)
 def retrieve(query: RetrievalQuery, kb: KnowledgeDep) -> RetrievalResult:
     """A query without ``related_ops`` gets its op's declared ones from the registry."""
-    if query.related_ops is None:
-        from kernels.base import related_ops_of  # torch: imported on first use
-
-        query = query.model_copy(update={"related_ops": list(related_ops_of(query.op_type))})
-    return kb.retrieve(query)
+    return operations.retrieve(kb, query)
 
 
 @router.get("/insights", response_model=InsightReport)
@@ -48,12 +45,11 @@ def insights(kb: KnowledgeDep, op_type: str | None = None, gpu_name: str | None 
 def bootstrap(body: BootstrapRequest, kb: KnowledgeDep) -> BootstrapPlan:
     """With an op: the learned ranker's order of its task's configurations (the store's
     configurations for an op no task implements). An unknown GPU name: 422."""
-    from optimizer.spaces import space_for_op  # kernels and torch: on first use
     from retrieval.prediction import UnknownGpu
 
-    space = space_for_op(body.op_type, body.dtype) if body.op_type else None
     try:
-        return kb.bootstrap(body.env.model_dump(exclude_unset=True), op_type=body.op_type,
-                            include_own=body.include_own, space=space, limit=body.limit)
+        return operations.bootstrap(kb, body.env.model_dump(exclude_unset=True),
+                                    op_type=body.op_type, include_own=body.include_own,
+                                    dtype=body.dtype, limit=body.limit)
     except UnknownGpu as err:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(err)) from err

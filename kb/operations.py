@@ -1,0 +1,34 @@
+"""The read operations every entry point offers (HTTP API, MCP server), as plain functions.
+
+An entry module (it imports the kernels registry and the optimizer's spaces, on first
+use); what the API's routes did inline, so that the MCP tools answer exactly as the API.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from retrieval.query import RetrievalQuery
+from retrieval.schemas import BootstrapPlan, RetrievalResult
+
+
+def retrieve(kb: Any, query: RetrievalQuery) -> RetrievalResult:
+    """Few-shot experiences; a query without ``related_ops`` gets its op's declared ones
+    from the kernels registry (Task.related_ops)."""
+    if query.related_ops is None:
+        from kernels.base import related_ops_of  # torch: imported on first use
+
+        query = query.model_copy(update={"related_ops": list(related_ops_of(query.op_type))})
+    return kb.retrieve(query)
+
+
+def bootstrap(kb: Any, env: dict[str, Any], *, op_type: str | None, include_own: bool = False,
+              dtype: str = "float16", limit: int = 10) -> BootstrapPlan:
+    """What to try first on ``env``; with an op, the learned ranker's order of its task's
+    configurations (the store's configurations for an op no task implements). Raises
+    retrieval.prediction.UnknownGpu (a ValueError) for a GPU nobody knows."""
+    from optimizer.spaces import space_for_op  # kernels and torch: on first use
+
+    space = space_for_op(op_type, dtype) if op_type else None
+    return kb.bootstrap(env, op_type=op_type, include_own=include_own, space=space,
+                        limit=limit)
