@@ -416,6 +416,7 @@ for _command in (
 ):
     register(_command)
 
+from kb.mcp import command as _mcp  # noqa: E402 - argparse only (the SDK loads on `mcp`)
 from optimizer import command as _optimize  # noqa: E402 - light at import (argparse only)
 from optimizer import revalidate_command as _revalidate  # noqa: E402 - argparse only
 
@@ -428,6 +429,7 @@ def _run_revalidate(args: argparse.Namespace) -> int:
 
 register(Command("optimize", _optimize.HELP, _optimize.add_arguments, _optimize.run))
 register(Command("revalidate", _revalidate.HELP, _revalidate.add_arguments, _run_revalidate))
+register(Command("mcp", _mcp.HELP, _mcp.add_arguments, _mcp.run))
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,67 @@
+"""``kernelkb mcp``: serve the MCP server over stdio (default) or streamable HTTP.
+
+Light at import (argparse only) so ``kernelkb --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+HELP = "serve KernelKB to coding agents over MCP (stdio, or streamable HTTP with --http)"
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--http", action="store_true",
+                        help="streamable HTTP at http://HOST:PORT/mcp instead of stdio")
+    parser.add_argument("--host", default=None, help="with --http; default: KERNELKB_HOST "
+                        "or 127.0.0.1 (another address needs KERNELKB_API_TOKEN)")
+    parser.add_argument("--port", type=int, default=8766, help="with --http (default 8766)")
+    parser.add_argument("--timeout-s", type=float, default=60.0,
+                        help="wall-clock limit of one candidate's evaluation")
+
+
+def run(args: argparse.Namespace) -> int:
+    from kb.api.access import write_policy
+    from kb.settings import Settings
+
+    settings = Settings()
+    host = args.host or settings.host
+    if args.http:
+        try:  # before anything heavy: an unsafe bind is refused at once
+            write_policy(host, settings.api_token)
+        except ValueError as exc:
+            sys.stderr.write(f"{exc}\n")
+            return 2
+        log.warning("MCP over HTTP on %s: %s", host,
+                    "every call needs the bearer token (KERNELKB_API_TOKEN)"
+                    if settings.api_token else "no token set: loopback clients only")
+    server = _server(settings, args.timeout_s)
+    if not args.http:
+        server.run("stdio")
+        return 0
+    import uvicorn
+
+    from kb.mcp.http import http_app
+
+    uvicorn.run(http_app(server, host=host, token=settings.api_token), host=host,
+                port=args.port, log_level="warning")
+    return 0
+
+
+def _server(settings, timeout_s: float):  # type: ignore[no-untyped-def]
+    """The store as `kernelkb optimize` opens it (seeded when empty; the service when
+    KERNELKB_SERVICE_URL is set), then the server over it."""
+    from kb.mcp.server import build_server
+    from optimizer.command import make_knowledge
+
+    knowledge, write_back = make_knowledge(settings)
+    if knowledge is None:
+        raise SystemExit("kernelkb mcp: no knowledge store can be opened here")
+    warm_up = getattr(knowledge, "warm_up", None)
+    if warm_up is not None:  # the first call should not pay for the model and the index
+        warm_up()
+    return build_server(knowledge, write_back=write_back,
+                        journal_dir=settings.data_dir / "mcp-journals", timeout_s=timeout_s)

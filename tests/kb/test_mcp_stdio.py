@@ -1,0 +1,162 @@
+"""`kernelkb mcp` over stdio, driven by the MCP SDK's own client: one real server
+subprocess for the module, on a temporary store seeded with the shipped softmax space
+(real H200 measurements), every tool, the task resources, a real evaluation in the
+Triton interpreter that is written back and then retrieved, and calls that must fail
+with a tool error while the server keeps serving."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kb_testdata import record_dict
+from mcp import StdioServerParameters
+from mcp.shared.exceptions import MCPError
+from mcp_sync import SyncClient, error_text
+
+from kb import limits
+from kernels.base import all_tasks, get_task
+
+REPO = Path(__file__).resolve().parents[2]
+TOOLS = {"retrieve_experiences", "insights", "bootstrap_plan", "evaluate_kernel",
+         "record_experience"}
+SHAPES = [[4, 128], [3, 100]]  # small: every evaluation runs the interpreter
+
+
+@pytest.fixture(scope="module")
+def mcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SyncClient]:
+    root = tmp_path_factory.mktemp("mcp")
+    seeds = root / "seeds"
+    seeds.mkdir()
+    shutil.copy(REPO / "seeds" / "space_softmax_float16.jsonl", seeds)
+    env = {"KERNELKB_DATA_DIR": str(root / "store"), "KERNELKB_SEEDS_DIR": str(seeds),
+           "TRITON_INTERPRET": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    server = StdioServerParameters(command=sys.executable, args=["-m", "kb.cli", "mcp"],
+                                   env=env, cwd=str(REPO))
+    client = SyncClient(server)
+    yield client
+    client.close()
+
+
+def _data(result) -> dict:  # type: ignore[no-untyped-def]
+    assert not result.is_error, result.content[0].text
+    return json.loads(result.content[0].text)
+
+
+def test_every_tool_is_listed_with_a_bounded_schema(mcp: SyncClient) -> None:
+    tools = {t.name: t for t in mcp.list_tools().tools}
+    assert set(tools) == TOOLS
+    evaluate = tools["evaluate_kernel"].input_schema["properties"]
+    assert evaluate["source"]["maxLength"] == limits.SOURCE
+    assert set(tools["evaluate_kernel"].input_schema["required"]) == {"task", "source",
+                                                                     "summary"}
+    retrieve = tools["retrieve_experiences"].input_schema["properties"]
+    assert retrieve["op_type"]["maxLength"] == limits.SHORT
+    assert retrieve["k"]["minimum"] == 1 and retrieve["k"]["maximum"] == 50
+    assert "record" in tools["record_experience"].input_schema["properties"]
+
+
+def test_task_resources_give_signature_reference_and_shapes(mcp: SyncClient) -> None:
+    listed = {str(r.uri) for r in mcp.list_resources().resources}
+    assert "kernelkb://tasks" in listed
+    catalogue = mcp.json_resource("kernelkb://tasks")
+    assert [t["name"] for t in catalogue] == sorted(all_tasks())
+    for entry in catalogue:
+        task = get_task(entry["name"])
+        assert entry["signature"] == task.signature
+        assert "def reference" in entry["reference_source"]
+        assert entry["shapes"]["edge"] == [list(s) for s in task.edge_shapes]
+        assert entry["shape_names"] == list(task.shape_names)
+    softmax = mcp.json_resource("kernelkb://tasks/softmax")
+    assert softmax["starting_kernel"] == get_task("softmax").template
+    with pytest.raises(MCPError, match="unknown task"):
+        mcp.read_resource("kernelkb://tasks/no_such_task")
+
+
+def test_insights_for_an_op_on_a_gpu(mcp: SyncClient) -> None:
+    report = _data(mcp.tool("insights", {"op_type": "softmax", "gpu_name": "NVIDIA H200"}))
+    assert report["total"] == 52  # the seeded space file's records
+    tiling = {c["category"]: c for c in report["categories"]}["tiling"]
+    assert tiling["count"] > 0 and tiling["example_ids"]
+
+
+def test_bootstrap_plan_for_a_new_card(mcp: SyncClient) -> None:
+    plan = _data(mcp.tool("bootstrap_plan", {"gpu_name": "NVIDIA H100 SXM",
+                                             "op_type": "softmax", "limit": 3}))
+    assert plan["similar_hardware"][0]["gpu_name"] == "NVIDIA H200"
+    ranked = plan["prediction"]["items"]
+    assert len(ranked) == 3 and all(set(i["config"]) >= {"BLOCK_SIZE", "NUM_WARPS"}
+                                    for i in ranked)
+    assert "unknown" in error_text(mcp.tool("bootstrap_plan", {"gpu_name": "Zorblax 9000"}))
+
+
+def test_evaluate_writes_back_like_the_loop_and_is_retrieved(mcp: SyncClient) -> None:
+    source = get_task("softmax").template.replace("NUM_WARPS = 4", "NUM_WARPS = 2", 1)
+    summary = "two warps per row for the short rows of small batches"
+    out = _data(mcp.tool("evaluate_kernel", {
+        "task": "softmax", "source": source, "summary": summary,
+        "categories": ["warps_stages"], "shapes": SHAPES, "agent": "test-agent"}))
+    # the interpreter checks correctness only: correct and untimed is 'neutral'
+    assert out["ok"] and out["verdict"] == "neutral" and out["written"] == "stored"
+    assert out["feedback"]["stage"] == "correctness" and out["feedback"]["max_abs_err"] == 0
+    assert "correctness: pass on 2 shapes" in out["feedback_text"]
+    assert out["baseline_record_id"]  # the run's first call wrote its starting kernel too
+    hits = _data(mcp.tool("retrieve_experiences", {
+        "op_type": "softmax", "feedback_text": summary, "k": 10}))
+    found = {h["id"]: h for h in hits["hits"]}
+    assert out["record_id"] in found
+    assert found[out["record_id"]]["summary"] == summary
+    assert out["record_id"][:8] in hits["prompt_block"] or summary in hits["prompt_block"]
+
+    again = _data(mcp.tool("evaluate_kernel", {
+        "task": "softmax", "source": source, "summary": "the same again",
+        "shapes": SHAPES, "run_id": out["run_id"]}))
+    assert again["verdict"] == "invalid" and "identical" in again["feedback_text"]
+    comment_only = get_task("softmax").template + "\n# a comment changes nothing\n"
+    same = _data(mcp.tool("evaluate_kernel", {
+        "task": "softmax", "source": comment_only, "summary": "comment", "shapes": SHAPES}))
+    assert same["verdict"] == "invalid" and same["run_id"] == out["run_id"]
+    assert same["iteration"] == again["iteration"] + 1 == out["iteration"] + 2
+
+
+def test_record_validates_like_ingest_and_is_idempotent(mcp: SyncClient) -> None:
+    record = record_dict(summary="recorded from an agent over MCP", config={"BLOCK_SIZE": 4096})
+    first = _data(mcp.tool("record_experience", {"record": record}))
+    assert first["status"] == "stored"
+    assert _data(mcp.tool("record_experience", {"record": record})) == {**first,
+                                                                        "status": "duplicate"}
+    bad = record_dict(summary="bad")
+    bad["env"]["sm_count"] = 0
+    assert "sm_count" in error_text(mcp.tool("record_experience", {"record": bad}))
+    nan = record_dict(summary="not finite")
+    nan["feedback"]["speedup_vs_parent"] = "NaN"
+    assert "speedup_vs_parent" in error_text(mcp.tool("record_experience", {"record": nan}))
+
+
+@pytest.mark.parametrize(("arguments", "expected"), [
+    ({"task": "no_such_task"}, "unknown task 'no_such_task'"),
+    ({"source": "def run(x:\n    return x\n"}, "not valid Python: line 1"),
+    ({"source": "import torch\nOUT = 1\n"}, "no top-level run("),
+    ({"source": "x" * (limits.SOURCE + 1)}, "source"),
+    ({"categories": ["magic"]}, "categories"),
+    ({"shapes": [[4, 128, 9]]}, "does not match"),
+    ({"dtype": "int8"}, "dtype"),
+    ({"run_id": "softmax-never-started"}, "no run 'softmax-never-started'"),
+])
+def test_bad_calls_are_tool_errors(mcp: SyncClient, arguments: dict, expected: str) -> None:
+    call = {"task": "softmax", "source": get_task("softmax").template + "\nZ = 1\n",
+            "summary": "a bad call", "shapes": SHAPES, **arguments}
+    assert expected in error_text(mcp.tool("evaluate_kernel", call))
+
+
+def test_oversized_and_out_of_bound_reads_are_tool_errors(mcp: SyncClient) -> None:
+    assert "op_type" in error_text(mcp.tool("retrieve_experiences", {"op_type": "x" * 300}))
+    assert "k" in error_text(mcp.tool("retrieve_experiences", {"op_type": "softmax", "k": 0}))
+    assert "name the GPU" in error_text(mcp.tool("bootstrap_plan", {}))
+    # and the server is still there
+    assert _data(mcp.tool("insights", {"op_type": "softmax"}))["total"] > 0
+
