@@ -103,11 +103,20 @@ class ExternalRuns:
 
         self.sink, self.journal_dir = sink, Path(journal_dir)
         self.evaluate_fn = evaluator or sandbox.evaluate
-        self.env = env or Environment(**sandbox.detect_environment())
+        self._env = env
         self.timeout_s, self.seeds = timeout_s, seeds
         self.runs: dict[str, ExternalRun] = {}
         self.current: dict[tuple[str, str, str], str] = {}  # (task, dtype, shapes) -> run id
         self._lock = threading.Lock()
+
+    @property
+    def env(self) -> Environment:
+        """This machine's fingerprint, detected on the first evaluation."""
+        if self._env is None:
+            from optimizer import sandbox
+
+            self._env = Environment(**sandbox.detect_environment())
+        return self._env
 
     # -- runs -------------------------------------------------------------------------
     def run_for(self, task_name: str, dtype: str, shapes: str | list[tuple[int, ...]],
