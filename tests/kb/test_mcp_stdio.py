@@ -19,7 +19,10 @@ from mcp.shared.exceptions import MCPError
 from mcp_sync import SyncClient, error_text
 
 from kb import limits
+from kb.record import ExperienceRecord, source_hash
+from kb.settings import Settings
 from kernels.base import all_tasks, get_task
+from retrieval.service import LocalKnowledge
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = {"retrieve_experiences", "insights", "bootstrap_plan", "evaluate_kernel",
@@ -28,8 +31,12 @@ SHAPES = [[4, 128], [3, 100]]  # small: every evaluation runs the interpreter
 
 
 @pytest.fixture(scope="module")
-def mcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SyncClient]:
-    root = tmp_path_factory.mktemp("mcp")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("mcp")
+
+
+@pytest.fixture(scope="module")
+def mcp(root: Path) -> Iterator[SyncClient]:
     seeds = root / "seeds"
     seeds.mkdir()
     shutil.copy(REPO / "seeds" / "space_softmax_float16.jsonl", seeds)
@@ -94,8 +101,21 @@ def test_bootstrap_plan_for_a_new_card(mcp: SyncClient) -> None:
     assert "unknown" in error_text(mcp.tool("bootstrap_plan", {"gpu_name": "Zorblax 9000"}))
 
 
-def test_evaluate_writes_back_like_the_loop_and_is_retrieved(mcp: SyncClient) -> None:
-    source = get_task("softmax").template.replace("NUM_WARPS = 4", "NUM_WARPS = 2", 1)
+def _stored(root: Path, exp_id: str) -> ExperienceRecord:
+    """A record as the server's store holds it, read from its SQLite file directly."""
+    store = LocalKnowledge(Settings(data_dir=root / "store", vectors=False))
+    try:
+        found = store.get(exp_id)
+    finally:
+        store.close()
+    assert found is not None, f"{exp_id} is not in the store"
+    return found
+
+
+def test_evaluate_writes_back_like_the_loop_and_is_retrieved(mcp: SyncClient,
+                                                             root: Path) -> None:
+    template = get_task("softmax").template
+    source = template.replace("NUM_WARPS = 4", "NUM_WARPS = 2", 1)
     summary = "two warps per row for the short rows of small batches"
     out = _data(mcp.tool("evaluate_kernel", {
         "task": "softmax", "source": source, "summary": summary,
@@ -110,7 +130,21 @@ def test_evaluate_writes_back_like_the_loop_and_is_retrieved(mcp: SyncClient) ->
     found = {h["id"]: h for h in hits["hits"]}
     assert out["record_id"] in found
     assert found[out["record_id"]]["summary"] == summary
-    assert out["record_id"][:8] in hits["prompt_block"] or summary in hits["prompt_block"]
+    assert summary in hits["prompt_block"]
+
+    # the record the loop would write for this round: diff, hashes, config, provenance
+    stored = _stored(root, out["record_id"])
+    assert "-NUM_WARPS = 4\n+NUM_WARPS = 2" in stored.edit.diff
+    assert stored.edit.parent_hash == source_hash(template)
+    assert stored.edit.child_hash == source_hash(source)
+    assert stored.edit.config["NUM_WARPS"] == 2 and stored.edit.child_source == source
+    assert (stored.iteration, stored.provenance.agent, stored.provenance.round_kind) == \
+        (1, "test-agent", "exploit")
+    assert stored.task.shape_set == "rows=4,cols=128;rows=3,cols=100"
+    assert stored.run_id == out["run_id"] and stored.evidence == "verified"
+    start = _stored(root, out["baseline_record_id"])
+    assert (start.iteration, start.edit.categories, start.verdict.value) == \
+        (0, ["baseline"], "neutral")
 
     again = _data(mcp.tool("evaluate_kernel", {
         "task": "softmax", "source": source, "summary": "the same again",
@@ -121,6 +155,21 @@ def test_evaluate_writes_back_like_the_loop_and_is_retrieved(mcp: SyncClient) ->
         "task": "softmax", "source": comment_only, "summary": "comment", "shapes": SHAPES}))
     assert same["verdict"] == "invalid" and same["run_id"] == out["run_id"]
     assert same["iteration"] == again["iteration"] + 1 == out["iteration"] + 2
+    assert _stored(root, same["record_id"]).feedback.error_kind == "no_change"
+
+
+def test_a_failing_candidate_is_an_experience_not_a_tool_error(mcp: SyncClient,
+                                                               root: Path) -> None:
+    """A module that parses but fails in the sandbox is a round the loop records too."""
+    source = get_task("softmax").template + (
+        "\n\ndef run(x):\n    raise RuntimeError('no kernel launched here')\n")
+    out = _data(mcp.tool("evaluate_kernel", {
+        "task": "softmax", "source": source, "summary": "run() that raises",
+        "shapes": SHAPES}))
+    assert not out["ok"] and out["verdict"] == "failed" and out["written"] == "stored"
+    assert "FAILED (runtime_error)" in out["feedback_text"]
+    assert "no kernel launched here" in out["feedback_text"]
+    assert _stored(root, out["record_id"]).feedback.error_kind == "runtime_error"
 
 
 def test_record_validates_like_ingest_and_is_idempotent(mcp: SyncClient) -> None:
