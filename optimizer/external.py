@@ -219,8 +219,8 @@ class ExternalRuns:
         check_module(source)
         result = self._evaluate(run, source, None, None)
         if not result.ok:
-            raise BadCandidate(f"the starting kernel is not correct ({result.error_kind}): "
-                               f"{result.text}")
+            raise BadCandidate(f"the starting kernel did not pass ({result.error_kind}), so "
+                               f"there is nothing to judge against: {result.text}")
         proposal = Proposal(source=source, summary=f"starting kernel of {run.info.task.name}",
                             categories=("baseline",))
         record = build_record(run.info, iteration=0, round_kind="baseline", proposal=proposal,

@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import threading
+from typing import Any
 
 HELP = "serve KernelKB to coding agents over MCP (stdio, or streamable HTTP with --http)"
 log = logging.getLogger(__name__)
@@ -60,8 +62,30 @@ def _server(settings, timeout_s: float):  # type: ignore[no-untyped-def]
     knowledge, write_back = make_knowledge(settings)
     if knowledge is None:
         raise SystemExit("kernelkb mcp: no knowledge store can be opened here")
-    warm_up = getattr(knowledge, "warm_up", None)
-    if warm_up is not None:  # the first call should not pay for the model and the index
-        warm_up()
-    return build_server(knowledge, write_back=write_back,
+    return build_server(WarmingUp(knowledge), write_back=write_back,
                         journal_dir=settings.data_dir / "mcp-journals", timeout_s=timeout_s)
+
+
+class WarmingUp:
+    """The store, warmed up (embedding model, vector matrix) on a thread while the server
+    already answers: an agent's client times out a server that is slow to start (the
+    model alone took 10-40 s of a loaded 2-core machine). The first use waits for it."""
+
+    def __init__(self, knowledge: Any) -> None:
+        self._knowledge = knowledge
+        self._done = threading.Event()
+        threading.Thread(target=self._warm_up, name="kernelkb-warm-up", daemon=True).start()
+
+    def _warm_up(self) -> None:
+        try:
+            warm_up = getattr(self._knowledge, "warm_up", None)
+            if warm_up is not None:
+                warm_up()
+        except Exception:  # noqa: BLE001 - each call then meets the fault itself
+            log.exception("warming up the store failed")
+        finally:
+            self._done.set()
+
+    def __getattr__(self, name: str) -> Any:
+        self._done.wait()
+        return getattr(self._knowledge, name)

@@ -13,7 +13,6 @@ from mcp.server.mcpserver.exceptions import ResourceError
 
 from kb.mcp.tasks import catalogue, task_entry
 from kb.mcp.tools import Tools
-from optimizer.external import ExternalRuns
 
 log = logging.getLogger(__name__)
 
@@ -29,10 +28,14 @@ def build_server(knowledge: Any, *, write_back: bool = True, journal_dir: Path,
                  evaluator: Any = None, timeout_s: float = 60.0) -> MCPServer:
     """An MCPServer whose tools read ``knowledge`` and write evaluations back to it (to a
     journal per run under ``journal_dir`` when ``write_back`` is off or it is down)."""
-    runs = ExternalRuns(knowledge if write_back else None, journal_dir, evaluator=evaluator,
-                        timeout_s=timeout_s)
+    def make_runs() -> Any:
+        from optimizer.external import ExternalRuns  # torch, triton: on first evaluation
+
+        return ExternalRuns(knowledge if write_back else None, journal_dir,
+                            evaluator=evaluator, timeout_s=timeout_s)
+
     server: MCPServer = MCPServer("kernelkb", instructions=INSTRUCTIONS, version="0.1.0")
-    for tool in Tools(knowledge, runs).all():
+    for tool in Tools(knowledge, make_runs).all():
         server.add_tool(tool)
 
     @server.resource("kernelkb://tasks", name="tasks", mime_type="application/json",

@@ -4,9 +4,10 @@ source, starting kernel, shapes, tolerances and knobs of each registered task.""
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kernels.base import Task, all_tasks
+if TYPE_CHECKING:
+    from kernels.base import Task
 
 
 def _source_of(fn: Any) -> str:
@@ -45,4 +46,6 @@ def task_entry(task: Task, *, with_kernel: bool = False) -> dict[str, Any]:
 
 def catalogue() -> list[dict[str, Any]]:
     """Every registered task, by name."""
+    from kernels.base import all_tasks  # torch: on first read
+
     return [task_entry(task) for _, task in sorted(all_tasks().items())]

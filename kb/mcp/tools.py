@@ -8,6 +8,8 @@ receives as an ``isError`` result with the reason, never as a dropped connection
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver.exceptions import ToolError
@@ -15,7 +17,6 @@ from pydantic import Field, ValidationError
 
 from kb import limits, operations
 from kb.record import EDIT_CATEGORIES, ExperienceRecord
-from optimizer.external import BadCandidate, Candidate, ExternalRuns
 from retrieval.query import RetrievalQuery
 
 Name = Annotated[str, Field(min_length=1, max_length=limits.SHORT)]
@@ -43,10 +44,20 @@ def _brief(hit: Any) -> dict[str, Any]:
 
 
 class Tools:
-    """The tool functions, bound to one store and one set of external runs."""
+    """The tool functions, bound to one store and the external runs of this process
+    (made on the first evaluation: the sandbox brings torch and triton)."""
 
-    def __init__(self, knowledge: Any, runs: ExternalRuns) -> None:
-        self.knowledge, self.runs = knowledge, runs
+    def __init__(self, knowledge: Any, make_runs: Callable[[], Any]) -> None:
+        self.knowledge, self._make_runs = knowledge, make_runs
+        self._runs: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def runs(self) -> Any:
+        with self._lock:
+            if self._runs is None:
+                self._runs = self._make_runs()
+            return self._runs
 
     def retrieve_experiences(
         self,
@@ -148,6 +159,8 @@ class Tools:
         hint), judged against its parent and written back as an experience the way the
         built-in loop writes its rounds (a run's first call also evaluates and writes its
         starting kernel). Without a GPU only correctness is checked."""
+        from optimizer.external import BadCandidate, Candidate
+
         shape_arg: str | list[tuple[int, ...]] = shapes if isinstance(shapes, str) else \
             [tuple(s) for s in shapes]
         try:
