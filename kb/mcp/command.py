@@ -54,38 +54,55 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _server(settings, timeout_s: float):  # type: ignore[no-untyped-def]
-    """The store as `kernelkb optimize` opens it (seeded when empty; the service when
-    KERNELKB_SERVICE_URL is set), then the server over it."""
+    """The server over the store, which opens and warms up on a thread meanwhile."""
     from kb.mcp.server import build_server
-    from optimizer.command import make_knowledge
 
-    knowledge, write_back = make_knowledge(settings)
-    if knowledge is None:
-        raise SystemExit("kernelkb mcp: no knowledge store can be opened here")
-    return build_server(WarmingUp(knowledge), write_back=write_back,
+    store = WarmingUp(settings)
+    return build_server(store, write_back=lambda: store.write_back,
                         journal_dir=settings.data_dir / "mcp-journals", timeout_s=timeout_s)
 
 
 class WarmingUp:
-    """The store, warmed up (embedding model, vector matrix) on a thread while the server
-    already answers: an agent's client times out a server that is slow to start (the
-    model alone took 10-40 s of a loaded 2-core machine). The first use waits for it."""
+    """The store, opened as `kernelkb optimize` opens it (seeded when empty; the service
+    when KERNELKB_SERVICE_URL is set) and warmed up (embedding model, vector matrix) on a
+    thread while the server already answers: an agent's client gives up on a server slow
+    to start, and the first start embeds the shipped seeds. The first use waits."""
 
-    def __init__(self, knowledge: Any) -> None:
-        self._knowledge = knowledge
+    def __init__(self, settings: Any) -> None:
+        self._settings = settings
+        self._knowledge: Any = None
+        self._error: str | None = None
+        self._write_back = False
         self._done = threading.Event()
-        threading.Thread(target=self._warm_up, name="kernelkb-warm-up", daemon=True).start()
+        threading.Thread(target=self._open, name="kernelkb-store", daemon=True).start()
 
-    def _warm_up(self) -> None:
+    def _open(self) -> None:
+        from optimizer.command import make_knowledge
+
         try:
-            warm_up = getattr(self._knowledge, "warm_up", None)
-            if warm_up is not None:
-                warm_up()
-        except Exception:  # noqa: BLE001 - each call then meets the fault itself
-            log.exception("warming up the store failed")
+            self._knowledge, self._write_back = make_knowledge(self._settings)
+            if self._knowledge is None:
+                self._error = "no knowledge store can be opened here (see the server's log)"
+            elif hasattr(self._knowledge, "warm_up"):
+                self._knowledge.warm_up()
+        except Exception as err:  # noqa: BLE001 - every call reports it instead
+            log.exception("opening the store failed")
+            self._error = f"{type(err).__name__}: {err}"
         finally:
             self._done.set()
 
-    def __getattr__(self, name: str) -> Any:
+    def _ready(self) -> Any:
         self._done.wait()
-        return getattr(self._knowledge, name)
+        if self._error is not None:
+            from mcp.server.mcpserver.exceptions import ToolError
+
+            raise ToolError(f"the KernelKB store could not be opened: {self._error}")
+        return self._knowledge
+
+    @property
+    def write_back(self) -> bool:
+        self._ready()
+        return self._write_back
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ready(), name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +25,17 @@ Send each candidate to evaluate_kernel: it runs in a sandbox, returns layered fe
 and records the edit as an experience. record_experience stores one measured elsewhere."""
 
 
-def build_server(knowledge: Any, *, write_back: bool = True, journal_dir: Path,
-                 evaluator: Any = None, timeout_s: float = 60.0) -> MCPServer:
+def build_server(knowledge: Any, *, write_back: bool | Callable[[], bool] = True,
+                 journal_dir: Path, evaluator: Any = None,
+                 timeout_s: float = 60.0) -> MCPServer:
     """An MCPServer whose tools read ``knowledge`` and write evaluations back to it (to a
-    journal per run under ``journal_dir`` when ``write_back`` is off or it is down)."""
+    journal per run under ``journal_dir`` when ``write_back`` is off or it is down;
+    a callable is asked on the first evaluation, once the store is open)."""
     def make_runs() -> Any:
         from optimizer.external import ExternalRuns  # torch, triton: on first evaluation
 
-        return ExternalRuns(knowledge if write_back else None, journal_dir,
+        writes = write_back() if callable(write_back) else write_back
+        return ExternalRuns(knowledge if writes else None, journal_dir,
                             evaluator=evaluator, timeout_s=timeout_s)
 
     server: MCPServer = MCPServer("kernelkb", instructions=INSTRUCTIONS, version="0.1.0")
