@@ -178,11 +178,13 @@ class ExternalRuns:
         with run.lock:
             baseline_id = None
             if run.best_source is None:
-                baseline_id = self._baseline_round(run, candidate.parent_source
-                                                   or run.info.task.template)
+                start = candidate.parent_source or run.info.task.template
+                first = self._baseline_round(run, start)
+                if candidate.source == start:  # feedback on the starting kernel itself
+                    return first
+                baseline_id = first.record.id
             parent = candidate.parent_source or run.best_source
             assert parent is not None
-            parent_result = self._parent_result(run, parent)
             run.iteration += 1
             diff = check(parent, candidate.source)
             seen = run.tried.get(source_hash(candidate.source))
@@ -199,6 +201,7 @@ class ExternalRuns:
                 return RoundResult(run.info.run_id, run.iteration, Verdict.invalid.value,
                                    written, record, message, record.feedback.model_dump(),
                                    False, baseline_id)
+            parent_result = self._parent_result(run, parent)
             run.tried[source_hash(candidate.source)] = run.iteration
             result = self._evaluate(run, candidate.source, parent_result, parent)
             noise = noise_threshold(result, parent_result)
@@ -214,7 +217,7 @@ class ExternalRuns:
                                result.text, result.feedback_dict(), bool(result.ok),
                                baseline_id)
 
-    def _baseline_round(self, run: ExternalRun, source: str) -> str:
+    def _baseline_round(self, run: ExternalRun, source: str) -> RoundResult:
         """Evaluate and write the run's starting kernel (iteration 0), as Loop does."""
         check_module(source)
         result = self._evaluate(run, source, None, None)
@@ -226,10 +229,11 @@ class ExternalRuns:
         record = build_record(run.info, iteration=0, round_kind="baseline", proposal=proposal,
                               parent_source=None, diff="", feedback=result.feedback_dict(),
                               verdict=Verdict.neutral)
-        run.writeback.write(record)
+        written = run.writeback.write(record)
         run.best_source = source
         run.tried[source_hash(source)] = 0
-        return record.id
+        return RoundResult(run.info.run_id, 0, Verdict.neutral.value, written, record,
+                           result.text, result.feedback_dict(), True, record.id)
 
     def _parent_result(self, run: ExternalRun, parent: str) -> Any:
         """The parent's evaluation: from this run, else evaluated now (not written: it is

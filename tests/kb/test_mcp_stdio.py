@@ -209,3 +209,13 @@ def test_oversized_and_out_of_bound_reads_are_tool_errors(mcp: SyncClient) -> No
     # and the server is still there
     assert _data(mcp.tool("insights", {"op_type": "softmax"}))["total"] > 0
 
+
+
+def test_the_starting_kernel_itself_is_the_baseline_round(mcp: SyncClient,
+                                                          root: Path) -> None:
+    out = _data(mcp.tool("evaluate_kernel", {
+        "task": "softmax", "source": get_task("softmax").template, "summary": "as it is",
+        "shapes": [[2, 64]]}))
+    assert (out["iteration"], out["verdict"], out["ok"]) == (0, "neutral", True)
+    assert out["record_id"] == out["baseline_record_id"]
+    assert _stored(root, out["record_id"]).edit.categories == ["baseline"]
