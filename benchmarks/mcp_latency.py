@@ -1,5 +1,6 @@
 """How long a coding agent waits on `kernelkb mcp` (stdio): start-up on an empty store
-(the shipped seeds are loaded and embedded), start-up on a filled one, and each tool's
+(the shipped seeds are loaded and embedded) and on a filled one, until the client is
+connected and until the first answer from the store, then each tool's
 latency, median of a few calls. The evaluation runs the Triton interpreter without a GPU
 (correctness only) on the task's cpu shapes, the sandbox's worker start included.
 
@@ -68,11 +69,16 @@ async def _tools(client: Client, calls: int) -> dict[str, list[float]]:
 async def main(calls: int) -> None:
     store = Path(tempfile.mkdtemp(prefix="kernelkb-mcp-bench-"))
     rows: list[tuple[str, list[float]]] = []
-    for label in ("start-up, empty store (seeds loaded)", "start-up, seeded store"):
+    for label in ("empty store", "seeded store"):
         began = time.perf_counter()
         async with Client(_server(store)) as client:
-            rows.append((label, [(time.perf_counter() - began) * 1000]))
-            if label.endswith("seeded store"):
+            rows.append((f"start-up, {label}: client connected",
+                         [(time.perf_counter() - began) * 1000]))
+            # the store opens (and a first start embeds the seeds) while the server answers
+            await _timed(client.call_tool("insights", {"op_type": "softmax"}))
+            rows.append((f"start-up, {label}: first answer from the store",
+                         [(time.perf_counter() - began) * 1000]))
+            if label == "seeded store":
                 rows.extend((await _tools(client, calls)).items())
     print(f"# kernelkb mcp over stdio: {platform.node()}, {os.cpu_count()} CPUs, "
           f"{time.strftime('%Y-%m-%d %H:%M')}, 1-min load {os.getloadavg()[0]:.1f}")
