@@ -66,7 +66,8 @@ class WarmingUp:
     """The store, opened as `kernelkb optimize` opens it (seeded when empty; the service
     when KERNELKB_SERVICE_URL is set) and warmed up (embedding model, vector matrix) on a
     thread while the server already answers: an agent's client gives up on a server slow
-    to start, and the first start embeds the shipped seeds. The first use waits."""
+    to start, and the first start embeds the shipped seeds. A call waits for the store to
+    be open, not for the warm-up (SQL-only tools such as insights answer at once)."""
 
     def __init__(self, settings: Any) -> None:
         self._settings = settings
@@ -83,13 +84,16 @@ class WarmingUp:
             self._knowledge, self._write_back = make_knowledge(self._settings)
             if self._knowledge is None:
                 self._error = "no knowledge store can be opened here (see the server's log)"
-            elif hasattr(self._knowledge, "warm_up"):
-                self._knowledge.warm_up()
         except Exception as err:  # noqa: BLE001 - every call reports it instead
             log.exception("opening the store failed")
             self._error = f"{type(err).__name__}: {err}"
         finally:
             self._done.set()
+        try:  # calls go ahead meanwhile: the embedder and the index load under their locks
+            if self._knowledge is not None and hasattr(self._knowledge, "warm_up"):
+                self._knowledge.warm_up()
+        except Exception:  # noqa: BLE001 - a call that needs the model meets the fault itself
+            log.exception("warming up the store failed")
 
     def _ready(self) -> Any:
         self._done.wait()
