@@ -536,6 +536,7 @@ for _command in (
 ):
     register(_command)
 
+from kb.mcp import command as _mcp  # noqa: E402 - argparse only (the SDK loads on `mcp`)
 from optimizer import command as _optimize  # noqa: E402 - light at import (argparse only)
 from optimizer import dispatch_command as _dispatch  # noqa: E402 - argparse only
 from optimizer import revalidate_command as _revalidate  # noqa: E402 - argparse only
@@ -566,6 +567,7 @@ def _run_dispatch(args: argparse.Namespace) -> int:
 
 
 register(Command("dispatch", _dispatch.HELP, _dispatch.add_arguments, _run_dispatch))
+register(Command("mcp", _mcp.HELP, _mcp.add_arguments, _mcp.run))
 
 
 def build_parser() -> argparse.ArgumentParser:

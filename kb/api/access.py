@@ -42,3 +42,22 @@ def write_policy(host: str, token: str | None) -> str:
             "send 'Authorization: Bearer <token>' on writes) or bind to 127.0.0.1")
     return ("no KERNELKB_API_TOKEN set: writes (ingest, reindex) are accepted from "
             "loopback clients only")
+
+
+def bearer_of(authorization: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header (scheme case-insensitive)."""
+    scheme, _, token = (authorization or "").partition(" ")
+    return (token.strip() or None) if scheme.lower() == "bearer" else None
+
+
+def refusal(client_host: str | None, bearer: str | None,
+            expected: str | None) -> tuple[int, str] | None:
+    """Why a write is refused, as (HTTP status, reason), or None when it may go ahead: with
+    a token set the bearer must match it; without one the client must be on loopback."""
+    if not expected:
+        if not is_loopback(client_host):
+            return 403, "no token is configured: writes are accepted from loopback only"
+        return None
+    if bearer is None or not token_matches(bearer, expected):
+        return 401, "missing or wrong bearer token"
+    return None

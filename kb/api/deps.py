@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from kb.api.access import is_loopback, token_matches
+from kb.api.access import refusal
 from retrieval.service import LocalKnowledge
 
 _bearer = HTTPBearer(auto_error=False)
@@ -26,19 +26,14 @@ def require_token(
 ) -> None:
     """Mutating endpoints need ``Authorization: Bearer <token>`` when a token is set, and
     come from loopback when none is (kb/api/access.py)."""
-    expected = request.app.state.knowledge.settings.api_token
-    if not expected:
-        if not is_loopback(request.client.host if request.client else None):
-            raise HTTPException(status_code=status.HTTP_403_FORBIDDEN,
-                                detail="no token is configured: writes are accepted from "
-                                       "loopback only")
+    refused = refusal(request.client.host if request.client else None,
+                      credentials.credentials if credentials else None,
+                      request.app.state.knowledge.settings.api_token)
+    if refused is None:
         return
-    if credentials is None or not token_matches(credentials.credentials, expected):
-        raise HTTPException(
-            status_code=status.HTTP_401_UNAUTHORIZED,
-            detail="missing or wrong bearer token",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+    code, detail = refused
+    raise HTTPException(status_code=code, detail=detail,
+                        headers={"WWW-Authenticate": "Bearer"} if code == 401 else None)
 
 
 TokenDep = Depends(require_token)

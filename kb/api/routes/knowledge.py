@@ -7,12 +7,12 @@ from typing import Literal
 from fastapi import APIRouter, HTTPException, Query, status
 from pydantic import BaseModel, Field
 
+from kb import operations
 from kb.api.deps import KnowledgeDep
 from kb.limits import REGIME, SHORT
 from retrieval.bootstrap_target import BootstrapTarget
 from retrieval.query import RetrievalQuery
 from retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
-from retrieval.service import LocalKnowledge
 
 router = APIRouter(tags=["knowledge"])
 
@@ -34,24 +34,7 @@ class BootstrapRequest(BaseModel):
 def retrieve(query: RetrievalQuery, kb: KnowledgeDep) -> RetrievalResult:
     """A query without ``related_ops`` gets its op's declared ones from the registry.
     Names are matched to the known ones (any case, short forms); an unknown one: 422."""
-    if query.check_names:
-        query = query.model_copy(update=resolve(kb, op_type=query.op_type,
-                                                task_id=query.task_id,
-                                                gpu_name=query.gpu_name, arch=query.arch))
-    if query.related_ops is None:
-        from kernels.base import related_ops_of  # torch: imported on first use
-
-        query = query.model_copy(update={"related_ops": list(related_ops_of(query.op_type))})
-    return kb.retrieve(query)
-
-
-def resolve(kb: LocalKnowledge, **names: str | None) -> dict[str, str | None]:
-    """The store's spelling of typed names; UnknownName (422) for one nobody knows."""
-    from kernels.base import all_tasks  # torch: imported on first use
-
-    tasks = all_tasks()
-    return kb.resolve_names(known_ops={t.op_type for t in tasks.values()},
-                            known_tasks=set(tasks), **names)
+    return operations.retrieve(kb, query)
 
 
 @router.get("/insights", response_model=InsightReport)
@@ -63,7 +46,8 @@ def insights(kb: KnowledgeDep, op_type: str | None = None, gpu_name: str | None 
     ``regime`` keeps the experiences measured on shapes of that regime. Names match in any
     case and by short forms ('h200'); an unknown one: 422 (``check_names=false``: taken as
     given, as programs send them)."""
-    names = resolve(kb, op_type=op_type, gpu_name=gpu_name, arch=arch) if check_names else \
+    names = operations.resolve(kb, op_type=op_type, gpu_name=gpu_name, arch=arch) \
+        if check_names else \
         {"op_type": op_type, "gpu_name": gpu_name, "arch": arch}
     return kb.insights(op_type=names["op_type"], gpu_name=names["gpu_name"],
                        arch=names["arch"], triton_version=triton_version,
@@ -74,14 +58,12 @@ def insights(kb: KnowledgeDep, op_type: str | None = None, gpu_name: str | None 
 def bootstrap(body: BootstrapRequest, kb: KnowledgeDep) -> BootstrapPlan:
     """With an op: the learned ranker's order of its task's configurations (the store's
     configurations for an op no task implements). An unknown GPU name: 422."""
-    from optimizer.spaces import space_for_op  # kernels and torch: on first use
     from retrieval.prediction import UnknownGpu
 
-    op_type = resolve(kb, op_type=body.op_type)["op_type"] if body.check_names else \
-        body.op_type
-    space = space_for_op(op_type, body.dtype) if op_type else None
     try:
-        return kb.bootstrap(body.env.model_dump(exclude_unset=True), op_type=op_type,
-                            include_own=body.include_own, space=space, limit=body.limit)
+        return operations.bootstrap(kb, body.env.model_dump(exclude_unset=True),
+                                    op_type=body.op_type, include_own=body.include_own,
+                                    dtype=body.dtype, limit=body.limit,
+                                    check_names=body.check_names)
     except UnknownGpu as err:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(err)) from err
