@@ -4,7 +4,9 @@ Search space: output tile (BLOCK_M x BLOCK_N) and K step (BLOCK_K); grouped prog
 order (GROUP_M > 1 walks GROUP_M tile rows together so that B tiles stay in L2);
 warps and software-pipelining stages; an even-K specialisation (no K masks when
 K % BLOCK_K == 0) and split-K (SPLIT_K programs share one output tile's K range and
-add their fp32 partials, which gives small-M shapes, e.g. decode, enough programs).
+add their fp32 partials, which gives small-M shapes, e.g. decode, enough programs); and
+a persistent Hopper kernel (PERSISTENT_TMA) that loads and stores tiles through TMA
+descriptors, with split-K summed inside it.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ NUM_WARPS = 4
 NUM_STAGES = 2
 EVEN_K = False  # drop the K masks when K % BLOCK_K == 0 (checked at launch)
 SPLIT_K = 1  # programs sharing one tile's K range; >1 sums fp32 partials (a 2nd kernel)
+PERSISTENT_TMA = False  # one program per SM over all tiles, A/B/C through TMA descriptors
+
+_COUNTERS = {}  # (device, tiles) -> int32 arrival counters of the TMA split-K fixup
 
 
 @triton.jit
@@ -96,12 +101,109 @@ def splitk_sum_kernel(out_ptr, part_ptr, n, SPLITS: tl.constexpr, BLOCK: tl.cons
     tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def matmul_tma_kernel(c_ptr, a_ptr, b_ptr, part_ptr, count_ptr, M, N, K, plane, n_programs,
+                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                      GROUP: tl.constexpr, SPLITS: tl.constexpr):
+    # persistent: program p takes work items p, p + n_programs, ...; an item is one
+    # output tile (grouped order) and one of SPLITS K ranges. A, B and C move through
+    # TMA descriptors (bulk tensor copies, OOB rows/columns zero-filled or clipped).
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
+                                       block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
+                                       block_shape=[BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
+                                       block_shape=[BM, BN])
+    tiles_m = tl.cdiv(M, BM)
+    tiles_n = tl.cdiv(N, BN)
+    tiles = tiles_m * tiles_n
+    per_group = GROUP * tiles_n
+    k_chunk = tl.cdiv(tl.cdiv(K, SPLITS), BK) * BK
+    for item in range(tl.program_id(0), tiles * SPLITS, n_programs):
+        tile = item % tiles
+        split = item // tiles
+        first_m = (tile // per_group) * GROUP
+        group_rows = tl.minimum(tiles_m - first_m, GROUP)
+        pid_m = first_m + (tile % per_group) % group_rows
+        pid_n = (tile % per_group) // group_rows
+        k_lo = split * k_chunk
+        k_hi = tl.minimum(K, k_lo + k_chunk)
+        acc = tl.zeros([BM, BN], dtype=tl.float32)
+        for k in range(k_lo, k_hi, BK):
+            a = a_desc.load([pid_m * BM, k])
+            b = b_desc.load([k, pid_n * BN])
+            acc = tl.dot(a, b, acc)
+        if SPLITS == 1:
+            c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_ptr.dtype.element_ty))
+        else:
+            # split-K fixup in the same kernel: each split stores its fp32 partial, then
+            # counts in; the last to arrive adds the others' partials to its own, writes C
+            # and resets the tile's counter for the next call
+            rows = pid_m * BM + tl.arange(0, BM)
+            cols = pid_n * BN + tl.arange(0, BN)
+            ok = (rows[:, None] < M) & (cols[None, :] < N)
+            offs = rows[:, None].to(tl.int64) * N + cols[None, :]
+            tl.store(part_ptr + split.to(tl.int64) * plane + offs, acc, mask=ok)
+            arrived = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
+            if arrived == SPLITS - 1:
+                for other in tl.static_range(SPLITS):
+                    if other != split:
+                        acc += tl.load(part_ptr + other * plane + offs, mask=ok, other=0.0,
+                                       cache_modifier=".cg")
+                c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_ptr.dtype.element_ty))
+                tl.atomic_xchg(count_ptr + tile, 0)
+
+
+def _tma_scratch(size, alignment, stream):
+    # global memory for the descriptors tl.make_tensor_descriptor builds on the device
+    return torch.empty(size, device="cuda", dtype=torch.int8)
+
+
+if torch.cuda.is_available():
+    triton.set_allocator(_tma_scratch)
+
+
+def _sm_count(device):
+    """Programs of the persistent grid: one per SM (1 in the CPU interpreter)."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 1
+
+
+def _tma_ok(a, b, K, N):
+    """TMA needs 16-byte aligned bases and row strides (else the tiled kernel runs)."""
+    size = a.element_size()
+    return (a.is_contiguous() and b.is_contiguous() and (K * size) % 16 == 0
+            and (N * size) % 16 == 0 and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0)
+
+
+def _run_tma(a, b, M, N, K):
+    splits = max(1, min(SPLIT_K, triton.cdiv(K, BLOCK_K)))
+    c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+    tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
+    if splits > 1:
+        part = torch.empty((splits, M, N), device=a.device, dtype=torch.float32)
+        key = (str(a.device), tiles)
+        if key not in _COUNTERS:
+            _COUNTERS[key] = torch.zeros(tiles, device=a.device, dtype=torch.int32)
+        count = _COUNTERS[key]
+    else:
+        part = count = c  # never read
+    programs = max(1, min(tiles * splits, _sm_count(a.device)))
+    matmul_tma_kernel[(programs,)](c, a, b, part, count, M, N, K, M * N, programs,
+                                   BM=BLOCK_M, BN=BLOCK_N, BK=BLOCK_K, GROUP=GROUP_M,
+                                   SPLITS=splits, num_warps=NUM_WARPS, num_stages=NUM_STAGES)
+    return c
+
+
 def run(a, b):
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul needs A [M, K] and B [K, N], got "
                          f"{tuple(a.shape)} @ {tuple(b.shape)}")
     M, K = a.shape
     N = b.shape[1]
+    if PERSISTENT_TMA and _tma_ok(a, b, K, N):
+        return _run_tma(a, b, M, N, K)
     splits = max(1, min(SPLIT_K, triton.cdiv(K, BLOCK_K)))
     k_even = EVEN_K and K % BLOCK_K == 0  # every split then covers whole K steps
     if splits == 1:
@@ -124,6 +226,8 @@ def run(a, b):
 
 # Hopper's shared memory per block (227 KiB), with headroom for the epilogue's scratch.
 SMEM_BUDGET_BYTES = 200 * 1024
+# The TMA kernel's model counts its epilogue's C tile too: less headroom needed.
+TMA_SMEM_BUDGET_BYTES = 220 * 1024
 
 
 def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -157,14 +261,26 @@ def smem_bytes(cfg: Config, shape: Shape, dtype: torch.dtype) -> int:
     Exact on the H200 (Triton 3.6, benchmarks/space/matmul_float16.json) for 64- and
     128-row tiles; 16-row tiles (mma.sync path) keep one buffer fewer."""
     bm, bn, bk = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), int(cfg["BLOCK_K"])
-    return int(cfg["NUM_STAGES"]) * (bm * bk + bk * bn) * dtype.itemsize
+    staged = int(cfg["NUM_STAGES"]) * (bm * bk + bk * bn) * dtype.itemsize
+    if cfg["PERSISTENT_TMA"] and tma_path(shape, dtype.itemsize):
+        staged += bm * bn * dtype.itemsize  # the C tile, staged for the TMA store
+    return staged
+
+
+def tma_path(shape: Shape, size: int) -> bool:
+    """Whether run() takes the TMA kernel on a shape (contiguous operands): TMA needs
+    16-byte row strides; the tiled kernel runs otherwise."""
+    _m, n, k = shape
+    return (k * size) % 16 == 0 and (n * size) % 16 == 0
 
 
 def constraint(cfg: Config) -> str | None:
-    """Prune the grid to the points worth a GPU measurement (about 70 of 648)."""
+    """Prune the grid to the points worth a GPU measurement (about 90 of 1296)."""
     bm, bn, bk = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), int(cfg["BLOCK_K"])
     stages, warps = int(cfg["NUM_STAGES"]), int(cfg["NUM_WARPS"])
     split, group = int(cfg["SPLIT_K"]), int(cfg["GROUP_M"])
+    if cfg["PERSISTENT_TMA"]:
+        return _tma_constraint(bm, bn, bk, stages, warps, split, group, bool(cfg["EVEN_K"]))
     smem = (bm * bk + bk * bn) * 2 * stages
     if smem > SMEM_BUDGET_BYTES:
         return f"{stages} stages of A/B tiles need {smem // 1024} KiB of shared memory"
@@ -188,6 +304,31 @@ def constraint(cfg: Config) -> str | None:
     if cfg["EVEN_K"] and (bk != 64 or stages != 3):
         return "EVEN_K is measured at BLOCK_K=64, 3 stages (one point per tile shape)"
     return None
+
+
+def _tma_constraint(bm: int, bn: int, bk: int, stages: int, warps: int, split: int,
+                    group: int, even_k: bool) -> str | None:
+    """The persistent TMA kernel's points (about 20)."""
+    if bm == 16:
+        return "TMA tiles feed warpgroup MMA: 64 or 128 rows"
+    if even_k:
+        return "TMA zero-fills past K: there are no K masks to drop"
+    if bk != 64:
+        return "TMA's K step is 64 (128-byte rows: the widest swizzle)"
+    smem = stages * (bm * bk + bk * bn) * 2 + bm * bn * 2
+    if smem > TMA_SMEM_BUDGET_BYTES:
+        return f"{stages} stages of A/B tiles and the C tile need {smem // 1024} KiB"
+    if bm * bn <= 64 * 128 and warps != 4:
+        return "tiles up to 64x128 are 4-warp tiles"
+    if bm * bn >= 128 * 256 and warps != 8:
+        return "a 128x256 fp32 accumulator spills at 4 warps"
+    if bn > 2 * bm:
+        return "BLOCK_N over twice BLOCK_M starves the A side of reuse"
+    if split > 1 and (bm, bn, group) != (64, 128, 1):
+        return "TMA split-K is for small M: 64x128 tiles, a single tile row (no grouping)"
+    if split == 1 and group != 8:
+        return "persistent programs walk the tiles in groups of 8 tile rows (L2 reuse of B)"
+    return None
 def launch(cfg: Config, shape: Shape, dtype: str) -> Launch:
     """run()'s grid: one program per (BLOCK_M x BLOCK_N tile, K split); A and B tiles
     staged in shared memory NUM_STAGES deep, the fp32 accumulator in registers; with
@@ -199,6 +340,13 @@ def launch(cfg: Config, shape: Shape, dtype: str) -> Launch:
     splits = max(1, min(int(cfg["SPLIT_K"]), cdiv(k, bk)))
     smem = smem_bytes(cfg, shape, DTYPES[dtype])  # the fitted model the space uses
     threads = int(cfg["NUM_WARPS"]) * 32
+    if cfg["PERSISTENT_TMA"] and tma_path(shape, size):
+        # one kernel: a persistent grid of one program per SM over tiles x K splits (the
+        # split-K sum happens inside it)
+        return Launch(programs=cdiv(m, bm) * cdiv(n, bn) * splits, threads_per_program=threads,
+                      elements_per_program=bm * bn, bytes_per_element=size,
+                      tile_bytes=smem + bm * bn * 4, smem_bytes=smem, num_stages=stages,
+                      vector_width=vector_width(bm * bk, threads, size), programs_per_sm_cap=1)
     # with split-K, a second kernel sums the fp32 partials, 1024 outputs a program
     summing = cdiv(m * n, 1024) if splits > 1 else 0
     return Launch(programs=cdiv(m, bm) * cdiv(n, bn) * splits + summing,
@@ -251,6 +399,13 @@ TASK = register(
             Variant("SPLIT_K", (1, 4), "algorithm",
                     "split the K loop over SPLIT_K programs per tile and sum fp32 partials: "
                     "more programs for small M, at the cost of a partial buffer and a sum"),
+            Variant("PERSISTENT_TMA", (False, True), "algorithm",
+                    "Hopper form: a persistent grid (one program per SM) walks the output "
+                    "tiles in grouped order and moves A, B and C through TMA descriptors "
+                    "(tl.make_tensor_descriptor: bulk tensor copies, no address math or "
+                    "masks); with SPLIT_K the last split of a tile sums the partials in the "
+                    "same kernel. Falls back to the tiled kernel where rows are not 16-byte "
+                    "aligned"),
         ),
         related_ops=("attention", "swiglu"),
         constraint=constraint,

@@ -2,7 +2,9 @@
 
 Search space: whole row in registers (BLOCK_SIZE = 0) or a loop over column chunks,
 with the chunked form either three passes (max, sum, write) or online (running max and
-sum in one pass, then the write pass); rows per program; warps and stages.
+sum in one pass, then the write pass); rows per program; warps and stages; and a long-row
+path (LONG_ROW_BLOCK): whole-row tiles for ordinary rows, while rows of 32768+ columns
+(a vocabulary's logits), whose whole-row tile spills, go to a chunked two-pass kernel.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from kernels.base import (
     Tolerance,
     Variant,
     cdiv,
+    header_constants,
     next_pow2,
     register,
     vector_width,
@@ -35,6 +38,9 @@ NUM_WARPS = 4
 NUM_STAGES = 1
 ROWS_PER_PROGRAM = 1  # rows each program handles, to amortise launch for short rows
 ONLINE = False  # chunked rows: one online pass for max and sum instead of two passes
+LONG_ROW_BLOCK = 0  # rows of LONG_ROW_COLS+ columns: 0 = as BLOCK_SIZE says; N = long-row path
+
+LONG_ROW_COLS = 32768  # where the long-row path starts (not a search knob)
 
 
 @triton.jit
@@ -88,10 +94,42 @@ def softmax_kernel(out_ptr, x_ptr, n_rows, n_cols, stride_x, stride_o,
                     tl.store(o_row + start + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def softmax_long_row_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constexpr):
+    # one row per program, in BLOCK-column chunks: pass 1 keeps a running row max and a
+    # sum rescaled when the max grows (one exp2 per element); pass 2 walks the chunks
+    # backwards, so the ones pass 1 read last are re-read while still in L2
+    LOG2E: tl.constexpr = 1.4426950408889634
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * stride_x
+    o_row = out_ptr + row * stride_o
+    cols = tl.arange(0, BLOCK)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, n_cols, BLOCK):
+        mask = start + cols < n_cols
+        x = tl.load(x_row + start + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        m_new = tl.maximum(m, tl.max(x, 0))
+        s = s * tl.exp2((m - m_new) * LOG2E) + tl.sum(tl.exp2((x - m_new) * LOG2E), 0)
+        m = m_new
+    inv = 1.0 / s
+    n_chunks = tl.cdiv(n_cols, BLOCK)
+    for i in range(0, n_chunks):
+        start = (n_chunks - 1 - i) * BLOCK
+        mask = start + cols < n_cols
+        x = tl.load(x_row + start + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        y = tl.exp2((x - m) * LOG2E) * inv
+        tl.store(o_row + start + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
 def run(x):
     n_rows, n_cols = x.shape
     x = x.contiguous()
     out = torch.empty_like(x)
+    if LONG_ROW_BLOCK and n_cols >= LONG_ROW_COLS:
+        softmax_long_row_kernel[(n_rows,)](out, x, n_cols, x.stride(0), out.stride(0),
+                                           BLOCK=LONG_ROW_BLOCK, num_warps=NUM_WARPS)
+        return out
     whole_row = triton.next_power_of_2(n_cols)
     block = whole_row if BLOCK_SIZE == 0 else min(BLOCK_SIZE, whole_row)
     grid = (triton.cdiv(n_rows, ROWS_PER_PROGRAM),)
@@ -100,6 +138,10 @@ def run(x):
                          ROWS=ROWS_PER_PROGRAM, num_warps=NUM_WARPS, num_stages=NUM_STAGES)
     return out
 '''
+
+
+# rows this long take the long-row path (when LONG_ROW_BLOCK > 0): the template's constant
+LONG_ROW_COLS = int(header_constants(TEMPLATE)["LONG_ROW_COLS"])
 
 
 def reference(x: torch.Tensor) -> torch.Tensor:
@@ -133,16 +175,32 @@ def constraint(cfg: Config) -> str | None:
         return "NUM_STAGES only pipelines the chunk loop (BLOCK_SIZE > 0)"
     if cfg["BLOCK_SIZE"] > 0 and cfg["ROWS_PER_PROGRAM"] != 1:
         return "chunking is for long rows, which fill a program each"
+    if cfg["NUM_WARPS"] == 32 and cfg["BLOCK_SIZE"] != 0:
+        return "32 warps are for whole rows (one 1024-thread program a row)"
+    if cfg["LONG_ROW_BLOCK"] and cfg["BLOCK_SIZE"] != 0:
+        return "LONG_ROW_BLOCK switches whole-row tiles to chunks on long rows; BLOCK_SIZE " \
+               "already chunks every row"
+    if cfg["LONG_ROW_BLOCK"] and cfg["NUM_WARPS"] < 8:
+        return "a long-row chunk of 4096+ columns wants 8+ warps"
     return None
+
+
 def launch(cfg: Config, shape: Shape, dtype: str) -> Launch:
     """run()'s grid: one program per ROWS_PER_PROGRAM rows; a [block] fp32 row tile (the
     chunked forms keep running max / sum vectors beside it, online one more)."""
     rows, cols = shape
     size = DTYPES[dtype].itemsize
+    threads = int(cfg["NUM_WARPS"]) * 32
+    long_block = int(cfg["LONG_ROW_BLOCK"])
+    if long_block and cols >= LONG_ROW_COLS:
+        # softmax_long_row_kernel: one program a row; a [block] fp32 chunk in registers
+        block = min(long_block, next_pow2(cols))
+        return Launch(programs=rows, threads_per_program=threads, elements_per_program=cols,
+                      bytes_per_element=size, tile_bytes=block * 4,
+                      vector_width=vector_width(block, threads, size))
     whole = next_pow2(cols)
     block = whole if cfg["BLOCK_SIZE"] == 0 else min(int(cfg["BLOCK_SIZE"]), whole)
     single = block >= cols
-    threads = int(cfg["NUM_WARPS"]) * 32
     per_row = 2 if single or not cfg["ONLINE"] else 3
     return Launch(programs=cdiv(rows, int(cfg["ROWS_PER_PROGRAM"])), threads_per_program=threads,
                   elements_per_program=min(rows, int(cfg["ROWS_PER_PROGRAM"])) * cols,
@@ -178,7 +236,7 @@ TASK = register(
         template=TEMPLATE,
         knobs=(
             Knob("BLOCK_SIZE", (0, 1024, 4096), "tiling", "columns per tile (0 = whole row)"),
-            Knob("NUM_WARPS", (1, 2, 4, 8, 16), "warps_stages"),
+            Knob("NUM_WARPS", (1, 2, 4, 8, 16, 32), "warps_stages"),
             Knob("NUM_STAGES", (1, 2), "warps_stages", "software pipelining of the chunk loop"),
             Knob("ROWS_PER_PROGRAM", (1, 2, 4), "launch_shape", "rows per program"),
         ),
@@ -186,6 +244,12 @@ TASK = register(
             Variant("ONLINE", (False, True), "algorithm",
                     "online softmax: running max and rescaled sum in one pass over a chunked "
                     "row, so the row is read twice instead of three times"),
+            Variant("LONG_ROW_BLOCK", (0, 4096, 8192, 16384), "algorithm",
+                    "long rows (32768+ columns, e.g. a 128256-token vocabulary) leave the "
+                    "whole-row tile, which spills there, for a chunked two-pass path: a "
+                    "running row max and rescaled sum (one exp2 per element), then the "
+                    "write pass over the chunks backwards (the last read are still in L2); "
+                    "shorter rows keep the whole-row tile"),
         ),
         related_ops=("rmsnorm", "attention"),
         constraint=constraint,
