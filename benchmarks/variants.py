@@ -7,7 +7,8 @@ Two stages, each one process on one GPU:
   (checked against the reference first, then timed: eager call and CUDA-graph replay),
   with the cheap peers (cuBLAS, PyTorch eager); writes ``variants_explore_<gpu>.json``.
 - ``final``: per sweep shape, the configuration ``explore`` found fastest in GPU time
-  (from ``--choice``, an explore JSON), beside every peer ``kernels/peers.py`` names
+  (from ``--choice``, an explore JSON) and every candidate it did not time on that shape
+  (added since, or not reached), beside every peer ``kernels/peers.py`` names
   (torch.compile, Liger, cuBLAS, the compiled unfused attention), all checked first;
   writes ``variants_final_<gpu>.{json,md}``.
 
@@ -44,16 +45,21 @@ RESULTS = Path(__file__).resolve().parent / "results"
 # (label, overrides of the task's default config, shapes it applies to (None: all))
 LONG = lambda shape: shape[1] >= 32768  # noqa: E731 - the long-row path's rows
 SHORT = lambda shape: shape[1] < 32768  # noqa: E731 - few warps spill on long rows
+NARROW = lambda shape: shape[1] <= 2048  # noqa: E731 - 2-warp rows
+UP_TO_32K = lambda shape: shape[1] <= 32768  # noqa: E731 - a whole 131072 tile spills
 SMALL_M = lambda shape: shape[0] <= 256  # noqa: E731 - split-K's shapes
+BIG_M = lambda shape: shape[0] >= 1024  # noqa: E731 - many tiles: overlap across tiles
 CANDIDATES: dict[str, list[tuple[str, dict, object]]] = {
     "softmax": [
-        ("whole w8 r2 (run best)", {"NUM_WARPS": 8, "ROWS_PER_PROGRAM": 2}, None),
+        ("whole w8 r2 (run best)", {"NUM_WARPS": 8, "ROWS_PER_PROGRAM": 2}, SHORT),
+        ("whole w2 r4", {"NUM_WARPS": 2, "ROWS_PER_PROGRAM": 4}, NARROW),
+        ("whole w2 r1", {"NUM_WARPS": 2}, NARROW),
         ("whole w4 r4", {"NUM_WARPS": 4, "ROWS_PER_PROGRAM": 4}, SHORT),
         ("whole w4 r1", {"NUM_WARPS": 4}, SHORT),
         ("whole w8 r1", {"NUM_WARPS": 8}, SHORT),
-        ("whole w16 r1", {"NUM_WARPS": 16}, None),
-        ("whole w16 r2", {"NUM_WARPS": 16, "ROWS_PER_PROGRAM": 2}, None),
-        ("whole w32 r1", {"NUM_WARPS": 32}, None),
+        ("whole w16 r1", {"NUM_WARPS": 16}, UP_TO_32K),
+        ("whole w16 r2", {"NUM_WARPS": 16, "ROWS_PER_PROGRAM": 2}, UP_TO_32K),
+        ("whole w32 r1", {"NUM_WARPS": 32}, UP_TO_32K),
         ("long 4096 w8", {"NUM_WARPS": 8, "LONG_ROW_BLOCK": 4096}, LONG),
         ("long 8192 w8", {"NUM_WARPS": 8, "LONG_ROW_BLOCK": 8192}, LONG),
         ("long 8192 w16", {"NUM_WARPS": 16, "LONG_ROW_BLOCK": 8192}, LONG),
@@ -85,6 +91,19 @@ CANDIDATES: dict[str, list[tuple[str, dict, object]]] = {
                                   "SPLIT_K": 4, "NUM_WARPS": 4, "NUM_STAGES": 4}, SMALL_M),
         ("tma 64x128 split4 s3", {"PERSISTENT_TMA": True, "BLOCK_M": 64, "BLOCK_N": 128,
                                   "SPLIT_K": 4, "NUM_WARPS": 4, "NUM_STAGES": 3}, SMALL_M),
+        ("tma 128x128 split4 w8 s4", {"PERSISTENT_TMA": True, "BLOCK_M": 128,
+                                      "BLOCK_N": 128, "SPLIT_K": 4, "NUM_WARPS": 8,
+                                      "NUM_STAGES": 4}, SMALL_M),
+        ("tma 128x64 split4 w4 s4", {"PERSISTENT_TMA": True, "BLOCK_M": 128, "BLOCK_N": 64,
+                                     "SPLIT_K": 4, "NUM_WARPS": 4, "NUM_STAGES": 4}, SMALL_M),
+        ("tma 64x64 split4 w4 s4", {"PERSISTENT_TMA": True, "BLOCK_M": 64, "BLOCK_N": 64,
+                                    "SPLIT_K": 4, "NUM_WARPS": 4, "NUM_STAGES": 4}, SMALL_M),
+        ("tma flat 128x256 w8 s3", {"PERSISTENT_TMA": True, "FLATTEN": True, "BLOCK_M": 128,
+                                    "BLOCK_N": 256, "GROUP_M": 8, "NUM_WARPS": 8,
+                                    "NUM_STAGES": 3}, BIG_M),
+        ("tma flat 128x128 w8 s4", {"PERSISTENT_TMA": True, "FLATTEN": True, "BLOCK_M": 128,
+                                    "BLOCK_N": 128, "GROUP_M": 8, "NUM_WARPS": 8,
+                                    "NUM_STAGES": 4}, BIG_M),
     ],
     "attention": [
         ("run best 64x32 table skip even", {"ROPE_TABLE": True, "CAUSAL_SKIP": True,
@@ -151,7 +170,8 @@ def smem_report(task: Task, label: str, config: dict, shape: tuple) -> dict:
             "ok": used.get("smem_bytes") is None or used["smem_bytes"] <= need}
 
 
-def bench(task: Task, stage: str, choice: dict, deadline: float) -> list[dict]:
+def bench(task: Task, stage: str, choice: dict, explored: dict,
+          deadline: float) -> list[dict]:
     rows = []
     for shape in task.sweep_shapes:
         if time.time() > deadline:
@@ -160,7 +180,10 @@ def bench(task: Task, stage: str, choice: dict, deadline: float) -> list[dict]:
         label = task.shape_label(shape)
         chosen = None
         if stage == "final":
-            chosen = [choice[task.name][label]] if label in choice.get(task.name, {}) else []
+            # the explore run's fastest here, and every candidate it did not time here
+            seen = explored.get((task.name, label), set())
+            chosen = [name for name, _, _ in CANDIDATES[task.name] if name not in seen]
+            chosen += [choice[task.name][label]] if label in choice.get(task.name, {}) else []
         configs = ours(task, shape, chosen)
         impls = {f"ours: {name}": Peer(f"ours: {name}", module_of(task, name, cfg).run, "ours")
                  for name, cfg in configs.items()}
@@ -278,7 +301,10 @@ def main() -> None:
     import triton
 
     deadline = time.time() + args.budget_s
-    choice = pick(json.loads(args.choice.read_text())) if args.choice else {}
+    explore = json.loads(args.choice.read_text()) if args.choice else {"rows": []}
+    choice = pick(explore)
+    explored = {(r["task"], r["shape"]): {k[6:] for k in (*r["times"], *r["dropped"])
+                                          if k.startswith("ours: ")} for r in explore["rows"]}
     torch._dynamo.config.cache_size_limit = 64
     from optimizer.sandbox.hardware import measure_peaks
 
@@ -294,7 +320,7 @@ def main() -> None:
     tasks = all_tasks()
     for name in args.tasks:
         try:
-            data["rows"] += bench(tasks[name], args.stage, choice, deadline)
+            data["rows"] += bench(tasks[name], args.stage, choice, explored, deadline)
         except Exception as err:  # noqa: BLE001 - keep the other tasks' figures
             log.exception("%s failed", name)
             data.setdefault("failed", {})[name] = repr(err)[:2000]

@@ -41,6 +41,7 @@ NUM_STAGES = 2
 EVEN_K = False  # drop the K masks when K % BLOCK_K == 0 (checked at launch)
 SPLIT_K = 1  # programs sharing one tile's K range; >1 sums fp32 partials (a 2nd kernel)
 PERSISTENT_TMA = False  # one program per SM over all tiles, A/B/C through TMA descriptors
+FLATTEN = False  # TMA kernel: tile and K loops flattened into one (pipelined across tiles)
 
 _COUNTERS = {}  # (device, tiles) -> int32 arrival counters of the TMA split-K fixup
 
@@ -104,7 +105,7 @@ def splitk_sum_kernel(out_ptr, part_ptr, n, SPLITS: tl.constexpr, BLOCK: tl.cons
 @triton.jit
 def matmul_tma_kernel(c_ptr, a_ptr, b_ptr, part_ptr, count_ptr, M, N, K, plane, n_programs,
                       BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                      GROUP: tl.constexpr, SPLITS: tl.constexpr):
+                      GROUP: tl.constexpr, SPLITS: tl.constexpr, FLAT: tl.constexpr):
     # persistent: program p takes work items p, p + n_programs, ...; an item is one
     # output tile (grouped order) and one of SPLITS K ranges. A, B and C move through
     # TMA descriptors (bulk tensor copies, OOB rows/columns zero-filled or clipped).
@@ -119,7 +120,7 @@ def matmul_tma_kernel(c_ptr, a_ptr, b_ptr, part_ptr, count_ptr, M, N, K, plane, 
     tiles = tiles_m * tiles_n
     per_group = GROUP * tiles_n
     k_chunk = tl.cdiv(tl.cdiv(K, SPLITS), BK) * BK
-    for item in range(tl.program_id(0), tiles * SPLITS, n_programs):
+    for item in tl.range(tl.program_id(0), tiles * SPLITS, n_programs, flatten=FLAT):
         tile = item % tiles
         split = item // tiles
         first_m = (tile // per_group) * GROUP
@@ -192,7 +193,8 @@ def _run_tma(a, b, M, N, K):
     programs = max(1, min(tiles * splits, _sm_count(a.device)))
     matmul_tma_kernel[(programs,)](c, a, b, part, count, M, N, K, M * N, programs,
                                    BM=BLOCK_M, BN=BLOCK_N, BK=BLOCK_K, GROUP=GROUP_M,
-                                   SPLITS=splits, num_warps=NUM_WARPS, num_stages=NUM_STAGES)
+                                   SPLITS=splits, FLAT=FLATTEN, num_warps=NUM_WARPS,
+                                   num_stages=NUM_STAGES)
     return c
 
 
@@ -280,7 +282,10 @@ def constraint(cfg: Config) -> str | None:
     stages, warps = int(cfg["NUM_STAGES"]), int(cfg["NUM_WARPS"])
     split, group = int(cfg["SPLIT_K"]), int(cfg["GROUP_M"])
     if cfg["PERSISTENT_TMA"]:
-        return _tma_constraint(bm, bn, bk, stages, warps, split, group, bool(cfg["EVEN_K"]))
+        return _tma_constraint(bm, bn, bk, stages, warps, split, group, bool(cfg["EVEN_K"]),
+                               bool(cfg["FLATTEN"]))
+    if cfg["FLATTEN"]:
+        return "FLATTEN is a loop form of the persistent TMA kernel"
     smem = (bm * bk + bk * bn) * 2 * stages
     if smem > SMEM_BUDGET_BYTES:
         return f"{stages} stages of A/B tiles need {smem // 1024} KiB of shared memory"
@@ -307,8 +312,8 @@ def constraint(cfg: Config) -> str | None:
 
 
 def _tma_constraint(bm: int, bn: int, bk: int, stages: int, warps: int, split: int,
-                    group: int, even_k: bool) -> str | None:
-    """The persistent TMA kernel's points (about 20)."""
+                    group: int, even_k: bool, flatten: bool) -> str | None:
+    """The persistent TMA kernel's points (about 30)."""
     if bm == 16:
         return "TMA tiles feed warpgroup MMA: 64 or 128 rows"
     if even_k:
@@ -324,8 +329,10 @@ def _tma_constraint(bm: int, bn: int, bk: int, stages: int, warps: int, split: i
         return "a 128x256 fp32 accumulator spills at 4 warps"
     if bn > 2 * bm:
         return "BLOCK_N over twice BLOCK_M starves the A side of reuse"
-    if split > 1 and (bm, bn, group) != (64, 128, 1):
-        return "TMA split-K is for small M: 64x128 tiles, a single tile row (no grouping)"
+    if split > 1 and (bn > 128 or group != 1):
+        return "TMA split-K is for small M: tiles up to 128 wide, one tile row (no grouping)"
+    if flatten and (split > 1 or bm != 128 or bn < 128):
+        return "FLATTEN overlaps a tile's epilogue with the next one's loads: the big tiles"
     if split == 1 and group != 8:
         return "persistent programs walk the tiles in groups of 8 tile rows (L2 reuse of B)"
     return None
@@ -406,6 +413,10 @@ TASK = register(
                     "masks); with SPLIT_K the last split of a tile sums the partials in the "
                     "same kernel. Falls back to the tiled kernel where rows are not 16-byte "
                     "aligned"),
+            Variant("FLATTEN", (False, True), "algorithm",
+                    "persistent TMA kernel: flatten the tile loop and the K loop into one "
+                    "(tl.range(flatten=True)) so software pipelining runs across tiles and "
+                    "the next tile's loads overlap this tile's epilogue"),
         ),
         related_ops=("attention", "swiglu"),
         constraint=constraint,
