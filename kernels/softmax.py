@@ -182,6 +182,8 @@ def constraint(cfg: Config) -> str | None:
                "already chunks every row"
     if cfg["LONG_ROW_BLOCK"] and cfg["NUM_WARPS"] < 8:
         return "a long-row chunk of 4096+ columns wants 8+ warps"
+    if cfg["LONG_ROW_BLOCK"] and cfg["LONG_ROW_BLOCK"] < 8 * 32 * cfg["NUM_WARPS"]:
+        return "a long-row chunk under 8 columns a thread leaves the loads too narrow"
     return None
 
 
