@@ -43,7 +43,10 @@ SPLIT_K = 1  # programs sharing one tile's K range; >1 sums fp32 partials (a 2nd
 PERSISTENT_TMA = False  # one program per SM over all tiles, A/B/C through TMA descriptors
 FLATTEN = False  # TMA kernel: tile and K loops flattened into one (pipelined across tiles)
 
-_COUNTERS = {}  # (device, tiles) -> int32 arrival counters of the TMA split-K fixup
+# (device, tiles) -> int32 arrival counters of the TMA split-K fixup, zeroed again by the
+# kernel after each use; shared by calls of one tile count, so two such calls must not run
+# at once on different streams
+_COUNTERS = {}
 
 
 @triton.jit

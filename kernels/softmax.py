@@ -175,8 +175,6 @@ def constraint(cfg: Config) -> str | None:
         return "NUM_STAGES only pipelines the chunk loop (BLOCK_SIZE > 0)"
     if cfg["BLOCK_SIZE"] > 0 and cfg["ROWS_PER_PROGRAM"] != 1:
         return "chunking is for long rows, which fill a program each"
-    if cfg["NUM_WARPS"] == 32 and cfg["BLOCK_SIZE"] != 0:
-        return "32 warps are for whole rows (one 1024-thread program a row)"
     if cfg["LONG_ROW_BLOCK"] and cfg["BLOCK_SIZE"] != 0:
         return "LONG_ROW_BLOCK switches whole-row tiles to chunks on long rows; BLOCK_SIZE " \
                "already chunks every row"
@@ -238,7 +236,7 @@ TASK = register(
         template=TEMPLATE,
         knobs=(
             Knob("BLOCK_SIZE", (0, 1024, 4096), "tiling", "columns per tile (0 = whole row)"),
-            Knob("NUM_WARPS", (1, 2, 4, 8, 16, 32), "warps_stages"),
+            Knob("NUM_WARPS", (1, 2, 4, 8, 16), "warps_stages"),
             Knob("NUM_STAGES", (1, 2), "warps_stages", "software pipelining of the chunk loop"),
             Knob("ROWS_PER_PROGRAM", (1, 2, 4), "launch_shape", "rows per program"),
         ),
