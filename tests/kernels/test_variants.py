@@ -24,10 +24,11 @@ RESULTS = Path(__file__).parents[2] / "benchmarks" / "results"
 
 
 def _launches(module) -> list[str]:
-    """Wrap each Triton kernel of a candidate so that its launches are recorded by name."""
+    """Wrap each Triton kernel run() launches (named *_kernel; the other @triton.jit
+    functions are helpers called inside them) so that its launches are recorded by name."""
     launched: list[str] = []
     for name, kernel in vars(module).copy().items():
-        if isinstance(kernel, KernelInterface):
+        if isinstance(kernel, KernelInterface) and name.endswith("_kernel"):
             setattr(module, name, _Named(kernel, name, launched))
     return launched
 
