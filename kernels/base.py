@@ -76,7 +76,9 @@ class Variant:
     """A structural alternative, switched by a header constant (a tl.constexpr inside)."""
 
     name: str  # the header constant, e.g. ONLINE_SOFTMAX
-    values: tuple[ConfigValue, ...]  # first value = the naive kernel's choice
+    # first value = the naive kernel's choice; for a variant added to a task later, also
+    # the kernel as it was before (stored configurations without it mean this value)
+    values: tuple[ConfigValue, ...]
     category: str  # an EDIT_CATEGORIES entry
     help: str  # what it does and why it may help, shown to agents and in reports
 
