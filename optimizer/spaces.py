@@ -47,11 +47,8 @@ def task_space(task: Task, dtype: str = "float16") -> Space:
         return float(task.bytes_moved(shape, torch_dtype)), float(task.flops(shape, torch_dtype))
 
     def config_of_record(config: Mapping[str, Any]) -> Mapping[str, Any]:
-        # a record of this task measured before a knob or variant existed ran what is now
-        # its default (a new parameter's first value is the kernel as it was)
-        if config and set(config) < names:
-            return {**task.default_config, **config}
-        return config
+        # a record measured before a variant existed ran its first value (Task.complete)
+        return task.complete(config) or config
 
     def launch_of_record(record: ExperienceRecord, label: str) -> Any:
         if record.task.task_id != task.name:  # imported data of the same op name
