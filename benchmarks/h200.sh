@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on the lent H200 (device tool): installs the carried wheels, then the named stages.
 # Every stage is resumable or idempotent; results go to benchmarks/ and are copied to $OUT.
-#   bash benchmarks/h200.sh gputests peers space optimize:softmax vs:softmax confirm launch
+#   bash benchmarks/h200.sh gputests peers space optimize:softmax vs:softmax confirm launch variants
 #   bash benchmarks/h200.sh revalidate:softmax revalidate:rmsnorm   (TOP=3: configs per task)
 #   bash benchmarks/h200.sh hostcost   (host cost of a call: ours vs eager / compile / Liger)
 set -u
@@ -24,6 +24,8 @@ for stage in "$@"; do
     hostcost) timeout $(( $(left) - 20 )) python3 benchmarks/host_cost.py --out "$OUT" > "$OUT/host_cost.log" 2>&1; echo "rc=$?" >> "$OUT/host_cost.log" ;;
     launch) timeout $(( $(left) - 20 )) python3 benchmarks/launch_bound.py --runs benchmarks/runs > "$OUT/launch.log" 2>&1; echo "rc=$?" >> "$OUT/launch.log" ;;
     revalidate:*) t=${stage#revalidate:}; KERNELKB_DATA_DIR=/tmp/kkb_revalidate timeout $(( $(left) - 20 )) python3 -m kb.cli revalidate --task "$t" --top ${TOP:-3} --journal "benchmarks/results/revalidate_${t}_h200.jsonl" 2>&1 | grep -v 'Warning\|INFO' | tee -a "$OUT/revalidate.log" ;;
+    # the structural variants beside the checked peers: explore candidates, then the winners (~500 s)
+    variants) timeout $(( $(left) / 2 )) python3 benchmarks/variants.py explore --budget-s $(( $(left) / 2 - 60 )) --out benchmarks/results > "$OUT/variants.log" 2>&1; timeout $(( $(left) - 20 )) python3 benchmarks/variants.py final --choice benchmarks/results/variants_explore_h200.json --budget-s $(( $(left) - 80 )) --out benchmarks/results >> "$OUT/variants.log" 2>&1 ;;
     confirm) timeout $(( $(left) - 20 )) python3 benchmarks/transfer.py --confirm 2>&1 | grep -v Warning | tail -40 > "$OUT/confirm.log" ;;
   esac
 done

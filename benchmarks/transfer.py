@@ -166,10 +166,12 @@ def confirm(results: Path, out_dir: Path, dtype: str) -> dict[str, Any]:
     rows = []
     for name, entry in payload["tasks"].items():
         task = get_task(name)
-        space = json.loads((ROOT / payload["config"]["space_dir"] /
-                            f"{name}_{dtype}.json").read_text())
-        by_key = {r["key"]: r for r in space["configs"]}
-        keys = [space["default"]]
+        from benchmarks.replay.space import load_space
+
+        # the replay's keys: configurations completed with variants added since (load_space)
+        space = load_space(ROOT / payload["config"]["space_dir"] / f"{name}_{dtype}.json")
+        by_key = space.rows
+        keys = [space.default_key]
         for summary in entry["arms"].values():
             keys += [k for k in summary["winners"] if k not in keys]
         baseline = measure_baseline(name, dtype, "representative")
@@ -177,7 +179,7 @@ def confirm(results: Path, out_dir: Path, dtype: str) -> dict[str, Any]:
             cfg = by_key[key]["config"]
             res = evaluate(name, task.render(cfg), dtype=dtype, shapes="representative",
                            baseline=baseline, timing=True, timeout_s=300)
-            rows.append({"task": name, "key": key, "default": key == space["default"],
+            rows.append({"task": name, "key": key, "default": key == space.default_key,
                          "replay_ms": by_key[key].get("time_ms"), "gpu_ms": res.time_ms,
                          "ok": res.ok, "error_kind": res.error_kind,
                          "gpu": res.env.get("gpu_name")})

@@ -17,7 +17,8 @@ Search space: query / key tiles, warps, stages; and the article's three discover
 switches: RoPE sin/cos from a precomputed table (ROPE_TABLE), the key loop stopped at the
 diagonal with the mask only on diagonal blocks (CAUSAL_SKIP), no bounds masks when the
 sizes divide the tiles (EVEN_SEQ); plus the K/V cache write fused into the attention
-kernel instead of a separate small kernel (FUSE_KV_WRITE).
+kernel instead of a separate small kernel (FUSE_KV_WRITE); and a flash-style prefill
+kernel (FLASH) that keeps RoPE and the cache write but reads the keys rotated once.
 """
 
 from __future__ import annotations
@@ -154,6 +155,13 @@ def constraint(cfg: Config) -> str | None:
         return "3 K/V stages are measured on the 128x64 tile, where each stage feeds most math"
     if cfg["EVEN_SEQ"] and not cfg["CAUSAL_SKIP"]:
         return "EVEN_SEQ specialises the causal-skip loops; without skip every block is masked"
+    if cfg["FLASH"] and (cfg["FUSE_KV_WRITE"] or not cfg["CAUSAL_SKIP"]):
+        return "FLASH reads keys rotated once into the cache (no FUSE_KV_WRITE) and always " \
+               "skips past the diagonal (CAUSAL_SKIP)"
+    if cfg["FLASH"] and bm == 16:
+        return "FLASH is the prefill tile; 16-row blocks are for decode"
+    if bn == 128 and not (cfg["FLASH"] and bm == 128):
+        return "128-key steps are measured on the flash kernel's 128-row tile"
     return None
 def launch(cfg: Config, shape: Shape, dtype: str) -> Launch:
     """run()'s attention grid: one program per (BLOCK_M query rows, batch x head); K and V
@@ -225,7 +233,8 @@ TASK = register(
         template=TEMPLATE,
         knobs=(
             Knob("BLOCK_M", (16, 64, 128), "tiling", "query rows per program"),
-            Knob("BLOCK_N", (32, 64), "tiling", "keys per step of the key loop"),
+            Knob("BLOCK_N", (32, 64, 128), "tiling",
+                 "keys per step of the key loop (128: the flash prefill tile only)"),
             Knob("NUM_WARPS", (4, 8), "warps_stages"),
             Knob("NUM_STAGES", (2, 3), "warps_stages", "software pipelining of K/V loads"),
         ),
@@ -243,6 +252,12 @@ TASK = register(
             Variant("FUSE_KV_WRITE", (False, True), "fusion",
                     "write rotated K and V to the cache inside the attention kernel (one "
                     "launch; new keys rotated from k directly) instead of a separate kernel"),
+            Variant("FLASH", (False, True), "algorithm",
+                    "flash-style prefill: the cache-write kernel rotates K once, then the "
+                    "attention kernel rotates q at load with the softmax scale and log2(e) "
+                    "folded in, takes one full-width QK^T product per key block (not two "
+                    "half-width ones), exp2 online softmax, and runs the query blocks with "
+                    "the most keys first (grid heads x blocks, last block first)"),
         ),
         related_ops=("softmax", "rope", "matmul"),
         constraint=constraint,

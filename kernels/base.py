@@ -79,7 +79,9 @@ class Variant:
     """A structural alternative, switched by a header constant (a tl.constexpr inside)."""
 
     name: str  # the header constant, e.g. ONLINE_SOFTMAX
-    values: tuple[ConfigValue, ...]  # first value = the naive kernel's choice
+    # first value = the naive kernel's choice; for a variant added to a task later, also
+    # the kernel as it was before (Task.complete: stored configurations without it mean it)
+    values: tuple[ConfigValue, ...]
     category: str  # an EDIT_CATEGORIES entry
     help: str  # what it does and why it may help, shown to agents and in reports
 
@@ -279,6 +281,16 @@ class Task:
         """The naive kernel's configuration, as written in the template."""
         header = header_constants(self.template)
         return {p.name: header[p.name] for p in (*self.knobs, *self.variants)}
+
+    def complete(self, config: Config) -> dict[str, ConfigValue] | None:
+        """A stored configuration as a whole point of the space: a variant missing from it
+        (added to the task after it was measured) takes its first value, which is the
+        kernel as it was; None if a knob is missing or a name is not the task's."""
+        names = {p.name for p in (*self.knobs, *self.variants)}
+        knobs = {k.name for k in self.knobs}
+        if not set(config) <= names or not knobs <= set(config):
+            return None
+        return {**{v.name: v.values[0] for v in self.variants}, **config}
 
     def space(self, smem_limit: int | None = None) -> Iterator[dict[str, ConfigValue]]:
         """Every legal point of variants x knobs (the exhaustive grid); with a GPU's

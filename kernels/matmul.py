@@ -4,7 +4,9 @@ Search space: output tile (BLOCK_M x BLOCK_N) and K step (BLOCK_K); grouped prog
 order (GROUP_M > 1 walks GROUP_M tile rows together so that B tiles stay in L2);
 warps and software-pipelining stages; an even-K specialisation (no K masks when
 K % BLOCK_K == 0) and split-K (SPLIT_K programs share one output tile's K range and
-add their fp32 partials, which gives small-M shapes, e.g. decode, enough programs).
+add their fp32 partials, which gives small-M shapes, e.g. decode, enough programs); and
+a persistent Hopper kernel (PERSISTENT_TMA) that loads and stores tiles through TMA
+descriptors, with split-K summed inside it.
 """
 
 from __future__ import annotations
@@ -65,14 +67,29 @@ def smem_bytes(cfg: Config, shape: Shape, dtype: torch.dtype) -> int:
     Exact on the H200 (Triton 3.6, benchmarks/space/matmul_float16.json) for 64- and
     128-row tiles; 16-row tiles (mma.sync path) keep one buffer fewer."""
     bm, bn, bk = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), int(cfg["BLOCK_K"])
-    return int(cfg["NUM_STAGES"]) * (bm * bk + bk * bn) * dtype.itemsize
+    staged = int(cfg["NUM_STAGES"]) * (bm * bk + bk * bn) * dtype.itemsize
+    if cfg["PERSISTENT_TMA"] and tma_path(shape, dtype.itemsize):
+        staged += bm * bn * dtype.itemsize  # the C tile, staged for the TMA store
+    return staged
+
+
+def tma_path(shape: Shape, size: int) -> bool:
+    """Whether run() takes the TMA kernel on a shape (contiguous operands): TMA needs
+    16-byte row strides; the tiled kernel runs otherwise."""
+    _m, n, k = shape
+    return (k * size) % 16 == 0 and (n * size) % 16 == 0
 
 
 def constraint(cfg: Config) -> str | None:
-    """Prune the grid to the points worth a GPU measurement (about 70 of 648)."""
+    """Prune the grid to the points worth a GPU measurement (80 of 2592)."""
     bm, bn, bk = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), int(cfg["BLOCK_K"])
     stages, warps = int(cfg["NUM_STAGES"]), int(cfg["NUM_WARPS"])
     split, group = int(cfg["SPLIT_K"]), int(cfg["GROUP_M"])
+    if cfg["PERSISTENT_TMA"]:
+        return _tma_constraint(bm, bn, bk, stages, warps, split, group, bool(cfg["EVEN_K"]),
+                               bool(cfg["FLATTEN"]))
+    if cfg["FLATTEN"]:
+        return "FLATTEN is a loop form of the persistent TMA kernel"
     smem = (bm * bk + bk * bn) * 2 * stages
     if smem > SMEM_BUDGET_BYTES:
         return f"{stages} stages of A/B tiles need {smem // 1024} KiB of shared memory"
@@ -96,6 +113,39 @@ def constraint(cfg: Config) -> str | None:
     if cfg["EVEN_K"] and (bk != 64 or stages != 3):
         return "EVEN_K is measured at BLOCK_K=64, 3 stages (one point per tile shape)"
     return None
+
+
+def _tma_constraint(bm: int, bn: int, bk: int, stages: int, warps: int, split: int,
+                    group: int, even_k: bool, flatten: bool) -> str | None:
+    """The persistent TMA kernel's 10 points: tiles that keep 96+ KiB of operands in flight
+    (the H200 runs one such program per SM), the big ones walked in groups of 8 tile
+    rows; split-K (4 ranges) for small M; the loop flattened on the two biggest tiles."""
+    if even_k:
+        return "TMA zero-fills past K: there are no K masks to drop"
+    if bk != 64:
+        return "TMA's K step is 64 (128-byte rows: the widest swizzle)"
+    if split > 1:
+        if group != 1 or flatten:
+            return "TMA split-K is for small M: a single tile row, no grouping, no flattening"
+        if (bm, bn, warps, stages) not in TMA_SPLIT_TILES:
+            return f"TMA split-K tiles are {TMA_SPLIT_TILES} (rows, columns, warps, stages)"
+        return None
+    if group != 8:
+        return "persistent programs walk the tiles in groups of 8 tile rows (L2 reuse of B)"
+    tiles = TMA_FLAT_TILES if flatten else TMA_TILES
+    if (bm, bn, warps, stages) not in tiles:
+        return f"TMA tiles{' (flattened)' if flatten else ''} are {tiles} (rows, columns, " \
+               "warps, stages)"
+    return None
+
+
+# (BLOCK_M, BLOCK_N, NUM_WARPS, NUM_STAGES) of the TMA points; 128x256 takes 3 stages of
+# 48 KiB plus the 64 KiB C tile (213 KiB on the H200, of 227)
+TMA_TILES = ((128, 256, 8, 3), (128, 128, 8, 4), (128, 128, 4, 4), (64, 128, 4, 4))
+TMA_FLAT_TILES = ((128, 256, 8, 3), (128, 128, 8, 4))
+TMA_SPLIT_TILES = ((128, 128, 8, 4), (128, 64, 4, 4), (64, 128, 4, 4), (64, 64, 4, 4))
+
+
 def launch(cfg: Config, shape: Shape, dtype: str) -> Launch:
     """run()'s grid: one program per (BLOCK_M x BLOCK_N tile, K split); A and B tiles
     staged in shared memory NUM_STAGES deep, the fp32 accumulator in registers; with
@@ -107,6 +157,13 @@ def launch(cfg: Config, shape: Shape, dtype: str) -> Launch:
     splits = max(1, min(int(cfg["SPLIT_K"]), cdiv(k, bk)))
     smem = smem_bytes(cfg, shape, DTYPES[dtype])  # the fitted model the space uses
     threads = int(cfg["NUM_WARPS"]) * 32
+    if cfg["PERSISTENT_TMA"] and tma_path(shape, size):
+        # one kernel: a persistent grid of one program per SM over tiles x K splits (the
+        # split-K sum happens inside it)
+        return Launch(programs=cdiv(m, bm) * cdiv(n, bn) * splits, threads_per_program=threads,
+                      elements_per_program=bm * bn, bytes_per_element=size,
+                      tile_bytes=smem + bm * bn * 4, smem_bytes=smem, num_stages=stages,
+                      vector_width=vector_width(bm * bk, threads, size), programs_per_sm_cap=1)
     # with split-K, a second kernel sums the fp32 partials, 1024 outputs a program
     summing = cdiv(m * n, 1024) if splits > 1 else 0
     return Launch(programs=cdiv(m, bm) * cdiv(n, bn) * splits + summing,
@@ -164,6 +221,17 @@ TASK = register(
             Variant("SPLIT_K", (1, 4), "algorithm",
                     "split the K loop over SPLIT_K programs per tile and sum fp32 partials: "
                     "more programs for small M, at the cost of a partial buffer and a sum"),
+            Variant("PERSISTENT_TMA", (False, True), "algorithm",
+                    "Hopper form: a persistent grid (one program per SM) walks the output "
+                    "tiles in grouped order and moves A, B and C through TMA descriptors "
+                    "(tl.make_tensor_descriptor: bulk tensor copies, no address math or "
+                    "masks); with SPLIT_K the last split of a tile sums the partials in the "
+                    "same kernel. Falls back to the tiled kernel where rows are not 16-byte "
+                    "aligned"),
+            Variant("FLATTEN", (False, True), "algorithm",
+                    "persistent TMA kernel: flatten the tile loop and the K loop into one "
+                    "(tl.range(flatten=True)) so software pipelining runs across tiles and "
+                    "the next tile's loads overlap this tile's epilogue"),
         ),
         related_ops=("attention", "swiglu"),
         constraint=constraint,

@@ -2,7 +2,9 @@
 
 Search space: whole row in registers (BLOCK_SIZE = 0) or a loop over column chunks,
 with the chunked form either three passes (max, sum, write) or online (running max and
-sum in one pass, then the write pass); rows per program; warps and stages.
+sum in one pass, then the write pass); rows per program; warps and stages; and a long-row
+path (LONG_ROW_BLOCK): whole-row tiles for ordinary rows, while rows of 32768+ columns
+(a vocabulary's logits), whose whole-row tile spills, go to a chunked two-pass kernel.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from kernels.base import (
     Tolerance,
     Variant,
     cdiv,
+    header_constants,
     next_pow2,
     read_template,
     register,
@@ -29,6 +32,10 @@ from kernels.base import (
 from kernels.peers import Peer, eager_and_compiled, liger_softmax, optional, softmax_eager
 
 TEMPLATE = read_template(__file__)  # kernels/templates/softmax.py: the naive kernel
+
+
+# rows this long take the long-row path (when LONG_ROW_BLOCK > 0): the template's constant
+LONG_ROW_COLS = int(header_constants(TEMPLATE)["LONG_ROW_COLS"])
 
 
 def reference(x: torch.Tensor) -> torch.Tensor:
@@ -62,16 +69,32 @@ def constraint(cfg: Config) -> str | None:
         return "NUM_STAGES only pipelines the chunk loop (BLOCK_SIZE > 0)"
     if cfg["BLOCK_SIZE"] > 0 and cfg["ROWS_PER_PROGRAM"] != 1:
         return "chunking is for long rows, which fill a program each"
+    if cfg["LONG_ROW_BLOCK"] and cfg["BLOCK_SIZE"] != 0:
+        return "LONG_ROW_BLOCK switches whole-row tiles to chunks on long rows; BLOCK_SIZE " \
+               "already chunks every row"
+    if cfg["LONG_ROW_BLOCK"] and cfg["NUM_WARPS"] < 8:
+        return "a long-row chunk of 4096+ columns wants 8+ warps"
+    if cfg["LONG_ROW_BLOCK"] and cfg["LONG_ROW_BLOCK"] < 8 * 32 * cfg["NUM_WARPS"]:
+        return "a long-row chunk under 8 columns a thread leaves the loads too narrow"
     return None
+
+
 def launch(cfg: Config, shape: Shape, dtype: str) -> Launch:
     """run()'s grid: one program per ROWS_PER_PROGRAM rows; a [block] fp32 row tile (the
     chunked forms keep running max / sum vectors beside it, online one more)."""
     rows, cols = shape
     size = DTYPES[dtype].itemsize
+    threads = int(cfg["NUM_WARPS"]) * 32
+    long_block = int(cfg["LONG_ROW_BLOCK"])
+    if long_block and cols >= LONG_ROW_COLS:
+        # softmax_long_row_kernel: one program a row; a [block] fp32 chunk in registers
+        block = min(long_block, next_pow2(cols))
+        return Launch(programs=rows, threads_per_program=threads, elements_per_program=cols,
+                      bytes_per_element=size, tile_bytes=block * 4,
+                      vector_width=vector_width(block, threads, size))
     whole = next_pow2(cols)
     block = whole if cfg["BLOCK_SIZE"] == 0 else min(int(cfg["BLOCK_SIZE"]), whole)
     single = block >= cols
-    threads = int(cfg["NUM_WARPS"]) * 32
     per_row = 2 if single or not cfg["ONLINE"] else 3
     return Launch(programs=cdiv(rows, int(cfg["ROWS_PER_PROGRAM"])), threads_per_program=threads,
                   elements_per_program=min(rows, int(cfg["ROWS_PER_PROGRAM"])) * cols,
@@ -120,6 +143,12 @@ TASK = register(
             Variant("ONLINE", (False, True), "algorithm",
                     "online softmax: running max and rescaled sum in one pass over a chunked "
                     "row, so the row is read twice instead of three times"),
+            Variant("LONG_ROW_BLOCK", (0, 4096, 8192, 16384), "algorithm",
+                    "long rows (32768+ columns, e.g. a 128256-token vocabulary) leave the "
+                    "whole-row tile, which spills there, for a chunked two-pass path: a "
+                    "running row max and rescaled sum (one exp2 per element), then the "
+                    "write pass over the chunks backwards (the last read are still in L2); "
+                    "shorter rows keep the whole-row tile"),
         ),
         related_ops=("rmsnorm", "attention"),
         constraint=constraint,

@@ -96,10 +96,12 @@ def known(knowledge: Any, task: Task, dtype: str, env: Environment) -> Known:
             and pred.items:
         return Known([predicted_item(task, dtype, item, pred.target_gpu)
                       for item in pred.items[:MAX_PREDICTED]], list(pred.items))
-    names = {p.name for p in (*task.knobs, *task.variants)}
-    return Known([item for item in plan.items
+    # a configuration stored before a variant existed ran its first value: completed
+    # (Task.complete), it can be adopted whole
+    return Known([item.model_copy(update={"config": task.complete(item.config)})
+                  for item in plan.items
                   if item.kind == "config" and item.task_id == task.name
-                  and item.dtype == dtype and set(item.config) == names
+                  and item.dtype == dtype and task.complete(item.config) is not None
                   and (item.similarity or 0.0) >= MIN_SIMILARITY][:MAX_KNOWN])
 
 

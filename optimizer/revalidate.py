@@ -81,12 +81,11 @@ def best_known(records: list[ExperienceRecord], task: Task, gpu_name: str,
                top: int) -> list[Known]:
     """The ``top`` distinct configurations of the task with the best measured speedup vs
     eager; only whole configurations of the task's space that still render."""
-    names = {p.name for p in (*task.knobs, *task.variants)}
     by_config: dict[str, Known] = {}
     for record in records:
-        config = dict(record.edit.config)
+        config = task.complete(record.edit.config)  # variants added since: as they were
         if (record.evidence != "measured" or record.feedback.speedup_vs_baseline is None
-                or set(config) != names or not _renders(task, config)):
+                or config is None or not _renders(task, config)):
             continue
         key = json.dumps(config, sort_keys=True)
         known = by_config.setdefault(key, Known(config, record))

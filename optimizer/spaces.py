@@ -46,6 +46,10 @@ def task_space(task: Task, dtype: str = "float16") -> Space:
         torch_dtype = DTYPES.get(dtype_name, DTYPES["float16"])
         return float(task.bytes_moved(shape, torch_dtype)), float(task.flops(shape, torch_dtype))
 
+    def config_of_record(config: Mapping[str, Any]) -> Mapping[str, Any]:
+        # a record measured before a variant existed ran its first value (Task.complete)
+        return task.complete(config) or config
+
     def launch_of_record(record: ExperienceRecord, label: str) -> Any:
         if record.task.task_id != task.name:  # imported data of the same op name
             return record_launch(record, label)
@@ -56,7 +60,8 @@ def task_space(task: Task, dtype: str = "float16") -> Space:
         launch_of_config=lambda config, label: launch(config, label, dtype),
         launch_of_record=launch_of_record,
         cost_of_shape=lambda label: cost(label, dtype),
-        cost_of_record=lambda record, label: cost(label, record.task.dtype))
+        cost_of_record=lambda record, label: cost(label, record.task.dtype),
+        config_of_record=config_of_record)
 
 
 def space_for_op(op_type: str, dtype: str = "float16") -> Space | None:

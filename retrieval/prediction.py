@@ -71,6 +71,9 @@ class Space:
     cost_of_record: Callable[[ExperienceRecord, str], tuple[float | None, float | None]] | None \
         = None
     shapes: Sequence[str] | None = None  # None: the op's most measured shapes in the store
+    # a stored configuration as a point of ``configs`` (e.g. a task's knob added after the
+    # record was measured filled in with its default); None: configurations as stored
+    config_of_record: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
 
 
 def resolve_target(target: Mapping[str, Any]) -> dict[str, Any]:
@@ -134,6 +137,8 @@ def predict(records: Sequence[Any], space: Space, target: Mapping[str, Any],
     ``records``: ExperienceRecords or ``measured_records``' views of them."""
     facts = default_facts(_Env(target))
     facts["gpu_name"] = gpu = str(target.get("gpu_name") or "target")
+    if space.config_of_record is not None:
+        records = [_with_config(r, space.config_of_record(r.edit.config)) for r in records]
     mine = [r for r in records if r.env.gpu_name == gpu]
     others = [r for r in records if r.env.gpu_name != gpu]
     rows = rows_from_records(others, space.launch_of_record, cost_of=space.cost_of_record)
@@ -171,6 +176,18 @@ def predict(records: Sequence[Any], space: Space, target: Mapping[str, Any],
               + (f" and {len(own_timed)} on {gpu}" if own_timed else "")
               + ("" if mine else f"; nothing of {space.op_type} was measured on {gpu}: a "
                  "hint, not a measurement")))
+
+
+def _with_config(record: Any, config: Mapping[str, Any]) -> Any:
+    """A copy of a record (or of a measured_records view) whose edit carries ``config``."""
+    if dict(config) == dict(record.edit.config):
+        return record
+    if hasattr(record, "model_copy"):
+        return record.model_copy(update={"edit": record.edit.model_copy(
+            update={"config": dict(config)})})
+    view = SimpleNamespace(**vars(record))
+    view.edit = SimpleNamespace(**{**vars(record.edit), "config": dict(config)})
+    return view
 
 
 class _Env:

@@ -94,19 +94,24 @@ def load_space(path: Path) -> Space:
     task = get_task(data["task"])
     names = {p.name for p in (*task.knobs, *task.variants)}
     rows: dict[str, dict[str, Any]] = {}
+    default_key = data["default"]
     for i, row in enumerate(data["configs"]):
         config = row.get("config")
-        if not isinstance(config, dict) or set(config) != names:
+        # a space measured before a variant existed: its points ran the first value
+        whole = task.complete(config) if isinstance(config, dict) else None
+        if whole is None:
             raise ValueError(f"{path}: configs[{i}] has parameters {sorted(config or {})}, "
                              f"the task declares {sorted(names)}")
         if Space.is_timed(row) and set(row["times_ms"]) != set(data["shapes"]):
             raise ValueError(f"{path}: configs[{i}] is timed on {sorted(row['times_ms'])}, "
                              f"not on the space's shapes {data['shapes']}")
-        rows[config_key(config)] = row
+        if config_key(config) == data["default"]:
+            default_key = config_key(whole)
+        rows[config_key(whole)] = {**row, "config": whole}
     baseline = {label: (float(v[0]), float(v[1])) for label, v in
                 (data["baseline_ms"] or {}).items()}
     return Space(path=path, task=task, dtype=data["dtype"], shapes=tuple(data["shapes"]),
-                 default_key=data["default"], env=dict(data["env"]), baseline_ms=baseline,
+                 default_key=default_key, env=dict(data["env"]), baseline_ms=baseline,
                  rows=rows, space_size=int(data.get("space_size") or len(list(task.space()))),
                  complete=bool(data.get("complete")), date=str(data.get("date", "")))
 

@@ -12,6 +12,7 @@ ROPE_TABLE = False  # RoPE cos/sin read from a precomputed table instead of comp
 CAUSAL_SKIP = False  # stop the key loop at the diagonal; mask only the diagonal blocks
 EVEN_SEQ = False  # no bounds masks when seq_new % BLOCK_M == 0 and keys % BLOCK_N == 0
 FUSE_KV_WRITE = False  # write rotated K and V to the cache inside the attention kernel
+FLASH = False  # flash-style prefill: full-width QK^T, exp2, heaviest query blocks first
 
 ROPE_THETA = 10000.0  # part of the op, not a knob
 _ROPE_TABLES = {}  # (device, head_dim) -> (cos, sin) [positions, head_dim // 2] fp32
@@ -199,6 +200,97 @@ def attention_kernel(out_ptr, q_ptr, k_ptr, v_ptr, kc_ptr, vc_ptr, cos_ptr, sin_
         tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
 
 
+@triton.jit
+def flash_attention_kernel(out_ptr, q_ptr, kc_ptr, vc_ptr, cos_ptr, sin_ptr, rope_exp,
+                           cache_len, seq_new, qk_scale, n_blocks_m,
+                           stride_bh, stride_s, stride_cbh, stride_cs,
+                           HEAD_DIM: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                           TABLE: tl.constexpr, EVEN: tl.constexpr):
+    """Causal attention over the cache (rotated K and V already written by kv_write_kernel):
+    q rotated at load and pre-scaled by 1/sqrt(d) * log2(e), one [BM, HEAD_DIM] x
+    [HEAD_DIM, BN] product per key block, exp2 online softmax, the mask only on the
+    diagonal blocks, and the query blocks taken last-first (they have the most keys), so
+    the long programs start in the first wave and the short ones fill the tail."""
+    HALF: tl.constexpr = HEAD_DIM // 2
+    bh = tl.program_id(0).to(tl.int64)
+    pid_m = n_blocks_m - 1 - tl.program_id(1)
+    total = cache_len + seq_new
+    rows = pid_m * BM + tl.arange(0, BM)
+    row_ok = rows < seq_new
+    pos_q = cache_len + rows
+    offs_d = tl.arange(0, HEAD_DIM)
+    # rotate-half RoPE on the full row: x * cos + sign * partner * sin, partner = x[d +- HALF]
+    half_d = offs_d % HALF
+    partner = (offs_d + HALF) % HEAD_DIM
+    sign = tl.where(offs_d < HALF, -1.0, 1.0)
+    q_base = q_ptr + bh * stride_bh + rows[:, None] * stride_s
+    if EVEN:
+        x = tl.load(q_base + offs_d[None, :]).to(tl.float32)
+        xp = tl.load(q_base + partner[None, :]).to(tl.float32)
+    else:
+        x = tl.load(q_base + offs_d[None, :], mask=row_ok[:, None], other=0.0).to(tl.float32)
+        xp = tl.load(q_base + partner[None, :], mask=row_ok[:, None], other=0.0).to(tl.float32)
+    if TABLE:
+        t = pos_q[:, None] * HALF + half_d[None, :]
+        if EVEN:
+            cos = tl.load(cos_ptr + t)
+            sin = tl.load(sin_ptr + t)
+        else:
+            cos = tl.load(cos_ptr + t, mask=row_ok[:, None], other=1.0)
+            sin = tl.load(sin_ptr + t, mask=row_ok[:, None], other=0.0)
+    else:
+        inv_freq = tl.exp2(half_d.to(tl.float32) * rope_exp)
+        angle = pos_q.to(tl.float32)[:, None] * inv_freq[None, :]
+        angle = angle - 6.283185307179586 * tl.floor(angle * 0.15915494309189535 + 0.5)
+        cos = tl.cos(angle)
+        sin = tl.sin(angle)
+    q = ((x * cos + sign[None, :] * xp * sin) * qk_scale).to(q_ptr.dtype.element_ty)
+
+    kc_base = kc_ptr + bh * stride_cbh
+    vc_base = vc_ptr + bh * stride_cbh
+    m_i = tl.full([BM], -float("inf"), tl.float32)
+    l_i = tl.zeros([BM], tl.float32)
+    acc = tl.zeros([BM, HEAD_DIM], tl.float32)
+    q_lo = cache_len + pid_m * BM
+    full_end = ((q_lo + 1) // BN) * BN  # key blocks wholly visible to every query row
+    diag_end = tl.minimum(total, q_lo + BM)
+    offs_n = tl.arange(0, BN)
+    for start in range(0, full_end, BN):
+        n = start + offs_n
+        k = tl.load(kc_base + n[:, None] * stride_cs + offs_d[None, :])
+        v = tl.load(vc_base + n[:, None] * stride_cs + offs_d[None, :])
+        s = tl.dot(q, tl.trans(k))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    for start in range(full_end, diag_end, BN):
+        n = start + offs_n
+        if EVEN:
+            k = tl.load(kc_base + n[:, None] * stride_cs + offs_d[None, :])
+            v = tl.load(vc_base + n[:, None] * stride_cs + offs_d[None, :])
+        else:
+            ok = (n < total)[:, None]
+            k = tl.load(kc_base + n[:, None] * stride_cs + offs_d[None, :], mask=ok, other=0.0)
+            v = tl.load(vc_base + n[:, None] * stride_cs + offs_d[None, :], mask=ok, other=0.0)
+        s = tl.dot(q, tl.trans(k))
+        s = tl.where(n[None, :] <= pos_q[:, None], s, -float("inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        alpha = tl.exp2(m_i - m_new)
+        p = tl.exp2(s - m_new[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+    out = acc / l_i[:, None]
+    o_ptrs = out_ptr + bh * stride_bh + rows[:, None] * stride_s + offs_d[None, :]
+    if EVEN:
+        tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty))
+    else:
+        tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
+
+
 def _rope_table(device, head_dim, n_positions):
     """cos / sin for positions [0, n): built once per device and head_dim, like a model's
     RoPE buffer, and grown to the next power of two when a longer sequence comes."""
@@ -237,6 +329,17 @@ def run(q, k, v, k_cache, v_cache, cache_len):
     even = even_rows and total % BLOCK_N == 0
     grid = (triton.cdiv(S, BLOCK_M), B * H)
     strides = (q.stride(1), q.stride(2), k_cache.stride(1), k_cache.stride(2))
+    if FLASH and not FUSE_KV_WRITE:
+        kv_write_kernel[grid](k, v, k_cache, v_cache, cos, sin, rope_exp, cache_len, S, *strides,
+                              HEAD_DIM=D, BM=BLOCK_M, TABLE=ROPE_TABLE, EVEN=even_rows,
+                              num_warps=NUM_WARPS)
+        n_blocks = triton.cdiv(S, BLOCK_M)
+        flash_attention_kernel[(B * H, n_blocks)](
+            out, q, k_cache, v_cache, cos, sin, rope_exp, cache_len, S,
+            1.4426950408889634 / math.sqrt(D), n_blocks, *strides,
+            HEAD_DIM=D, BM=BLOCK_M, BN=BLOCK_N, TABLE=ROPE_TABLE, EVEN=even,
+            num_warps=NUM_WARPS, num_stages=NUM_STAGES)
+        return out
     if not FUSE_KV_WRITE:
         kv_write_kernel[grid](k, v, k_cache, v_cache, cos, sin, rope_exp, cache_len, S, *strides,
                               HEAD_DIM=D, BM=BLOCK_M, TABLE=ROPE_TABLE, EVEN=even_rows,

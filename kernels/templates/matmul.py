@@ -10,6 +10,13 @@ NUM_WARPS = 4
 NUM_STAGES = 2
 EVEN_K = False  # drop the K masks when K % BLOCK_K == 0 (checked at launch)
 SPLIT_K = 1  # programs sharing one tile's K range; >1 sums fp32 partials (a 2nd kernel)
+PERSISTENT_TMA = False  # one program per SM over all tiles, A/B/C through TMA descriptors
+FLATTEN = False  # TMA kernel: tile and K loops flattened into one (pipelined across tiles)
+
+# (device, tiles) -> int32 arrival counters of the TMA split-K fixup, zeroed again by the
+# kernel after each use; shared by calls of one tile count, so two such calls must not run
+# at once on different streams
+_COUNTERS = {}
 
 
 @triton.jit
@@ -68,12 +75,110 @@ def splitk_sum_kernel(out_ptr, part_ptr, n, SPLITS: tl.constexpr, BLOCK: tl.cons
     tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def matmul_tma_kernel(c_ptr, a_ptr, b_ptr, part_ptr, count_ptr, M, N, K, plane, n_programs,
+                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                      GROUP: tl.constexpr, SPLITS: tl.constexpr, FLAT: tl.constexpr):
+    # persistent: program p takes work items p, p + n_programs, ...; an item is one
+    # output tile (grouped order) and one of SPLITS K ranges. A, B and C move through
+    # TMA descriptors (bulk tensor copies, OOB rows/columns zero-filled or clipped).
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1],
+                                       block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1],
+                                       block_shape=[BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1],
+                                       block_shape=[BM, BN])
+    tiles_m = tl.cdiv(M, BM)
+    tiles_n = tl.cdiv(N, BN)
+    tiles = tiles_m * tiles_n
+    per_group = GROUP * tiles_n
+    k_chunk = tl.cdiv(tl.cdiv(K, SPLITS), BK) * BK
+    for item in tl.range(tl.program_id(0), tiles * SPLITS, n_programs, flatten=FLAT):
+        tile = item % tiles
+        split = item // tiles
+        first_m = (tile // per_group) * GROUP
+        group_rows = tl.minimum(tiles_m - first_m, GROUP)
+        pid_m = first_m + (tile % per_group) % group_rows
+        pid_n = (tile % per_group) // group_rows
+        k_lo = split * k_chunk
+        k_hi = tl.minimum(K, k_lo + k_chunk)
+        acc = tl.zeros([BM, BN], dtype=tl.float32)
+        for k in range(k_lo, k_hi, BK):
+            a = a_desc.load([pid_m * BM, k])
+            b = b_desc.load([k, pid_n * BN])
+            acc = tl.dot(a, b, acc)
+        if SPLITS == 1:
+            c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_ptr.dtype.element_ty))
+        else:
+            # split-K fixup in the same kernel: each split stores its fp32 partial, then
+            # counts in; the last to arrive adds the others' partials to its own, writes C
+            # and resets the tile's counter for the next call
+            rows = pid_m * BM + tl.arange(0, BM)
+            cols = pid_n * BN + tl.arange(0, BN)
+            ok = (rows[:, None] < M) & (cols[None, :] < N)
+            offs = rows[:, None].to(tl.int64) * N + cols[None, :]
+            tl.store(part_ptr + split.to(tl.int64) * plane + offs, acc, mask=ok)
+            arrived = tl.atomic_add(count_ptr + tile, 1, sem="acq_rel")
+            if arrived == SPLITS - 1:
+                for other in tl.static_range(SPLITS):
+                    if other != split:
+                        acc += tl.load(part_ptr + other * plane + offs, mask=ok, other=0.0,
+                                       cache_modifier=".cg")
+                c_desc.store([pid_m * BM, pid_n * BN], acc.to(c_ptr.dtype.element_ty))
+                tl.atomic_xchg(count_ptr + tile, 0)
+
+
+def _tma_scratch(size, alignment, stream):
+    # global memory for the descriptors tl.make_tensor_descriptor builds on the device
+    return torch.empty(size, device="cuda", dtype=torch.int8)
+
+
+if torch.cuda.is_available():
+    triton.set_allocator(_tma_scratch)
+
+
+def _sm_count(device):
+    """Programs of the persistent grid: one per SM (1 in the CPU interpreter)."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 1
+
+
+def _tma_ok(a, b, K, N):
+    """TMA needs 16-byte aligned bases and row strides (else the tiled kernel runs)."""
+    size = a.element_size()
+    return (a.is_contiguous() and b.is_contiguous() and (K * size) % 16 == 0
+            and (N * size) % 16 == 0 and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0)
+
+
+def _run_tma(a, b, M, N, K):
+    splits = max(1, min(SPLIT_K, triton.cdiv(K, BLOCK_K)))
+    c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+    tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
+    if splits > 1:
+        part = torch.empty((splits, M, N), device=a.device, dtype=torch.float32)
+        key = (str(a.device), tiles)
+        if key not in _COUNTERS:
+            _COUNTERS[key] = torch.zeros(tiles, device=a.device, dtype=torch.int32)
+        count = _COUNTERS[key]
+    else:
+        part = count = c  # never read
+    programs = max(1, min(tiles * splits, _sm_count(a.device)))
+    matmul_tma_kernel[(programs,)](c, a, b, part, count, M, N, K, M * N, programs,
+                                   BM=BLOCK_M, BN=BLOCK_N, BK=BLOCK_K, GROUP=GROUP_M,
+                                   SPLITS=splits, FLAT=FLATTEN, num_warps=NUM_WARPS,
+                                   num_stages=NUM_STAGES)
+    return c
+
+
 def run(a, b):
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul needs A [M, K] and B [K, N], got "
                          f"{tuple(a.shape)} @ {tuple(b.shape)}")
     M, K = a.shape
     N = b.shape[1]
+    if PERSISTENT_TMA and _tma_ok(a, b, K, N):
+        return _run_tma(a, b, M, N, K)
     splits = max(1, min(SPLIT_K, triton.cdiv(K, BLOCK_K)))
     k_even = EVEN_K and K % BLOCK_K == 0  # every split then covers whole K steps
     if splits == 1:

@@ -7,6 +7,9 @@ NUM_WARPS = 4
 NUM_STAGES = 1
 ROWS_PER_PROGRAM = 1  # rows each program handles, to amortise launch for short rows
 ONLINE = False  # chunked rows: one online pass for max and sum instead of two passes
+LONG_ROW_BLOCK = 0  # rows of LONG_ROW_COLS+ columns: 0 = as BLOCK_SIZE says; N = long-row path
+
+LONG_ROW_COLS = 32768  # where the long-row path starts (not a search knob)
 
 
 @triton.jit
@@ -60,10 +63,42 @@ def softmax_kernel(out_ptr, x_ptr, n_rows, n_cols, stride_x, stride_o,
                     tl.store(o_row + start + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
+@triton.jit
+def softmax_long_row_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constexpr):
+    # one row per program, in BLOCK-column chunks: pass 1 keeps a running row max and a
+    # sum rescaled when the max grows (one exp2 per element); pass 2 walks the chunks
+    # backwards, so the ones pass 1 read last are re-read while still in L2
+    LOG2E: tl.constexpr = 1.4426950408889634
+    row = tl.program_id(0).to(tl.int64)
+    x_row = x_ptr + row * stride_x
+    o_row = out_ptr + row * stride_o
+    cols = tl.arange(0, BLOCK)
+    m = -float("inf")
+    s = 0.0
+    for start in range(0, n_cols, BLOCK):
+        mask = start + cols < n_cols
+        x = tl.load(x_row + start + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        m_new = tl.maximum(m, tl.max(x, 0))
+        s = s * tl.exp2((m - m_new) * LOG2E) + tl.sum(tl.exp2((x - m_new) * LOG2E), 0)
+        m = m_new
+    inv = 1.0 / s
+    n_chunks = tl.cdiv(n_cols, BLOCK)
+    for i in range(0, n_chunks):
+        start = (n_chunks - 1 - i) * BLOCK
+        mask = start + cols < n_cols
+        x = tl.load(x_row + start + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        y = tl.exp2((x - m) * LOG2E) * inv
+        tl.store(o_row + start + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
 def run(x):
     n_rows, n_cols = x.shape
     x = x.contiguous()
     out = torch.empty_like(x)
+    if LONG_ROW_BLOCK and n_cols >= LONG_ROW_COLS:
+        softmax_long_row_kernel[(n_rows,)](out, x, n_cols, x.stride(0), out.stride(0),
+                                           BLOCK=LONG_ROW_BLOCK, num_warps=NUM_WARPS)
+        return out
     whole_row = triton.next_power_of_2(n_cols)
     block = whole_row if BLOCK_SIZE == 0 else min(BLOCK_SIZE, whole_row)
     grid = (triton.cdiv(n_rows, ROWS_PER_PROGRAM),)

@@ -27,10 +27,11 @@ TASK = get_task("softmax")
 WARPS = {1: 1.6, 2: 1.3, 4: 1.0, 8: 0.8, 16: 0.9}
 ROWS = {1: 1.0, 2: 0.9, 4: 0.95}
 BLOCK = {0: 1.0, 1024: 1.2, 4096: 1.1}
-ABSENT = {"BLOCK_SIZE": 4096, "NUM_STAGES": 2, "NUM_WARPS": 16, "ONLINE": True,
-          "ROWS_PER_PROGRAM": 1}
-FAILED = {"BLOCK_SIZE": 0, "NUM_STAGES": 1, "NUM_WARPS": 16, "ONLINE": False,
-          "ROWS_PER_PROGRAM": 4}
+# whole configurations (the task's default for any knob not named), as the space holds them
+ABSENT = {**TASK.default_config, "BLOCK_SIZE": 4096, "NUM_STAGES": 2, "NUM_WARPS": 16,
+          "ONLINE": True, "ROWS_PER_PROGRAM": 1}
+FAILED = {**TASK.default_config, "BLOCK_SIZE": 0, "NUM_STAGES": 1, "NUM_WARPS": 16,
+          "ONLINE": False, "ROWS_PER_PROGRAM": 4}
 
 
 def factor(cfg: dict) -> float:

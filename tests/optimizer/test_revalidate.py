@@ -22,6 +22,8 @@ from retrieval.service import LocalKnowledge
 
 BASE = {"BLOCK_SIZE": 0, "NUM_WARPS": 4, "NUM_STAGES": 1, "ROWS_PER_PROGRAM": 1,
         "ONLINE": False}
+# BASE predates softmax's LONG_ROW_BLOCK variant: revalidate completes it with the first value
+WHOLE = {**BASE, "LONG_ROW_BLOCK": 0}
 TINY = [(4, 64)]
 
 
@@ -63,7 +65,8 @@ def test_best_distinct_configs_are_chosen_and_their_stored_figures_kept(tmp_path
     kb = _store(tmp_path)
     records = [r for r in kb.list(task_id="softmax", limit=50).items]
     known = best_known(records, get_task("softmax"), "NVIDIA A100", top=2)
-    assert [k.config for k in known] == [{**BASE, "NUM_WARPS": 8}, {**BASE, "ROWS_PER_PROGRAM": 2}]
+    assert [k.config for k in known] == [{**WHOLE, "NUM_WARPS": 8},
+                                         {**WHOLE, "ROWS_PER_PROGRAM": 2}]
     assert known[0].best.env.gpu_name == "NVIDIA H200"  # its best figure, any GPU
     assert known[0].reference.env.gpu_name == "NVIDIA A100"  # compared with this GPU's
     assert known[1].same_gpu is None and known[1].reference is known[1].best
@@ -74,8 +77,8 @@ def test_revalidate_on_cpu_checks_correctness_and_times_nothing(tmp_path: Path) 
     result = revalidate(get_task("softmax"), kb, top=2, shapes=TINY, seeds=1,
                         command="pytest")
     assert not result.timed and result.shapes == ["rows=4,cols=64"]
-    assert [r.known.config for r in result.rows] == [{**BASE, "NUM_WARPS": 8},
-                                                     {**BASE, "ROWS_PER_PROGRAM": 2}]
+    assert [r.known.config for r in result.rows] == [{**WHOLE, "NUM_WARPS": 8},
+                                                     {**WHOLE, "ROWS_PER_PROGRAM": 2}]
     start, *rechecked = result.records
     assert start.provenance.round_kind == "baseline" and start.edit.config == {}
     for row, record in zip(result.rows, rechecked, strict=True):

@@ -54,8 +54,12 @@ def test_a_gpu_named_by_name_gets_a_ranked_space_with_evidence(seeded: LocalKnow
     for item in pred.items:
         assert SOFTMAX.constraint(item.config) is None and set(item.config) == set(
             SOFTMAX.default_config)
-        assert item.evidence and all("NVIDIA H200" in line for line in item.evidence)
+        # a configuration the seeds measured cites the H200; one they did not (a variant
+        # added since) says that it is predicted from features alone
+        assert item.evidence and (all("NVIDIA H200" in line for line in item.evidence)
+                                  or item.evidence[0].startswith("not measured on any GPU"))
         assert {n.shape for n in item.neighbours} <= set(pred.shapes)
+    assert any("NVIDIA H200" in item.evidence[0] for item in pred.items)
 
 
 def test_unknown_name_is_an_error_and_explicit_facts_still_work(seeded: LocalKnowledge) -> None:
