@@ -70,7 +70,7 @@ def list_many(
 ) -> Page:
     """Names (op, task, GPU, arch) match in any case and by short forms ('h200'); an
     unknown one: 422 with the closest known name."""
-    from kb.api.routes.knowledge import resolve
+    from kb.operations import resolve
 
     names = resolve(kb, op_type=op_type, task_id=task_id, gpu_name=gpu_name, arch=arch)
     return kb.list(offset=offset, limit=limit, category=category, dtype=dtype,
