@@ -126,7 +126,7 @@ def test_evaluate_writes_back_like_the_loop_and_is_retrieved(mcp: SyncClient,
     assert "correctness: pass on 2 shapes" in out["feedback_text"]
     assert out["baseline_record_id"]  # the run's first call wrote its starting kernel too
     hits = _data(mcp.tool("retrieve_experiences", {
-        "op_type": "softmax", "feedback_text": summary, "k": 10}))
+        "op_type": "softmax", "feedback_text": summary, "k": 10, "max_chars": 60_000}))
     found = {h["id"]: h for h in hits["hits"]}
     assert out["record_id"] in found
     assert found[out["record_id"]]["summary"] == summary
