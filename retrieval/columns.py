@@ -25,6 +25,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
+from retrieval.row_cache import RowCache
+
 CODED = ("op_type", "gpu_name", "arch", "triton_version", "task_id", "dtype", "verdict",
          "evidence", "categories")
 FLOATS = ("speedup_vs_parent", "speedup_vs_baseline")  # NaN where SQL has NULL
@@ -61,6 +63,8 @@ class Snapshot:
     floats: dict[str, np.ndarray]
     vocab: dict[str, Vocab]
     key: int  # max(rowid), or count(*) off SQLite
+    # parsed rows, shared along one lineage of snapshots; a reload (rows deleted) drops it
+    rows: RowCache = field(default_factory=RowCache, compare=False)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -129,7 +133,7 @@ def _empty() -> Snapshot:
 
 def _extend(snap: Snapshot, rows: list[Any], key: int) -> Snapshot:
     if not rows:
-        return Snapshot(snap.ids, snap.coded, snap.floats, snap.vocab, key)
+        return Snapshot(snap.ids, snap.coded, snap.floats, snap.vocab, key, snap.rows)
     cols = list(zip(*rows, strict=True))
     ids = np.empty(len(rows), dtype=object)
     ids[:] = cols[0]
@@ -138,7 +142,7 @@ def _extend(snap: Snapshot, rows: list[Any], key: int) -> Snapshot:
     floats = {c: np.concatenate([snap.floats[c], np.array(
         [math.nan if v is None else v for v in cols[1 + len(CODED) + n]], dtype=np.float64)])
         for n, c in enumerate(FLOATS)}
-    return Snapshot(np.concatenate([snap.ids, ids]), coded, floats, snap.vocab, key)
+    return Snapshot(np.concatenate([snap.ids, ids]), coded, floats, snap.vocab, key, snap.rows)
 
 
 _STORES: weakref.WeakKeyDictionary[Engine, ColumnStore] = weakref.WeakKeyDictionary()
