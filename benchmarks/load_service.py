@@ -93,8 +93,10 @@ def fabricated(n: int, tag: str = "load") -> dict[str, Any]:
 class Server:
     """``kernelkb serve`` over a temporary seeded store (plus fabricated records)."""
 
-    def __init__(self, extra: int, workers: int | None) -> None:
-        self.data = Path(tempfile.mkdtemp(prefix="kernelkb-load-"))
+    def __init__(self, extra: int, workers: int | None, store: Path | None = None) -> None:
+        self.keep = store is not None
+        self.data = store or Path(tempfile.mkdtemp(prefix="kernelkb-load-"))
+        self.data.mkdir(parents=True, exist_ok=True)
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELKB_")}
         self.env.update(KERNELKB_DATA_DIR=str(self.data), HF_HUB_OFFLINE="1")
         self.extra = extra
@@ -107,11 +109,20 @@ class Server:
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def start(self) -> None:
+        built = self.data / "built"
+        if not built.exists():
+            self._build()
+            built.write_text(str(self.extra))
+        self._serve()
+
+    def _build(self) -> None:
         self._cli("seed")
         if self.extra:
             path = self.data / "extra.jsonl"
             path.write_text("".join(json.dumps(fabricated(n)) + "\n" for n in range(self.extra)))
             self._cli("ingest", str(path))
+
+    def _serve(self) -> None:
         cmd = [sys.executable, "-m", "kb.cli", "serve", "--port", str(self.port)]
         if self.workers:
             cmd += ["--workers", str(self.workers)]
@@ -150,7 +161,8 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
             self.log.close()
-        shutil.rmtree(self.data, ignore_errors=True)
+        if not self.keep:
+            shutil.rmtree(self.data, ignore_errors=True)
 
 
 def _children(pid: int) -> list[int]:
@@ -366,12 +378,15 @@ def main() -> int:
     parser.add_argument("--pool", type=int, default=300, help="repeated query texts")
     parser.add_argument("--workers", type=int, default=None,
                         help="server worker processes (default: `kernelkb serve`'s own)")
+    parser.add_argument("--store", type=Path, default=None,
+                        help="build the store in this folder once and keep it (default: a "
+                             "temporary folder, removed after)")
     parser.add_argument("--profile", action="store_true",
                         help="sample the server with py-spy during the first read phase and "
                              "print where its time went")
     parser.add_argument("--out", type=Path, default=RESULTS / "load_service")
     args = parser.parse_args()
-    server = Server(args.extra, args.workers)
+    server = Server(args.extra, args.workers, args.store)
     rows: list[dict[str, Any]] = []
     try:
         started = time.monotonic()

@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import logging
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import repeat
@@ -32,6 +33,7 @@ _PAGE = 5000
 # vector, flat, where Chroma's 100 / 16 cost 0.4 ms at first and 2.2 ms by 16k vectors
 # (CPU time on the 2-core VM; an import of ~100k sweep records spent most of its time there).
 _HNSW = {"space": "cosine", "ef_construction": 10, "max_neighbors": 4}
+RECHECK_S = 1.0  # how soon an id Chroma had no vector for is asked again
 
 
 class VectorIndex:
@@ -58,6 +60,7 @@ class VectorIndex:
         self._matrix = np.zeros((0, DIMENSION), dtype=np.float32)
         self._loaded = False
         self._seen_generation = -1
+        self._absent: dict[str, float] = {}  # id -> when Chroma last had no vector for it
 
     # -- chroma -------------------------------------------------------------------
     @property
@@ -265,9 +268,11 @@ class VectorIndex:
         """Exact cosine top-n: positions into ``candidates`` (ids without a vector are
         skipped) and their scores, best first."""
         self.ensure_loaded()
+        rows = self._rows(candidates)
+        if (rows < 0).any() and self._fetch_others([candidates[i]
+                                                   for i in np.flatnonzero(rows < 0)]):
+            rows = self._rows(candidates)
         with self._lock:
-            rows = np.fromiter(map(self._pos.get, candidates, repeat(-1)), np.int64,
-                               len(candidates))
             where = np.flatnonzero(rows >= 0)
             if not len(where):
                 return where, np.zeros(0, dtype=np.float32)
@@ -277,6 +282,52 @@ class VectorIndex:
         top = np.argpartition(-scores, n - 1)[:n]
         top = top[np.argsort(-scores[top], kind="stable")]
         return where[top], scores[top]
+
+
+    def _rows(self, ids: Sequence[str]) -> np.ndarray:
+        """Matrix row of each id, -1 where it has none."""
+        with self._lock:
+            return np.fromiter(map(self._pos.get, ids, repeat(-1)), np.int64, len(ids))
+
+    def _fetch_others(self, missing: Sequence[str]) -> bool:
+        """Vectors that other processes wrote after this one loaded the matrix (the SQL
+        side shows their rows at once): read them from Chroma into the matrix. Returns
+        whether any arrived.
+
+        Why: the matrix is loaded once, and this process's own upserts keep it current,
+        but a `kernelkb ingest` or another service writing the same store did not reach
+        it: a running server ranked their rows without similarity until restarted. An id
+        still without a vector is asked again after ``RECHECK_S`` or, on a folder, when
+        the writer generation moves (a row whose vector is not written yet, or never:
+        `doctor --repair` gives it one). A folder client that predates another process's
+        write is reopened first (chromadb's embedded client does not see it otherwise);
+        that happens under this process's writer lock, and is skipped, not waited for,
+        while this process writes."""
+        now = time.monotonic()
+        generation = self._generation() if self.path is not None else None
+        moved = generation is not None and generation != self._seen_generation
+        due = [i for i in missing if moved or now - self._absent.get(i, -RECHECK_S) >= RECHECK_S]
+        if not due or not self._writer.acquire(blocking=False):
+            return False
+        try:
+            if moved and self._collection is not None:
+                self.close()  # reopen: the client reads what is on disk now
+            if generation is not None:
+                self._seen_generation = generation
+            page = self.collection.get(ids=list(due), include=["embeddings"])
+        finally:
+            self._writer.release()
+        found = list(page["ids"])
+        for exp_id in set(due) - set(found):
+            self._absent[exp_id] = now
+        if not found:
+            return False
+        with self._lock:
+            self._add_to_matrix(found, np.asarray(page["embeddings"], dtype=np.float32))
+        for exp_id in found:
+            self._absent.pop(exp_id, None)
+        log.info("vector matrix: %d vectors written by other processes loaded", len(found))
+        return True
 
 
 def _dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
