@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -64,6 +65,9 @@ def _json_flag(parser: argparse.ArgumentParser) -> None:
 def _add_serve(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default=None, help="default: KERNELKB_HOST or 127.0.0.1")
     parser.add_argument("--port", type=int, default=None, help="default: KERNELKB_PORT or 8765")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="server processes sharing the port and the store (default 1; "
+                             "2 on a 2-core host doubles what the GIL lets one answer)")
 
 
 def _run_serve(args: argparse.Namespace) -> int:
@@ -81,7 +85,13 @@ def _run_serve(args: argparse.Namespace) -> int:
         print(str(exc), file=sys.stderr)
         return 2
     settings.host = host  # the app logs who may write at start-up
-    uvicorn.run(create_app(settings), host=host, port=args.port or settings.port)
+    port = args.port or settings.port
+    if args.workers > 1:  # each worker process builds its app from the environment
+        os.environ["KERNELKB_HOST"] = host
+        uvicorn.run("kb.api.app:create_app", factory=True, host=host, port=port,
+                    workers=args.workers)
+        return 0
+    uvicorn.run(create_app(settings), host=host, port=port)
     return 0
 
 
