@@ -203,7 +203,8 @@ def query_body(n: int, rng: random.Random, fresh: float, pool: int) -> tuple[str
     op = OPS[n % len(OPS)]
     gpu, arch = GPUS[rng.randrange(len(GPUS))]
     if rng.random() < fresh:  # a text no query had: the embedding cache misses
-        text = f"{rng.choice(PHRASES).format(n=rng.randrange(10**6))} after edit {n}-{rng.random()}"
+        text = f"{rng.choice(PHRASES).format(n=rng.randrange(10**6))} after edit " \
+               f"{time.monotonic_ns()}"
     else:
         k = rng.randrange(pool)
         text = f"{PHRASES[k % len(PHRASES)].format(n=k)} (pool {k})"
@@ -268,8 +269,9 @@ def run_phase(server: Server, args: argparse.Namespace, with_writer: bool, first
     load_before = os.getloadavg()[0]
     cpu_before = server.cpu_seconds()
     stop = time.monotonic() + args.seconds
-    threads = [threading.Thread(target=reader, args=(server.port, phase, stop,
-                                                     1000 * run + i, args.fresh, args.pool))
+    seed = 1000 * (2 * run + with_writer)  # each phase its own query sequence
+    threads = [threading.Thread(target=reader, args=(server.port, phase, stop, seed + i,
+                                                     args.fresh, args.pool))
                for i in range(args.clients)]
     if with_writer:
         threads.append(threading.Thread(target=writer, args=(server.port, phase, stop,

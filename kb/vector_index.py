@@ -87,7 +87,19 @@ class VectorIndex:
             return self._collection
 
     def count(self) -> int:
-        return int(self.collection.count())
+        return int(self._reconnecting(lambda c: c.count()))
+
+    def _reconnecting(self, call: Any) -> Any:
+        """``call(collection)``, once more on a fresh handle if it fails on a Chroma
+        server: another process's reindex swaps the collection (a new collection under
+        the same name), and a handle to the old one fails from then on. (A folder client
+        is reopened by the writer generation before writes; a read gets a fresh handle.)"""
+        try:
+            return call(self.collection)
+        except Exception:
+            with self._lock:
+                self._collection = None
+            return call(self.collection)
 
     # -- one writer at a time -----------------------------------------------------
     @contextmanager
@@ -136,12 +148,13 @@ class VectorIndex:
         """The ids among these that have no vector."""
         if not ids:
             return []
-        found = set(self.collection.get(ids=list(ids), include=[])["ids"])
+        found = set(self._reconnecting(lambda c: c.get(ids=list(ids), include=[]))["ids"])
         return [i for i in ids if i not in found]
 
     def delete(self, ids: Sequence[str]) -> None:
         for start in range(0, len(ids), _PAGE):
-            self.collection.delete(ids=list(ids[start : start + _PAGE]))
+            part = list(ids[start : start + _PAGE])
+            self._reconnecting(lambda c, part=part: c.delete(ids=part))
         with self._lock:
             if self._loaded and ids:
                 gone = set(ids)
@@ -160,11 +173,11 @@ class VectorIndex:
             raise ValueError(f"{len(ids)} ids but {len(vectors)} vectors")
         for start in range(0, len(ids), _PAGE):
             end = start + _PAGE
-            self.collection.upsert(
+            self._reconnecting(lambda c, start=start, end=end: c.upsert(
                 ids=list(ids[start:end]),
                 embeddings=np.ascontiguousarray(vectors[start:end], dtype=np.float32),
                 metadatas=list(metadatas[start:end]) if metadatas else None,
-            )
+            ))
         with self._lock:
             if self._loaded:
                 self._add_to_matrix(ids, vectors)
@@ -314,7 +327,11 @@ class VectorIndex:
                 self.close()  # reopen: the client reads what is on disk now
             if generation is not None:
                 self._seen_generation = generation
-            page = self.collection.get(ids=list(due), include=["embeddings"])
+            page = self._reconnecting(lambda c: c.get(ids=list(due), include=["embeddings"]))
+        except Exception as exc:  # Chroma unreachable: rank these ids without similarity
+            self._absent.update(dict.fromkeys(due, now))
+            log.warning("vector matrix: could not read %d new vectors (%s)", len(due), exc)
+            return False
         finally:
             self._writer.release()
         found = list(page["ids"])

@@ -109,3 +109,30 @@ def test_two_writer_processes_through_one_service_lose_and_duplicate_nothing(
     assert sql_ids(kb.engine) == ids and kb.index.all_ids() == ids
     assert kb.list(limit=1).total == 225
     kb.close()
+
+
+@pytest.mark.slow  # a CLI process loads the model
+def test_running_server_survives_a_reindex_by_another_process(
+        tmp_path: Path, store_backend: dict[str, Any]) -> None:
+    """Another process's `kernelkb reindex` swaps the collection under a running service:
+    the service's handle to the old one is replaced, and it keeps reading and writing."""
+    data = tmp_path / "store"
+    kb = make_knowledge(data, **store_backend)
+    ids = set(kb.ingest(_records(0, 30, "tile the row in two passes")).accepted)
+    query = {"op_type": "softmax", "gpu_name": "NVIDIA H200", "arch": "sm_90", "k": 5,
+             "feedback_text": "two passes over the row"}
+    with live_server(kb) as port, httpx.Client(base_url=f"http://127.0.0.1:{port}",
+                                               timeout=60) as client:
+        assert client.get("/stats").json()["vectors"] == 30
+        proc = subprocess.run([sys.executable, "-m", "kb.cli", "reindex"], cwd=REPO,
+                              env=_env(data, store_backend), capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert client.get("/stats").json()["vectors"] == 30
+        hits = client.post("/retrieve", json=query).json()["hits"]
+        assert len(hits) == 5 and all(h["similarity"] is not None for h in hits)
+        more = client.post("/experiences/batch", json=_records(30, 35, "tile again")).json()
+        assert len(more["accepted"]) == 5
+        ids |= set(more["accepted"])
+    assert kb.index is not None and kb.index.all_ids() == ids == sql_ids(kb.engine)
+    kb.close()
