@@ -29,15 +29,23 @@ _FTS_DDL = (
 )
 
 
+# Connections kept open: the HTTP service runs each request in a worker thread with its
+# own session; a pool smaller than the threads that query at once opened and closed an
+# overflow connection per request under 20 clients (connect + pragmas each time).
+POOL_SIZE = 24
+
+
 def make_engine(url: str) -> Engine:
     """Create the engine and the tables (idempotent)."""
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         # timeout: the busy timeout, so a second writer waits for the first, never fails
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 120})
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 120},
+                               pool_size=POOL_SIZE, max_overflow=POOL_SIZE)
         event.listen(engine, "connect", _sqlite_pragmas)
     else:
-        engine = create_engine(url, pool_pre_ping=True)
+        engine = create_engine(_with_driver(url), pool_pre_ping=True, pool_size=8,
+                               max_overflow=POOL_SIZE)
     _create_tables(engine)
     _add_missing_columns(engine)
     if lexical_enabled(engine):
@@ -50,10 +58,28 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+def _with_driver(url: str) -> str:
+    """A bare ``postgresql://`` URL means psycopg2 to SQLAlchemy; use psycopg (v3), the
+    driver KernelKB installs, unless psycopg2 is there."""
+    if url.startswith(("postgresql://", "postgres://")):
+        try:
+            import psycopg2  # noqa: F401
+        except ImportError:
+            return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
 def _create_tables(engine: Engine, attempts: int = 5) -> None:
     """create_all, tolerating another process that creates the same tables at the same
     moment (two `kernelkb ingest` started together on a new store): check-then-create
-    races, and the loser's "already exists" just means the table is there; retry."""
+    races, and the loser's "already exists" just means the table is there; retry. On
+    PostgreSQL the creators take turns under an advisory lock (there a lost race is a
+    unique violation in the catalog, not a clean "already exists")."""
+    if engine.dialect.name == "postgresql":
+        with engine.begin() as conn:
+            conn.execute(text("SELECT pg_advisory_xact_lock(7217)"))  # KernelKB's DDL lock
+            SQLModel.metadata.create_all(conn)
+        return
     for attempt in range(attempts):
         try:
             SQLModel.metadata.create_all(engine)

@@ -31,6 +31,7 @@ import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,7 @@ def model_path() -> Path:
 
 
 class Embedder:
-    def __init__(self, batch_size: int = 32, cache_size: int = 1024,
+    def __init__(self, batch_size: int = 32, cache_size: int = 8192,
                  cache_dir: Path | None = None, bf16: bool | None = None,
                  onnx_queries: bool = True, batch_cache_size: int = 8192) -> None:
         """bf16=None: use bfloat16 batches when the CPU has native bf16 (False: fp32).
@@ -70,6 +71,7 @@ class Embedder:
         self._query_model: Any = None
         self._lock = threading.Lock()
         self._query_cache = _VectorCache(cache_size)  # ONNX Runtime vectors
+        self._queries = _QueryBatcher(self._encode_queries)
         self._batch_cache = _VectorCache(batch_cache_size)  # torch (bf16) vectors
 
     @property
@@ -151,15 +153,71 @@ class Embedder:
             self._batch_cache.clear()
 
     def embed_query(self, text: str) -> np.ndarray:
+        """One query's vector: from the cache, or embedded together with the queries of
+        other threads that wait at the same moment (``_QueryBatcher``)."""
         with self._lock:
             hit = self._query_cache.get(text)
         if hit is not None:
             return hit
-        runner = self.query_model
-        vector = runner.encode([text])[0] if runner is not self._model else self.embed([text])[0]
+        vector = self._queries.embed(text)
         with self._lock:
             self._query_cache.put(text, vector)
         return vector
+
+    def _encode_queries(self, texts: list[str]) -> np.ndarray:
+        runner = self.query_model
+        return runner.encode(texts) if runner is not self._model else self.embed(texts)
+
+
+class _QueryBatcher:
+    """Embeds the queries of concurrent threads as one batch, without waiting for any.
+
+    Why: under 20 concurrent clients the service embedded each query on its own; ONNX
+    Runtime spends about half the CPU per text at a batch of 4-8 (measured on the 2-core
+    VM: 17.7 -> 9.6 ms of CPU a text under load). A caller whose text is not being
+    embedded when it arrives queues it; whichever waiting caller finds the runner free
+    takes everything queued (up to ``max_batch``) and embeds it, then wakes the others.
+    A lone query runs at once, as before. Up to ``parallel`` batches run at a time (ONNX
+    Runtime releases the GIL and runs each on one thread: one batch per core)."""
+
+    def __init__(self, encode: Any, max_batch: int = 16, parallel: int | None = None) -> None:
+        self._encode = encode
+        self.max_batch = max_batch
+        self.parallel = parallel or max(1, min(4, os.cpu_count() or 1))
+        self._cond = threading.Condition()
+        self._pending: list[tuple[str, Future[np.ndarray]]] = []
+        self._running = 0
+
+    def embed(self, text: str) -> np.ndarray:
+        done: Future[np.ndarray] = Future()
+        with self._cond:
+            self._pending.append((text, done))
+            while not done.done():
+                if self._running >= self.parallel or not self._pending:
+                    self._cond.wait()  # a running batch may hold this text
+                    continue
+                self._running += 1
+                batch = self._pending[: self.max_batch]
+                del self._pending[: self.max_batch]
+                self._cond.release()
+                try:
+                    self._run(batch)
+                finally:
+                    self._cond.acquire()
+                    self._running -= 1
+                    self._cond.notify_all()
+        return done.result()
+
+    def _run(self, batch: list[tuple[str, Future[np.ndarray]]]) -> None:
+        texts = list(dict.fromkeys(text for text, _ in batch))
+        try:
+            vectors = dict(zip(texts, self._encode(texts), strict=True))
+        except Exception as exc:  # every caller of the batch gets the error
+            for _, waiting in batch:
+                waiting.set_exception(exc)
+            return
+        for text, waiting in batch:
+            waiting.set_result(np.copy(vectors[text]))
 
 
 class _VectorCache:

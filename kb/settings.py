@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import model_validator
+from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -34,11 +34,15 @@ def default_home() -> Path:
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="KERNELKB_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="KERNELKB_", env_file=".env", extra="ignore",
+                                      populate_by_name=True)
 
     home: Path | None = None  # KERNELKB_HOME; default: default_home()
     data_dir: Path | None = None  # KERNELKB_DATA_DIR, the older name of home; wins if set
-    db_url: str | None = None  # default: sqlite file in data_dir; any SQLAlchemy URL works
+    # default: sqlite file in data_dir; any SQLAlchemy URL works, e.g. a team's PostgreSQL:
+    # postgresql+psycopg://user@host/db in KERNELKB_DATABASE_URL (or KERNELKB_DB_URL)
+    db_url: str | None = Field(default=None, validation_alias=AliasChoices(
+        "KERNELKB_DATABASE_URL", "KERNELKB_DB_URL", "db_url"))
     chroma_path: Path | None = None  # default: data_dir / "chroma"
     chroma_host: str | None = None  # set to use a Chroma server instead of the folder
     chroma_port: int = 8000

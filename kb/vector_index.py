@@ -14,6 +14,7 @@ import contextlib
 import fcntl
 import logging
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import repeat
@@ -32,6 +33,7 @@ _PAGE = 5000
 # vector, flat, where Chroma's 100 / 16 cost 0.4 ms at first and 2.2 ms by 16k vectors
 # (CPU time on the 2-core VM; an import of ~100k sweep records spent most of its time there).
 _HNSW = {"space": "cosine", "ef_construction": 10, "max_neighbors": 4}
+RECHECK_S = 1.0  # how soon an id Chroma had no vector for is asked again
 
 
 class VectorIndex:
@@ -58,6 +60,7 @@ class VectorIndex:
         self._matrix = np.zeros((0, DIMENSION), dtype=np.float32)
         self._loaded = False
         self._seen_generation = -1
+        self._absent: dict[str, float] = {}  # id -> when Chroma last had no vector for it
 
     # -- chroma -------------------------------------------------------------------
     @property
@@ -84,7 +87,19 @@ class VectorIndex:
             return self._collection
 
     def count(self) -> int:
-        return int(self.collection.count())
+        return int(self._reconnecting(lambda c: c.count()))
+
+    def _reconnecting(self, call: Any) -> Any:
+        """``call(collection)``, once more on a fresh handle if it fails on a Chroma
+        server: another process's reindex swaps the collection (a new collection under
+        the same name), and a handle to the old one fails from then on. (A folder client
+        is reopened by the writer generation before writes; a read gets a fresh handle.)"""
+        try:
+            return call(self.collection)
+        except Exception:
+            with self._lock:
+                self._collection = None
+            return call(self.collection)
 
     # -- one writer at a time -----------------------------------------------------
     @contextmanager
@@ -133,12 +148,13 @@ class VectorIndex:
         """The ids among these that have no vector."""
         if not ids:
             return []
-        found = set(self.collection.get(ids=list(ids), include=[])["ids"])
+        found = set(self._reconnecting(lambda c: c.get(ids=list(ids), include=[]))["ids"])
         return [i for i in ids if i not in found]
 
     def delete(self, ids: Sequence[str]) -> None:
         for start in range(0, len(ids), _PAGE):
-            self.collection.delete(ids=list(ids[start : start + _PAGE]))
+            part = list(ids[start : start + _PAGE])
+            self._reconnecting(lambda c, part=part: c.delete(ids=part))
         with self._lock:
             if self._loaded and ids:
                 gone = set(ids)
@@ -157,11 +173,11 @@ class VectorIndex:
             raise ValueError(f"{len(ids)} ids but {len(vectors)} vectors")
         for start in range(0, len(ids), _PAGE):
             end = start + _PAGE
-            self.collection.upsert(
+            self._reconnecting(lambda c, start=start, end=end: c.upsert(
                 ids=list(ids[start:end]),
                 embeddings=np.ascontiguousarray(vectors[start:end], dtype=np.float32),
                 metadatas=list(metadatas[start:end]) if metadatas else None,
-            )
+            ))
         with self._lock:
             if self._loaded:
                 self._add_to_matrix(ids, vectors)
@@ -265,9 +281,11 @@ class VectorIndex:
         """Exact cosine top-n: positions into ``candidates`` (ids without a vector are
         skipped) and their scores, best first."""
         self.ensure_loaded()
+        rows = self._rows(candidates)
+        if (rows < 0).any() and self._fetch_others([candidates[i]
+                                                   for i in np.flatnonzero(rows < 0)]):
+            rows = self._rows(candidates)
         with self._lock:
-            rows = np.fromiter(map(self._pos.get, candidates, repeat(-1)), np.int64,
-                               len(candidates))
             where = np.flatnonzero(rows >= 0)
             if not len(where):
                 return where, np.zeros(0, dtype=np.float32)
@@ -277,6 +295,56 @@ class VectorIndex:
         top = np.argpartition(-scores, n - 1)[:n]
         top = top[np.argsort(-scores[top], kind="stable")]
         return where[top], scores[top]
+
+
+    def _rows(self, ids: Sequence[str]) -> np.ndarray:
+        """Matrix row of each id, -1 where it has none."""
+        with self._lock:
+            return np.fromiter(map(self._pos.get, ids, repeat(-1)), np.int64, len(ids))
+
+    def _fetch_others(self, missing: Sequence[str]) -> bool:
+        """Vectors that other processes wrote after this one loaded the matrix (the SQL
+        side shows their rows at once): read them from Chroma into the matrix. Returns
+        whether any arrived.
+
+        Why: the matrix is loaded once, and this process's own upserts keep it current,
+        but a `kernelkb ingest` or another service writing the same store did not reach
+        it: a running server ranked their rows without similarity until restarted. An id
+        still without a vector is asked again after ``RECHECK_S`` or, on a folder, when
+        the writer generation moves (a row whose vector is not written yet, or never:
+        `doctor --repair` gives it one). A folder client that predates another process's
+        write is reopened first (chromadb's embedded client does not see it otherwise);
+        that happens under this process's writer lock, and is skipped, not waited for,
+        while this process writes."""
+        now = time.monotonic()
+        generation = self._generation() if self.path is not None else None
+        moved = generation is not None and generation != self._seen_generation
+        due = [i for i in missing if moved or now - self._absent.get(i, -RECHECK_S) >= RECHECK_S]
+        if not due or not self._writer.acquire(blocking=False):
+            return False
+        try:
+            if moved and self._collection is not None:
+                self.close()  # reopen: the client reads what is on disk now
+            if generation is not None:
+                self._seen_generation = generation
+            page = self._reconnecting(lambda c: c.get(ids=list(due), include=["embeddings"]))
+        except Exception as exc:  # Chroma unreachable: rank these ids without similarity
+            self._absent.update(dict.fromkeys(due, now))
+            log.warning("vector matrix: could not read %d new vectors (%s)", len(due), exc)
+            return False
+        finally:
+            self._writer.release()
+        found = list(page["ids"])
+        for exp_id in set(due) - set(found):
+            self._absent[exp_id] = now
+        if not found:
+            return False
+        with self._lock:
+            self._add_to_matrix(found, np.asarray(page["embeddings"], dtype=np.float32))
+        for exp_id in found:
+            self._absent.pop(exp_id, None)
+        log.info("vector matrix: %d vectors written by other processes loaded", len(found))
+        return True
 
 
 def _dot(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:

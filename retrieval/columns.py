@@ -7,8 +7,8 @@ so a columnar snapshot answers a rung with a few vectorised comparisons.
 
 SQL stays the source of truth: each query checks ``max(rowid)`` (O(1) in SQLite) and
 reads only rows added since; a smaller maximum on a fresh read (rows deleted by hand)
-reloads all. On
-other databases (no rowid) the key is ``count(*)`` and a change reloads all. Strings are
+reloads all. On other databases (no rowid) the key is ``count(*)``: a larger count reads
+the rows whose ids the snapshot lacks, a smaller one reloads all. Strings are
 stored as integer codes of a per-column vocabulary, so a filter is ``codes == code``.
 """
 
@@ -21,9 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import text
+from sqlalchemy import bindparam, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
+
+from retrieval.row_cache import RowCache
 
 CODED = ("op_type", "gpu_name", "arch", "triton_version", "task_id", "dtype", "verdict",
          "evidence", "categories", "regime")
@@ -66,6 +68,8 @@ class Snapshot:
     floats: dict[str, np.ndarray]
     vocab: dict[str, Vocab]
     key: int  # max(rowid), or count(*) off SQLite
+    # parsed rows, shared along one lineage of snapshots; a reload (rows deleted) drops it
+    rows: RowCache = field(default_factory=RowCache, compare=False)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -110,19 +114,36 @@ class ColumnStore:
             snap = self._snap
             if snap is not None and snap.key == key:
                 return snap
-            if snap is not None and key < snap.key and self._sqlite:
+            if snap is not None and key < snap.key:
                 # a reader whose transaction began before another thread's refresh: the
                 # snapshot is newer, not wrong. Only a fresh read below it means deletion.
                 with session.get_bind().connect() as fresh:
                     if int(fresh.execute(text(key_sql)).scalar() or 0) >= snap.key:
                         return snap
-            if snap is None or key < snap.key or not self._sqlite:
+            if snap is None or key < snap.key:
                 snap = _empty()
-            where = f"WHERE rowid > {snap.key} AND rowid <= {key} ORDER BY rowid" \
-                if self._sqlite else ""
-            rows = conn.execute(text(f"SELECT {_COLUMNS} FROM experience {where}")).all()
+            if self._sqlite:
+                rows = conn.execute(text(f"SELECT {_COLUMNS} FROM experience WHERE rowid > "
+                                         f"{snap.key} AND rowid <= {key} ORDER BY rowid")).all()
+            else:
+                rows = _rows_not_held(conn, snap)
             self._snap = _extend(snap, rows, key)
             return self._snap
+
+
+def _rows_not_held(conn: Any, snap: Snapshot) -> list[Any]:
+    """Without a rowid (PostgreSQL): rows are never updated, so the rows to add are those
+    whose id the snapshot lacks. Reading the ids is much cheaper than reloading every
+    column on each write, and keeps the parsed-row cache (a full reload dropped both)."""
+    if not len(snap):
+        return list(conn.execute(text(f"SELECT {_COLUMNS} FROM experience")).all())
+    held = set(snap.ids.tolist())
+    new = [i for i in conn.execute(text("SELECT id FROM experience")).scalars()
+           if i not in held]
+    query = text(f"SELECT {_COLUMNS} FROM experience WHERE id IN :ids").bindparams(
+        bindparam("ids", expanding=True))
+    return [row for start in range(0, len(new), 500)
+            for row in conn.execute(query, {"ids": new[start : start + 500]}).all()]
 
 
 def _empty() -> Snapshot:
@@ -134,7 +155,7 @@ def _empty() -> Snapshot:
 
 def _extend(snap: Snapshot, rows: list[Any], key: int) -> Snapshot:
     if not rows:
-        return Snapshot(snap.ids, snap.coded, snap.floats, snap.vocab, key)
+        return Snapshot(snap.ids, snap.coded, snap.floats, snap.vocab, key, snap.rows)
     cols = list(zip(*rows, strict=True))
     ids = np.empty(len(rows), dtype=object)
     ids[:] = cols[0]
@@ -143,7 +164,7 @@ def _extend(snap: Snapshot, rows: list[Any], key: int) -> Snapshot:
     floats = {c: np.concatenate([snap.floats[c], np.array(
         [math.nan if v is None else v for v in cols[1 + len(CODED) + n]], dtype=np.float64)])
         for n, c in enumerate(FLOATS)}
-    return Snapshot(np.concatenate([snap.ids, ids]), coded, floats, snap.vocab, key)
+    return Snapshot(np.concatenate([snap.ids, ids]), coded, floats, snap.vocab, key, snap.rows)
 
 
 _STORES: weakref.WeakKeyDictionary[Engine, ColumnStore] = weakref.WeakKeyDictionary()

@@ -9,6 +9,8 @@ first lines was all header). About 4 characters make one token.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 
 from retrieval.quoting import WRAP_CHARS, code_line, inline, wrap
@@ -61,11 +63,35 @@ def _repeated(hit: Hit) -> bool:
     return hit.support > 1 and hit.record.verdict.value == "improved"
 
 
+_RENDERED_KEPT = 4096
+_rendered: OrderedDict[tuple[object, ...], str] = OrderedDict()
+_rendered_lock = threading.Lock()
+
+
 def render_hit(n: int, hit: Hit, diff_lines: int = _DIFF_LINES) -> str:
+    """``[n]`` and the entry. The entry depends only on the record (its id is a content
+    hash) and the hit's labels, and quoting it cost ~2 ms a hit under load, so each
+    rendering is kept (a few thousand, least recently used dropped)."""
+    key = (hit.id, hit.related, hit.version_note, hit.evidence,
+           hit.support if _repeated(hit) else 0, diff_lines)
+    with _rendered_lock:
+        body = _rendered.get(key)
+        if body is not None:
+            _rendered.move_to_end(key)
+    if body is None:
+        body = _render_entry(hit, diff_lines)
+        with _rendered_lock:
+            _rendered[key] = body
+            while len(_rendered) > _RENDERED_KEPT:
+                _rendered.popitem(last=False)
+    return f"[{n}] {body}"
+
+
+def _render_entry(hit: Hit, diff_lines: int) -> str:
     r = hit.record
     q = inline  # every stored field is quoted data (retrieval/quoting.py)
     relation = f"(related op {q(r.task.op_type, 60)}, not this task's) " if hit.related else ""
-    head = (f"[{n}] {relation}{q(r.task.op_type, 60)}/{q(r.task.task_id, 60)} "
+    head = (f"{relation}{q(r.task.op_type, 60)}/{q(r.task.task_id, 60)} "
             f"{q(r.task.dtype, 60)} on {q(r.env.gpu_name, 60)} ({q(r.env.arch, 60)}, triton "
             f"{q(r.env.triton_version, 60)}) | {r.verdict.value}, {_speed(hit)} "
             f"| {hit.evidence}" + (f", {hit.support} similar wins" if _repeated(hit) else ""))

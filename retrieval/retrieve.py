@@ -7,23 +7,22 @@ Chroma's ``where`` is not on the hot path (59 ms p50 at 100k); see kb/vector_ind
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 
 import numpy as np
-from sqlmodel import Session, select
+from sqlmodel import Session
 
 from kb.embedder import Embedder
-from kb.models import Experience
-from kb.queries import load_or_skip
 from kb.vector_index import VectorIndex
 from retrieval.columns import snapshot
 from retrieval.fewshot import render_block
 from retrieval.ladder import Candidates, Rung, gather
 from retrieval.lexical import bm25_ranks, has_code, query_terms
 from retrieval.query import RetrievalQuery
-from retrieval.ranking import best_first, edit_keys, rrf, score, support_counts, usefulness
+from retrieval.ranking import best_first, rrf, score, support_counts, usefulness
+from retrieval.row_cache import ParsedRow, RowCache
 from retrieval.schemas import Hit, RetrievalResult
 from retrieval.versions import version_note
 
@@ -37,7 +36,8 @@ def retrieve(
 ) -> RetrievalResult:
     """Vectors off (no embedder / index: a bare GPU host): relevance from BM25 alone."""
     clock = _Clock()
-    cands, rungs_used = gather(snapshot(session), query, enough=max(4 * query.k, 40))
+    snap = snapshot(session)
+    cands, rungs_used = gather(snap, query, enough=max(4 * query.k, 40))
     ids = cands.ids(np.arange(len(cands)))
     at = {exp_id: n for n, exp_id in enumerate(ids)}
     clock.lap("ladder")
@@ -68,19 +68,19 @@ def retrieve(
     losses = best_first(scores, cands.is_loss & same_hw, other_version)
     similarity = dict(zip(vec_pos.tolist(), vec_sim.tolist(), strict=True))
     lexical_rank = {int(p): r for r, p in enumerate(lex_pos)}
-    rows: dict[str, Experience] = {}
+    rows: dict[str, ParsedRow] = {}
     shown: set[tuple[str, str]] = set()  # edits already picked: never twice
-    picked_wins = _pick(session, [ids[p] for p in wins[~related[wins]][: POOL * query.k]],
-                        query.k, rows, shown)
-    picked_wins += _pick(session, [ids[p] for p in wins[related[wins]][: POOL * query.k]],
-                         query.k - len(picked_wins), rows, shown)  # related ops fill in
-    picked_losses = _pick(session, [ids[p] for p in losses[: POOL * query.max_warnings]],
-                          query.max_warnings, rows, set())
+    pick = partial(_pick, session, snap.rows, rows)
+    picked_wins = pick([ids[p] for p in wins[~related[wins]][: POOL * query.k]], query.k, shown)
+    picked_wins += pick([ids[p] for p in wins[related[wins]][: POOL * query.k]],
+                        query.k - len(picked_wins), shown)  # related ops fill in
+    picked_losses = pick([ids[p] for p in losses[: POOL * query.max_warnings]],
+                         query.max_warnings, set())
     clock.lap("rank")
 
     def hit(exp_id: str) -> Hit | None:
         p = at[exp_id]
-        record = load_or_skip(rows[exp_id])  # an unreadable row is skipped, not fatal
+        record = rows[exp_id].record()  # an unreadable row is skipped, not fatal
         if record is None:
             return None
         return Hit(
@@ -102,11 +102,11 @@ def retrieve(
     )
 
 
-def _pick(session: Session, ordered: list[str], k: int, rows: dict[str, Experience],
-          shown: set[tuple[str, str]]) -> list[str]:
+def _pick(session: Session, cache: RowCache, rows: dict[str, ParsedRow], ordered: list[str],
+          k: int, shown: set[tuple[str, str]]) -> list[str]:
     """Walk the ranked ids, skipping an edit already in ``shown`` (adding the picked ones),
-    reading full rows in small chunks as the walk needs them (the top few usually
-    suffice; reading the whole pool cost ~5 ms at 100k)."""
+    reading rows in small chunks as the walk needs them (the top few usually suffice;
+    reading the whole pool cost ~5 ms at 100k), from the snapshot's cache when there."""
     picked: list[str] = []
     if k <= 0:
         return picked
@@ -115,12 +115,11 @@ def _pick(session: Session, ordered: list[str], k: int, rows: dict[str, Experien
         part = ordered[start : start + chunk]
         missing = [i for i in part if i not in rows]
         if missing:
-            rows.update((r.id, r) for r in session.exec(
-                select(Experience).where(Experience.id.in_(missing))))
+            rows.update(cache.get_many(session, missing))
         for exp_id in part:
             if exp_id not in rows:
                 continue
-            keys = _edit_keys(rows[exp_id])
+            keys = rows[exp_id].keys
             if keys & shown:
                 continue
             picked.append(exp_id)
@@ -128,11 +127,6 @@ def _pick(session: Session, ordered: list[str], k: int, rows: dict[str, Experien
             if len(picked) == k:
                 return picked
     return picked
-
-
-def _edit_keys(row: Experience) -> set[tuple[str, str]]:
-    edit = json.loads(row.record_json)["edit"]
-    return edit_keys(row.categories, edit["config"], edit["summary"], edit["diff"])
 
 
 def _per_rung(cands: Candidates, test: Callable[[Rung], bool]) -> np.ndarray:

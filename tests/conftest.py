@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -43,3 +44,60 @@ def pytest_sessionfinish(session, exitstatus) -> None:  # type: ignore[no-untype
         print(f"\nthe tests wrote to the real user store {REAL_HOME}: a test or subprocess "
               "ignored KERNELKB_HOME")
         session.exitstatus = 1
+# -- team-scale backends: PostgreSQL + a Chroma server, started once per session ----------
+import uuid  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from typing import Any  # noqa: E402
+
+import pytest  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import servers  # noqa: E402  (tests/servers.py)
+
+# .ci/run sets this: there a missing server binary fails the run instead of skipping
+_REQUIRED = os.environ.get("KERNELKB_REQUIRE_SERVERS") == "1"
+
+
+def _unavailable(reason: str | None) -> None:
+    if reason:
+        if _REQUIRED:
+            pytest.fail(f"KERNELKB_REQUIRE_SERVERS=1 but {reason}")
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[servers.Postgres]:
+    _unavailable(servers.postgres_available())
+    pg = servers.start_postgres()
+    try:
+        yield pg
+    finally:
+        pg.stop()
+
+
+@pytest.fixture(scope="session")
+def chroma_server() -> Iterator[servers.ChromaServer]:
+    _unavailable(servers.chroma_available())
+    chroma = servers.start_chroma()
+    try:
+        yield chroma
+    finally:
+        chroma.stop()
+
+
+@pytest.fixture
+def team_backend(postgres_server: servers.Postgres,
+                 chroma_server: servers.ChromaServer) -> dict[str, Any]:
+    """Settings overrides for a fresh team store: an empty PostgreSQL database and an
+    unused collection on the Chroma server."""
+    return {"db_url": postgres_server.new_database(), "chroma_host": chroma_server.host,
+            "chroma_port": chroma_server.port, "chroma_collection": f"c{uuid.uuid4().hex[:12]}"}
+
+
+@pytest.fixture(params=["sqlite", pytest.param("team", marks=pytest.mark.postgres)])
+def store_backend(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The store-layer tests run twice: on the embedded SQLite file + Chroma folder ({}:
+    the defaults) and on PostgreSQL + a Chroma server."""
+    if request.param == "sqlite":
+        return {}
+    return request.getfixturevalue("team_backend")

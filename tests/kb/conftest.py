@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kb_testdata import make_knowledge
@@ -9,6 +10,7 @@ from retrieval.service import LocalKnowledge
 
 
 @pytest.fixture
-def knowledge(tmp_path: Path) -> LocalKnowledge:
-    """A fresh store: real SQLite file and real Chroma folder under tmp_path."""
-    return make_knowledge(tmp_path)
+def knowledge(tmp_path: Path, store_backend: dict[str, Any]) -> LocalKnowledge:
+    """A fresh store: SQLite file + Chroma folder under tmp_path, or (the `team` run)
+    a fresh PostgreSQL database + a collection on a Chroma server."""
+    return make_knowledge(tmp_path, **store_backend)

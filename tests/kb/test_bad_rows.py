@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kb_testdata import make_knowledge, record_dict
+from servers import backend_env
 from sqlalchemy import text
 
 from kb import cli
@@ -30,8 +32,8 @@ def _poison(kb: LocalKnowledge, exp_id: str) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> tuple[LocalKnowledge, str]:
-    kb = make_knowledge(tmp_path)
+def store(tmp_path: Path, store_backend: dict[str, Any]) -> tuple[LocalKnowledge, str]:
+    kb = make_knowledge(tmp_path, **store_backend)
     records = [record_dict(summary=f"tile rows wider, variant {n}", config={"B": 64 * (n + 1)},
                            speedup=1.1 + n / 10) for n in range(6)]
     report = kb.ingest(records)
@@ -61,6 +63,7 @@ def test_reads_skip_and_count_the_bad_row(store: tuple[LocalKnowledge, str]) -> 
 
 
 def test_doctor_lists_then_quarantines(store: tuple[LocalKnowledge, str],
+                                       store_backend: dict[str, Any],
                                        monkeypatch: pytest.MonkeyPatch,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     kb, bad = store
@@ -68,6 +71,8 @@ def test_doctor_lists_then_quarantines(store: tuple[LocalKnowledge, str],
     assert [i for i, _ in found] == [bad] and "time_ms" in found[0][1]
     monkeypatch.setenv("KERNELKB_DATA_DIR", str(kb.settings.data_dir))
     monkeypatch.setenv("KERNELKB_SEEDS_DIR", str(kb.settings.seeds_dir))
+    for name, value in backend_env(store_backend).items():  # the CLI opens the same store
+        monkeypatch.setenv(name, value)
     kb.close()
     assert cli.main(["doctor", "--json"]) == 1
     listed = json.loads(capsys.readouterr().out)
@@ -76,7 +81,7 @@ def test_doctor_lists_then_quarantines(store: tuple[LocalKnowledge, str],
     done = json.loads(capsys.readouterr().out)
     assert done["quarantined"] == 1 and done["removed"] == 1
     assert done["rows_without_vector"] == 0 and done["vectors_without_row"] == 0
-    fresh = make_knowledge(kb.settings.data_dir)
+    fresh = make_knowledge(kb.settings.data_dir, **store_backend)
     assert bad not in sql_ids(fresh.engine) and not bad_rows(fresh.engine)
     with fresh.session() as session:
         kept = session.get(QuarantinedRow, bad)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 from kb_testdata import make_knowledge, record_dict
 
@@ -59,27 +60,32 @@ def test_wrong_id_is_rejected(knowledge: LocalKnowledge) -> None:
     assert "content hash" in report.rejected[0].reason
 
 
-def test_reindex_after_deleting_chroma_gives_same_results(tmp_path: Path) -> None:
-    kb = make_knowledge(tmp_path)
+def test_reindex_after_deleting_chroma_gives_same_results(tmp_path: Path,
+                                                         store_backend: dict[str, Any]) -> None:
+    kb = make_knowledge(tmp_path, **store_backend)
     kb.ingest(_batch() + [record_dict(summary=f"variant {i}", config={"BLOCK_SIZE": 2 ** i})
                           for i in range(6, 11)])
     query = RetrievalQuery(op_type="softmax", gpu_name="NVIDIA H200", arch="sm_90",
                            triton_version="3.5.0", feedback_text="memory bound, wide rows", k=4)
     before = [(h.id, round(h.score, 5)) for h in kb.retrieve(query).hits]
+    if kb.settings.chroma_host:  # a Chroma server: drop the collection
+        kb.index.collection  # noqa: B018  (connects)
+        kb.index._client.delete_collection(kb.settings.chroma_collection)
     kb.close()
-    shutil.rmtree(tmp_path / "chroma")
-    rebuilt = make_knowledge(tmp_path)
+    shutil.rmtree(tmp_path / "chroma", ignore_errors=True)
+    rebuilt = make_knowledge(tmp_path, **store_backend)
     assert rebuilt.index.count() == 0
     assert rebuilt.reindex() == 8
     after = [(h.id, round(h.score, 5)) for h in rebuilt.retrieve(query).hits]
     assert after == before and len(before) == 4
 
 
-def test_seeds_load_into_an_empty_store_only(tmp_path: Path) -> None:
+def test_seeds_load_into_an_empty_store_only(tmp_path: Path,
+                                             store_backend: dict[str, Any]) -> None:
     seeds = tmp_path / "seeds"
     seeds.mkdir()
     (seeds / "a.jsonl").write_text("\n".join(json.dumps(r) for r in _batch()) + "\n\n")
-    kb = make_knowledge(tmp_path / "store", seeds_dir=seeds)
+    kb = make_knowledge(tmp_path / "store", seeds_dir=seeds, **store_backend)
     reports = kb.seed_if_empty()
     assert len(reports["a.jsonl"].accepted) == 3
     assert kb.seed_if_empty() == {}  # not empty any more: nothing loaded

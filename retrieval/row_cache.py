@@ -1,0 +1,85 @@
+"""Experience rows as retrieval reads them, parsed once per process.
+
+Why: under 20 concurrent clients a retrieve spent most of its CPU reading the same rows
+again (SQL, ~0.5 ms per chunk), JSON-decoding each walked row to compare edits, and
+validating each picked record (~0.7 ms). Experiences never change (content-hash ids, no
+updates), so a parsed row stays right for as long as its row exists. The cache belongs to
+a column snapshot (retrieval/columns.py) and is dropped with it when the snapshot sees rows
+deleted (``kernelkb doctor --quarantine``), so a removed row is not served from memory.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from sqlmodel import Session, select
+
+from kb.models import Experience
+from kb.queries import load_or_skip
+from kb.record import ExperienceRecord
+
+ROWS_KEPT = 8192  # ~3 KiB of JSON each
+
+
+@dataclass
+class ParsedRow:
+    """What retrieval needs of one row; the full record is validated on first use."""
+
+    row: Experience
+    keys: set[tuple[str, str]]
+    _record: ExperienceRecord | None = field(default=None, repr=False)
+    _failed: bool = False
+
+    @property
+    def triton_version(self) -> str:
+        return self.row.triton_version
+
+    def record(self) -> ExperienceRecord | None:
+        """The validated record, or None for a row that fails to load (logged once)."""
+        if self._record is None and not self._failed:
+            self._record = load_or_skip(self.row)
+            self._failed = self._record is None
+        return self._record
+
+
+def _parse(row: Experience) -> ParsedRow:
+    from retrieval.ranking import edit_keys  # ranking -> ladder -> columns -> this module
+
+    try:
+        edit = json.loads(row.record_json)["edit"]
+        keys = edit_keys(row.categories, edit["config"], edit["summary"], edit["diff"])
+    except (ValueError, KeyError, TypeError):  # unreadable JSON: its record() says so
+        keys = {("id", row.id)}
+    return ParsedRow(row=row, keys=keys)
+
+
+class RowCache:
+    """id -> ParsedRow, least recently used dropped past ``size``; thread-safe."""
+
+    def __init__(self, size: int = ROWS_KEPT) -> None:
+        self.size = size
+        self._items: OrderedDict[str, ParsedRow] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_many(self, session: Session, ids: Sequence[str]) -> dict[str, ParsedRow]:
+        """The rows of these ids that exist (read from SQL only when not cached)."""
+        with self._lock:
+            found = {i: p for i in ids if (p := self._items.get(i)) is not None}
+            for i in found:
+                self._items.move_to_end(i)
+        missing = [i for i in ids if i not in found]
+        if missing:
+            fresh = {r.id: _parse(r) for r in session.exec(
+                select(Experience).where(Experience.id.in_(missing)))}
+            for row in fresh.values():
+                session.expunge(row.row)  # kept past the session: plain data from now on
+            found.update(fresh)
+            with self._lock:
+                self._items.update(fresh)
+                while len(self._items) > self.size:
+                    self._items.popitem(last=False)
+        return found
