@@ -7,11 +7,14 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import uvicorn
 
 from kb.api.app import create_app
 from retrieval.service import LocalKnowledge
+
+START_S = 120  # a loaded 2-core machine can take this long to import and warm up
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -21,19 +24,27 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 @contextmanager
-def live_server(kb: LocalKnowledge, host: str = "127.0.0.1") -> Iterator[int]:
-    """Serve ``kb`` on ``host``; yields the port."""
+def serving(app: Any, host: str = "127.0.0.1") -> Iterator[int]:
+    """Serve the ASGI ``app`` on ``host``; yields the port. A server thread that dies
+    while starting fails at once instead of after the deadline."""
     port = free_port(host)
-    server = uvicorn.Server(uvicorn.Config(create_app(knowledge_=kb), host=host, port=port,
-                                           log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + START_S
     while not server.started:
+        assert thread.is_alive(), "server thread died while starting (see the log above)"
         assert time.monotonic() < deadline, "server did not start"
         time.sleep(0.05)
     try:
         yield port
     finally:
         server.should_exit = True
-        thread.join(timeout=10)
+        thread.join(timeout=30)
+
+
+@contextmanager
+def live_server(kb: LocalKnowledge, host: str = "127.0.0.1") -> Iterator[int]:
+    """Serve ``kb`` through the service's app on ``host``; yields the port."""
+    with serving(create_app(knowledge_=kb), host) as port:
+        yield port

@@ -2,46 +2,26 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from kb_testdata import make_knowledge, record_dict
+from live_server import free_port, live_server
 
-from kb.api.app import create_app
 from retrieval.query import RetrievalQuery
 from retrieval.remote import RemoteKnowledge, ServiceError, ServiceUnavailable
 
 TOKEN = "test-token"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root: Path = tmp_path_factory.mktemp("svc")
     kb = make_knowledge(root, api_token=TOKEN)
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(create_app(knowledge_=kb), host="127.0.0.1",
-                                           port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with live_server(kb) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def test_token_is_enforced_on_mutations(service: str) -> None:
@@ -96,6 +76,6 @@ def test_remote_client_round_trip(service: str) -> None:
 
 
 def test_service_down_raises_service_unavailable() -> None:
-    remote = RemoteKnowledge(f"http://127.0.0.1:{_free_port()}", timeout=2)
+    remote = RemoteKnowledge(f"http://127.0.0.1:{free_port()}", timeout=2)
     with pytest.raises(ServiceUnavailable):
         remote.stats()

@@ -4,9 +4,7 @@ by a real uvicorn on loopback and driven by the MCP SDK's own client."""
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
-import time
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,7 +12,6 @@ from pathlib import Path
 import httpx
 import httpx2
 import pytest
-import uvicorn
 from kb_testdata import make_knowledge, record
 from mcp.client.streamable_http import streamable_http_client
 from mcp_sync import SyncClient
@@ -23,6 +20,9 @@ from kb import cli
 from kb.mcp.http import http_app
 from kb.mcp.server import build_server
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
+from live_server import serving  # noqa: E402
+
 TOKEN = "s3cret-token"
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -30,28 +30,10 @@ INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
 HEADERS = {"Accept": "application/json, text/event-stream"}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextmanager
 def _serving(app: object) -> Iterator[str]:
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.05)
-    try:
+    with serving(app) as port:
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
 
 
 @pytest.fixture(scope="module")

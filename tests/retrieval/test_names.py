@@ -6,21 +6,20 @@ real HTTP service on loopback."""
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
-from kb.api.app import create_app
 from kb.cli import main
 from kb.settings import REPO_ROOT, Settings
 from retrieval.names import UnknownName, match_gpu, match_name
 from retrieval.service import LocalKnowledge
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
+from live_server import live_server  # noqa: E402
 
 H200 = "NVIDIA H200"
 
@@ -44,20 +43,8 @@ def cli_home(seeded_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(scope="module")
 def service(seeded_home: Path) -> Iterator[str]:
     kb = LocalKnowledge(Settings(data_dir=seeded_home, vectors=False))
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(knowledge_=kb), host="127.0.0.1",
-                                           port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 120
-    while not server.started:
-        assert time.monotonic() < deadline, "server did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=30)
+    with live_server(kb) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def test_names_match_in_any_case_and_spelling() -> None:
