@@ -142,13 +142,16 @@ def regime_plan(task: Any, options: LoopOptions, on_gpu: bool
     shapes of its final sweep); and the regimes left untuned, with why.
 
     Round shapes are the options' round shapes in the regime; where the regime has none,
-    on a GPU the smallest and largest of its sweep shapes; on the CPU interpreter it is
-    left untuned (its sweep shapes are GPU sizes). A regime's sweep is its share of the
+    on a GPU the smallest and largest of its sweep shapes; on the CPU interpreter its
+    sweep shapes when they are the interpreter's own (cpu + edge), else it is left
+    untuned (its sweep shapes are GPU sizes). A regime's sweep is its share of the
     options' sweep, else its round shapes."""
-    from optimizer.sandbox.evaluator import resolve_shapes
+    from optimizer.sandbox.evaluator import resolve_shapes, sweep_shape_set
 
     rounds = task.shapes_by_regime(resolve_shapes(task, options.shapes, on_gpu)[1])
-    sweep = task.shapes_by_regime(resolve_shapes(task, options.sweep_shapes, True)[1])
+    sweep_set, sweep_shapes = resolve_shapes(
+        task, sweep_shape_set(options.sweep_shapes, on_gpu), on_gpu)
+    sweep = task.shapes_by_regime(sweep_shapes)
     plan: dict[str, tuple[list[Shape], list[Shape]]] = {}
     untuned: dict[str, str] = {}
     for regime in task.regimes.names:
@@ -156,6 +159,8 @@ def regime_plan(task: Any, options: LoopOptions, on_gpu: bool
         if not mine and swept and on_gpu:
             by_size = sorted(swept, key=lambda s: task.bytes_moved(s, DTYPES[options.dtype]))
             mine = list(dict.fromkeys((by_size[0], by_size[-1])))
+        elif not mine and swept and sweep_set == "cpu+edge":  # the interpreter's own sizes
+            mine = swept
         if mine:
             plan[regime] = (mine, swept or mine)
         elif swept:
