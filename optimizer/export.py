@@ -77,7 +77,8 @@ def export_module(task: Task, source: str, path: Path, *, dtype: str = "float16"
         write_table(table, path.with_name(f"{path.stem}.dispatch.json"))
         parts.append(_dispatch_glue(task, path.stem, table, sources or {}))
     if signature:
-        parts.append(_wrapper(task.name, *signature, call=entry))
+        parts.append(_wrapper(task.name, *signature, call=entry,
+                              mutated=task.mutated_inputs))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(parts) + "\n")
     return path
@@ -151,13 +152,16 @@ def _dispatch_glue(task: Task, stem: str, table: dict[str, Any],
 
 
 def _wrapper(name: str, params: list[tuple[str, str]], returns: str,
-             fake_from: int | None, call: str = "run") -> str:
+             fake_from: int | None, call: str = "run", mutated: tuple[int, ...] = ()) -> str:
+    """The torch.library op around ``call``; the inputs the op writes (attention's KV
+    cache) are declared as mutated, or torch.compile could reorder or drop the writes."""
     args = ", ".join(p for p, _ in params)
+    writes = tuple(params[i][0] for i in mutated if i < len(params))
     typed = ", ".join(f"{p}: {a}" for p, a in params)
     lines = [
         "",
         "# -- PyTorch custom op (generated) --------------------------------------------",
-        f'@torch.library.custom_op("kernelkb::{name}", mutates_args=())',
+        f'@torch.library.custom_op("kernelkb::{name}", mutates_args={writes!r})',
         f"def {name}_op({typed}) -> {returns}:",
         f"    return {call}({args})",
     ]

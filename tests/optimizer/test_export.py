@@ -38,3 +38,28 @@ def test_signature_is_read_from_the_task() -> None:
     task = get_task("softmax")
     params, returns, fake_from = op_signature(task, task.template, "float16")
     assert params == [("x", "torch.Tensor")] and returns == "torch.Tensor" and fake_from == 0
+
+
+def test_an_op_that_writes_its_inputs_declares_them_mutated(tmp_path: Path) -> None:
+    """Attention writes the KV cache: the custom op says so in its schema (else
+    torch.compile may reorder or drop the writes), and the written cache is right."""
+    task = get_task("attention")
+    path = export_module(task, task.template, tmp_path / "best_attention.py",
+                         dtype="float32", note="test")
+    check = (
+        "import torch, best_attention\n"
+        "from kernels.base import get_task\n"
+        "t = get_task('attention')\n"
+        "print(torch.ops.kernelkb.attention.default._schema)\n"
+        "inputs = t.make_inputs(t.cpu_shapes[0], torch.float32, 0, 'cpu')\n"
+        "ref_inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]\n"
+        "out, ref = torch.ops.kernelkb.attention(*inputs), t.reference(*ref_inputs)\n"
+        "assert torch.allclose(out, ref, atol=1e-4), (out - ref).abs().max()\n"
+        "assert all(torch.allclose(inputs[i], ref_inputs[i], atol=1e-4) for i in (3, 4))\n"
+    )
+    env = {**os.environ, "TRITON_INTERPRET": "1",
+           "PYTHONPATH": os.pathsep.join([str(path.parent), str(Path(__file__).parents[2])])}
+    done = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Tensor(a3!) k_cache, Tensor(a4!) v_cache" in done.stdout
