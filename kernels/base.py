@@ -26,6 +26,7 @@ from typing import Any
 
 import torch
 
+from kernels.dispatch_runtime import HEADER_LINE, dispatch_render, header_literal
 from kernels.validation import MISSING, TaskDefinitionError, closest, validate
 
 Shape = tuple[int, ...]
@@ -385,7 +386,7 @@ class Task:
                              ) from None
 
 
-_HEADER_LINE = re.compile(r"^([A-Z][A-Z0-9_]*)\s*=\s*(.+?)\s*(#.*)?$")
+_HEADER_LINE = HEADER_LINE
 
 
 def header_constants(source: str) -> dict[str, ConfigValue]:
@@ -405,42 +406,12 @@ def header_constants(source: str) -> dict[str, ConfigValue]:
 
 
 def set_header_constants(source: str, config: Config) -> str:
-    """Rewrite ``NAME = ...`` header lines, keeping their trailing comments."""
-    lines = source.splitlines(keepends=True)
-    remaining = dict(config)
-    for i, line in enumerate(lines):
-        match = _HEADER_LINE.match(line.rstrip("\n"))
-        if match and match.group(1) in remaining:
-            value = remaining.pop(match.group(1))
-            if _same_literal(match.group(2), value):
-                continue  # unchanged: keep the line byte for byte (the template renders as is)
-            comment = f"  {match.group(3)}" if match.group(3) else ""
-            literal = f'"{value}"' if isinstance(value, str) else repr(value)
-            lines[i] = f"{match.group(1)} = {literal}{comment}\n"
-    if remaining:
-        raise KeyError(f"no header line for {sorted(remaining)}")
-    return "".join(lines)
+    """Rewrite ``NAME = ...`` header lines, keeping their trailing comments (the
+    exported kernels' dispatch runtime renders with the same function)."""
+    return dispatch_render(source, config)
 
 
-def _same_literal(text: str, value: ConfigValue) -> bool:
-    try:
-        current = _literal(text)
-    except ValueError:
-        return False
-    return type(current) is type(value) and current == value
-
-
-def _literal(text: str) -> ConfigValue:
-    if text in ("True", "False"):
-        return text == "True"
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    raise ValueError(text)
+_literal = header_literal  # the value of a header line's literal
 
 
 # -- templates ------------------------------------------------------------------------

@@ -131,20 +131,50 @@ def dispatch_select(table: dict, here: dict, regime: str) -> tuple[str, str, dic
     raise LookupError("dispatch table: no GPU has any regime")
 
 
-_HEADER = re.compile(r"^([A-Z][A-Z0-9_]*)\s*=\s*(.+?)\s*(#.*)?$")
+# a header constant line: NAME = literal  # comment
+HEADER_LINE = re.compile(r"^([A-Z][A-Z0-9_]*)\s*=\s*(.+?)\s*(#.*)?$")
+
+
+def header_literal(text: str):
+    """The value of a header line's literal (bool, int, float or a quoted string);
+    ValueError for anything else."""
+    if text in ("True", "False"):
+        return text == "True"
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    raise ValueError(text)
+
+
+def _same_literal(text: str, value) -> bool:
+    try:
+        current = header_literal(text)
+    except ValueError:
+        return False
+    return type(current) is type(value) and current == value
 
 
 def dispatch_render(body: str, config: dict) -> str:
-    """The kernel body with its header constants set to ``config`` (KeyError: one the
-    body does not have, so a table from another kernel cannot half-apply)."""
+    """The kernel body with its header constants set to ``config``, trailing comments
+    kept and unchanged lines byte for byte (so a configuration renders exactly as the
+    task rendered it when it was evaluated). KeyError: a constant the body does not
+    have, so a table from another kernel cannot half-apply. The one renderer: the task
+    (kernels.base) renders through it too."""
     lines = body.splitlines(keepends=True)
     left = dict(config)
     for n, line in enumerate(lines):
-        match = _HEADER.match(line.rstrip("\n"))
+        match = HEADER_LINE.match(line.rstrip("\n"))
         if match and match.group(1) in left:
             value = left.pop(match.group(1))
+            if _same_literal(match.group(2), value):
+                continue
+            comment = f"  {match.group(3)}" if match.group(3) else ""
             literal = f'"{value}"' if isinstance(value, str) else repr(value)
-            lines[n] = f"{match.group(1)} = {literal}\n"
+            lines[n] = f"{match.group(1)} = {literal}{comment}\n"
     if left:
         raise KeyError(f"the kernel has no header constant {sorted(left)}")
     return "".join(lines)
