@@ -177,6 +177,8 @@ def _run_ingest(args: argparse.Namespace) -> int:
     from kb.terminal import progress
 
     lines, numbers = read_jsonl(args.file, with_line_numbers=True)
+    if not args.verbose:  # the summary below says it; ingest's per-batch INFO is noise
+        logging.getLogger("kb.ingest").setLevel(logging.WARNING)
     kb = _knowledge()
     kb.sync_index()  # repair what an earlier, interrupted ingest left
     with progress(f"ingest {args.file.name}", total=len(lines)) as bar:

@@ -16,6 +16,10 @@ from this 2-core CPU, benchmarks/results/kb_bench_cpu.md):
   OpenMP barrier that stalls when another process holds a core. Query vectors are cached
   per text, because an optimizer asks about the same kernel often.
 
+A small batch (at most ``SMALL_BATCH`` new texts) while the torch model is not loaded yet
+goes through ONNX Runtime too: a command that ingests one run's journal then starts in
+~1 s instead of paying ~8 s to import and load sentence-transformers.
+
 Cost grows with tokens, so inputs are capped at ``MAX_TOKENS`` (experience texts are
 ~20-125 tokens, 50 on average for the shipped seeds; a long query's tail adds little),
 and a text is embedded once: duplicates within a batch and texts of recent batches come
@@ -43,6 +47,7 @@ log = logging.getLogger(__name__)
 
 DIMENSION = 384
 MAX_TOKENS = 128  # the model was trained at 128 word pieces; its default cap is 256
+SMALL_BATCH = 64  # new texts at most that ONNX Runtime embeds while torch is not loaded
 CACHE_DIR = Path.home() / ".cache" / "kernelkb"  # where the exported ONNX graph is kept
 
 
@@ -134,6 +139,10 @@ class Embedder:
         return np.stack([known[t] for t in texts])
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        if self._model is None and len(texts) <= SMALL_BATCH:
+            runner = self.query_model  # the torch model where ONNX Runtime is unavailable
+            if runner is not self._model:
+                return runner.encode(texts)
         import torch
 
         model = self.model

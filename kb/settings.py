@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     # the metadata ladder, evidence and BM25 only
     vectors: bool = True
     api_token: str | None = None  # None = mutating endpoints are open
+    # records per committed write (ingest) and per embedded reindex batch: a crash loses
+    # at most one batch's vectors, repaired at the next start (kb/ingest.py sync_index)
+    write_batch: int = Field(default=256, ge=1, le=100_000)
     seeds_dir: Path = REPO_ROOT / "seeds"
     # where `optimize` writes run folders and the web pages read them; default: home / "runs",
     # so runs, like the store, do not depend on the directory a command ran in

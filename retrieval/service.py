@@ -50,7 +50,6 @@ from retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
 
 log = logging.getLogger(__name__)
 
-INGEST_BATCH = 256
 PREDICTIONS_KEPT = 16
 
 
@@ -167,19 +166,21 @@ class LocalKnowledge:
         ``on_batch(n)`` after each (a progress bar)."""
         items = list(records)  # an ExperienceRecord goes through as it is (already valid)
         report = IngestReport()
-        for start in range(0, len(items), INGEST_BATCH):
+        size = self.settings.write_batch
+        for start in range(0, len(items), size):
             part = ingest_mod.ingest(self.engine, self.embedder, self.index,
-                                     items[start : start + INGEST_BATCH],
+                                     items[start : start + size],
                                      regime_of=self.regimes.of if self.regimes else None)
             report.merge(part, offset=start)
             if on_batch:
-                on_batch(len(items[start : start + INGEST_BATCH]))
+                on_batch(len(items[start : start + size]))
         return report
 
     def reindex(self, on_batch: Callable[[int], None] | None = None) -> int:
         if self.embedder is None or self.index is None:
             raise ValueError("vectors are off (KERNELKB_VECTORS=false): nothing to index")
-        return ingest_mod.reindex(self.engine, self.embedder, self.index, on_batch=on_batch)
+        return ingest_mod.reindex(self.engine, self.embedder, self.index,
+                                  batch=self.settings.write_batch, on_batch=on_batch)
 
     def seed(self) -> dict[str, IngestReport]:
         return load_seeds(self.settings.seeds_dir, self.ingest)

@@ -18,7 +18,8 @@ from servers import backend_env
 from kb.doctor import sql_ids
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow  # real processes, each loading the model (~1 min in all)
+pytestmark = pytest.mark.slow  # real processes, each loading the model
+BATCH = 16  # KERNELKB_WRITE_BATCH: records per committed write; crash points count batches
 
 
 def _write(path: Path, first: int, last: int) -> set[str]:
@@ -34,7 +35,8 @@ def _cli(data: Path, *args: str, crash: str | None = None,
          backend: dict[str, Any] | None = None) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELKB_")}
     env.update(KERNELKB_DATA_DIR=str(data), KERNELKB_SEEDS_DIR=str(data / "no-seeds"),
-               HF_HUB_OFFLINE="1", **backend_env(backend or {}))
+               KERNELKB_WRITE_BATCH=str(BATCH), HF_HUB_OFFLINE="1",
+               **backend_env(backend or {}))
     if crash:
         env["KERNELKB_TEST_CRASH"] = crash
     return subprocess.Popen([sys.executable, "-m", "kb.cli", *args], cwd=REPO, env=env,
@@ -59,20 +61,20 @@ def _counts(data: Path, backend: dict[str, Any] | None = None) -> tuple[set[str]
 
 def test_ingest_killed_between_sql_and_vectors_is_repaired(tmp_path: Path) -> None:
     data, jsonl = tmp_path / "store", tmp_path / "run.jsonl"
-    ids = _write(jsonl, 0, 520)  # 3 batches: 256, 256, 8
+    ids = _write(jsonl, 0, 2 * BATCH + 3)  # 3 batches: 16, 16, 3
     assert _run(data, "ingest", str(jsonl), crash="ingest.after_sql:2") == -9
     rows, vectors = _counts(data)
-    assert len(rows) == 512 and len(vectors) == 256  # the second batch lost its vectors
+    assert len(rows) == 2 * BATCH and len(vectors) == BATCH  # batch 2 lost its vectors
     assert _run(data, "ingest", str(jsonl), crash="ingest.after_vectors:1") == -9
     rows, vectors = _counts(data)
-    assert rows == vectors and len(rows) == 512  # start-up repair gave the 256 vectors
+    assert rows == vectors and len(rows) == 2 * BATCH  # start-up repair gave them
     assert _run(data, "ingest", str(jsonl)) == 0
     assert _counts(data) == (ids, ids)
 
 
 def test_start_up_repairs_drift_both_ways(tmp_path: Path) -> None:
     data, jsonl = tmp_path / "store", tmp_path / "run.jsonl"
-    ids = _write(jsonl, 0, 300)
+    ids = _write(jsonl, 0, BATCH + 5)
     assert _run(data, "ingest", str(jsonl), crash="ingest.after_sql:1") == -9  # no vectors
     kb = make_knowledge(data)
     assert kb.index is not None
@@ -81,15 +83,15 @@ def test_start_up_repairs_drift_both_ways(tmp_path: Path) -> None:
     kb = make_knowledge(data)
     kb.warm_up()  # what `serve` does at start-up
     assert kb.index is not None and kb.index.all_ids() == sql_ids(kb.engine)
-    assert len(sql_ids(kb.engine)) == 256 and sql_ids(kb.engine) < ids  # batch 1 of 2
+    assert len(sql_ids(kb.engine)) == BATCH and sql_ids(kb.engine) < ids  # batch 1 of 2
     kb.close()
 
 
 def test_reindex_killed_half_way_keeps_the_old_index(tmp_path: Path) -> None:
     data, jsonl = tmp_path / "store", tmp_path / "run.jsonl"
-    ids = _write(jsonl, 0, 520)  # 2 reindex batches: 512, 8
+    ids = _write(jsonl, 0, 2 * BATCH + 3)  # 3 reindex batches: 16, 16, 3
     assert _run(data, "ingest", str(jsonl)) == 0
-    assert _run(data, "reindex", crash="reindex.batch:1") == -9  # after 512 of 520
+    assert _run(data, "reindex", crash="reindex.batch:2") == -9  # after 32 of 35
     assert _counts(data) == (ids, ids)
     assert _run(data, "reindex") == 0
     assert _counts(data) == (ids, ids)
@@ -99,18 +101,18 @@ def test_two_ingests_at_once_lose_and_duplicate_nothing(tmp_path: Path,
                                                         store_backend: dict[str, Any]) -> None:
     data = tmp_path / "store"
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    ids = _write(a, 0, 400) | _write(b, 200, 600)  # half of each file is in the other
+    ids = _write(a, 0, 60) | _write(b, 30, 90)  # half of each file is in the other
     procs = [_cli(data, "ingest", str(a), backend=store_backend),
              _cli(data, "ingest", str(b), backend=store_backend)]
     outs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [o[1][-2000:] for o in outs]
     accepted = sum(int(o[0].split(": ")[1].split(" accepted")[0]) for o in outs)
-    assert accepted == len(ids) == 600  # each record stored once, by one of the two
+    assert accepted == len(ids) == 90  # each record stored once, by one of the two
     assert _counts(data, store_backend) == (ids, ids)
     kb = make_knowledge(data, **store_backend)
-    assert kb.list(limit=1).total == 600
+    assert kb.list(limit=1).total == 90
     if kb.engine.dialect.name == "sqlite":  # one FTS row per record (no FTS on PostgreSQL)
         with kb.session() as session:
             assert session.connection().exec_driver_sql(
-                "SELECT count(*) FROM experience_fts").scalar() == 600
+                "SELECT count(*) FROM experience_fts").scalar() == 90
     kb.close()
