@@ -35,7 +35,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernels.base import DTYPES, Task, all_tasks, load_candidate  # noqa: E402
+from kernels.base import (  # noqa: E402
+    DTYPES,
+    Task,
+    all_tasks,
+    load_candidate,
+    set_header_constants,
+)
 from kernels.peers import Peer, peers_for  # noqa: E402
 from optimizer.peers import time_peers  # noqa: E402
 
@@ -124,16 +130,42 @@ CANDIDATES: dict[str, list[tuple[str, dict, object]]] = {
 CHEAP_PEERS = ("cuBLAS", "eager", "liger", "unfused eager")
 
 
-def ours(task: Task, shape: tuple, labels: list[str] | None) -> dict[str, tuple[dict, object]]:
-    """{label: (config, module)} of the candidates that apply to ``shape`` (and are named)."""
+def _tma(bm: int, bn: int, split: int, warps: int, stages: int) -> dict:
+    return {"PERSISTENT_TMA": True, "BLOCK_M": bm, "BLOCK_N": bn, "SPLIT_K": split,
+            "NUM_WARPS": warps, "NUM_STAGES": stages}
+
+
+# ``--wide``: small-M matmul candidates outside the task's space (other split counts,
+# tiles, stages), rendered without its constraints, to decide whether to widen the space
+WIDE: dict[str, list[tuple[str, dict, object]]] = {"matmul": [
+    *[(f"wide tma {bm}x{bn} split{sp} w{w} s{st}", _tma(bm, bn, sp, w, st), SMALL_M)
+      for bm, bn, sp, w, st in (
+          (128, 128, 2, 8, 4), (128, 128, 4, 8, 6), (128, 128, 8, 8, 4),
+          (128, 64, 2, 4, 4), (128, 64, 2, 4, 6), (128, 64, 4, 4, 6), (128, 64, 1, 4, 6),
+          (64, 128, 2, 4, 4), (64, 128, 2, 4, 6), (64, 64, 1, 4, 6), (64, 64, 2, 4, 6),
+          (128, 256, 4, 8, 3), (128, 256, 8, 8, 3), (128, 32, 1, 4, 8), (64, 32, 1, 4, 8),
+          (16, 64, 4, 4, 6), (16, 128, 2, 4, 6))],
+    *[(f"wide tiled {bm}x{bn}x{bk} split{sp} s{st}",
+       {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "SPLIT_K": sp, "NUM_WARPS": 4,
+        "NUM_STAGES": st}, SMALL_M)
+      for bm, bn, bk, sp, st in ((64, 64, 128, 1, 4), (16, 64, 128, 4, 4),
+                                 (16, 32, 128, 4, 4), (16, 64, 64, 8, 6))],
+]}
+
+
+def ours(task: Task, shape: tuple, labels: list[str] | None,
+         wide: bool = False) -> dict[str, tuple[dict, object]]:
+    """{label: (config, module)} of the candidates that apply to ``shape`` (and are named);
+    ``wide``: also the WIDE candidates, which may lie outside the task's space."""
     found = {}
-    for label, overrides, applies in CANDIDATES[task.name]:
+    extra = WIDE.get(task.name, []) if wide else []
+    for label, overrides, applies in [*CANDIDATES[task.name], *extra]:
         if labels is not None and label not in labels:
             continue
         if applies is not None and not applies(shape):
             continue
         config = {**task.default_config, **overrides}
-        reason = task.why_illegal(config)
+        reason = None if label.startswith("wide ") else task.why_illegal(config)
         if reason:
             raise ValueError(f"{task.name} {label}: {reason}")
         found[label] = config
@@ -147,7 +179,9 @@ def module_of(task: Task, label: str, config: dict):
     key = (task.name, label)
     if key not in _MODULES:
         safe = "".join(ch if ch.isalnum() else "_" for ch in label)
-        _MODULES[key] = load_candidate(task.render(config), f"v_{task.name}_{safe}")
+        source = set_header_constants(task.template, config) if label.startswith("wide ") \
+            else task.render(config)  # a wide candidate skips the space's constraints
+        _MODULES[key] = load_candidate(source, f"v_{task.name}_{safe}")
     return _MODULES[key]
 
 
@@ -163,9 +197,11 @@ def smem_report(task: Task, label: str, config: dict, shape: tuple) -> dict:
 
 
 def bench(task: Task, stage: str, choice: dict, explored: dict,
-          deadline: float) -> list[dict]:
+          deadline: float, wide: bool = False) -> list[dict]:
     rows = []
     for shape in task.sweep_shapes:
+        if wide and not any(applies(shape) for _, _, applies in WIDE.get(task.name, [])):
+            continue
         if time.time() > deadline:
             log.warning("%s: out of time before %s", task.name, shape)
             break
@@ -176,7 +212,7 @@ def bench(task: Task, stage: str, choice: dict, explored: dict,
             seen = explored.get((task.name, label), set())
             chosen = [name for name, _, _ in CANDIDATES[task.name] if name not in seen]
             chosen += [choice[task.name][label]] if label in choice.get(task.name, {}) else []
-        configs = ours(task, shape, chosen)
+        configs = ours(task, shape, chosen, wide)
         impls = {f"ours: {name}": Peer(f"ours: {name}", module_of(task, name, cfg).run, "ours")
                  for name, cfg in configs.items()}
         peers = peers_for(task)
@@ -286,6 +322,9 @@ def main() -> None:
     parser.add_argument("--choice", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", RESULTS)))
     parser.add_argument("--budget-s", type=float, default=250.0)
+    parser.add_argument("--wide", action="store_true",
+                        help="explore: only the shapes the WIDE candidates (outside the "
+                             "task's space) apply to, with them")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     if not torch.cuda.is_available():
@@ -304,7 +343,7 @@ def main() -> None:
     env = {"gpu_name": torch.cuda.get_device_name(), "triton": triton.__version__,
            "torch": torch.__version__}
     gpu = env["gpu_name"].split()[-1].lower()
-    stem = args.out / f"variants_{args.stage}_{gpu}"
+    stem = args.out / f"variants_{args.stage}{'_wide' if args.wide else ''}_{gpu}"
     args.out.mkdir(parents=True, exist_ok=True)
     data = {"stage": args.stage, "env": env, "copy_gbps": peaks["mem_bandwidth_gbps"],
             "peaks": peaks, "command": "python benchmarks/variants.py " + " ".join(sys.argv[1:]),
@@ -312,7 +351,8 @@ def main() -> None:
     tasks = all_tasks()
     for name in args.tasks:
         try:
-            data["rows"] += bench(tasks[name], args.stage, choice, explored, deadline)
+            data["rows"] += bench(tasks[name], args.stage, choice, explored, deadline,
+                                  args.wide)
         except Exception as err:  # noqa: BLE001 - keep the other tasks' figures
             log.exception("%s failed", name)
             data.setdefault("failed", {})[name] = repr(err)[:2000]

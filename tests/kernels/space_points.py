@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from typing import Any
 
 
@@ -25,6 +26,7 @@ def check_point(task_name: str, config: dict[str, Any], dtypes: tuple[str, ...],
     from optimizer.sandbox import checks
     from optimizer.sandbox.compiled_info import kernel_resources
 
+    began = time.perf_counter()
     task, limit = get_task(task_name), smem_limit()
     config = {**task.default_config, **config}
     shapes = task.shapes(which)
@@ -69,4 +71,5 @@ def check_point(task_name: str, config: dict[str, Any], dtypes: tuple[str, ...],
             problems.append(f"{where}: compiled kernels use {used} B of shared memory, "
                             f"the model predicts {need} B")
         torch.cuda.empty_cache()
-    return {"problems": problems, "refused": refused}
+    return {"problems": problems, "refused": refused,
+            "seconds": time.perf_counter() - began}

@@ -34,7 +34,9 @@ from space_points import check_point
 from kernels.base import Task, all_tasks
 
 ON_GPU = torch.cuda.is_available()
-WORKERS = max(1, min(16, (os.cpu_count() or 2) - 1))
+# a core for each other test process (pytest-xdist's workers, or this one alone)
+WORKERS = max(1, min(16, (os.cpu_count() or 2)
+                     - int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))))
 EVERY_POINT = ("attention", "matmul")  # their boundary points, in float16, on the edge shapes
 BOUNDARY_SHARE = 0.5  # of the GPU's shared memory per block: 55 of their 160 points on the H200
 
@@ -105,6 +107,9 @@ def test_the_spaces_on_the_gpu() -> None:
     refused = sum(r["refused"] for r in results)
     print(f"{len(jobs)} jobs on {WORKERS} workers in {time.perf_counter() - began:.0f} s; "
           f"{refused} (point, shape) refused as predicted (over the GPU's shared memory)")
+    costliest = sorted(zip(jobs, results, strict=True), key=lambda jr: -jr[1]["seconds"])
+    for (task, point, dtypes, which), r in costliest[:12]:  # where the wall clock goes
+        print(f"{r['seconds']:6.1f} s  {task} {which} {','.join(dtypes)} {point}")
     by_task = collections.Counter(task for task, _ in problems)
     shown = [p for task in by_task for p in [p for t, p in problems if t == task][:8]]
     assert not problems, f"problems per task {dict(by_task)}:\n" + "\n".join(shown)
