@@ -79,6 +79,8 @@ CANDIDATES: dict[str, list[tuple[str, dict, object]]] = {
                                     "NUM_WARPS": 8, "NUM_STAGES": 4}, None),
         ("tiled 16x64 split4 s4", {"BLOCK_M": 16, "BLOCK_N": 64, "SPLIT_K": 4,
                                    "NUM_STAGES": 4}, SMALL_M),
+        ("tiled 64x64 k128 s4", {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 128,
+                                 "NUM_STAGES": 4}, SMALL_M),
         ("tma 128x256 w8 s3", {"PERSISTENT_TMA": True, "BLOCK_M": 128, "BLOCK_N": 256,
                                "GROUP_M": 8, "NUM_WARPS": 8, "NUM_STAGES": 3}, None),
         ("tma 128x128 w8 s4", {"PERSISTENT_TMA": True, "BLOCK_M": 128, "BLOCK_N": 128,

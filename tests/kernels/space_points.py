@@ -17,7 +17,8 @@ from typing import Any
 
 
 def check_point(task_name: str, config: dict[str, Any], dtypes: tuple[str, ...],
-                which: str = "edge") -> dict:
+                which: str | tuple = "edge") -> dict:
+    """``which``: a shape set's name, or one shape."""
     import torch
     from triton.runtime.errors import OutOfResources
 
@@ -29,7 +30,7 @@ def check_point(task_name: str, config: dict[str, Any], dtypes: tuple[str, ...],
     began = time.perf_counter()
     task, limit = get_task(task_name), smem_limit()
     config = {**task.default_config, **config}
-    shapes = task.shapes(which)
+    shapes = task.shapes(which) if isinstance(which, str) else (tuple(which),)
     digest = hashlib.sha1(json.dumps(config, sort_keys=True).encode()).hexdigest()[:10]
     problems: list[str] = []
     refused = 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kernels.base import all_tasks, header_constants
+from optimizer.task_command import SPACE_RULE
 
 TASKS = sorted(all_tasks().values(), key=lambda t: t.name)
 
@@ -13,7 +14,7 @@ TASKS = sorted(all_tasks().values(), key=lambda t: t.name)
 @pytest.mark.parametrize("task", TASKS, ids=lambda t: t.name)
 def test_space_is_sized_for_one_gpu_sweep_and_covers_every_value(task):
     space = list(task.space())
-    assert 30 <= len(space) <= 80
+    assert SPACE_RULE[0] <= len(space) <= SPACE_RULE[1]
     assert task.constraint(task.default_config) is None  # the naive kernel is a point
     for param in (*task.knobs, *task.variants):
         assert {cfg[param.name] for cfg in space} == set(param.values), param.name

@@ -35,7 +35,7 @@ def test_the_checks_of_a_user_task_pass_in_the_sandbox(tmp_path: Path, capsys) -
     out = capsys.readouterr().out
     assert status == 0, out
     assert "ok   declaration: 2 knobs, 0 variants, related ops ['rmsnorm']" in out
-    assert "ok   search space: 8 legal points render (under the 30-80" in out
+    assert "ok   search space: 8 legal points render (under the 30-90" in out
     assert "ok   naive kernel, float32: 3 shapes (cpu+edge) pass" in out
 
 
