@@ -13,10 +13,11 @@ What this proves, on the GPU it runs on:
 The interpreter tests run every point of every task in every dtype on small shapes on a CPU.
 
 Compiling is the cost (one to a few seconds a kernel, about a thousand kernels), so the
-points are spread over a pool of worker processes (spawned: CUDA does not survive a
-fork), the costliest first. One process per point took over half an hour on the H200;
-every point of the two 80-point spaces took 202 s of a 347 s suite, so only their
-boundary points run here.
+work is spread over a pool of worker processes (spawned: CUDA does not survive a fork) in
+small jobs, the costliest first: one per (point, dtype, edge shape) for the covering
+subsets, since a job holding a point's three dtypes kept the pool waiting (softmax's naive
+point alone took 172 s of a 187 s test on the H200; split, the test takes 57 s). Every
+point of the two 80-point spaces took 202 s, so only their boundary points run here.
 """
 
 from __future__ import annotations
