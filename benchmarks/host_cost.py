@@ -97,9 +97,9 @@ def export_ours(task: Task, dtype: str, env: dict[str, Any], source: str,
     calls: dict[str, Callable] = {}
     for fast in (True, False):
         name = f"kkb_{task.name}_{'fast' if fast else 'plain'}"
-        path = export_module(task, source, folder / f"{name}.py", dtype=dtype, table=table)
-        if not fast:  # a second op of the same name would clash: its own namespace
-            path.write_text(path.read_text().replace('"kernelkb::', '"kernelkb_plain::'))
+        # the second op (Triton's launch path) in its own namespace: same name, other impl
+        path = export_module(task, source, folder / f"{name}.py", dtype=dtype, table=table,
+                             namespace="kernelkb" if fast else "kernelkb_plain")
         previous = os.environ.get("KERNELKB_FAST_LAUNCH")
         os.environ["KERNELKB_FAST_LAUNCH"] = "1" if fast else "0"
         try:

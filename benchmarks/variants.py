@@ -137,9 +137,11 @@ def _tma(bm: int, bn: int, split: int, warps: int, stages: int) -> dict:
             "NUM_WARPS": warps, "NUM_STAGES": stages}
 
 
-# ``--wide``: small-M matmul candidates outside the task's space (other split counts,
-# tiles, stages), rendered without its constraints, to decide whether to widen the space
-WIDE: dict[str, list[tuple[str, dict, object]]] = {"matmul": [
+# ``--wide N``: small-M matmul candidates outside the task's space (other split counts,
+# tiles, stages), rendered without its constraints, to decide whether to widen the space.
+# Round 1 found the 128-deep K step on 64x64 tiles (now in the space); round 2 tries the
+# grouped order (the two 64-row tiles of M=128 read each B slab together) and thinner tiles.
+WIDE: dict[int, dict[str, list[tuple[str, dict, object]]]] = {1: {"matmul": [
     *[(f"wide tma {bm}x{bn} split{sp} w{w} s{st}", _tma(bm, bn, sp, w, st), SMALL_M)
       for bm, bn, sp, w, st in (
           (128, 128, 2, 8, 4), (128, 128, 4, 8, 6), (128, 128, 8, 8, 4),
@@ -152,15 +154,25 @@ WIDE: dict[str, list[tuple[str, dict, object]]] = {"matmul": [
         "NUM_STAGES": st}, SMALL_M)
       for bm, bn, bk, sp, st in ((64, 64, 128, 1, 4), (16, 64, 128, 4, 4),
                                  (16, 32, 128, 4, 4), (16, 64, 64, 8, 6))],
-]}
+]}, 2: {"matmul": [
+    *[(f"wide tiled {bm}x{bn}x{bk} g{g} w{w} s{st}",
+       {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g, "NUM_WARPS": w,
+        "NUM_STAGES": st}, SMALL_M)
+      for bm, bn, bk, g, w, st in (
+          (64, 64, 128, 8, 4, 4), (64, 64, 128, 8, 4, 3), (64, 64, 128, 8, 4, 5),
+          (64, 64, 128, 1, 4, 3), (64, 64, 128, 1, 4, 5), (64, 64, 64, 8, 4, 6),
+          (128, 32, 128, 1, 4, 4), (64, 32, 128, 8, 4, 4), (64, 32, 128, 8, 2, 4),
+          (32, 64, 128, 8, 4, 4), (64, 64, 256, 8, 4, 3), (128, 64, 128, 1, 4, 3),
+          (64, 128, 128, 8, 4, 3))],
+]}}
 
 
 def ours(task: Task, shape: tuple, labels: list[str] | None,
-         wide: bool = False) -> dict[str, tuple[dict, object]]:
+         wide: int = 0) -> dict[str, tuple[dict, object]]:
     """{label: (config, module)} of the candidates that apply to ``shape`` (and are named);
-    ``wide``: also the WIDE candidates, which may lie outside the task's space."""
+    ``wide``: also that round's WIDE candidates, which may lie outside the task's space."""
     found = {}
-    extra = WIDE.get(task.name, []) if wide else []
+    extra = WIDE[wide].get(task.name, []) if wide else []
     for label, overrides, applies in [*CANDIDATES[task.name], *extra]:
         if labels is not None and label not in labels:
             continue
@@ -199,10 +211,10 @@ def smem_report(task: Task, label: str, config: dict, shape: tuple) -> dict:
 
 
 def bench(task: Task, stage: str, choice: dict, explored: dict,
-          deadline: float, wide: bool = False) -> list[dict]:
+          deadline: float, wide: int = 0) -> list[dict]:
     rows = []
     for shape in task.sweep_shapes:
-        if wide and not any(applies(shape) for _, _, applies in WIDE.get(task.name, [])):
+        if wide and not any(applies(shape) for _, _, applies in WIDE[wide].get(task.name, [])):
             continue
         if time.time() > deadline:
             log.warning("%s: out of time before %s", task.name, shape)
@@ -324,8 +336,8 @@ def main() -> None:
     parser.add_argument("--choice", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", RESULTS)))
     parser.add_argument("--budget-s", type=float, default=250.0)
-    parser.add_argument("--wide", action="store_true",
-                        help="explore: only the shapes the WIDE candidates (outside the "
+    parser.add_argument("--wide", type=int, default=0, choices=(0, *WIDE),
+                        help="explore: only the shapes round N's WIDE candidates (outside the "
                              "task's space) apply to, with them")
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
@@ -345,7 +357,8 @@ def main() -> None:
     env = {"gpu_name": torch.cuda.get_device_name(), "triton": triton.__version__,
            "torch": torch.__version__}
     gpu = env["gpu_name"].split()[-1].lower()
-    stem = args.out / f"variants_{args.stage}{'_wide' if args.wide else ''}_{gpu}"
+    wide = f"_wide{args.wide}" if args.wide else ""
+    stem = args.out / f"variants_{args.stage}{wide}_{gpu}"
     args.out.mkdir(parents=True, exist_ok=True)
     data = {"stage": args.stage, "env": env, "copy_gbps": peaks["mem_bandwidth_gbps"],
             "peaks": peaks, "command": "python benchmarks/variants.py " + " ".join(sys.argv[1:]),
