@@ -26,21 +26,28 @@ from kernels.base import DTYPES, Task, load_candidate
 _SCALARS = {int: "int", float: "float", bool: "bool"}
 
 
-def op_signature(task: Task, source: str, dtype: str) -> tuple[list[tuple[str, str]], str,
+def op_signature(task: Task, source: str, dtype: str) -> tuple[list[tuple[Any, ...]], str,
                                                                  int | None] | None:
-    """([(param, annotation)], return annotation, input index for the fake) or None."""
-    params = list(inspect.signature(load_candidate(source, "export_probe").run).parameters)
+    """([(param, annotation[, default])], return annotation, input index for the fake) or
+    None. The task's inputs fill the first parameters; a parameter after them needs a
+    scalar default (rmsnorm's ``eps=1e-6``), which the op's schema keeps."""
+    signature = inspect.signature(load_candidate(source, "export_probe").run).parameters
+    params = list(signature.values())
     inputs = task.make_inputs(task.cpu_shapes[0], DTYPES[dtype], 0, "cpu")
-    if len(inputs) != len(params):
+    if len(inputs) > len(params):
         return None
-    annotated = []
-    for name, value in zip(params, inputs, strict=True):
+    annotated: list[tuple[Any, ...]] = []
+    for param, value in zip(params, inputs, strict=False):
         if isinstance(value, torch.Tensor):
-            annotated.append((name, "torch.Tensor"))
+            annotated.append((param.name, "torch.Tensor"))
         elif type(value) in _SCALARS:
-            annotated.append((name, _SCALARS[type(value)]))
+            annotated.append((param.name, _SCALARS[type(value)]))
         else:
             return None
+    for param in params[len(inputs):]:
+        if type(param.default) not in _SCALARS:
+            return None
+        annotated.append((param.name, _SCALARS[type(param.default)], param.default))
     output = task.reference(*inputs)
     if isinstance(output, torch.Tensor):
         same = next((i for i, v in enumerate(inputs) if isinstance(v, torch.Tensor)
@@ -155,22 +162,22 @@ def _dispatch_glue(task: Task, stem: str, table: dict[str, Any],
 _SCHEMA_TYPES = {"torch.Tensor": "Tensor", "int": "int", "float": "float", "bool": "bool"}
 
 
-def op_schema(name: str, params: list[tuple[str, str]], returns: str,
+def op_schema(name: str, params: list[tuple[Any, ...]], returns: str,
               mutated: tuple[int, ...] = ()) -> str:
     """The operator schema, e.g. ``attention(Tensor q, ..., Tensor(a3!) k_cache, ...) ->
     Tensor``: an input the op writes carries an alias annotation, so that torch.compile
     keeps the write."""
     args = []
-    for i, (param, annotation) in enumerate(params):
+    for i, (param, annotation, *default) in enumerate(params):
         kind = _SCHEMA_TYPES[annotation]
         args.append(f"{kind}(a{i}!) {param}" if i in mutated and kind == "Tensor"
-                    else f"{kind} {param}")
+                    else f"{kind} {param}" + (f"={default[0]!r}" if default else ""))
     outputs = returns.count("torch.Tensor")
     result = "Tensor" if returns == "torch.Tensor" else f"({', '.join(['Tensor'] * outputs)})"
     return f"{name}({', '.join(args)}) -> {result}"
 
 
-def _wrapper(name: str, params: list[tuple[str, str]], returns: str,
+def _wrapper(name: str, params: list[tuple[Any, ...]], returns: str,
              fake_from: int | None, call: str = "run", mutated: tuple[int, ...] = (),
              namespace: str = "kernelkb") -> str:
     """``torch.ops.<namespace>.<name>``, registered through torch.library.Library (define +
@@ -178,7 +185,7 @@ def _wrapper(name: str, params: list[tuple[str, str]], returns: str,
     torch.compile) for ~5 us of host time a call instead of ~35 us of custom_op's Python
     layers. A later import of a kernel of the same op replaces the implementation, as a
     second custom_op of one name would."""
-    args = ", ".join(p for p, _ in params)
+    args = ", ".join(p[0] for p in params)
     lines = [
         "",
         "# -- PyTorch op (generated) ---------------------------------------------------",

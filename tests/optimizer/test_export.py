@@ -63,3 +63,27 @@ def test_an_op_that_writes_its_inputs_declares_them_mutated(tmp_path: Path) -> N
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Tensor(a3!) k_cache, Tensor(a4!) v_cache" in done.stdout
+
+
+def test_a_parameter_with_a_default_is_kept_in_the_schema(tmp_path: Path) -> None:
+    """rmsnorm's run(x, weight, eps=1e-6): the op exists, eps defaults, and a given eps is
+    passed through (a wrong eps would change the output)."""
+    task = get_task("rmsnorm")
+    path = export_module(task, task.template, tmp_path / "best_rmsnorm.py", dtype="float32")
+    check = (
+        "import torch, best_rmsnorm\n"
+        "from kernels.base import get_task\n"
+        "t = get_task('rmsnorm')\n"
+        "print(torch.ops.kernelkb.rmsnorm.default._schema)\n"
+        "x, w = t.make_inputs(t.cpu_shapes[0], torch.float32, 0, 'cpu')\n"
+        "assert torch.allclose(torch.ops.kernelkb.rmsnorm(x, w), t.reference(x, w), atol=1e-4)\n"
+        "big = torch.ops.kernelkb.rmsnorm(x, w, 10.0)\n"
+        "assert torch.allclose(big, best_rmsnorm.run(x, w, 10.0), atol=1e-5)\n"
+        "assert not torch.allclose(big, t.reference(x, w), atol=1e-2)\n"
+    )
+    env = {**os.environ, "TRITON_INTERPRET": "1",
+           "PYTHONPATH": os.pathsep.join([str(path.parent), str(Path(__file__).parents[2])])}
+    done = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "float eps=9.99999" in done.stdout  # 1e-6 as the schema prints a double
