@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kb"))  # the fabri
 from kb_testdata import record_dict  # noqa: E402
 
 ROPE = get_task("rope")
+SWIGLU = get_task("swiglu")  # the whole-CLI run: its CPU sweep is the quickest (~35 s)
 CPU_ENV = {"gpu_name": "cpu-interpreter", "arch": "cpu", "triton_version": "3.6.0",
            "torch_version": "2.11.0"}
 
@@ -101,7 +102,7 @@ def test_a_cpu_optimize_run_checks_its_cpu_shapes_and_says_nothing_was_timed(
     and edge shapes, the report says nothing was timed, bootstrap never names the CPU."""
     env = {**os.environ, "KERNELKB_HOME": str(tmp_path / "home"), "KERNELKB_VECTORS": "false",
            "PYTHONPATH": str(REPO_ROOT)}
-    run = subprocess.run([sys.executable, "-m", "kb.cli", "optimize", "rope", "--max-iters",
+    run = subprocess.run([sys.executable, "-m", "kb.cli", "optimize", "swiglu", "--max-iters",
                           "1", "--shapes", "cpu", "--timeout-s", "600",
                           "--out", str(tmp_path / "runs")],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
@@ -109,13 +110,13 @@ def test_a_cpu_optimize_run_checks_its_cpu_shapes_and_says_nothing_was_timed(
     (report,) = (tmp_path / "runs").glob("*/report.md")
     text = report.read_text()
     assert "**Nothing in this report was timed.**" in text
-    checked = len(ROPE.cpu_shapes) + len(ROPE.edge_shapes)
+    checked = len(SWIGLU.cpu_shapes) + len(SWIGLU.edge_shapes)
     # one sweep per regime the CPU shapes reach; together they cover the cpu + edge shapes
     passed = [int(n) for n in re.findall(r"correctness: pass on (\d+) shapes", text)]
     assert passed and sum(passed) == checked, (passed, checked)
     assert "FAIL" not in text
     assert not (tmp_path / ".kernelkb").exists()
-    plan = subprocess.run([sys.executable, "-m", "kb.cli", "bootstrap", "--op", "rope",
+    plan = subprocess.run([sys.executable, "-m", "kb.cli", "bootstrap", "--op", "swiglu",
                            "--gpu", "H100", "--json"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
     assert plan.returncode == 0, plan.stderr[-2000:]
