@@ -40,6 +40,17 @@ def test_signature_is_read_from_the_task() -> None:
     assert params == [("x", "torch.Tensor")] and returns == "torch.Tensor" and fake_from == 0
 
 
+def _probe(path: Path, check: str) -> subprocess.CompletedProcess[str]:
+    """Run ``check`` in a fresh interpreter (the op registry is per process) beside the
+    exported module, in the Triton interpreter; it must exit 0."""
+    env = {**os.environ, "TRITON_INTERPRET": "1",
+           "PYTHONPATH": os.pathsep.join([str(path.parent), str(Path(__file__).parents[2])])}
+    done = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done
+
+
 def test_an_op_that_writes_its_inputs_declares_them_mutated(tmp_path: Path) -> None:
     """Attention writes the KV cache: the custom op says so in its schema (else
     torch.compile may reorder or drop the writes), and the written cache is right."""
@@ -57,11 +68,7 @@ def test_an_op_that_writes_its_inputs_declares_them_mutated(tmp_path: Path) -> N
         "assert torch.allclose(out, ref, atol=1e-4), (out - ref).abs().max()\n"
         "assert all(torch.allclose(inputs[i], ref_inputs[i], atol=1e-4) for i in (3, 4))\n"
     )
-    env = {**os.environ, "TRITON_INTERPRET": "1",
-           "PYTHONPATH": os.pathsep.join([str(path.parent), str(Path(__file__).parents[2])])}
-    done = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = _probe(path, check)
     assert "Tensor(a3!) k_cache, Tensor(a4!) v_cache" in done.stdout
 
 
@@ -81,9 +88,5 @@ def test_a_parameter_with_a_default_is_kept_in_the_schema(tmp_path: Path) -> Non
         "assert torch.allclose(big, best_rmsnorm.run(x, w, 10.0), atol=1e-5)\n"
         "assert not torch.allclose(big, t.reference(x, w), atol=1e-2)\n"
     )
-    env = {**os.environ, "TRITON_INTERPRET": "1",
-           "PYTHONPATH": os.pathsep.join([str(path.parent), str(Path(__file__).parents[2])])}
-    done = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True,
-                          text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
+    done = _probe(path, check)
     assert "float eps=9.99999" in done.stdout  # 1e-6 as the schema prints a double
