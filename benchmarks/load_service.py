@@ -4,7 +4,8 @@ One command, self-contained: it builds a temporary store (the shipped seeds plus
 ``--extra`` fabricated records, through the CLI), starts ``kernelkb serve`` on a free
 loopback port, and runs each phase ``--repeat`` times:
 
-- ``read``: ``--clients`` threads post ``/retrieve`` back to back for ``--seconds``;
+- ``read``: ``--clients`` clients (threads spread over ``--client-processes`` processes,
+  as separate agents would be) post ``/retrieve`` back to back for ``--seconds``;
 - ``read+write``: the same, while one more client posts batches of new records
   (``--writes-per-s`` records a second) through ``/experiences/batch``.
 
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
+import multiprocessing
 import os
 import platform
 import random
@@ -239,6 +241,19 @@ def reader(port: int, phase: Phase, stop: float, seed: int, fresh: float, pool: 
     conn.close()
 
 
+def reader_group(port: int, stop: float, seeds: list[int], fresh: float, pool: int,
+                 out: Any) -> None:
+    """One client process: a reader thread per seed; puts (latencies, errors, wrong)."""
+    phase = Phase()
+    threads = [threading.Thread(target=reader, args=(port, phase, stop, seed, fresh, pool))
+               for seed in seeds]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out.put((phase.latencies, phase.errors, phase.wrong))
+
+
 def writer(port: int, phase: Phase, stop: float, per_s: float, first: int) -> None:
     """Posts batches of new records, ``per_s`` records a second in batches of 5."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -270,15 +285,31 @@ def run_phase(server: Server, args: argparse.Namespace, with_writer: bool, first
     cpu_before = server.cpu_seconds()
     stop = time.monotonic() + args.seconds
     seed = 1000 * (2 * run + with_writer)  # each phase its own query sequence
-    threads = [threading.Thread(target=reader, args=(server.port, phase, stop, seed + i,
-                                                     args.fresh, args.pool))
-               for i in range(args.clients)]
+    # the readers in --client-processes processes (threads within each): one process of 20
+    # threads adds its own GIL queueing to every latency it measures
+    groups = [list(range(g, args.clients, args.client_processes))
+              for g in range(args.client_processes)]
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    procs = [context.Process(target=reader_group, args=(server.port, stop, [seed + i for i in g],
+                                                        args.fresh, args.pool, results))
+             for g in groups if g]
+    threads = []
     if with_writer:
         threads.append(threading.Thread(target=writer, args=(server.port, phase, stop,
                                                              args.writes_per_s, first)))
     began = time.monotonic()
+    for p in procs:
+        p.start()
     for t in threads:
         t.start()
+    for _ in procs:
+        latencies, errors, wrong = results.get(timeout=args.seconds + 300)
+        phase.latencies += latencies
+        phase.errors += errors
+        phase.wrong += wrong
+    for p in procs:
+        p.join()
     for t in threads:
         t.join()
     elapsed = time.monotonic() - began
@@ -287,7 +318,8 @@ def run_phase(server: Server, args: argparse.Namespace, with_writer: bool, first
     q = statistics.quantiles(lat, n=100, method="inclusive") if len(lat) >= 2 else [0.0] * 99
     row: dict[str, Any] = {
         "phase": "read+write" if with_writer else "read", "run": run,
-        "clients": args.clients, "seconds": round(elapsed, 1), "retrieves": len(lat),
+        "clients": args.clients, "client_processes": len(procs),
+        "seconds": round(elapsed, 1), "retrieves": len(lat),
         "req_per_s": round(len(lat) / elapsed, 1),
         "p50_ms": round(1000 * q[49], 1), "p95_ms": round(1000 * q[94], 1),
         "p99_ms": round(1000 * q[98], 1), "max_ms": round(1000 * lat[-1], 1) if lat else 0,
@@ -370,6 +402,9 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", type=int, default=20)
+    parser.add_argument("--client-processes", type=int, default=4,
+                        help="processes the clients are spread over (1: all threads of one "
+                             "process, whose GIL then queues the clients themselves)")
     parser.add_argument("--seconds", type=float, default=30)
     parser.add_argument("--repeat", type=int, default=3, help="runs of each phase")
     parser.add_argument("--writes-per-s", type=float, default=10.0)

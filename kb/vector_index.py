@@ -243,6 +243,8 @@ class VectorIndex:
 
     def ensure_loaded(self) -> None:
         """Load every vector from Chroma into memory, once."""
+        if self._loaded:  # every query asks: no lock once loaded (set last, below)
+            return
         with self._lock:
             if self._loaded:
                 return

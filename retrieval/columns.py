@@ -109,7 +109,7 @@ class ColumnStore:
         conn = session.connection()
         key_sql = "SELECT max(rowid) FROM experience" if self._sqlite else \
             "SELECT count(*) FROM experience"
-        key = int(conn.execute(text(key_sql)).scalar() or 0)
+        key = int(conn.exec_driver_sql(key_sql).scalar() or 0)  # no statement compiling
         with self._lock:
             snap = self._snap
             if snap is not None and snap.key == key:
@@ -169,6 +169,14 @@ def _extend(snap: Snapshot, rows: list[Any], key: int) -> Snapshot:
 
 _STORES: weakref.WeakKeyDictionary[Engine, ColumnStore] = weakref.WeakKeyDictionary()
 _STORES_LOCK = threading.Lock()
+
+
+def last_snapshot(engine: Engine) -> Snapshot | None:
+    """The engine's snapshot as last read, without asking the database whether it is
+    current (None before the first read): for what may lag a write by a moment."""
+    with _STORES_LOCK:
+        store = _STORES.get(engine)
+    return store._snap if store is not None else None
 
 
 def snapshot(session: Session) -> Snapshot:

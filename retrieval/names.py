@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -71,12 +72,28 @@ def match_gpu(name: str, stored: Iterable[str]) -> str:
     return same_part[0] if same_part else part.name
 
 
-def store_names(session: Session) -> dict[str, list[str]]:
+def store_names(session: Session, fresh: bool = True) -> dict[str, list[str]]:
     """The op types, task ids, GPU names and architectures in the store, from the ladder's
-    column snapshot (kept current per query; no scan of the table per request)."""
-    from retrieval.columns import snapshot
+    column snapshot (kept current per query; no scan of the table per request).
+    ``fresh=False``: the snapshot as last read, without a database round trip, when there
+    is one (a name new since then is then not found; the caller asks again fresh)."""
+    from retrieval.columns import last_snapshot, snapshot
 
-    vocab = snapshot(session).vocab
+    snap = None if fresh else last_snapshot(session.get_bind())
+    snap = snap or snapshot(session)
+    key = (id(snap.vocab), snap.key)
+    with _NAMES_LOCK:
+        if key in _NAMES:
+            return _NAMES[key]
     columns = {"op": "op_type", "task": "task_id", "gpu": "gpu_name", "arch": "arch"}
-    return {kind: sorted(w for w in list(vocab[column].words) if w)
-            for kind, column in columns.items()}
+    names = {kind: sorted(w for w in list(snap.vocab[column].words) if w)
+             for kind, column in columns.items()}
+    with _NAMES_LOCK:
+        if len(_NAMES) > 64:
+            _NAMES.clear()
+        _NAMES[key] = names
+    return names
+
+
+_NAMES: dict[tuple[int, int], dict[str, list[str]]] = {}  # per snapshot: sorted per request
+_NAMES_LOCK = threading.Lock()

@@ -35,7 +35,7 @@ from kb.vector_index import VectorIndex
 from retrieval.columns import snapshot
 from retrieval.hardware import bootstrap as bootstrap_plan
 from retrieval.insights import insights as insight_report
-from retrieval.names import match_gpu, match_name, store_names
+from retrieval.names import UnknownName, match_gpu, match_name, store_names
 from retrieval.prediction import (
     NoEvidence,
     Space,
@@ -225,12 +225,22 @@ class LocalKnowledge:
         """The store's spelling of each typed name (retrieval/names.py); ``known_ops`` /
         ``known_tasks``: what the task registry adds (the entry modules know it). Raises
         UnknownName (a ValueError) for a name neither knows, with the closest one."""
+        typed = {"op_type": op_type, "gpu_name": gpu_name, "arch": arch, "task_id": task_id}
+        known_ops, known_tasks = tuple(known_ops), tuple(known_tasks)  # read twice at most
+        try:  # against the names as last read (no round trip per request) ...
+            return self._resolve(typed, known_ops, known_tasks, fresh=False)
+        except UnknownName:  # ... and, for a name not among them, against the store now
+            return self._resolve(typed, known_ops, known_tasks, fresh=True)
+
+    def _resolve(self, typed: dict[str, str | None], known_ops: Iterable[str],
+                 known_tasks: Iterable[str], fresh: bool) -> dict[str, str | None]:
         from kb.gpu_facts import TABLE
 
+        op_type, gpu_name, arch, task_id = (typed[k] for k in
+                                            ("op_type", "gpu_name", "arch", "task_id"))
         with self.session() as session:
-            names = store_names(session)
-        out: dict[str, str | None] = {"op_type": op_type, "gpu_name": gpu_name,
-                                      "arch": arch, "task_id": task_id}
+            names = store_names(session, fresh=fresh)
+        out: dict[str, str | None] = dict(typed)
         if op_type:
             out["op_type"] = match_name("op", op_type, [*names["op"], *known_ops])
         if task_id:

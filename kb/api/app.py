@@ -4,10 +4,12 @@ no CDN), web pages for people at / (kb/web)."""
 
 from __future__ import annotations
 
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio
 from fastapi import FastAPI
 
 from kb.api.access import write_policy
@@ -37,6 +39,13 @@ def create_app(
         if note:
             log.warning(note)
         kb.warm_up()  # first request should not pay for the model and the matrix
+        # the pool that runs the sync endpoints: a few threads, the rest queue in order
+        anyio.to_thread.current_default_thread_limiter().total_tokens = \
+            kb.settings.serve_threads
+        # what start-up built (model, matrix, caches) lives as long as the server: out of
+        # the collector's full passes, which would otherwise walk it again and again
+        gc.collect()
+        gc.freeze()
         try:
             log.warning(write_policy(kb.settings.host, kb.settings.api_token))
         except ValueError as exc:  # `serve` refuses earlier; an embedding app is told here

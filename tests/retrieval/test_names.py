@@ -173,3 +173,20 @@ def test_ids_printed_by_the_cli_work_in_the_api(cli_home: Path, service: str,
     assert main(["show", full[0]]) == 2
     assert "give more characters" in capsys.readouterr().err
     assert httpx.get(f"{service}/experiences/zzzz", timeout=60).status_code == 404
+
+
+def test_a_name_written_after_the_last_read_is_found(tmp_path: Path) -> None:
+    """Names resolve against the vocabulary as last read (no round trip per request); a
+    name that vocabulary lacks sends resolution to the store, so a new op or GPU is found
+    on its first query, and one nobody has stays unknown."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kb"))
+    from kb_testdata import record_dict
+
+    kb = LocalKnowledge(Settings(data_dir=tmp_path, vectors=False, seeds_dir=tmp_path / "no"))
+    kb.ingest([record_dict(hw="H200")])
+    assert kb.resolve_names(op_type="SOFTMAX")["op_type"] == "softmax"  # vocabulary read
+    kb.ingest([record_dict(op="layernorm_fused", task="layernorm_fused", summary="new op")])
+    assert kb.resolve_names(op_type="Layernorm_Fused")["op_type"] == "layernorm_fused"
+    with pytest.raises(UnknownName):
+        kb.resolve_names(op_type="no_such_op")
+    kb.close()
