@@ -81,6 +81,8 @@ CANDIDATES: dict[str, list[tuple[str, dict, object]]] = {
                                    "NUM_STAGES": 4}, SMALL_M),
         ("tiled 64x64 k128 s4", {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 128,
                                  "NUM_STAGES": 4}, SMALL_M),
+        ("tiled 64x64 g8 s6", {"BLOCK_M": 64, "BLOCK_N": 64, "GROUP_M": 8,
+                               "NUM_STAGES": 6}, SMALL_M),
         ("tma 128x256 w8 s3", {"PERSISTENT_TMA": True, "BLOCK_M": 128, "BLOCK_N": 256,
                                "GROUP_M": 8, "NUM_WARPS": 8, "NUM_STAGES": 3}, None),
         ("tma 128x128 w8 s4", {"PERSISTENT_TMA": True, "BLOCK_M": 128, "BLOCK_N": 128,
@@ -140,7 +142,8 @@ def _tma(bm: int, bn: int, split: int, warps: int, stages: int) -> dict:
 # ``--wide N``: small-M matmul candidates outside the task's space (other split counts,
 # tiles, stages), rendered without its constraints, to decide whether to widen the space.
 # Round 1 found the 128-deep K step on 64x64 tiles (now in the space); round 2 tries the
-# grouped order (the two 64-row tiles of M=128 read each B slab together) and thinner tiles.
+# grouped order (the two 64-row tiles of M=128 read each B slab together) and thinner tiles;
+# round 3, the stage count of grouped 64x64 tiles.
 WIDE: dict[int, dict[str, list[tuple[str, dict, object]]]] = {1: {"matmul": [
     *[(f"wide tma {bm}x{bn} split{sp} w{w} s{st}", _tma(bm, bn, sp, w, st), SMALL_M)
       for bm, bn, sp, w, st in (
@@ -164,6 +167,14 @@ WIDE: dict[int, dict[str, list[tuple[str, dict, object]]]] = {1: {"matmul": [
           (128, 32, 128, 1, 4, 4), (64, 32, 128, 8, 4, 4), (64, 32, 128, 8, 2, 4),
           (32, 64, 128, 8, 4, 4), (64, 64, 256, 8, 4, 3), (128, 64, 128, 1, 4, 3),
           (64, 128, 128, 8, 4, 3))],
+]}, 3: {"matmul": [
+    *[(f"wide tiled {bm}x{bn}x{bk} g{g} w{w} s{st}",
+       {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g, "NUM_WARPS": w,
+        "NUM_STAGES": st}, SMALL_M)
+      for bm, bn, bk, g, w, st in (
+          (64, 64, 64, 8, 4, 3), (64, 64, 64, 8, 4, 4), (64, 64, 64, 8, 4, 5),
+          (64, 64, 64, 8, 4, 6), (64, 64, 64, 8, 4, 7), (64, 64, 64, 1, 4, 6),
+          (64, 64, 64, 8, 2, 6), (64, 64, 128, 8, 4, 4), (64, 64, 32, 8, 4, 8))],
 ]}}
 
 
