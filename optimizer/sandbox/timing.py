@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+import triton
+import triton.language as tl
 from triton.testing import do_bench as _do_bench
 from triton.testing import do_bench_cudagraph as _do_bench_cudagraph
 
@@ -37,7 +39,8 @@ WALL_SHARE = 0.7  # a benchmark figure under this share of wall-clock time per c
 
 SUSPECT_SPEEDUP = 10.0
 UNSYNC_RATIO = 2.0
-UNSYNC_SLACK_MS = 0.02  # sync latency + unhidden launch cost of a legitimate kernel
+UNSYNC_SLACK_MS = 0.02  # sync latency + unhidden launch cost of a legitimate kernel (the
+# least: the rule also measures this host's launch round trip now, launch_latency_ms)
 LAUNCH_BOUND_MS = 0.03  # under this, a call's figure is mostly its launch path (see measure)
 LAUNCH_BOUND_PASSES = 3
 
@@ -96,6 +99,20 @@ def measure_synced(call: Callable[[], Any], rep_ms: int = 100) -> float:
     return float(_do_bench(synced, warmup=10, rep=rep_ms, return_mode="median"))
 
 
+@triton.jit
+def _one_store(ptr):
+    tl.store(ptr, 0)
+
+
+def launch_latency_ms() -> float:
+    """Synced ms of a one-element Triton launch: this host's launch + synchronise round
+    trip as it is now. A legitimate call pays it on top of its GPU time; it rises with
+    the host's load (a busy 16-core host took it from ~0.02 to ~0.04 ms), so the
+    unsynchronised-work rule measures it before calling a kernel suspect."""
+    buf = torch.empty(1, device="cuda", dtype=torch.int32)
+    return measure_synced(lambda: _one_store[(1,)](buf), rep_ms=50)
+
+
 def time_shape(call: Callable[[], Any], *, parent_ms: float | None, floor_ms: float | None,
                parent_call: Callable[[], Callable[[], Any] | None] | None = None,
                ) -> ShapeTiming:
@@ -123,7 +140,8 @@ def time_shape(call: Callable[[], Any], *, parent_ms: float | None, floor_ms: fl
         timing.suspect_reasons.append(
             f"{median:.4f} ms on the benchmark clock but {wall:.4f} ms per call of wall-clock "
             f"time over {WALL_CALLS} back-to-back calls: the clock may be tampered with")
-    if timing.synced_ms > UNSYNC_RATIO * median + UNSYNC_SLACK_MS:
+    if timing.synced_ms > UNSYNC_RATIO * median + UNSYNC_SLACK_MS \
+            and timing.synced_ms > UNSYNC_RATIO * median + launch_latency_ms():
         timing.suspect_reasons.append(
             f"{median:.4f} ms on the stream clock but {timing.synced_ms:.4f} ms with the "
             "device synchronised: work may run on another stream after the clock stops")
