@@ -139,6 +139,13 @@ def _tma(bm: int, bn: int, split: int, warps: int, stages: int) -> dict:
             "NUM_WARPS": warps, "NUM_STAGES": stages}
 
 
+def _grouped_tiles(*points: tuple[int, ...]) -> list[tuple[str, dict, object]]:
+    """Tiled small-M candidates from (BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, warps, stages)."""
+    return [(f"wide tiled {bm}x{bn}x{bk} g{g} w{w} s{st}",
+             {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g, "NUM_WARPS": w,
+              "NUM_STAGES": st}, SMALL_M) for bm, bn, bk, g, w, st in points]
+
+
 # ``--wide N``: small-M matmul candidates outside the task's space (other split counts,
 # tiles, stages), rendered without its constraints, to decide whether to widen the space.
 # Round 1 found the 128-deep K step on 64x64 tiles (now in the space); round 2 tries the
@@ -158,23 +165,17 @@ WIDE: dict[int, dict[str, list[tuple[str, dict, object]]]] = {1: {"matmul": [
       for bm, bn, bk, sp, st in ((64, 64, 128, 1, 4), (16, 64, 128, 4, 4),
                                  (16, 32, 128, 4, 4), (16, 64, 64, 8, 6))],
 ]}, 2: {"matmul": [
-    *[(f"wide tiled {bm}x{bn}x{bk} g{g} w{w} s{st}",
-       {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g, "NUM_WARPS": w,
-        "NUM_STAGES": st}, SMALL_M)
-      for bm, bn, bk, g, w, st in (
+    *_grouped_tiles(
           (64, 64, 128, 8, 4, 4), (64, 64, 128, 8, 4, 3), (64, 64, 128, 8, 4, 5),
           (64, 64, 128, 1, 4, 3), (64, 64, 128, 1, 4, 5), (64, 64, 64, 8, 4, 6),
           (128, 32, 128, 1, 4, 4), (64, 32, 128, 8, 4, 4), (64, 32, 128, 8, 2, 4),
           (32, 64, 128, 8, 4, 4), (64, 64, 256, 8, 4, 3), (128, 64, 128, 1, 4, 3),
-          (64, 128, 128, 8, 4, 3))],
+          (64, 128, 128, 8, 4, 3)),
 ]}, 3: {"matmul": [
-    *[(f"wide tiled {bm}x{bn}x{bk} g{g} w{w} s{st}",
-       {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g, "NUM_WARPS": w,
-        "NUM_STAGES": st}, SMALL_M)
-      for bm, bn, bk, g, w, st in (
+    *_grouped_tiles(
           (64, 64, 64, 8, 4, 3), (64, 64, 64, 8, 4, 4), (64, 64, 64, 8, 4, 5),
           (64, 64, 64, 8, 4, 6), (64, 64, 64, 8, 4, 7), (64, 64, 64, 1, 4, 6),
-          (64, 64, 64, 8, 2, 6), (64, 64, 128, 8, 4, 4), (64, 64, 32, 8, 4, 8))],
+          (64, 64, 64, 8, 2, 6), (64, 64, 128, 8, 4, 4), (64, 64, 32, 8, 4, 8)),
 ]}}
 
 

@@ -168,6 +168,13 @@ def _print_report(name: str, report, as_json: bool,  # type: ignore[no-untyped-d
         print(f"  {name}:{line}: {r.field}: {r.reason}")
 
 
+def _quiet_batches(args: argparse.Namespace) -> None:
+    """Without --verbose, ingest's per-batch INFO lines are noise beside a command's own
+    summary."""
+    if not args.verbose:
+        logging.getLogger("kb.ingest").setLevel(logging.WARNING)
+
+
 def _run_ingest(args: argparse.Namespace) -> int:
     from kb.seeds import read_jsonl
 
@@ -177,8 +184,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
     from kb.terminal import progress
 
     lines, numbers = read_jsonl(args.file, with_line_numbers=True)
-    if not args.verbose:  # the summary below says it; ingest's per-batch INFO is noise
-        logging.getLogger("kb.ingest").setLevel(logging.WARNING)
+    _quiet_batches(args)  # the summary below says it
     kb = _knowledge()
     kb.sync_index()  # repair what an earlier, interrupted ingest left
     with progress(f"ingest {args.file.name}", total=len(lines)) as bar:
@@ -219,8 +225,7 @@ def _run_import(args: argparse.Namespace) -> int:
     from kb.importers.load import load_file
     from kb.terminal import progress
 
-    if not args.verbose:  # the per-file lines below say it; ingest's per-batch INFO is noise
-        logging.getLogger("kb.ingest").setLevel(logging.WARNING)
+    _quiet_batches(args)  # the per-file lines below say it
     kb = _knowledge()
     kb.sync_index()  # repair what an earlier, interrupted import or ingest left
     results = []
