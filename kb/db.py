@@ -7,8 +7,10 @@ retrieval then ranks by vectors alone (documented, not silent: it logs once).
 
 from __future__ import annotations
 
+import fcntl
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sqlalchemy import event, inspect, text
@@ -129,6 +131,33 @@ def begin_write(session: Session) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
     elif conn.dialect.name == "postgresql":
         conn.execute(text("SELECT pg_advisory_xact_lock(7216)"))  # KernelKB's writer lock
+
+
+@contextmanager
+def store_writer_lock(engine: Engine) -> Iterator[None]:
+    """Held while a process writes vectors to a Chroma server (kb/vector_index.py
+    ``writing``): every process that writes this store takes turns. PostgreSQL: a
+    session-level advisory lock on a connection kept for the duration; SQLite: an flock
+    on a file beside the database (both free themselves if the holder is killed)."""
+    if engine.dialect.name == "postgresql":
+        with engine.connect() as conn:
+            conn.execute(text("SELECT pg_advisory_lock(7218)"))  # KernelKB's vector lock
+            try:
+                yield
+            finally:
+                conn.execute(text("SELECT pg_advisory_unlock(7218)"))
+                conn.commit()
+        return
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+        yield  # one process owns an in-memory store
+        return
+    with open(f"{database}.kernelkb-vectors.lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def lexical_enabled(engine: Engine) -> bool:

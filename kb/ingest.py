@@ -279,11 +279,15 @@ def _index_new_and_lacking(index: VectorIndex, embedder: Embedder,
 def sync_index(engine: Engine, embedder: Embedder, index: VectorIndex,
                batch: int = 512) -> tuple[int, int]:
     """Repair drift after a crash: rows without a vector get one, vectors without a row
-    go. Returns (added, removed). Cheap when nothing drifted (two id scans)."""
+    go. Returns (added, removed). Cheap when nothing drifted (two id scans).
+
+    Vector ids are read before row ids: rows are committed before their vectors, so a
+    vector read first has its row in the later read, and one written in between by a
+    writer outside the lock is never taken for an orphan."""
     with index.writing():
+        vectors = index.all_ids()
         with Session(engine) as session:
             rows = set(session.exec(select(Experience.id)).all())
-        vectors = index.all_ids()
         orphans = sorted(vectors - rows)
         if orphans:
             index.delete(orphans)

@@ -15,8 +15,8 @@ import fcntl
 import logging
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from itertools import repeat
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ class VectorIndex:
         host: str | None = None,
         port: int = 8000,
         collection: str = "experiences",
+        server_writer_lock: Callable[[], AbstractContextManager[Any]] | None = None,
     ) -> None:
         if path is None and host is None:
             raise ValueError("VectorIndex needs a folder path or a Chroma server host")
@@ -51,6 +52,7 @@ class VectorIndex:
         self.host = host
         self.port = port
         self.collection_name = collection
+        self._server_writer_lock = server_writer_lock
         self._client: Any = None
         self._collection: Any = None
         self._lock = threading.RLock()
@@ -109,9 +111,15 @@ class VectorIndex:
         Why: two processes writing one Chroma folder through their own clients lost each
         other's vectors. Under the lock a process whose client predates another writer's
         last write reopens it first (a generation number in the folder says so), so every
-        write starts from what is on disk. A Chroma server orders writes itself."""
+        write starts from what is on disk.
+
+        A Chroma server orders single writes, not a process's read-then-write steps: a
+        repair that read the ids, then deleted as orphans the vectors another ingest wrote
+        in between, lost them (rows != vectors after two ingests on PostgreSQL + a server).
+        There the store's own cross-process lock (``server_writer_lock``, from kb/db.py)
+        stands in for the flock."""
         if self.path is None:
-            with self._writer:
+            with self._writer, (self._server_writer_lock or nullcontext)():
                 yield
             return
         self.path.mkdir(parents=True, exist_ok=True)

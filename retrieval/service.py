@@ -23,7 +23,7 @@ from sqlmodel import Session, select
 
 from kb import ingest as ingest_mod
 from kb import queries
-from kb.db import make_engine
+from kb.db import make_engine, store_writer_lock
 from kb.embedder import Embedder
 from kb.ingest import IngestReport
 from kb.limits import check_regime
@@ -132,6 +132,7 @@ class LocalKnowledge:
                 path=None if self.settings.chroma_host else self.settings.chroma_folder,
                 host=self.settings.chroma_host, port=self.settings.chroma_port,
                 collection=self.settings.chroma_collection,
+                server_writer_lock=lambda: store_writer_lock(self.engine),
             )
 
     def close(self) -> None:

@@ -1,3 +1,5 @@
+import functools
+
 import torch
 import triton
 import triton.language as tl
@@ -8,6 +10,8 @@ NUM_STAGES = 1
 ROWS_PER_PROGRAM = 1  # rows each program handles, to amortise launch for short rows
 ONLINE = False  # chunked rows: one online pass for max and sum instead of two passes
 LONG_ROW_BLOCK = 0  # rows of LONG_ROW_COLS+ columns: 0 = as BLOCK_SIZE says; N = long-row path
+LONG_ROW_PERSISTENT = 0  # long-row path: 0 = a program a row; N = N programs an SM loop over rows
+L2_HINTS = False  # long-row path: keep pass 1's reads in L2 for pass 2, stream the output past it
 
 LONG_ROW_COLS = 32768  # where the long-row path starts (not a search knob)
 
@@ -64,31 +68,53 @@ def softmax_kernel(out_ptr, x_ptr, n_rows, n_cols, stride_x, stride_o,
 
 
 @triton.jit
-def softmax_long_row_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constexpr):
-    # one row per program, in BLOCK-column chunks: pass 1 keeps a running row max and a
-    # sum rescaled when the max grows (one exp2 per element); pass 2 walks the chunks
-    # backwards, so the ones pass 1 read last are re-read while still in L2
+def softmax_long_row_kernel(out_ptr, x_ptr, n_rows, n_cols, stride_x, stride_o,
+                            BLOCK: tl.constexpr, HINTS: tl.constexpr):
+    # rows in BLOCK-column chunks, rows pid, pid + programs, ...: pass 1 keeps a running
+    # row max and a sum rescaled when the max grows (one exp2 per element); pass 2 walks
+    # the chunks backwards, so the ones pass 1 read last are re-read while still in L2
     LOG2E: tl.constexpr = 1.4426950408889634
-    row = tl.program_id(0).to(tl.int64)
-    x_row = x_ptr + row * stride_x
-    o_row = out_ptr + row * stride_o
     cols = tl.arange(0, BLOCK)
-    m = -float("inf")
-    s = 0.0
-    for start in range(0, n_cols, BLOCK):
-        mask = start + cols < n_cols
-        x = tl.load(x_row + start + cols, mask=mask, other=-float("inf")).to(tl.float32)
-        m_new = tl.maximum(m, tl.max(x, 0))
-        s = s * tl.exp2((m - m_new) * LOG2E) + tl.sum(tl.exp2((x - m_new) * LOG2E), 0)
-        m = m_new
-    inv = 1.0 / s
-    n_chunks = tl.cdiv(n_cols, BLOCK)
-    for i in range(0, n_chunks):
-        start = (n_chunks - 1 - i) * BLOCK
-        mask = start + cols < n_cols
-        x = tl.load(x_row + start + cols, mask=mask, other=-float("inf")).to(tl.float32)
-        y = tl.exp2((x - m) * LOG2E) * inv
-        tl.store(o_row + start + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+    first = tl.program_id(0).to(tl.int64)  # an int64 loop: row * stride passes 2**31
+    for row in range(first, n_rows, tl.num_programs(0)):
+        x_row = x_ptr + row * stride_x
+        o_row = out_ptr + row * stride_o
+        m = -float("inf")
+        s = 0.0
+        for start in range(0, n_cols, BLOCK):
+            mask = start + cols < n_cols
+            if HINTS:
+                x = tl.load(x_row + start + cols, mask=mask, other=-float("inf"),
+                            eviction_policy="evict_last")
+            else:
+                x = tl.load(x_row + start + cols, mask=mask, other=-float("inf"))
+            x = x.to(tl.float32)
+            m_new = tl.maximum(m, tl.max(x, 0))
+            s = s * tl.exp2((m - m_new) * LOG2E) + tl.sum(tl.exp2((x - m_new) * LOG2E), 0)
+            m = m_new
+        inv = 1.0 / s
+        n_chunks = tl.cdiv(n_cols, BLOCK)
+        for i in range(0, n_chunks):
+            start = (n_chunks - 1 - i) * BLOCK
+            mask = start + cols < n_cols
+            if HINTS:
+                x = tl.load(x_row + start + cols, mask=mask, other=-float("inf"),
+                            eviction_policy="evict_first")
+            else:
+                x = tl.load(x_row + start + cols, mask=mask, other=-float("inf"))
+            y = (tl.exp2((x.to(tl.float32) - m) * LOG2E) * inv).to(out_ptr.dtype.element_ty)
+            if HINTS:
+                tl.store(o_row + start + cols, y, mask=mask, cache_modifier=".cs")
+            else:
+                tl.store(o_row + start + cols, y, mask=mask)
+
+
+@functools.cache
+def _sm_count(device):
+    """SMs of the GPU, for the persistent long-row grid (1 in the CPU interpreter)."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 1
 
 
 def run(x):
@@ -96,8 +122,12 @@ def run(x):
     x = x.contiguous()
     out = torch.empty_like(x)
     if LONG_ROW_BLOCK and n_cols >= LONG_ROW_COLS:
-        softmax_long_row_kernel[(n_rows,)](out, x, n_cols, x.stride(0), out.stride(0),
-                                           BLOCK=LONG_ROW_BLOCK, num_warps=NUM_WARPS)
+        programs = n_rows
+        if LONG_ROW_PERSISTENT:
+            programs = min(n_rows, LONG_ROW_PERSISTENT * _sm_count(x.device))
+        softmax_long_row_kernel[(programs,)](out, x, n_rows, n_cols, x.stride(0), out.stride(0),
+                                             BLOCK=LONG_ROW_BLOCK, HINTS=L2_HINTS,
+                                             num_warps=NUM_WARPS)
         return out
     whole_row = triton.next_power_of_2(n_cols)
     block = whole_row if BLOCK_SIZE == 0 else min(BLOCK_SIZE, whole_row)

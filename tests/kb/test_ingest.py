@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,29 @@ def test_wrong_id_is_rejected(knowledge: LocalKnowledge) -> None:
     report = knowledge.ingest([data])
     assert report.rejected and report.rejected[0].field == "<record>"
     assert "content hash" in report.rejected[0].reason
+
+
+def test_vector_writes_of_two_stores_take_turns(tmp_path: Path,
+                                                store_backend: dict[str, Any]) -> None:
+    """While one store object holds the vector writer lock (a repair reading ids, a
+    reindex), another one on the same data (another process, in effect: its own client,
+    connection and lock handle) stores its rows but waits to write vectors. Without the
+    turn, a repair took the other's fresh vectors for orphans and deleted them."""
+    holder = make_knowledge(tmp_path, **store_backend)
+    writer = make_knowledge(tmp_path, **store_backend)
+    records = [record_dict(summary=f"turn {i}", config={"B": i}) for i in range(3)]
+    done = threading.Event()
+    thread = threading.Thread(target=lambda: (writer.ingest(records), done.set()))
+    with holder.index.writing():
+        thread.start()
+        assert not done.wait(2.0), "the second store wrote vectors under the first's lock"
+        assert holder.list(limit=10).total == 3  # its rows are committed meanwhile
+        assert holder.index.count() == 0
+    assert done.wait(120)
+    thread.join()
+    assert holder.index.count() == 3 and holder.sync_index() == (0, 0)
+    holder.close()
+    writer.close()
 
 
 def test_reindex_after_deleting_chroma_gives_same_results(tmp_path: Path,
