@@ -146,11 +146,30 @@ def _grouped_tiles(*points: tuple[int, ...]) -> list[tuple[str, dict, object]]:
               "NUM_STAGES": st}, SMALL_M) for bm, bn, bk, g, w, st in points]
 
 
+def _long_rows() -> list[tuple[str, dict, object]]:
+    """Long-row softmax (32768+ columns): the two-pass path at 67-83% of the copy
+    bandwidth re-reads rows from DRAM; a persistent grid (N programs an SM, fewer rows in
+    flight, so pass 2's re-read finds them in L2) and eviction hints (keep pass 1's reads,
+    stream the output), against a whole 32768-column row in 32 warps' registers."""
+    found = [(f"wide long {block} w{w} p{p}{' hints' if hints else ''}",
+              {"LONG_ROW_BLOCK": block, "NUM_WARPS": w, "LONG_ROW_PERSISTENT": p,
+               "L2_HINTS": hints}, LONG)
+             for block in (8192, 16384) for w in (8, 16) for p in (0, 1, 2)
+             for hints in (False, True)]
+    return [*found, ("wide long 32768 w16 p1 hints", {"LONG_ROW_BLOCK": 32768, "NUM_WARPS": 16,
+                                                      "LONG_ROW_PERSISTENT": 1,
+                                                      "L2_HINTS": True}, LONG),
+            ("wide whole w32", {"NUM_WARPS": 32}, lambda shape: shape[1] == 32768)]
+
+
 # ``--wide N``: small-M matmul candidates outside the task's space (other split counts,
 # tiles, stages), rendered without its constraints, to decide whether to widen the space.
 # Round 1 found the 128-deep K step on 64x64 tiles (now in the space); round 2 tries the
 # grouped order (the two 64-row tiles of M=128 read each B slab together) and thinner tiles;
-# round 3, the stage count of grouped 64x64 tiles.
+# round 3, the stage count of grouped 64x64 tiles; round 4, long-row softmax (above) and
+# deeper or transposed tiles on the large matmul shapes (0.98-0.99x cuBLAS); round 5,
+# the long-row chunk and warps with the L2 hints (round 4's finding), and warp-specialised
+# (producer / consumer warps) persistent TMA matmuls.
 WIDE: dict[int, dict[str, list[tuple[str, dict, object]]]] = {1: {"matmul": [
     *[(f"wide tma {bm}x{bn} split{sp} w{w} s{st}", _tma(bm, bn, sp, w, st), SMALL_M)
       for bm, bn, sp, w, st in (
@@ -176,6 +195,21 @@ WIDE: dict[int, dict[str, list[tuple[str, dict, object]]]] = {1: {"matmul": [
           (64, 64, 64, 8, 4, 3), (64, 64, 64, 8, 4, 4), (64, 64, 64, 8, 4, 5),
           (64, 64, 64, 8, 4, 6), (64, 64, 64, 8, 4, 7), (64, 64, 64, 1, 4, 6),
           (64, 64, 64, 8, 2, 6), (64, 64, 128, 8, 4, 4), (64, 64, 32, 8, 4, 8)),
+]}, 4: {"softmax": _long_rows(), "matmul": [
+    ("wide tma flat 128x256 w8 s4", {**_tma(128, 256, 1, 8, 4), "FLATTEN": True,
+                                     "GROUP_M": 8}, BIG_M),
+    ("wide tma 256x128 w8 s3", {**_tma(256, 128, 1, 8, 3), "GROUP_M": 8}, BIG_M),
+    ("wide tiled 128x256 g8 w8 s3", {"BLOCK_M": 128, "BLOCK_N": 256, "GROUP_M": 8,
+                                     "NUM_WARPS": 8, "NUM_STAGES": 3}, BIG_M),
+]}, 5: {"softmax": [
+    (f"wide long {block} w{w} p{p} hints", {"LONG_ROW_BLOCK": block, "NUM_WARPS": w,
+                                            "LONG_ROW_PERSISTENT": p, "L2_HINTS": True}, LONG)
+    for block, w, p in ((16384, 8, 0), (16384, 16, 0), (16384, 32, 1), (32768, 16, 0),
+                        (32768, 32, 0), (32768, 16, 2), (32768, 32, 1), (65536, 32, 1))
+], "matmul": [
+    (f"wide tma ws {bm}x{bn} w{w} s{st}", {**_tma(bm, bn, 1, w, st), "GROUP_M": 8,
+                                           "WARP_SPECIALIZE": True}, BIG_M)
+    for bm, bn, w, st in ((128, 256, 8, 3), (128, 128, 8, 4), (128, 128, 4, 4), (128, 256, 4, 3))
 ]}}
 
 
@@ -252,7 +286,7 @@ def bench(task: Task, stage: str, choice: dict, explored: dict,
                          for name, ms in times.eager[label].items()},
                "dropped": times.dropped[label],
                "configs": {name: {k: v for k, v in cfg.items()
-                                  if v != task.default_config[k]}
+                                  if v != task.default_config.get(k)}
                            for name, cfg in configs.items()},
                "smem": {name: smem_report(task, name, cfg, shape)
                         for name, cfg in configs.items()},

@@ -10,6 +10,8 @@ NUM_STAGES = 1
 ROWS_PER_PROGRAM = 1  # rows each program handles, to amortise launch for short rows
 ONLINE = False  # chunked rows: one online pass for max and sum instead of two passes
 LONG_ROW_BLOCK = 0  # rows of LONG_ROW_COLS+ columns: 0 = as BLOCK_SIZE says; N = long-row path
+# not a search knob: on the H200 a persistent long-row grid lost (1 program an SM) or tied
+# (2); kept for cards whose L2 holds more rows in flight (benchmarks/variants.py --wide 4)
 LONG_ROW_PERSISTENT = 0  # long-row path: 0 = a program a row; N = N programs an SM loop over rows
 L2_HINTS = False  # long-row path: keep pass 1's reads in L2 for pass 2, stream the output past it
 
