@@ -69,6 +69,12 @@ CANDIDATES: dict[str, list[tuple[str, dict, object]]] = {
         ("long 8192 w8", {"NUM_WARPS": 8, "LONG_ROW_BLOCK": 8192}, LONG),
         ("long 8192 w16", {"NUM_WARPS": 16, "LONG_ROW_BLOCK": 8192}, LONG),
         ("long 16384 w16", {"NUM_WARPS": 16, "LONG_ROW_BLOCK": 16384}, LONG),
+        ("long 16384 w8 hints", {"NUM_WARPS": 8, "LONG_ROW_BLOCK": 16384, "L2_HINTS": True},
+         LONG),
+        ("long 16384 w16 hints", {"NUM_WARPS": 16, "LONG_ROW_BLOCK": 16384, "L2_HINTS": True},
+         LONG),
+        ("long 8192 w16 hints", {"NUM_WARPS": 16, "LONG_ROW_BLOCK": 8192, "L2_HINTS": True},
+         LONG),
         ("online 4096 w16 (old chunked)", {"NUM_WARPS": 16, "BLOCK_SIZE": 4096,
                                            "ONLINE": True}, LONG),
     ],
@@ -382,6 +388,8 @@ def main() -> None:
     parser.add_argument("--choice", type=Path, default=None)
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", RESULTS)))
     parser.add_argument("--budget-s", type=float, default=250.0)
+    parser.add_argument("--tag", default="", help="suffix of the results files, so a "
+                        "run of some tasks does not replace the all-task files")
     parser.add_argument("--wide", type=int, default=0, choices=(0, *WIDE),
                         help="explore: only the shapes round N's WIDE candidates (outside the "
                              "task's space) apply to, with them")
@@ -404,7 +412,7 @@ def main() -> None:
            "torch": torch.__version__}
     gpu = env["gpu_name"].split()[-1].lower()
     wide = f"_wide{args.wide}" if args.wide else ""
-    stem = args.out / f"variants_{args.stage}{wide}_{gpu}"
+    stem = args.out / f"variants_{args.stage}{wide}{args.tag}_{gpu}"
     args.out.mkdir(parents=True, exist_ok=True)
     data = {"stage": args.stage, "env": env, "copy_gbps": peaks["mem_bandwidth_gbps"],
             "peaks": peaks, "command": "python benchmarks/variants.py " + " ".join(sys.argv[1:]),
