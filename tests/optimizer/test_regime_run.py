@@ -65,7 +65,11 @@ def test_the_plan_and_the_budget_split() -> None:
     options = LoopOptions(shapes="auto", sweep_shapes="sweep")
     gpu, _ = regime_plan(task, options, on_gpu=True)
     assert list(gpu) == ["skinny", "medium", "large"]  # every regime of the sweep
-    assert gpu["medium"][0] == [(1024, 4096, 4096), (1024, 11008, 4096)]  # smallest, largest
+    assert gpu["medium"][0] == [(1024, 4096, 4096), (1024, 11008, 4096)]  # its sweep
+    softmax = get_task("softmax")
+    rounds, sweep = regime_plan(softmax, options, on_gpu=True)[0]["long_rows"]
+    assert set(sweep) <= set(rounds) and (1024, 128256) in rounds  # what it is judged by
+    assert (2, 70000) in rounds  # and its edge shape
     cpu, untuned = regime_plan(task, options, on_gpu=False)
     assert "medium" in untuned and "medium" not in cpu  # no interpreter-sized shape
     policy = PolicyConfig(max_iters=10, budget_s=90.0)
