@@ -562,7 +562,9 @@ def load_candidate(source: str, module_name: str = "candidate") -> Any:
     while the process lives (see ``_candidate_folder``)."""
     import importlib.util
 
-    path = _candidate_folder() / f"{module_name}_{next(_CANDIDATE_SERIAL)}.py"
+    # a folder per load keeps the file's name (error messages point into "candidate.py")
+    path = _candidate_folder() / str(next(_CANDIDATE_SERIAL)) / f"{module_name}.py"
+    path.parent.mkdir()
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec and spec.loader

@@ -58,8 +58,14 @@ class Policy:
         self.spent_s += spent_s
 
     def round_kind(self, iteration: int) -> str:
-        """Iteration 1.. : every ``explore_every``-th round explores, the rest exploit."""
-        return "explore" if iteration % self.config.explore_every == 0 else "exploit"
+        """Iteration 1.. : every ``explore_every``-th round explores, the rest exploit; and
+        the round that would run out of patience explores. Why: with patience 6 under a
+        cadence of 10, a stalled run stopped without ever trying a structural variant
+        (softmax's long rows on the H200 never left the whole-row tile for the long-row path)."""
+        last_chance = self.since_improvement == self.config.patience - 1
+        if iteration % self.config.explore_every == 0 or last_chance:
+            return "explore"
+        return "exploit"
 
     def is_improvement(self, score: float | None, noise: float = 0.0) -> bool:
         """Faster than the best by more than the noise threshold (and the floor)."""

@@ -78,6 +78,22 @@ def test_every_tenth_round_explores() -> None:
     assert [i for i, k in enumerate(kinds, 1) if k == "explore"] == [10, 20, 30]
 
 
+def test_the_round_that_would_run_out_of_patience_explores() -> None:
+    policy = Policy(PolicyConfig(patience=3))
+    policy.start(1.0)
+    kinds = []
+    for iteration in range(1, 4):  # no round improves: the third would end the run
+        kinds.append(policy.round_kind(iteration))
+        policy.observe(1.0)
+    assert kinds == ["exploit", "exploit", "explore"]
+    assert policy.stop_reason() is StopReason.patience
+    policy = Policy(PolicyConfig(patience=3))
+    policy.start(1.0)
+    policy.observe(1.0)
+    policy.observe(0.5)  # improved: the window starts again
+    assert policy.round_kind(3) == "exploit"
+
+
 @pytest.mark.parametrize("bad", [{"patience": 0}, {"target_speedup": 0.9}, {"budget_s": 0}])
 def test_bad_settings_are_refused(bad: dict) -> None:
     with pytest.raises(ValueError):

@@ -22,8 +22,9 @@ from retrieval.service import LocalKnowledge
 
 BASE = {"BLOCK_SIZE": 0, "NUM_WARPS": 4, "NUM_STAGES": 1, "ROWS_PER_PROGRAM": 1,
         "ONLINE": False}
-# BASE predates softmax's LONG_ROW_BLOCK variant: revalidate completes it with the first value
-WHOLE = {**BASE, "LONG_ROW_BLOCK": 0}
+# BASE predates softmax's LONG_ROW_BLOCK and L2_HINTS variants: revalidate completes it with
+# their first values
+WHOLE = {**BASE, "LONG_ROW_BLOCK": 0, "L2_HINTS": False}
 TINY = [(4, 64)]
 
 
