@@ -42,6 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep-shapes", default="auto",
                         help="shape set of the final sweep: auto (every shape on a GPU; the "
                              "cpu and edge shapes on a CPU), cpu, sweep, edge, all")
+    parser.add_argument("--regime", action="append", default=[], metavar="NAME",
+                        help="tune only this shape regime (repeatable; `kernelkb dispatch "
+                             "regimes` lists them); merge the tables of separate runs with "
+                             "`kernelkb dispatch merge`")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--timeout-s", type=float, default=60.0)
     parser.add_argument("--out", type=Path, default=None,
@@ -87,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
         return 1
     options = LoopOptions(dtype=args.dtype, shapes=args.shapes, sweep_shapes=args.sweep_shapes,
                           seeds=args.seeds, timeout_s=args.timeout_s,
-                          retrieval=not args.no_retrieval, peers=not args.no_peers)
+                          retrieval=not args.no_retrieval, peers=not args.no_peers,
+                          regimes=tuple(args.regime))
     from kb.terminal import progress as progress_bar
 
     knowledge, write_back = make_knowledge(settings)
@@ -142,6 +147,11 @@ def check_arguments(args: argparse.Namespace) -> str:
             resolve_shapes(task, value, on_gpu)
         except ValueError as err:
             raise ValueError(f"{flag}: {err}") from err
+    names = task.regimes.names if task.regimes is not None else ()
+    for regime in args.regime:
+        if regime not in names:
+            raise ValueError(f"--regime {regime!r}: {name}'s regimes are "
+                             f"{', '.join(names) or 'none'}")
     for flag, value in (("--seeds", args.seeds), ("--timeout-s", args.timeout_s)):
         if value <= 0:
             raise ValueError(f"{flag} {value}: must be above 0")

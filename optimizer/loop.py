@@ -47,6 +47,7 @@ class LoopOptions:
     timeout_s: float = 60.0
     retrieval: bool = True
     peers: bool = True  # on a GPU, time eager / torch.compile / Liger / ... for the report
+    regimes: tuple[str, ...] = ()  # tune only these regimes of the task (empty: every one)
 
 
 @dataclass

@@ -171,7 +171,9 @@ def regime_plan(task: Any, options: LoopOptions, on_gpu: bool
             mine = list(dict.fromkeys([*edges.get(regime, []), *by_size]))
         elif not mine and swept and sweep_set == "cpu+edge":  # the interpreter's own sizes
             mine = swept
-        if mine:
+        if options.regimes and regime not in options.regimes:
+            untuned[regime] = "not asked for (--regime)"
+        elif mine:
             plan[regime] = (mine, swept or mine)
         elif swept:
             untuned[regime] = "no shape of it small enough for the CPU interpreter"

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,8 @@ def test_the_plan_and_the_budget_split() -> None:
     rounds, sweep = regime_plan(softmax, options, on_gpu=True)[0]["long_rows"]
     assert set(sweep) <= set(rounds) and (1024, 128256) in rounds  # what it is judged by
     assert (2, 70000) in rounds  # and its edge shape
+    only, skipped = regime_plan(softmax, replace(options, regimes=("long_rows",)), on_gpu=True)
+    assert list(only) == ["long_rows"] and set(skipped) == {"short_rows", "medium_rows"}
     cpu, untuned = regime_plan(task, options, on_gpu=False)
     assert "medium" in untuned and "medium" not in cpu  # no interpreter-sized shape
     policy = PolicyConfig(max_iters=10, budget_s=90.0)
