@@ -19,6 +19,8 @@ for stage in "$@"; do
     gputests) s=$(date +%s); par="-p no:xdist"; python3 -c "import xdist" 2>/dev/null && par="-n 3 --dist loadfile"; timeout $(( $(left) - 30 )) python3 -m pytest -o addopts='--strict-markers' $par -m gpu -rA --durations=15 $(grep -rl "mark.gpu" tests) > "$OUT/gputests.log" 2>&1; echo "rc=$? wall=$(( $(date +%s) - s )) s" >> "$OUT/gputests.log"; tail -40 "$OUT/gputests.log" ;;
     # small-M matmul candidates outside the space, round N (benchmarks/variants.py --wide N)
     wide:*) timeout $(( $(left) - 20 )) python3 benchmarks/variants.py explore --wide ${stage#wide:} --tasks ${WIDE_TASKS:-matmul} --budget-s $(( $(left) - 60 )) --out benchmarks/results > "$OUT/wide.log" 2>&1; echo "rc=$?" >> "$OUT/wide.log" ;;
+    # the final stage for some tasks only (files tagged with the task names): final:softmax,matmul
+    final:*) t=${stage#final:}; timeout $(( $(left) - 20 )) python3 benchmarks/variants.py final --choice benchmarks/results/variants_explore_h200.json --tasks ${t//,/ } --tag "_${t//,/_}" --budget-s $(( $(left) - 60 )) --out benchmarks/results > "$OUT/final.log" 2>&1; echo "rc=$?" >> "$OUT/final.log" ;;
     peers) timeout $(( $(left) - 30 )) python3 benchmarks/peers.py --runs benchmarks/runs > "$OUT/peers.log" 2>&1; echo "rc=$?" >> "$OUT/peers.log" ;;
     space) timeout $(( $(left) - 20 )) python3 benchmarks/measure_space.py --workers 14 --tasks ${SPACE_TASKS:-attention rmsnorm softmax swiglu rope matmul} > "$OUT/space.log" 2>&1 ;;
     smoke) timeout $(( $(left) - 30 )) python3 -m kb.cli optimize softmax --no-retrieval --max-iters 3 --out runs_smoke 2>&1 | tail -30 ;;
