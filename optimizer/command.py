@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     options = LoopOptions(dtype=args.dtype, shapes=args.shapes, sweep_shapes=args.sweep_shapes,
                           seeds=args.seeds, timeout_s=args.timeout_s,
                           retrieval=not args.no_retrieval, peers=not args.no_peers,
-                          regimes=tuple(args.regime))
+                          regimes=tuple(getattr(args, "regime", [])))
     from kb.terminal import progress as progress_bar
 
     knowledge, write_back = make_knowledge(settings)
@@ -148,7 +148,7 @@ def check_arguments(args: argparse.Namespace) -> str:
         except ValueError as err:
             raise ValueError(f"{flag}: {err}") from err
     names = task.regimes.names if task.regimes is not None else ()
-    for regime in args.regime:
+    for regime in getattr(args, "regime", []):
         if regime not in names:
             raise ValueError(f"--regime {regime!r}: {name}'s regimes are "
                              f"{', '.join(names) or 'none'}")

@@ -548,7 +548,13 @@ class CostModel:
         by_config: dict[str, list[int]] = defaultdict(list)
         for i, row in enumerate(candidates):
             by_config[row.key].append(i)
-        order = sorted(by_config, key=lambda k: float(np.mean(scores[by_config[k]])))
+        # at an equal prediction a configuration some GPU measured goes first: a knob whose
+        # value no training row has (a variant added since) cannot move the model, so its
+        # unmeasured twins tie with the measured ones and would otherwise win on order
+        seen = {key for tables in self.tables.values() for table in tables.values()
+                for key in table.entries}
+        order = sorted(by_config, key=lambda k: (round(float(np.mean(scores[by_config[k]])), 9),
+                                                 k not in seen))
         measured = self._measured_rel_times()
         ranked = []
         for position, key in enumerate(order):

@@ -40,15 +40,17 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKnowledge]
 
 
 def test_a_gpu_named_by_name_gets_a_ranked_space_with_evidence(seeded: LocalKnowledge) -> None:
+    # 10: the model may rank configurations nobody measured first (the long-row path on
+    # the seeds' long-row shapes); the measured ones further down cite their GPU
     plan = seeded.bootstrap({"gpu_name": "NVIDIA A100"}, op_type="softmax",
-                            space=task_space(SOFTMAX), limit=5)
+                            space=task_space(SOFTMAX), limit=10)
     assert plan.target["arch"] == "sm_80" and plan.target["sm_count"] == 108  # from the table
     pred = plan.prediction
     assert pred is not None and pred.task_id == "softmax"
     assert pred.candidates == len(list(SOFTMAX.space())) and pred.target_measurements == 0
     assert pred.trained_on == {"NVIDIA H200": pred.trained_on["NVIDIA H200"]}
     assert "a hint, not a measurement" in pred.note
-    assert [i.rank for i in pred.items] == [1, 2, 3, 4, 5]
+    assert [i.rank for i in pred.items] == list(range(1, 11))
     times = [i.predicted_rel_time for i in pred.items]
     assert all(t is not None and t > 0 for t in times) and times == sorted(times)
     for item in pred.items:
