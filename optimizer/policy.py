@@ -59,10 +59,12 @@ class Policy:
 
     def round_kind(self, iteration: int) -> str:
         """Iteration 1.. : every ``explore_every``-th round explores, the rest exploit; and
-        the round that would run out of patience explores. Why: with patience 6 under a
-        cadence of 10, a stalled run stopped without ever trying a structural variant
-        (softmax's long rows on the H200 never left the whole-row tile for the long-row path)."""
-        last_chance = self.since_improvement == self.config.patience - 1
+        the round that would run out of patience explores (once a round has failed). Why:
+        with patience 6 under a cadence of 10, a stalled run stopped without ever trying a
+        structural variant (softmax's long rows on the H200 never reached the long-row
+        path)."""
+        # (not with patience 1: there every round would be the last chance)
+        last_chance = 0 < self.since_improvement == self.config.patience - 1
         if iteration % self.config.explore_every == 0 or last_chance:
             return "explore"
         return "exploit"

@@ -19,6 +19,21 @@ import torch
 from kernels.base import DTYPES, Shape, Task, load_candidate
 from optimizer.sandbox import provenance
 
+# bytes moved (fp16) past which the CPU interpreter spends seconds per run of a shape
+INTERPRETER_HEAVY_BYTES = 1_000_000
+
+
+def naive_cases(task: Task) -> list[tuple[Shape, str]]:
+    """(shape, dtype) pairs of a task's naive-kernel test: every edge and cpu shape in
+    every dtype, except that on the CPU interpreter a heavy shape runs in the task's first
+    dtype only (each dtype's path is checked on the lighter shapes; softmax's 1823x781 took
+    9-10 s a dtype)."""
+    on_gpu = torch.cuda.is_available()
+    return [(shape, dtype) for shape in (*task.edge_shapes, *task.cpu_shapes)
+            for dtype in task.dtypes
+            if on_gpu or dtype == task.dtypes[0]
+            or task.bytes_moved(shape, torch.float16) <= INTERPRETER_HEAVY_BYTES]
+
 
 def _mismatch_report(
     actual: torch.Tensor, expected: torch.Tensor, atol: float, rtol: float, max_report: int

@@ -13,7 +13,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from kernel_checks import assert_task_close, candidate_for, run_tracked
+from kernel_checks import assert_task_close, candidate_for, naive_cases, run_tracked
 
 from kernels.attention import CACHE_SLACK, apply_rope, rope_cos_sin
 from kernels.base import DTYPES, Shape, get_task, load_candidate
@@ -63,8 +63,7 @@ def _skip_bf16_on_interpreter(dtype: str) -> None:
         pytest.skip("interpreter: tl.dot on bf16 unsupported (triton-lang/triton#11584)")
 
 
-@pytest.mark.parametrize("dtype", TASK.dtypes)
-@pytest.mark.parametrize("shape", TASK.edge_shapes + TASK.cpu_shapes, ids=str)
+@pytest.mark.parametrize(("shape", "dtype"), naive_cases(TASK), ids=str)
 def test_naive_kernel_matches_reference(shape, dtype, seed, device):
     _skip_bf16_on_interpreter(dtype)
     check_attention(None, shape, dtype, seed=seed, device=device)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from kernel_checks import candidate_for, check_config
+from kernel_checks import candidate_for, check_config, naive_cases
 
 from kernels.base import get_task
 
@@ -26,8 +26,7 @@ def _skip_bf16_on_interpreter(dtype: str) -> None:
         pytest.skip("interpreter: tl.dot on bf16 unsupported (triton-lang/triton#11584)")
 
 
-@pytest.mark.parametrize("dtype", TASK.dtypes)
-@pytest.mark.parametrize("shape", TASK.edge_shapes + TASK.cpu_shapes, ids=str)
+@pytest.mark.parametrize(("shape", "dtype"), naive_cases(TASK), ids=str)
 def test_naive_kernel_matches_reference(shape, dtype, seed, device):
     _skip_bf16_on_interpreter(dtype)
     check_config(TASK, None, shape, dtype, seed=seed, device=device)

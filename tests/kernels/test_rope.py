@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from kernel_checks import assert_task_close, candidate_for, check_config
+from kernel_checks import assert_task_close, candidate_for, check_config, naive_cases
 
 from kernels.base import get_task
 
@@ -17,8 +17,7 @@ SPACE = list(TASK.space())
 SPACE_CASES = (((1, 1, 1, 1, 2), "float16"), ((2, 5, 7, 3, 80), "float32"))
 
 
-@pytest.mark.parametrize("dtype", TASK.dtypes)
-@pytest.mark.parametrize("shape", TASK.edge_shapes + TASK.cpu_shapes, ids=str)
+@pytest.mark.parametrize(("shape", "dtype"), naive_cases(TASK), ids=str)
 def test_naive_kernel_matches_reference(shape, dtype, seed, device):
     check_config(TASK, None, shape, dtype, seed=seed, device=device)
 

@@ -92,6 +92,7 @@ def test_the_round_that_would_run_out_of_patience_explores() -> None:
     policy.observe(1.0)
     policy.observe(0.5)  # improved: the window starts again
     assert policy.round_kind(3) == "exploit"
+    assert Policy(PolicyConfig(patience=1)).round_kind(1) == "exploit"  # stop, not explore
 
 
 @pytest.mark.parametrize("bad", [{"patience": 0}, {"target_speedup": 0.9}, {"budget_s": 0}])
