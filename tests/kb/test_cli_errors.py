@@ -29,6 +29,8 @@ REFUSED = [
     (["optimize", "softmax", "--sweep-shapes", "most"],
      "--sweep-shapes: unknown shape set 'most'"),
     (["optimize", "softmax", "--seeds", "0"], "--seeds 0: must be above 0"),
+    (["optimize", "softmax", "--regime", "huge_rows"],
+     "--regime 'huge_rows': softmax's regimes are short_rows, medium_rows, long_rows"),
     (["optimize", "softmax", "--timeout-s", "-1"], "--timeout-s -1.0: must be above 0"),
     (["optimize", "softmax", "--max-iters", "0"], "patience, max_iters and explore_every"),
     (["optimize", "softmax", "--target-speedup", "0.5"], "target_speedup must be > 1"),
