@@ -7,7 +7,6 @@ retrieval then ranks by vectors alone (documented, not silent: it logs once).
 
 from __future__ import annotations
 
-import fcntl
 import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlmodel import Session, SQLModel, create_engine
 
 from kb import models  # noqa: F401  (registers the tables on SQLModel.metadata)
+from kb.file_lock import file_lock
 
 log = logging.getLogger(__name__)
 
@@ -152,12 +152,8 @@ def store_writer_lock(engine: Engine) -> Iterator[None]:
     if engine.dialect.name != "sqlite" or not database or database == ":memory:":
         yield  # one process owns an in-memory store
         return
-    with open(f"{database}.kernelkb-vectors.lock", "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with file_lock(f"{database}.kernelkb-vectors.lock"):
+        yield
 
 
 def lexical_enabled(engine: Engine) -> bool:

@@ -11,7 +11,6 @@ those ids against an in-memory float32 matrix loaded from Chroma once (100k x 38
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import threading
 import time
@@ -24,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from kb.embedder import DIMENSION
+from kb.file_lock import file_lock
 
 log = logging.getLogger(__name__)
 
@@ -125,17 +125,13 @@ class VectorIndex:
         self.path.mkdir(parents=True, exist_ok=True)
         # _writer orders this process's writers; readers only take _lock (the matrix), so
         # a long rebuild never blocks a query
-        with self._writer, open(self.path / ".kernelkb-writer.lock", "a+") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                generation = self._generation()
-                if self._collection is not None and generation != self._seen_generation:
-                    self.close()  # another process wrote since: reopen from disk
-                yield
-                self._seen_generation = generation + 1
-                (self.path / ".kernelkb-generation").write_text(str(generation + 1))
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        with self._writer, file_lock(self.path / ".kernelkb-writer.lock"):
+            generation = self._generation()
+            if self._collection is not None and generation != self._seen_generation:
+                self.close()  # another process wrote since: reopen from disk
+            yield
+            self._seen_generation = generation + 1
+            (self.path / ".kernelkb-generation").write_text(str(generation + 1))
 
     def _generation(self) -> int:
         assert self.path is not None
