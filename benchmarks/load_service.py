@@ -39,6 +39,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -199,6 +200,7 @@ class Phase:
         self.wrong = 0
         self.written: list[str] = []
         self.write_errors = 0
+        self.duplicates = 0  # writes the store already had: no write work was done
 
 
 def query_body(n: int, rng: random.Random, fresh: float, pool: int) -> tuple[str, bytes]:
@@ -254,14 +256,15 @@ def reader_group(port: int, stop: float, seeds: list[int], fresh: float, pool: i
     out.put((phase.latencies, phase.errors, phase.wrong))
 
 
-def writer(port: int, phase: Phase, stop: float, per_s: float, first: int) -> None:
-    """Posts batches of new records, ``per_s`` records a second in batches of 5."""
+def writer(port: int, phase: Phase, stop: float, per_s: float, first: int, tag: str) -> None:
+    """Posts batches of new records, ``per_s`` records a second in batches of 5. ``tag``
+    is new for each invocation, so a kept ``--store`` gets new records, not duplicates."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     n = first
     batch = 5
     next_at = time.monotonic()
     while time.monotonic() < stop:
-        records = [fabricated(n + i, tag="write") for i in range(batch)]
+        records = [fabricated(n + i, tag=tag) for i in range(batch)]
         n += batch
         try:
             status, data = request(port, "POST", "/experiences/batch",
@@ -270,7 +273,9 @@ def writer(port: int, phase: Phase, stop: float, per_s: float, first: int) -> No
             status, data = 0, b""
         with phase.lock:
             if status == 200:
-                phase.written += json.loads(data)["accepted"]
+                report = json.loads(data)
+                phase.written += report["accepted"]
+                phase.duplicates += len(report.get("duplicates", []))
             else:
                 phase.write_errors += 1
         next_at += batch / per_s
@@ -297,7 +302,8 @@ def run_phase(server: Server, args: argparse.Namespace, with_writer: bool, first
     threads = []
     if with_writer:
         threads.append(threading.Thread(target=writer, args=(server.port, phase, stop,
-                                                             args.writes_per_s, first)))
+                                                             args.writes_per_s, first,
+                                                             args.write_tag)))
     began = time.monotonic()
     for p in procs:
         p.start()
@@ -329,6 +335,7 @@ def run_phase(server: Server, args: argparse.Namespace, with_writer: bool, first
     }
     if with_writer:
         row.update(records_written=len(phase.written), write_errors=phase.write_errors,
+                   write_duplicates=phase.duplicates,
                    **check_writes(server.port, phase.written))
     return row
 
@@ -375,6 +382,7 @@ def profile_summary(proc: subprocess.Popen[bytes], out: Path, top: int = 25) -> 
 # -- output -------------------------------------------------------------------------
 COLUMNS = ("phase", "run", "req_per_s", "p50_ms", "p95_ms", "p99_ms", "errors", "wrong_reads",
            "server_cpu_ms_per_req", "load_before", "load_after", "records_written",
+           "write_duplicates",
            "written_missing", "rows_eq_vectors")
 
 
@@ -418,11 +426,13 @@ def main() -> int:
     parser.add_argument("--store", type=Path, default=None,
                         help="build the store in this folder once and keep it (default: a "
                              "temporary folder, removed after)")
-    parser.add_argument("--profile", action="store_true",
-                        help="sample the server with py-spy during the first read phase and "
-                             "print where its time went")
+    parser.add_argument("--profile", nargs="?", const="read", default=None,
+                        choices=("read", "read+write"),
+                        help="sample the server with py-spy during the first phase of this "
+                             "kind (default: read) and print where its time went")
     parser.add_argument("--out", type=Path, default=RESULTS / "load_service")
     args = parser.parse_args()
+    args.write_tag = f"write-{uuid.uuid4().hex[:8]}"
     server = Server(args.extra, args.workers, args.store)
     rows: list[dict[str, Any]] = []
     try:
@@ -432,8 +442,8 @@ def main() -> int:
               f"(store: seeds + {args.extra} fabricated records)", flush=True)
         for run in range(args.repeat):
             for with_writer in (False, True):
-                spy = profiler(server, args) if args.profile and not run and not with_writer \
-                    else None
+                phase = "read+write" if with_writer else "read"
+                spy = profiler(server, args) if args.profile == phase and not run else None
                 rows.append(run_phase(server, args, with_writer, 10**6 * (run + 1), run))
                 if spy is not None:
                     print(profile_summary(*spy), flush=True)
