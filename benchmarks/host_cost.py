@@ -6,7 +6,8 @@ launcher, torch.compile's guards) plus GPU time; on small shapes the host part d
 Each implementation is timed two ways, in one process:
 
 - ``eager``: wall time per call of back-to-back calls on the same inputs, synchronised once
-  at the end (median of ``--repeats`` batches of ``--calls`` calls): what a caller pays;
+  a batch (median, lowest and highest of ``--repeats`` batches of ``--calls`` calls, the
+  implementations of a shape interleaved batch by batch): what a caller pays;
 - ``graph``: the same call captured in a CUDA graph and replayed (GPU time alone);
   ``eager - graph`` is the host overhead the GPU could not hide.
 
@@ -120,19 +121,30 @@ def export_ours(task: Task, dtype: str, env: dict[str, Any], source: str,
 
 
 # -- timing -----------------------------------------------------------------------------
-def eager_us(call: Callable[[], Any], calls: int, repeats: int) -> float:
-    """Median wall µs per call over batches of back-to-back calls, one sync a batch."""
-    for _ in range(20):
-        call()
-    torch.cuda.synchronize()
-    batches = []
-    for _ in range(repeats):
-        began = time.perf_counter()
-        for _ in range(calls):
+def eager_us(calls_by_impl: dict[str, Callable[[], Any]], calls: int,
+             repeats: int) -> dict[str, tuple[float, float, float]]:
+    """Wall µs per call of each implementation: (median, lowest, highest) over ``repeats``
+    batches of ``calls`` back-to-back calls, one sync a batch.
+
+    Why interleaved: the lent host's call times drift by 10-40% over seconds (frequency,
+    other tenants). Timing one implementation's batches, then the next's, turns that drift
+    into a difference between implementations; here every round times one batch of each,
+    in an order rotated by one each round, so a drift lands on all of them alike."""
+    names = list(calls_by_impl)
+    for call in calls_by_impl.values():
+        for _ in range(20):
             call()
-        torch.cuda.synchronize()
-        batches.append((time.perf_counter() - began) * 1e6 / calls)
-    return statistics.median(batches)
+    torch.cuda.synchronize()
+    batches: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(repeats):
+        for name in names[round_ % len(names):] + names[:round_ % len(names)]:
+            call = calls_by_impl[name]
+            began = time.perf_counter()
+            for _ in range(calls):
+                call()
+            torch.cuda.synchronize()
+            batches[name].append((time.perf_counter() - began) * 1e6 / calls)
+    return {name: (statistics.median(b), min(b), max(b)) for name, b in batches.items()}
 
 
 def checked(task: Task, impl: Peer, dtype: str, shape: tuple[int, ...],
@@ -145,7 +157,7 @@ def checked(task: Task, impl: Peer, dtype: str, shape: tuple[int, ...],
     return None
 
 
-def bench_task(task: Task, dtype: str, n_shapes: int, calls: int, repeats: int,
+def bench_task(task: Task, dtype: str, n_shapes: int, calls_per_batch: int, repeats: int,
                runs: Path | None, env: dict[str, Any], folder: Path) -> list[dict[str, Any]]:
     source, table, origin = best_kernel(task, runs)
     log.info("%s: ours from %s", task.name, origin)
@@ -163,27 +175,37 @@ def bench_task(task: Task, dtype: str, n_shapes: int, calls: int, repeats: int,
         if ON_GPU else list(task.cpu_shapes[:1])
     rows = []
     for shape in shapes:
+        here: list[dict[str, Any]] = []
+        calls: dict[str, Callable[[], Any]] = {}
         for label, impl in impls.items():
             row: dict[str, Any] = {"task": task.name, "shape": task.shape_label(shape),
                                    "impl": label, "origin": origin if "ours" in label else None}
+            here.append(row)
             reason = checked(task, impl, dtype, shape, "cuda" if ON_GPU else "cpu")
             if reason:
                 log.warning("%s %s %s dropped: %s", task.name, row["shape"], label, reason)
-                rows.append({**row, "error": f"dropped: {reason}"})
+                row["error"] = f"dropped: {reason}"
                 continue
             row["checked"] = True
             if ON_GPU:
                 inputs = task.make_inputs(shape, torch_dtype, 0, "cuda")
                 call = (lambda fn, args: lambda: fn(*args))(impl.fn, inputs)
                 try:
-                    row["eager_us"] = eager_us(call, calls, repeats)
                     graph = graph_ms(call)
                     row["graph_us"] = graph * 1e3 if graph is not None else None
+                    calls[label] = call
                 except Exception as err:  # noqa: BLE001 - an implementation that cannot run
                     row["error"] = repr(err)[:200]
-            rows.append(row)
+        if calls:
+            timed = eager_us(calls, calls_per_batch, repeats)
+            for row in here:
+                if row["impl"] in timed:
+                    row["eager_us"], row["eager_low_us"], row["eager_high_us"] = \
+                        timed[row["impl"]]
+        for row in here:
             log.info("%s", {k: round(v, 2) if isinstance(v, float) else v
                             for k, v in row.items() if k != "origin"})
+        rows += here
     return rows
 
 
@@ -202,7 +224,8 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for key in dict.fromkeys((r["task"], r["shape"]) for r in rows):
         here = {r["impl"]: r.get("eager_us") for r in rows
                 if (r["task"], r["shape"]) == key and r.get("eager_us")}
-        ours = {k: v for k, v in here.items() if k.startswith("ours: torch.ops")}
+        # the op as it ships (launch cache on), not the faster of two noisy paths
+        ours = {k: v for k, v in here.items() if k == "ours: torch.ops op (launch cache)"}
         compiled = {k: v for k, v in here.items()
                     if k in ("compiled", "unfused compiled")}
         plain = {k: v for k, v in here.items() if k in ("eager", "cuBLAS", "unfused eager")}
@@ -234,15 +257,18 @@ def markdown(rows: list[dict[str, Any]], goals: list[dict[str, Any]], env: dict[
              "against the task's reference (first and repeat call) before it was timed.", ""]
     if not ON_GPU:
         lines += ["**No CUDA GPU: correctness only (Triton interpreter); no timings.**", ""]
-    lines += ["| task | shape | implementation | eager (µs) | graph (µs) | eager - graph |",
-              "| --- | --- | --- | ---: | ---: | ---: |"]
+    lines += ["| task | shape | implementation | eager (µs) | eager range (µs) | graph (µs) "
+              "| eager - graph |", "| --- | --- | --- | ---: | ---: | ---: | ---: |"]
     for r in rows:
         if "error" in r:
-            lines.append(f"| {r['task']} | {r['shape']} | {r['impl']} | {r['error'][:200]} | | |")
+            lines.append(f"| {r['task']} | {r['shape']} | {r['impl']} | {r['error'][:200]} "
+                         "| | | |")
             continue
         gap = r["eager_us"] - r["graph_us"] if r.get("eager_us") and r.get("graph_us") else None
+        spread = f"{us(r.get('eager_low_us'))}–{us(r.get('eager_high_us'))}" \
+            if r.get("eager_low_us") else "–"
         lines.append(f"| {r['task']} | {r['shape']} | {r['impl']} | {us(r.get('eager_us'))} | "
-                     f"{us(r.get('graph_us'))} | {us(gap)} |")
+                     f"{spread} | {us(r.get('graph_us'))} | {us(gap)} |")
     if goals:
         lines += ["", "## Goal: eager call of our op <= torch.compile's", "",
                   "| task | shape | ours (µs) | torch.compile (µs) | plain op (µs) | met |",
@@ -259,8 +285,9 @@ def main() -> int:
     parser.add_argument("--tasks", nargs="*", default=None)
     parser.add_argument("--dtype", default="float16")
     parser.add_argument("--shapes", type=int, default=2, help="smallest sweep shapes per task")
-    parser.add_argument("--calls", type=int, default=200, help="calls per timed batch")
-    parser.add_argument("--repeats", type=int, default=7, help="timed batches (median)")
+    parser.add_argument("--calls", type=int, default=100, help="calls per timed batch")
+    parser.add_argument("--repeats", type=int, default=15,
+                        help="timed batches of each implementation (median), interleaved")
     parser.add_argument("--runs", type=Path, default=Path(__file__).resolve().parent / "runs",
                         help="folder of `kernelkb optimize` runs: the newest export per task")
     parser.add_argument("--out", type=Path, default=None,
