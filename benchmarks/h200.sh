@@ -25,7 +25,7 @@ for stage in "$@"; do
     space) timeout $(( $(left) - 20 )) python3 benchmarks/measure_space.py --workers 14 --tasks ${SPACE_TASKS:-attention rmsnorm softmax swiglu rope matmul} > "$OUT/space.log" 2>&1 ;;
     smoke) timeout $(( $(left) - 30 )) python3 -m kb.cli optimize softmax --no-retrieval --max-iters 3 --out runs_smoke 2>&1 | tail -30 ;;
     optimize:*) t=${stage#optimize:}; timeout $(( $(left) - 30 )) python3 -m kb.cli optimize "$t" ${OPT_FLAGS-} --max-iters ${ITERS:-25} --patience 6 --budget-s ${TASK_BUDGET_S:-120} --out benchmarks/runs 2>&1 | grep --line-buffered -v Warning | tee -a "$OUT/optimize.log" | tail -40 ;;
-    vs:*) t=${stage#vs:}; timeout $(( $(left) - 20 )) python3 benchmarks/peers.py --tasks ${t//,/ } --runs benchmarks/runs --tag _optimized 2>&1 | grep --line-buffered -v Warning | tail -80 > "$OUT/vs.log" ;;
+    vs:*) t=${stage#vs:}; timeout $(( $(left) - 20 )) python3 benchmarks/peers.py --tasks ${t//,/ } --runs benchmarks/runs --tag "_optimized_${t//,/_}" 2>&1 | grep --line-buffered -v Warning | tail -80 > "$OUT/vs.log" ;;
     overhead) timeout $(( $(left) - 20 )) python3 benchmarks/sandbox_overhead.py --runs ${RUNS:-5} > "$OUT/overhead.log" 2>&1; echo "rc=$?" >> "$OUT/overhead.log" ;;
     hostcost) timeout $(( $(left) - 20 )) python3 benchmarks/host_cost.py --out "$OUT" > "$OUT/host_cost.log" 2>&1; echo "rc=$?" >> "$OUT/host_cost.log" ;;
     launch) timeout $(( $(left) - 20 )) python3 benchmarks/launch_bound.py --runs benchmarks/runs > "$OUT/launch.log" 2>&1; echo "rc=$?" >> "$OUT/launch.log" ;;

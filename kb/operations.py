@@ -38,8 +38,8 @@ def retrieve(kb: Any, query: RetrievalQuery) -> RetrievalResult:
 
 
 def bootstrap(kb: Any, env: dict[str, Any], *, op_type: str | None, include_own: bool = False,
-              dtype: str = "float16", limit: int = 10, check_names: bool = True
-              ) -> BootstrapPlan:
+              dtype: str = "float16", limit: int = 10, check_names: bool = True,
+              shapes: list[str] | None = None) -> BootstrapPlan:
     """What to try first on ``env``; with an op, the learned ranker's order of its task's
     configurations (the store's configurations for an op no task implements). Raises
     retrieval.prediction.UnknownGpu (a ValueError) for a GPU nobody knows."""
@@ -49,4 +49,4 @@ def bootstrap(kb: Any, env: dict[str, Any], *, op_type: str | None, include_own:
         op_type = resolve(kb, op_type=op_type)["op_type"]
     space = space_for_op(op_type, dtype) if op_type else None
     return kb.bootstrap(env, op_type=op_type, include_own=include_own, space=space,
-                        limit=limit)
+                        limit=limit, shapes=shapes or None)

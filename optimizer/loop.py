@@ -300,12 +300,21 @@ class Loop:
                           source=state.best_source, feedback=state.context_feedback,
                           regime=self.info.regime)
         if self.known is None:
-            self.known = known(self.knowledge, self.task, self.info.dtype, self.info.env)
+            self.known = known(self.knowledge, self.task, self.info.dtype, self.info.env,
+                               shapes=self._regime_labels())
         own = self.info.run_id
         recalled.experiences = [r for r in recalled.experiences if r.run_id != own]
         self.retrieved_ids.extend(r.id for r in recalled.experiences
                                   if r.id not in self.retrieved_ids)
         return recalled
+
+    def _regime_labels(self) -> list[str] | None:
+        """The shapes this loop tunes and sweeps, when it tunes one regime of several."""
+        if self.info.regime is None:
+            return None
+        shapes = [s for group in (self.options.shapes, self.options.sweep_shapes)
+                  if not isinstance(group, str) for s in group]
+        return list(dict.fromkeys(self.task.shape_label(s) for s in shapes)) or None
 
     def _context(self, state: _State, iteration: int, kind: str,
                  recalled: Recalled) -> AgentContext:

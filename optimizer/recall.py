@@ -72,14 +72,17 @@ class Known:
     predicted: list[Any] = field(default_factory=list)
 
 
-def known(knowledge: Any, task: Task, dtype: str, env: Environment) -> Known:
+def known(knowledge: Any, task: Task, dtype: str, env: Environment,
+          shapes: list[str] | None = None) -> Known:
     """The best measured configurations of this task on this GPU, or on the most alike
     known GPUs: an agent can adopt one whole instead of rediscovering it one edit at a
-    time (on the H200, attention's best is five edits from the naive kernel). Where this
+    time (on the H200, attention's best is five edits from the naive kernel). ``shapes``
+    (the labels a regime is tuned on): the best is the fastest measured on them, so a
+    configuration that won on long rows is not adopted for short ones. Where this
     GPU has measured nothing of the task, the learned cost model's order instead
     (retrieval/prediction.py), labelled as predicted. Nothing on a CPU, where no
-    configuration was ever timed. Asked once per run: the plan does not change with the
-    round."""
+    configuration was ever timed. Asked once per run and regime: the plan does not change
+    with the round."""
     if env.arch == "cpu":
         return Known()
     from optimizer.spaces import task_space
@@ -87,7 +90,7 @@ def known(knowledge: Any, task: Task, dtype: str, env: Environment) -> Known:
     try:
         plan = knowledge.bootstrap(env.model_dump(mode="json"), op_type=task.op_type,
                                    include_own=True, space=task_space(task, dtype),
-                                   limit=RANKED)
+                                   limit=RANKED, **({"shapes": shapes} if shapes else {}))
     except Exception as err:  # noqa: BLE001 - advisory, like the rest of recall
         log.warning("no known configurations (%s: %s)", type(err).__name__, err)
         return Known()
@@ -105,8 +108,9 @@ def known(knowledge: Any, task: Task, dtype: str, env: Environment) -> Known:
                   and (item.similarity or 0.0) >= MIN_SIMILARITY][:MAX_KNOWN])
 
 
-def known_configs(knowledge: Any, task: Task, dtype: str, env: Environment) -> list[Any]:
-    return known(knowledge, task, dtype, env).configs
+def known_configs(knowledge: Any, task: Task, dtype: str, env: Environment,
+                  shapes: list[str] | None = None) -> list[Any]:
+    return known(knowledge, task, dtype, env, shapes).configs
 
 
 def predicted_item(task: Task, dtype: str, item: Any, gpu: str) -> Any:

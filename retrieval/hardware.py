@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import func
@@ -134,11 +134,13 @@ def similar_hardware(session: Session, target: dict[str, Any], top: int = 3,
 
 def bootstrap(
     session: Session, target: dict[str, Any], op_type: str | None = None, limit: int = 10,
-    include_own: bool = False,
+    include_own: bool = False, shapes: Sequence[str] | None = None,
 ) -> BootstrapPlan:
     """What to try first on ``target`` (keys: gpu_name, arch, sm_count, ...); with
     ``include_own`` the target GPU's own experiences count too (a second optimization on
-    a card already known), otherwise only other hardware (a card never seen)."""
+    a card already known), otherwise only other hardware (a card never seen). ``shapes``
+    (labels, e.g. one shape regime's): each task's best configuration is the fastest on
+    those shapes (``_fastest_on_shapes``), not the largest speedup over its run's start."""
     matches = similar_hardware(session, target, include_own=include_own)
     current = target.get("triton_version")
     items: list[PlanItem] = []
@@ -156,7 +158,8 @@ def bootstrap(
                 example_ids=cat.example_ids, score=round(match.similarity * cat.win_rate * gain, 4),
                 version_note=cat.version_note if cat.wins == cat.other_version_wins else None,
             ))
-        items.extend(_best_configs(session, match, op_type, current))
+        items.extend(_fastest_on_shapes(session, match, op_type, current, shapes) if shapes
+                     else _best_configs(session, match, op_type, current))
     # another Triton version's advice after the current version's (retrieval/versions.py)
     items.sort(key=lambda i: (i.version_note is not None, -i.score))
     return BootstrapPlan(target=target, similar_hardware=matches, items=items[:limit])
@@ -195,4 +198,56 @@ def _best_configs(session: Session, match: HardwareMatch, op_type: str | None,
             triton_version=row.triton_version,
             version_note=version_note(row.triton_version, current),
         ))
+    return items
+
+
+def _fastest_on_shapes(session: Session, match: HardwareMatch, op_type: str | None,
+                       current: str | None, shapes: Sequence[str]) -> list[PlanItem]:
+    """Per task and dtype, the configuration measured fastest on ``shapes`` there.
+
+    Why not ``speedup_vs_baseline``: each run divides by its own start, timed on its own
+    shapes, so a run that began from a slow kernel on large shapes (a space measurement)
+    outranks a faster configuration tuned on the shapes that matter now. Times on the same
+    GPU and shape compare across runs: each correct timing on one of ``shapes`` is divided
+    by the fastest time any record has there, and a configuration's score is the geometric
+    mean of those ratios over the shapes it was timed on (1.0: fastest on every one). Only
+    records that cover at least half as many of the shapes as the best-covered one count,
+    so one lucky small shape does not decide; the current Triton version comes first."""
+    wanted = set(shapes)
+    stmt = select(Experience).where(
+        Experience.hardware_id == match.hardware_id, Experience.evidence == "measured",
+        Experience.verdict.in_(("improved", "neutral", "regressed")))
+    if op_type:
+        stmt = stmt.where(Experience.op_type == op_type)
+    timed: dict[tuple[str, str], list[tuple[Any, dict[str, float]]]] = {}
+    for row in session.exec(stmt).all():
+        record = load_or_skip(row)
+        if record is None or not record.edit.config:
+            continue
+        times = {t.shape: t.median_ms for t in record.feedback.timings
+                 if t.shape in wanted and t.median_ms and t.median_ms > 0}
+        if times:
+            timed.setdefault((row.task_id, row.dtype), []).append((record, times))
+    items = []
+    for (task_id, dtype), entries in timed.items():
+        fastest: dict[str, float] = {}
+        for _, times in entries:
+            for shape, ms in times.items():
+                fastest[shape] = min(ms, fastest.get(shape, math.inf))
+        enough = max(len(times) for _, times in entries) / 2
+        scored = [(not other_version(record.env.triton_version, current),
+                   -math.exp(sum(math.log(ms / fastest[s]) for s, ms in times.items())
+                             / len(times)), len(times), record)
+                  for record, times in entries if len(times) >= enough]
+        _, neg_rel, covered, record = max(scored, key=lambda x: x[:3])
+        items.append(PlanItem(
+            kind="config", category=record.edit.categories[0], config=dict(record.edit.config),
+            from_hardware=match.hardware_id,
+            evidence=f"fastest measured {task_id} {dtype} config on {match.gpu_name} over "
+                     f"{covered} of the {len(wanted)} shapes asked: {-neg_rel:.2f}x the "
+                     "fastest time per shape",
+            example_ids=[record.id], score=round(match.similarity / -neg_rel, 4),
+            task_id=task_id, dtype=dtype, similarity=match.similarity,
+            triton_version=record.env.triton_version,
+            version_note=version_note(record.env.triton_version, current)))
     return items

@@ -72,11 +72,11 @@ class RemoteKnowledge:
 
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
                   include_own: bool = False, space: Any = None,
-                  limit: int = 10) -> BootstrapPlan:
+                  limit: int = 10, shapes: Sequence[str] | None = None) -> BootstrapPlan:
         """``space`` stays here (functions do not travel): the service ranks the space of
         its own registered task of ``op_type``, or the configurations in its store."""
         body = {"env": env, "op_type": op_type, "include_own": include_own, "limit": limit,
-                "check_names": False}
+                "check_names": False, **({"shapes": list(shapes)} if shapes else {})}
         return BootstrapPlan.model_validate(self._call("POST", "/bootstrap", json=body))
 
     def stats(self) -> dict[str, Any]:

@@ -62,7 +62,7 @@ class Knowledge(Protocol):
                  regime: str | None = None) -> InsightReport: ...
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
                   include_own: bool = False, space: Space | None = None,
-                  limit: int = 10) -> BootstrapPlan: ...
+                  limit: int = 10, shapes: Sequence[str] | None = None) -> BootstrapPlan: ...
     def stats(self) -> dict[str, Any]: ...
 
 
@@ -290,14 +290,16 @@ class LocalKnowledge:
 
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
                   include_own: bool = False, space: Space | None = None,
-                  limit: int = 10) -> BootstrapPlan:
+                  limit: int = 10, shapes: Sequence[str] | None = None) -> BootstrapPlan:
         """The plan for ``env`` (a GPU name known to kb.gpu_facts, or explicit facts);
         with an op, also the learned ranker's order of its configurations (``space``: the
         task's, from the caller that knows it; else the configurations seen in the store).
-        Raises UnknownGpu (a ValueError) for a name nobody knows and no facts."""
+        ``shapes``: the best configurations are the fastest on these shape labels (a
+        regime's). Raises UnknownGpu (a ValueError) for a name nobody knows and no facts."""
         target = resolve_target(env)
         with self.session() as session:
-            plan = bootstrap_plan(session, target, op_type=op_type, include_own=include_own)
+            plan = bootstrap_plan(session, target, op_type=op_type, include_own=include_own,
+                                  shapes=shapes)
             if not op_type:
                 return plan
             key = json.dumps([snapshot(session).key, op_type, target, limit,

@@ -38,6 +38,29 @@ def test_token_is_enforced_on_mutations(service: str) -> None:
     assert httpx.get(f"{service}/health").json()["status"] == "ok"  # reads stay open
 
 
+def test_bootstrap_for_shapes_over_http(service: str) -> None:
+    """``shapes`` travels through POST /bootstrap and the client: the fastest measured on
+    them wins over the largest speedup (the rule: tests/retrieval/test_insights.py)."""
+    short = "rows=128,cols=4096"
+    records = []
+    for config, speedup, ms in (({"B": 11}, 9.0, 0.010), ({"B": 12}, 1.1, 0.006)):
+        record = record_dict(summary=f"timed {config}", speedup=speedup, config=config,
+                             op="matmul", run=f"shapes-{config['B']}")
+        record["feedback"]["timings"] = [{"shape": short, "median_ms": ms}]
+        records.append(record)
+    remote = RemoteKnowledge(service, token=TOKEN)
+    assert len(remote.ingest(records).accepted) == 2
+    target = {"gpu_name": "NVIDIA H200"}
+
+    def first(**kwargs) -> dict:
+        plan = remote.bootstrap(target, op_type="matmul", include_own=True, **kwargs)
+        return next(i.config for i in plan.items if i.kind == "config")
+
+    assert first() == {"B": 11} and first(shapes=[short]) == {"B": 12}
+    bad = httpx.post(f"{service}/bootstrap", json={"env": target, "shapes": ["x" * 10_000]})
+    assert bad.status_code == 422 and "shapes" in bad.text
+
+
 def test_remote_client_round_trip(service: str) -> None:
     remote = RemoteKnowledge(service, token=TOKEN)
     bad = record_dict(summary="bad")

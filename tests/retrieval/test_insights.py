@@ -81,3 +81,76 @@ def test_the_optimizer_takes_only_this_tasks_configs_from_alike_gpus(
     assert [i.config for i in items] == [best]
     cpu = Environment(gpu_name="cpu", arch="cpu", triton_version="3.6.0", torch_version="2.11")
     assert known_configs(knowledge, softmax, "float16", cpu) == []
+
+
+def timed_record(shapes_ms: dict[str, float], **kwargs) -> dict:
+    """A measured H200 record timed on ``shapes_ms`` (label -> median ms)."""
+    record = record_dict(hw="H200", **kwargs)
+    record["feedback"]["timings"] = [{"shape": s, "median_ms": ms} for s, ms in shapes_ms.items()]
+    return record
+
+
+def test_bootstrap_for_shapes_takes_the_fastest_there_not_the_largest_speedup(
+        knowledge: LocalKnowledge) -> None:
+    """A space run that began from a slow start on long rows has the largest speedup over
+    its start; asked for short-row shapes, the plan offers the configuration measured
+    fastest on them (the HTTP API: tests/api/test_http.py)."""
+    short, mid, long_ = "rows=128,cols=4096", "rows=4096,cols=4096", "rows=1024,cols=128256"
+    knowledge.ingest([
+        timed_record({short: 0.010, long_: 0.20}, summary="space run", speedup=14.0,
+               config={"B": 1}, run="space"),
+        timed_record({short: 0.006, mid: 0.020}, summary="tuned short rows", speedup=1.2,
+               config={"B": 2}, run="short"),
+        timed_record({short: 0.007, mid: 0.019}, summary="a near second", speedup=1.1,
+               config={"B": 3}, run="short2"),
+        timed_record({long_: 0.15}, summary="long rows only", speedup=1.3, config={"B": 4},
+               run="long"),
+    ])
+
+    def best(plan) -> tuple[dict, str]:
+        item = next(i for i in plan.items if i.kind == "config")
+        return item.config, item.evidence
+
+    assert best(knowledge.bootstrap(H200_TARGET, op_type="softmax", include_own=True))[0] \
+        == {"B": 1}  # without shapes: the largest speedup over its own start
+    config, evidence = best(knowledge.bootstrap(H200_TARGET, op_type="softmax",
+                                                include_own=True, shapes=[short, mid]))
+    # B=2: 1.0x on short, 1.05x on mid (geomean 1.025); B=3: 1.17x and 1.0x; B=1: 1.67x
+    assert config == {"B": 2}
+    assert "over 2 of the 2 shapes" in evidence and "1.03x" in evidence
+    assert best(knowledge.bootstrap(H200_TARGET, op_type="softmax", include_own=True,
+                                    shapes=[long_]))[0] == {"B": 4}
+
+
+def test_a_regime_loop_adopts_the_fastest_on_its_own_shapes(knowledge: LocalKnowledge) -> None:
+    """The optimizer's loop for one regime asks with its round and sweep shapes: the
+    configuration it offers to adopt is the one measured fastest there."""
+    from kb_testdata import HARDWARE
+
+    from kb.record import Environment
+    from kernels.base import get_task
+    from optimizer.experience import RunInfo
+    from optimizer.loop import Loop, LoopOptions
+    from optimizer.recall import known_configs
+
+    softmax = get_task("softmax")
+    fast_long = {**softmax.default_config, "NUM_WARPS": 16}
+    fast_short = {**softmax.default_config, "NUM_WARPS": 4}
+    short, long_ = (128, 4096), (1024, 128256)  # medium_rows and long_rows
+    label = softmax.shape_label
+    knowledge.ingest([
+        timed_record({label(short): 0.009, label(long_): 0.20}, summary="long-row winner",
+                     speedup=9.0, config=fast_long, run="a"),
+        timed_record({label(short): 0.004}, summary="short-row winner", speedup=1.1,
+                     config=fast_short, run="b"),
+    ])
+    env = Environment(**HARDWARE["H200"], triton_version="3.6.0", torch_version="2.11")
+    assert [i.config for i in known_configs(knowledge, softmax, "float16", env)][0] \
+        == fast_long
+    info = RunInfo("run", softmax, "float16", label(short), env, "offline", None, "test",
+                   regime="medium_rows")
+    loop = Loop(softmax, agent=None, info=info, evaluator=None, writeback=None, policy=None,
+                knowledge=knowledge, options=LoopOptions(shapes=[short], sweep_shapes=[short]))
+    assert loop._regime_labels() == [label(short)]
+    assert [i.config for i in known_configs(knowledge, softmax, "float16", env,
+                                            shapes=loop._regime_labels())][0] == fast_short

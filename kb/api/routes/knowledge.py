@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StringConstraints, field_validator
 
-from kb import operations
+from kb import limits, operations
 from kb.api.deps import KnowledgeDep
-from kb.limits import REGIME, SHORT
+from kb.limits import LIST_ITEMS, REGIME, SHORT
 from retrieval.bootstrap_target import BootstrapTarget
 from retrieval.query import RetrievalQuery
 from retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
@@ -28,6 +28,15 @@ class BootstrapRequest(BaseModel):
     limit: int = Field(10, ge=1, le=500, description="ranked configurations returned")
     check_names: bool = Field(True, description="match op_type to the known ops (any case) "
                               "and reject one nobody knows; False takes it as given")
+    shapes: list[Annotated[str, StringConstraints(max_length=SHORT)]] | None = Field(
+        None, max_length=LIST_ITEMS, description="shape labels (e.g. one shape regime's, "
+        "'rows=4096,cols=32768'): each task's best configuration is then the one measured "
+        "fastest on them, not the largest speedup over its own run's start")
+
+    @field_validator("shapes")
+    @classmethod
+    def _valid_text(cls, value: list[str] | None) -> list[str] | None:
+        return limits.check_strings(value)
 
 
 @router.post("/retrieve", response_model=RetrievalResult)
@@ -67,6 +76,6 @@ def bootstrap(body: BootstrapRequest, kb: KnowledgeDep) -> BootstrapPlan:
         return operations.bootstrap(kb, body.env.model_dump(exclude_unset=True),
                                     op_type=body.op_type, include_own=body.include_own,
                                     dtype=body.dtype, limit=body.limit,
-                                    check_names=body.check_names)
+                                    check_names=body.check_names, shapes=body.shapes)
     except UnknownGpu as err:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(err)) from err
