@@ -380,6 +380,12 @@ def _add_bootstrap(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--smem", type=int, dest="smem_per_sm_kib", help="KiB per SM")
     parser.add_argument("--dtype", default="float16")
     parser.add_argument("--limit", type=int, default=10, help="ranked configurations shown")
+    parser.add_argument("--include-own", action="store_true",
+                        help="also this GPU's own experiences (a card already measured)")
+    parser.add_argument("--shape", action="append", default=[], dest="shapes",
+                        metavar="LABEL", help="a shape label (repeatable, e.g. "
+                        "rows=1024,cols=128256): each task's best configuration is then the "
+                        "fastest measured on these shapes")
     _json_flag(parser)
 
 
@@ -396,7 +402,8 @@ def _run_bootstrap(args: argparse.Namespace) -> int:
     op_type = _resolve(knowledge, op_type=args.op_type)["op_type"]
     space = space_for_op(op_type, args.dtype) if op_type else None
     try:
-        plan = knowledge.bootstrap(env, op_type=op_type, space=space, limit=args.limit)
+        plan = knowledge.bootstrap(env, op_type=op_type, space=space, limit=args.limit,
+                                   include_own=args.include_own, shapes=args.shapes or None)
     except UnknownGpu as err:
         print(err, file=sys.stderr)
         return 2
