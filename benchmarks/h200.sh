@@ -27,6 +27,8 @@ for stage in "$@"; do
     optimize:*) t=${stage#optimize:}; timeout $(( $(left) - 30 )) python3 -m kb.cli optimize "$t" ${OPT_FLAGS-} --max-iters ${ITERS:-25} --patience 6 --budget-s ${TASK_BUDGET_S:-120} --out benchmarks/runs 2>&1 | grep --line-buffered -v Warning | tee -a "$OUT/optimize.log" | tail -40 ;;
     vs:*) t=${stage#vs:}; timeout $(( $(left) - 20 )) python3 benchmarks/peers.py --tasks ${t//,/ } --runs benchmarks/runs --tag "_optimized_${t//,/_}" 2>&1 | grep --line-buffered -v Warning | tail -80 > "$OUT/vs.log" ;;
     overhead) timeout $(( $(left) - 20 )) python3 benchmarks/sandbox_overhead.py --runs ${RUNS:-5} > "$OUT/overhead.log" 2>&1; echo "rc=$?" >> "$OUT/overhead.log" ;;
+    # DRAM bytes per kernel from hardware counters (torch.profiler / CUPTI): why a miss
+    dram) timeout $(( $(left) - 20 )) python3 benchmarks/dram_traffic.py --out "$OUT" > "$OUT/dram.log" 2>&1; echo "rc=$?" >> "$OUT/dram.log" ;;
     hostcost) timeout $(( $(left) - 20 )) python3 benchmarks/host_cost.py --out "$OUT" > "$OUT/host_cost.log" 2>&1; echo "rc=$?" >> "$OUT/host_cost.log" ;;
     launch) timeout $(( $(left) - 20 )) python3 benchmarks/launch_bound.py --runs benchmarks/runs > "$OUT/launch.log" 2>&1; echo "rc=$?" >> "$OUT/launch.log" ;;
     revalidate:*) t=${stage#revalidate:}; KERNELKB_DATA_DIR=/tmp/kkb_revalidate timeout $(( $(left) - 20 )) python3 -m kb.cli revalidate --task "$t" --top ${TOP:-3} --journal "benchmarks/results/revalidate_${t}_h200.jsonl" 2>&1 | grep --line-buffered -v 'Warning\|INFO' | tee -a "$OUT/revalidate.log" ;;
