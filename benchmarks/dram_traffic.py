@@ -1,27 +1,30 @@
-"""DRAM traffic per kernel, ours against the checked peers: hardware counters through
-torch.profiler (CUPTI), the NCU-style figures that say why a kernel misses the copy
-bandwidth.
+"""DRAM traffic per kernel, ours against the checked peers: hardware counters from
+Nsight Compute (``ncu``), the figures that say why a kernel misses the copy bandwidth.
 
 For each case (task, shape, one of our configurations) every implementation is checked
-against the task's reference on the shape, run once to compile and warm, then run once
-under the profiler with per-kernel counters: DRAM bytes read and written, L2 hit rate,
-duration. Printed per implementation: bytes read / the op's input bytes and bytes
-written / its output bytes (1.00 = each byte once), and the achieved bandwidth.
+against the task's reference on the shape, run to compile and warm, then once more with
+ncu collecting per-kernel counters (this script runs itself under ncu, which profiles only
+that call): DRAM bytes read and written, L2 hit rate, duration. Printed per
+implementation: bytes read / the op's input bytes and bytes written / its output bytes
+(1.00 = each byte once), and the achieved bandwidth.
 
     python benchmarks/dram_traffic.py                      # the built-in cases below
     python benchmarks/dram_traffic.py --case 'rmsnorm|rows=4096,hidden=8192|{"NUM_WARPS": 8}'
 
-Needs a CUDA GPU and counters the driver lets this user read (containers often refuse
-them: the script then says so and exits 3). Writes dram_traffic_<gpu>.{json,md} to --out.
+Needs a CUDA GPU, ``ncu`` and counters the driver lets this user read (the script says
+what ncu said and exits 3 when none came back; torch.profiler's CUPTI metrics gave none on
+the lent H200). Writes dram_traffic_<gpu>.{json,md} to --out.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
+import shutil
+import subprocess
 import sys
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -59,72 +62,109 @@ def implementations(task: Any, config: dict[str, Any]) -> dict[str, Any]:
     return impls
 
 
-def counters(call: Any) -> list[dict[str, Any]]:
-    """Per-kernel counter values of one call, from the profiler's trace."""
-    from torch.profiler import ProfilerActivity, profile
-
-    config = torch._C._profiler._ExperimentalConfig(profiler_metrics=list(METRICS),
-                                                     profiler_measure_per_kernel=True)
-    with profile(activities=[ProfilerActivity.CUDA], experimental_config=config) as prof:
-        call()
-        torch.cuda.synchronize()
-    with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, "trace.json")
-        prof.export_chrome_trace(path)
-        events = json.loads(Path(path).read_text()).get("traceEvents", [])
-    kernels = []
-    for event in events:
-        args = event.get("args") or {}
-        values = {m: args[m] for m in METRICS if m in args}
-        if values:
-            kernels.append({"kernel": event.get("name", "?")[:80], **values})
-    return kernels
-
-
-def measure(text: str) -> list[dict[str, Any]]:
-    name, label, config = parse_case(text)
-    task = get_task(name)
-    shape = task.parse_shape(label)
-    dtype = DTYPES["float16"]
-    inputs = task.make_inputs(shape, dtype, 0, "cuda")
-    in_bytes = sum(t.numel() * t.element_size() for t in inputs if isinstance(t, torch.Tensor))
-    out_bytes = task.bytes_moved(shape, dtype) - in_bytes
-    rows = []
-    for impl_name, impl in implementations(task, config).items():
-        row: dict[str, Any] = {"task": name, "shape": label, "config": config,
-                               "impl": impl_name}
-        reason = check_peer(task, impl, "float16", shape)
-        if reason:
-            rows.append({**row, "error": f"dropped: {reason}"})
-            continue
-        for _ in range(3):
+def run_child(cases: list[str]) -> None:
+    """Under ncu: each checked implementation's one measured call inside an NVTX range
+    named ``case|impl`` and between profiler start and stop (ncu profiles only those
+    kernels and names them by the range). What it says goes to stderr, as ``KKB {json}``."""
+    for index, text in enumerate(cases):
+        name, label, config = parse_case(text)
+        task = get_task(name)
+        shape = task.parse_shape(label)
+        inputs = task.make_inputs(shape, DTYPES["float16"], 0, "cuda")
+        for impl_name, impl in implementations(task, config).items():
+            reason = check_peer(task, impl, "float16", shape)
+            if reason:
+                print("KKB " + json.dumps({"case": index, "impl": impl_name,
+                                           "error": f"dropped: {reason}"}), file=sys.stderr)
+                continue
+            for _ in range(3):
+                impl.fn(*inputs)
+            torch.cuda.synchronize()
+            torch.cuda.nvtx.range_push(f"{index}|{impl_name}")
+            torch.cuda.profiler.start()
             impl.fn(*inputs)
-        torch.cuda.synchronize()
-        try:
-            kernels = counters(lambda fn=impl.fn, args=inputs: fn(*args))
-        except Exception as err:  # noqa: BLE001 - counters refused or unsupported here
-            kernels, why = [], f"{type(err).__name__}: {err}"[:200]
-        else:
-            why = "the trace carried none (the driver refused them?)"
-        if not kernels:
-            rows.append({**row, "error": f"no counters: {why}"})
-            print(json.dumps(rows[-1]), flush=True)
-            continue
-        read = sum(k.get("dram__bytes_read.sum", 0) for k in kernels)
-        write = sum(k.get("dram__bytes_write.sum", 0) for k in kernels)
-        ns = sum(k.get("gpu__time_duration.sum", 0) for k in kernels)
-        rows.append({**row, "kernels": kernels, "dram_read": read, "dram_write": write,
-                     "read_over_input": read / in_bytes, "write_over_output": write / out_bytes,
-                     "gpu_us": ns / 1e3, "achieved_gbps": (read + write) / ns if ns else None})
-        print(json.dumps({k: v for k, v in rows[-1].items() if k != "kernels"}), flush=True)
+            torch.cuda.synchronize()
+            torch.cuda.profiler.stop()
+            torch.cuda.nvtx.range_pop()
+            print("KKB " + json.dumps({"case": index, "impl": impl_name}), file=sys.stderr,
+                  flush=True)
+
+
+def run_ncu(ncu: str, cases: list[str], raw: Path) -> tuple[dict, dict, str]:
+    """Runs this script's child under ncu: (case, impl) -> summed metrics over its kernels
+    with their names, (case, impl) -> error, and ncu's own last words."""
+    cmd = [ncu, "--profile-from-start", "off", "--nvtx", "--print-nvtx-rename", "kernel",
+           "--csv", "--page", "raw", "--print-units", "base", "--metrics", ",".join(METRICS),
+           sys.executable, __file__, "--child", *[a for c in cases for a in ("--case", c)]]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    raw.write_text(done.stdout)  # ncu's own page, kept beside the results
+    raw.with_suffix(".log").write_text(done.stderr)
+    errors = {}
+    for line in done.stderr.splitlines():
+        if line.startswith("KKB "):
+            item = json.loads(line[4:])
+            if "error" in item:
+                errors[(item["case"], item["impl"])] = item["error"]
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith('"')]
+    found: dict[tuple[int, str], dict[str, Any]] = {}
+    if lines:
+        rows = list(csv.reader(lines))
+        head = rows[0]
+        for row in rows[2:]:  # the second line gives the units
+            item = dict(zip(head, row, strict=False))
+            case, _, impl = item.get("Kernel Name", "").partition("|")
+            if not case.isdigit():
+                continue
+            entry = found.setdefault((int(case), impl), {"kernels": 0})
+            entry["kernels"] += 1
+            for metric in METRICS:
+                value = item.get(metric, "").replace(",", "")
+                if value:
+                    if metric.endswith(".pct"):
+                        entry.setdefault("hit_rates", []).append(float(value))
+                    else:
+                        entry[metric] = entry.get(metric, 0.0) + float(value)
+    tail = "\n".join((done.stderr.strip().splitlines() or [""])[-5:])
+    return found, errors, tail
+
+
+def measure(cases: list[str], ncu: str, raw: Path) -> list[dict[str, Any]]:
+    found, errors, tail = run_ncu(ncu, cases, raw)
+    rows = []
+    for index, text in enumerate(cases):
+        name, label, config = parse_case(text)
+        task = get_task(name)
+        shape = task.parse_shape(label)
+        dtype = DTYPES["float16"]
+        in_bytes = sum(t.numel() * t.element_size()
+                       for t in task.make_inputs(shape, dtype, 0, "cuda")
+                       if isinstance(t, torch.Tensor))
+        out_bytes = task.bytes_moved(shape, dtype) - in_bytes
+        for impl_name in ("ours", *peers_for(task)):
+            row: dict[str, Any] = {"task": name, "shape": label, "config": config,
+                                   "impl": impl_name}
+            got = found.get((index, impl_name))
+            if got is None:
+                row["error"] = errors.get((index, impl_name)) or f"no counters ({tail})"
+                rows.append(row)
+                continue
+            read = got.get("dram__bytes_read.sum", 0.0)
+            write = got.get("dram__bytes_write.sum", 0.0)
+            ns = got.get("gpu__time_duration.sum", 0.0)
+            hits = got.get("hit_rates", [])
+            rows.append({**row, "kernels": got["kernels"], "dram_read": read, "dram_write": write,
+                         "read_over_input": read / in_bytes, "write_over_output": write / out_bytes,
+                         "l2_hit_pct": sum(hits) / len(hits) if hits else None,
+                         "gpu_us": ns / 1e3, "achieved_gbps": (read + write) / ns if ns else None})
     return rows
 
 
 def markdown(rows: list[dict[str, Any]], gpu: str, command: str) -> str:
     lines = [f"# DRAM traffic per kernel on {gpu}", "",
-             f"`{command}`: counters from torch.profiler (CUPTI), one call each, after the "
-             "reference check and a warm-up. read / input and write / output: 1.00 = every "
-             "byte once.", "",
+             f"`{command}`: hardware counters from Nsight Compute (`ncu`), one call each, "
+             "after the reference check and a warm-up; several kernels of one call are "
+             "summed (L2 hit rate: their mean). read / input and write / output: 1.00 = "
+             "every byte once.", "",
              "| task | shape | our config | implementation | DRAM read / input | DRAM write / "
              "output | L2 hit % | GPU µs | GB/s |", "|---|---|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
@@ -133,9 +173,7 @@ def markdown(rows: list[dict[str, Any]], gpu: str, command: str) -> str:
             lines.append(f"| {r['task']} | {r['shape']} | {config} | {r['impl']} | "
                          f"{r['error'][:120]} | | | | |")
             continue
-        hits = [k["lts__t_sector_hit_rate.pct"] for k in r["kernels"]
-                if "lts__t_sector_hit_rate.pct" in k]
-        hit = f"{sum(hits) / len(hits):.1f}" if hits else "–"
+        hit = f"{r['l2_hit_pct']:.1f}" if r.get("l2_hit_pct") is not None else "–"
         lines.append(f"| {r['task']} | {r['shape']} | {config} | {r['impl']} | "
                      f"{r['read_over_input']:.2f} | {r['write_over_output']:.2f} | {hit} | "
                      f"{r['gpu_us']:.1f} | {r['achieved_gbps'] or 0:.0f} |")
@@ -146,19 +184,24 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--case", action="append", default=None,
                         help="task|shape label|our config as JSON (repeatable)")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or
                                                          Path(__file__).parent / "results"))
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("dram_traffic: needs a CUDA GPU (hardware counters)", file=sys.stderr)
+    cases = args.case or list(CASES)
+    if args.child:
+        run_child(cases)
+        return 0
+    ncu = shutil.which("ncu") or ("/usr/local/cuda/bin/ncu"
+                                  if Path("/usr/local/cuda/bin/ncu").exists() else None)
+    if not torch.cuda.is_available() or ncu is None:
+        print("dram_traffic: needs a CUDA GPU and Nsight Compute (ncu)", file=sys.stderr)
         return 2
-    rows = []
-    for case in args.case or CASES:
-        rows += measure(case)
     gpu = torch.cuda.get_device_name()
-    command = "python benchmarks/dram_traffic.py " + " ".join(sys.argv[1:])
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"dram_traffic_{gpu.split()[-1].lower()}"
+    rows = measure(cases, ncu, stem.with_name(stem.name + "_ncu.csv"))
+    command = "python benchmarks/dram_traffic.py " + " ".join(sys.argv[1:])
     stem.with_suffix(".json").write_text(json.dumps(
         {"gpu": gpu, "command": command, "rows": rows,
          "date": datetime.now(timezone.utc).isoformat(timespec="seconds")}, indent=1))
