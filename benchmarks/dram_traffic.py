@@ -90,32 +90,38 @@ def run_child(cases: list[str]) -> None:
                   flush=True)
 
 
-def run_ncu(ncu: str, cases: list[str], raw: Path) -> tuple[dict, dict, str]:
-    """Runs this script's child under ncu: (case, impl) -> summed metrics over its kernels
-    with their names, (case, impl) -> error, and ncu's own last words."""
+def run_ncu(ncu: str, cases: list[str], raw: Path) -> None:
+    """Runs this script's child under ncu; its page (CSV) and log go to ``raw`` and
+    ``raw``.log, which ``read_ncu`` reads (also later, without a GPU: ``--reparse``)."""
     cmd = [ncu, "--profile-from-start", "off", "--nvtx", "--print-nvtx-rename", "kernel",
            "--csv", "--page", "raw", "--print-units", "base", "--metrics", ",".join(METRICS),
            sys.executable, __file__, "--child", *[a for c in cases for a in ("--case", c)]]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    raw.write_text(done.stdout)  # ncu's own page, kept beside the results
+    raw.write_text(done.stdout)
     raw.with_suffix(".log").write_text(done.stderr)
+
+
+def read_ncu(raw: Path) -> tuple[dict, dict, str]:
+    """(case, impl) -> metrics summed over its kernels, (case, impl) -> why it has none,
+    and ncu's last words. ncu names a kernel ``case|impl/kernel`` (the NVTX range)."""
+    log = raw.with_suffix(".log").read_text() if raw.with_suffix(".log").exists() else ""
     errors = {}
-    for line in done.stderr.splitlines():
+    for line in log.splitlines():
         if line.startswith("KKB "):
             item = json.loads(line[4:])
             if "error" in item:
                 errors[(item["case"], item["impl"])] = item["error"]
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith('"')]
+    lines = [ln for ln in raw.read_text().splitlines() if ln.startswith('"')]
     found: dict[tuple[int, str], dict[str, Any]] = {}
     if lines:
         rows = list(csv.reader(lines))
         head = rows[0]
         for row in rows[2:]:  # the second line gives the units
             item = dict(zip(head, row, strict=False))
-            case, _, impl = item.get("Kernel Name", "").partition("|")
+            case, _, rest = item.get("Kernel Name", "").partition("|")
             if not case.isdigit():
                 continue
-            entry = found.setdefault((int(case), impl), {"kernels": 0})
+            entry = found.setdefault((int(case), rest.split("/", 1)[0]), {"kernels": 0})
             entry["kernels"] += 1
             for metric in METRICS:
                 value = item.get(metric, "").replace(",", "")
@@ -124,12 +130,15 @@ def run_ncu(ncu: str, cases: list[str], raw: Path) -> tuple[dict, dict, str]:
                         entry.setdefault("hit_rates", []).append(float(value))
                     else:
                         entry[metric] = entry.get(metric, 0.0) + float(value)
-    tail = "\n".join((done.stderr.strip().splitlines() or [""])[-5:])
+    tail = " / ".join([ln for ln in log.splitlines() if not ln.startswith("KKB ")][-3:])
     return found, errors, tail
 
 
-def measure(cases: list[str], ncu: str, raw: Path) -> list[dict[str, Any]]:
-    found, errors, tail = run_ncu(ncu, cases, raw)
+def measure(cases: list[str], raw: Path) -> list[dict[str, Any]]:
+    """Rows of the table from ncu's page: per implementation, its DRAM bytes against the
+    op's input and output bytes."""
+    found, errors, tail = read_ncu(raw)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
     rows = []
     for index, text in enumerate(cases):
         name, label, config = parse_case(text)
@@ -137,10 +146,12 @@ def measure(cases: list[str], ncu: str, raw: Path) -> list[dict[str, Any]]:
         shape = task.parse_shape(label)
         dtype = DTYPES["float16"]
         in_bytes = sum(t.numel() * t.element_size()
-                       for t in task.make_inputs(shape, dtype, 0, "cuda")
+                       for t in task.make_inputs(shape, dtype, 0, device)
                        if isinstance(t, torch.Tensor))
         out_bytes = task.bytes_moved(shape, dtype) - in_bytes
-        for impl_name in ("ours", *peers_for(task)):
+        # the implementations that run had (ours first), in the order it ran them
+        names = [i for c, i in (*found, *errors) if c == index]
+        for impl_name in dict.fromkeys(["ours", *names]):
             row: dict[str, Any] = {"task": name, "shape": label, "config": config,
                                    "impl": impl_name}
             got = found.get((index, impl_name))
@@ -164,7 +175,10 @@ def markdown(rows: list[dict[str, Any]], gpu: str, command: str) -> str:
              f"`{command}`: hardware counters from Nsight Compute (`ncu`), one call each, "
              "after the reference check and a warm-up; several kernels of one call are "
              "summed (L2 hit rate: their mean). read / input and write / output: 1.00 = "
-             "every byte once.", "",
+             "every byte once. ncu runs with its defaults (caches flushed, clocks locked to "
+             "base), so its durations are longer than those of the timing runs; the page "
+             "it wrote is kept beside this file (`_ncu.csv`, `_ncu.log`; `--reparse` "
+             "rebuilds this table from it).", "",
              "| task | shape | our config | implementation | DRAM read / input | DRAM write / "
              "output | L2 hit % | GPU µs | GB/s |", "|---|---|---|---|---:|---:|---:|---:|---:|"]
     for r in rows:
@@ -185,6 +199,10 @@ def main() -> int:
     parser.add_argument("--case", action="append", default=None,
                         help="task|shape label|our config as JSON (repeatable)")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--reparse", type=Path, default=None, metavar="CSV",
+                        help="build the table from a saved ncu page (no GPU needed); "
+                             "--case must name the cases of that run, in order")
+    parser.add_argument("--gpu", default=None, help="with --reparse: the GPU's name")
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or
                                                          Path(__file__).parent / "results"))
     args = parser.parse_args()
@@ -192,15 +210,21 @@ def main() -> int:
     if args.child:
         run_child(cases)
         return 0
-    ncu = shutil.which("ncu") or ("/usr/local/cuda/bin/ncu"
-                                  if Path("/usr/local/cuda/bin/ncu").exists() else None)
-    if not torch.cuda.is_available() or ncu is None:
-        print("dram_traffic: needs a CUDA GPU and Nsight Compute (ncu)", file=sys.stderr)
-        return 2
-    gpu = torch.cuda.get_device_name()
+    if args.reparse is not None:
+        gpu, raw = args.gpu or "the GPU of the saved run", args.reparse
+    else:
+        ncu = shutil.which("ncu") or ("/usr/local/cuda/bin/ncu"
+                                      if Path("/usr/local/cuda/bin/ncu").exists() else None)
+        if not torch.cuda.is_available() or ncu is None:
+            print("dram_traffic: needs a CUDA GPU and Nsight Compute (ncu)", file=sys.stderr)
+            return 2
+        gpu = torch.cuda.get_device_name()
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"dram_traffic_{gpu.split()[-1].lower()}"
-    rows = measure(cases, ncu, stem.with_name(stem.name + "_ncu.csv"))
+    if args.reparse is None:
+        raw = stem.with_name(stem.name + "_ncu.csv")
+        run_ncu(ncu, cases, raw)
+    rows = measure(cases, raw)
     command = "python benchmarks/dram_traffic.py " + " ".join(sys.argv[1:])
     stem.with_suffix(".json").write_text(json.dumps(
         {"gpu": gpu, "command": command, "rows": rows,
