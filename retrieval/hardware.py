@@ -140,7 +140,8 @@ def bootstrap(
     ``include_own`` the target GPU's own experiences count too (a second optimization on
     a card already known), otherwise only other hardware (a card never seen). ``shapes``
     (labels, e.g. one shape regime's): each task's best configuration is the fastest on
-    those shapes (``_fastest_on_shapes``), not the largest speedup over its run's start."""
+    those shapes (``_fastest_on_shapes``), not the largest speedup over its run's start;
+    a task with no record timed on any of them keeps the largest speedup."""
     matches = similar_hardware(session, target, include_own=include_own)
     current = target.get("triton_version")
     items: list[PlanItem] = []
@@ -158,8 +159,12 @@ def bootstrap(
                 example_ids=cat.example_ids, score=round(match.similarity * cat.win_rate * gain, 4),
                 version_note=cat.version_note if cat.wins == cat.other_version_wins else None,
             ))
-        items.extend(_fastest_on_shapes(session, match, op_type, current, shapes) if shapes
-                     else _best_configs(session, match, op_type, current))
+        best = _best_configs(session, match, op_type, current)
+        if shapes:  # a task none of whose records was timed on the shapes keeps the old rule
+            fastest = _fastest_on_shapes(session, match, op_type, current, shapes)
+            timed = {(i.task_id, i.dtype) for i in fastest}
+            best = fastest + [i for i in best if (i.task_id, i.dtype) not in timed]
+        items.extend(best)
     # another Triton version's advice after the current version's (retrieval/versions.py)
     items.sort(key=lambda i: (i.version_note is not None, -i.score))
     return BootstrapPlan(target=target, similar_hardware=matches, items=items[:limit])

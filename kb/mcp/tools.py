@@ -115,6 +115,10 @@ class Tools:
         dtype: Dtype = "float16",
         include_own: bool = False,
         limit: Annotated[int, Field(ge=1, le=500)] = 10,
+        shapes: Annotated[list[Name] | None, Field(
+            max_length=limits.LIST_ITEMS, description="shape labels such as "
+            "'rows=1024,cols=128256': each task's best configuration is then the one measured "
+            "fastest on them")] = None,
     ) -> dict[str, Any]:
         """What to try first on a card: the edits and configurations that won on the most
         similar hardware and, with an op, the learned ranker's order of its configurations."""
@@ -129,7 +133,8 @@ class Tools:
                             "mem_bandwidth_gbps, smem_per_sm_kib)")
         try:
             plan = operations.bootstrap(self.knowledge, env, op_type=op_type,
-                                        include_own=include_own, dtype=dtype, limit=limit)
+                                        include_own=include_own, dtype=dtype, limit=limit,
+                                        shapes=shapes)
         except UnknownGpu as err:
             raise ToolError(str(err)) from None
         return plan.model_dump(mode="json")

@@ -99,6 +99,13 @@ def test_bootstrap_plan_for_a_new_card(mcp: SyncClient) -> None:
     assert len(ranked) == 3 and all(set(i["config"]) >= {"BLOCK_SIZE", "NUM_WARPS"}
                                     for i in ranked)
     assert "unknown" in error_text(mcp.tool("bootstrap_plan", {"gpu_name": "Zorblax 9000"}))
+    # on the measured card, for one shape: the configuration measured fastest there
+    own = _data(mcp.tool("bootstrap_plan", {"gpu_name": "NVIDIA H200", "op_type": "softmax",
+                                            "include_own": True,
+                                            "shapes": ["rows=4096,cols=32768"]}))
+    fastest = next(i for i in own["items"] if i["kind"] == "config")
+    assert "fastest measured softmax" in fastest["evidence"]
+    assert "1.00x the fastest time per shape" in fastest["evidence"]
 
 
 def _stored(root: Path, exp_id: str) -> ExperienceRecord:

@@ -104,11 +104,13 @@ def test_bootstrap_for_shapes_takes_the_fastest_there_not_the_largest_speedup(
         timed_record({short: 0.007, mid: 0.019}, summary="a near second", speedup=1.1,
                config={"B": 3}, run="short2"),
         timed_record({long_: 0.15}, summary="long rows only", speedup=1.3, config={"B": 4},
-               run="long"),
+                     run="long"),
+        timed_record({"other=1": 0.5}, summary="another task, other shapes", speedup=2.0,
+                     config={"C": 1}, run="other", task="softmax_other"),
     ])
 
     def best(plan) -> tuple[dict, str]:
-        item = next(i for i in plan.items if i.kind == "config")
+        item = next(i for i in plan.items if i.kind == "config" and i.task_id == "softmax")
         return item.config, item.evidence
 
     assert best(knowledge.bootstrap(H200_TARGET, op_type="softmax", include_own=True))[0] \
@@ -118,8 +120,12 @@ def test_bootstrap_for_shapes_takes_the_fastest_there_not_the_largest_speedup(
     # B=2: 1.0x on short, 1.05x on mid (geomean 1.025); B=3: 1.17x and 1.0x; B=1: 1.67x
     assert config == {"B": 2}
     assert "over 2 of the 2 shapes" in evidence and "1.03x" in evidence
-    assert best(knowledge.bootstrap(H200_TARGET, op_type="softmax", include_own=True,
-                                    shapes=[long_]))[0] == {"B": 4}
+    plan = knowledge.bootstrap(H200_TARGET, op_type="softmax", include_own=True,
+                               shapes=[long_])
+    assert best(plan)[0] == {"B": 4}
+    # a task no record was timed on these shapes for keeps its largest speedup
+    other = next(i for i in plan.items if i.kind == "config" and i.task_id == "softmax_other")
+    assert other.config == {"C": 1} and "vs baseline" in other.evidence
 
 
 def test_a_regime_loop_adopts_the_fastest_on_its_own_shapes(knowledge: LocalKnowledge) -> None:
