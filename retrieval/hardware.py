@@ -229,8 +229,7 @@ def _fastest_on_shapes(session: Session, match: HardwareMatch, op_type: str | No
         record = load_or_skip(row)
         if record is None or not record.edit.config:
             continue
-        times = {t.shape: t.median_ms for t in record.feedback.timings
-                 if t.shape in wanted and t.median_ms and t.median_ms > 0}
+        times = timed_on(record, wanted)
         if times:
             timed.setdefault((row.task_id, row.dtype), []).append((record, times))
     items = []
@@ -240,19 +239,32 @@ def _fastest_on_shapes(session: Session, match: HardwareMatch, op_type: str | No
             for shape, ms in times.items():
                 fastest[shape] = min(ms, fastest.get(shape, math.inf))
         enough = max(len(times) for _, times in entries) / 2
-        scored = [(not other_version(record.env.triton_version, current),
-                   -math.exp(sum(math.log(ms / fastest[s]) for s, ms in times.items())
-                             / len(times)), len(times), record)
-                  for record, times in entries if len(times) >= enough]
-        _, neg_rel, covered, record = max(scored, key=lambda x: x[:3])
+        # current Triton version first, then the smallest relative time, then more shapes
+        _, rel, _, record = min(
+            ((other_version(rec.env.triton_version, current), _relative_time(t, fastest),
+              -len(t), rec) for rec, t in entries if len(t) >= enough),
+            key=lambda x: x[:3])
+        covered = len(timed_on(record, wanted))
         items.append(PlanItem(
             kind="config", category=record.edit.categories[0], config=dict(record.edit.config),
             from_hardware=match.hardware_id,
             evidence=f"fastest measured {task_id} {dtype} config on {match.gpu_name} over "
-                     f"{covered} of the {len(wanted)} shapes asked: {-neg_rel:.2f}x the "
+                     f"{covered} of the {len(wanted)} shapes asked: {rel:.2f}x the "
                      "fastest time per shape",
-            example_ids=[record.id], score=round(match.similarity / -neg_rel, 4),
+            example_ids=[record.id], score=round(match.similarity / rel, 4),
             task_id=task_id, dtype=dtype, similarity=match.similarity,
             triton_version=record.env.triton_version,
             version_note=version_note(record.env.triton_version, current)))
     return items
+
+
+def timed_on(record: Any, shapes: set[str]) -> dict[str, float]:
+    """A record's median time (ms) per shape, for those of ``shapes`` it was timed on."""
+    return {t.shape: t.median_ms for t in record.feedback.timings
+            if t.shape in shapes and t.median_ms > 0}
+
+
+def _relative_time(times: dict[str, float], fastest: dict[str, float]) -> float:
+    """Geometric mean over the shapes of time / the fastest time there (1.0: fastest on
+    every one)."""
+    return math.exp(sum(math.log(ms / fastest[s]) for s, ms in times.items()) / len(times))
