@@ -165,8 +165,10 @@ def bootstrap(
             timed = {(i.task_id, i.dtype) for i in fastest}
             best = fastest + [i for i in best if (i.task_id, i.dtype) not in timed]
         items.extend(best)
-    # another Triton version's advice after the current version's (retrieval/versions.py)
-    items.sort(key=lambda i: (i.version_note is not None, -i.score))
+    # another Triton version's advice after the current version's (retrieval/versions.py);
+    # asked about shapes, the configurations measured fastest there lead
+    items.sort(key=lambda i: (i.version_note is not None, bool(shapes) and i.kind != "config",
+                              -i.score))
     return BootstrapPlan(target=target, similar_hardware=matches, items=items[:limit])
 
 

@@ -119,6 +119,9 @@ def test_bootstrap_for_shapes_takes_the_fastest_there_not_the_largest_speedup(
                                                 include_own=True, shapes=[short, mid]))
     # B=2: 1.0x on short, 1.05x on mid (geomean 1.025); B=3: 1.17x and 1.0x; B=1: 1.67x
     assert config == {"B": 2}
+    asked = knowledge.bootstrap(H200_TARGET, op_type="softmax", include_own=True,
+                                shapes=[short, mid])
+    assert asked.items[0].kind == "config"  # asked about shapes: configurations lead
     assert "over 2 of the 2 shapes" in evidence and "1.03x" in evidence
     plan = knowledge.bootstrap(H200_TARGET, op_type="softmax", include_own=True,
                                shapes=[long_])
