@@ -283,6 +283,10 @@ def writer(port: int, phase: Phase, stop: float, per_s: float, first: int, tag: 
     conn.close()
 
 
+def phase_name(with_writer: bool) -> str:
+    return "read+write" if with_writer else "read"
+
+
 def run_phase(server: Server, args: argparse.Namespace, with_writer: bool, first: int,
               run: int) -> dict[str, Any]:
     phase = Phase()
@@ -323,7 +327,7 @@ def run_phase(server: Server, args: argparse.Namespace, with_writer: bool, first
     lat = sorted(phase.latencies)
     q = statistics.quantiles(lat, n=100, method="inclusive") if len(lat) >= 2 else [0.0] * 99
     row: dict[str, Any] = {
-        "phase": "read+write" if with_writer else "read", "run": run,
+        "phase": phase_name(with_writer), "run": run,
         "clients": args.clients, "client_processes": len(procs),
         "seconds": round(elapsed, 1), "retrieves": len(lat),
         "req_per_s": round(len(lat) / elapsed, 1),
@@ -442,8 +446,8 @@ def main() -> int:
               f"(store: seeds + {args.extra} fabricated records)", flush=True)
         for run in range(args.repeat):
             for with_writer in (False, True):
-                phase = "read+write" if with_writer else "read"
-                spy = profiler(server, args) if args.profile == phase and not run else None
+                spy = profiler(server, args) \
+                    if args.profile == phase_name(with_writer) and not run else None
                 rows.append(run_phase(server, args, with_writer, 10**6 * (run + 1), run))
                 if spy is not None:
                     print(profile_summary(*spy), flush=True)

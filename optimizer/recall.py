@@ -90,7 +90,7 @@ def known(knowledge: Any, task: Task, dtype: str, env: Environment,
     try:
         plan = knowledge.bootstrap(env.model_dump(mode="json"), op_type=task.op_type,
                                    include_own=True, space=task_space(task, dtype),
-                                   limit=RANKED, **({"shapes": shapes} if shapes else {}))
+                                   limit=RANKED, shapes=shapes)
     except Exception as err:  # noqa: BLE001 - advisory, like the rest of recall
         log.warning("no known configurations (%s: %s)", type(err).__name__, err)
         return Known()

@@ -242,16 +242,15 @@ def _fastest_on_shapes(session: Session, match: HardwareMatch, op_type: str | No
                 fastest[shape] = min(ms, fastest.get(shape, math.inf))
         enough = max(len(times) for _, times in entries) / 2
         # current Triton version first, then the smallest relative time, then more shapes
-        _, rel, _, record = min(
+        _, rel, minus_covered, record = min(
             ((other_version(rec.env.triton_version, current), _relative_time(t, fastest),
               -len(t), rec) for rec, t in entries if len(t) >= enough),
             key=lambda x: x[:3])
-        covered = len(timed_on(record, wanted))
         items.append(PlanItem(
             kind="config", category=record.edit.categories[0], config=dict(record.edit.config),
             from_hardware=match.hardware_id,
             evidence=f"fastest measured {task_id} {dtype} config on {match.gpu_name} over "
-                     f"{covered} of the {len(wanted)} shapes asked: {rel:.2f}x the "
+                     f"{-minus_covered} of the {len(wanted)} shapes asked: {rel:.2f}x the "
                      "fastest time per shape",
             example_ids=[record.id], score=round(match.similarity / rel, 4),
             task_id=task_id, dtype=dtype, similarity=match.similarity,
