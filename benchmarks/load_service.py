@@ -11,15 +11,20 @@ loopback port, and runs each phase ``--repeat`` times:
 
 Queries cycle over the six ops and two GPUs; a ``--fresh`` share of them carry feedback
 text never seen before (the embedding cache misses, as for an optimizer's new candidate),
-the rest repeat texts from a pool. A read is correct when it answers 200 and every hit of
-an own-op rung is of the queried op; after the writes, every acknowledged record must be
-listed and have its vector (rows = vectors). Printed per run: requests/s, p50/p95/p99,
-errors, wrong reads, the server's CPU time per request, and the load average of the
-machine (the clients run on the same cores). Results go to
-benchmarks/results/load_service.{md,json}.
+the rest repeat texts from a pool (each pool text once per op: until the pool has been
+asked, those miss too; ``embedded_share`` is the share the server actually embedded,
+from its /stats counters). Several ``--fresh`` values sweep that cost and plot it.
+
+A read is correct when it answers 200 and every hit of an own-op rung is of the queried
+op; after the writes, every acknowledged record must be listed and have its vector (rows =
+vectors). Printed per run: requests/s, p50/p95/p99, errors, wrong reads, the server's and
+the clients' CPU time per request, and the load average of the machine (the clients run
+on the same cores).
+Results go to benchmarks/results/load_service.{md,json} (and .png with a sweep).
 
     python benchmarks/load_service.py                       # 20 clients, 3 x 30 s a phase
     python benchmarks/load_service.py --clients 20 --seconds 60 --repeat 5
+    python benchmarks/load_service.py --fresh 0 0.2 0.5 1 --repeat 2   # the cost of embedding
 """
 
 from __future__ import annotations
@@ -245,15 +250,17 @@ def reader(port: int, phase: Phase, stop: float, seed: int, fresh: float, pool: 
 
 def reader_group(port: int, stop: float, seeds: list[int], fresh: float, pool: int,
                  out: Any) -> None:
-    """One client process: a reader thread per seed; puts (latencies, errors, wrong)."""
+    """One client process: a reader thread per seed; puts (latencies, errors, wrong, CPU
+    seconds of this process)."""
     phase = Phase()
+    cpu = time.process_time()
     threads = [threading.Thread(target=reader, args=(port, phase, stop, seed, fresh, pool))
                for seed in seeds]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    out.put((phase.latencies, phase.errors, phase.wrong))
+    out.put((phase.latencies, phase.errors, phase.wrong, time.process_time() - cpu))
 
 
 def writer(port: int, phase: Phase, stop: float, per_s: float, first: int, tag: str) -> None:
@@ -287,13 +294,22 @@ def phase_name(with_writer: bool) -> str:
     return "read+write" if with_writer else "read"
 
 
+def query_counts(port: int) -> dict[str, int]:
+    """The server's query-embedding counters (asked, cached, embedded, batches)."""
+    return json.loads(request(port, "GET", "/stats")[1]).get("query_embedding", {})
+
+
 def run_phase(server: Server, args: argparse.Namespace, with_writer: bool, first: int,
-              run: int) -> dict[str, Any]:
+              run: int, fresh: float | None = None) -> dict[str, Any]:
+    """One timed phase; ``fresh``: the share of new query texts (default ``--fresh``)."""
+    fresh = args.fresh[0] if fresh is None else fresh
     phase = Phase()
+    counts_before = query_counts(server.port)
     load_before = os.getloadavg()[0]
     cpu_before = server.cpu_seconds()
     stop = time.monotonic() + args.seconds
-    seed = 1000 * (2 * run + with_writer)  # each phase its own query sequence
+    # each phase its own query sequence
+    seed = 1000 * (2 * run + with_writer) + round(1000 * fresh) * 10**6
     # the readers in --client-processes processes (threads within each): one process of 20
     # threads adds its own GIL queueing to every latency it measures
     groups = [list(range(g, args.clients, args.client_processes))
@@ -301,7 +317,7 @@ def run_phase(server: Server, args: argparse.Namespace, with_writer: bool, first
     context = multiprocessing.get_context("fork")
     results = context.Queue()
     procs = [context.Process(target=reader_group, args=(server.port, stop, [seed + i for i in g],
-                                                        args.fresh, args.pool, results))
+                                                        fresh, args.pool, results))
              for g in groups if g]
     threads = []
     if with_writer:
@@ -313,21 +329,29 @@ def run_phase(server: Server, args: argparse.Namespace, with_writer: bool, first
         p.start()
     for t in threads:
         t.start()
+    client_cpu = 0.0
     for _ in procs:
-        latencies, errors, wrong = results.get(timeout=args.seconds + 300)
+        latencies, errors, wrong, cpu_s = results.get(timeout=args.seconds + 300)
         phase.latencies += latencies
         phase.errors += errors
         phase.wrong += wrong
+        client_cpu += cpu_s
     for p in procs:
         p.join()
     for t in threads:
         t.join()
     elapsed = time.monotonic() - began
     cpu = server.cpu_seconds() - cpu_before
+    counts = query_counts(server.port)
+    embedded = counts.get("embedded", 0) - counts_before.get("embedded", 0)
+    batches = counts.get("batches", 0) - counts_before.get("batches", 0)
     lat = sorted(phase.latencies)
     q = statistics.quantiles(lat, n=100, method="inclusive") if len(lat) >= 2 else [0.0] * 99
     row: dict[str, Any] = {
-        "phase": phase_name(with_writer), "run": run,
+        "phase": phase_name(with_writer), "run": run, "fresh": fresh,
+        # what the server embedded: new texts, and pool texts it had not cached yet
+        "embedded_share": round(embedded / max(1, len(lat)), 3),
+        "texts_per_batch": round(embedded / batches, 2) if batches else None,
         "clients": args.clients, "client_processes": len(procs),
         "seconds": round(elapsed, 1), "retrieves": len(lat),
         "req_per_s": round(len(lat) / elapsed, 1),
@@ -335,6 +359,7 @@ def run_phase(server: Server, args: argparse.Namespace, with_writer: bool, first
         "p99_ms": round(1000 * q[98], 1), "max_ms": round(1000 * lat[-1], 1) if lat else 0,
         "errors": phase.errors, "wrong_reads": phase.wrong,
         "server_cpu_ms_per_req": round(1000 * cpu / max(1, len(lat)), 2),
+        "client_cpu_ms_per_req": round(1000 * client_cpu / max(1, len(lat)), 2),
         "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2),
     }
     if with_writer:
@@ -384,9 +409,9 @@ def profile_summary(proc: subprocess.Popen[bytes], out: Path, top: int = 25) -> 
 
 
 # -- output -------------------------------------------------------------------------
-COLUMNS = ("phase", "run", "req_per_s", "p50_ms", "p95_ms", "p99_ms", "errors", "wrong_reads",
-           "server_cpu_ms_per_req", "load_before", "load_after", "records_written",
-           "write_duplicates",
+COLUMNS = ("phase", "run", "fresh", "embedded_share", "req_per_s", "p50_ms", "p95_ms",
+           "p99_ms", "errors", "wrong_reads", "server_cpu_ms_per_req", "client_cpu_ms_per_req",
+           "load_before", "load_after", "records_written", "write_duplicates",
            "written_missing", "rows_eq_vectors")
 
 
@@ -399,16 +424,50 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
-    for name in ("read", "read+write"):
-        runs = [r for r in rows if r["phase"] == name]
+    for name, fresh in dict.fromkeys((r["phase"], r["fresh"]) for r in rows):
+        runs = [r for r in rows if r["phase"] == name and r["fresh"] == fresh]
         if runs:
-            out.append({"phase": name, "runs": len(runs),
+            out.append({"phase": name, "fresh": fresh, "runs": len(runs),
+                        "median_embedded_share": statistics.median(
+                            r["embedded_share"] for r in runs),
                         "median_req_per_s": statistics.median(r["req_per_s"] for r in runs),
                         "median_p50_ms": statistics.median(r["p50_ms"] for r in runs),
                         "median_p99_ms": statistics.median(r["p99_ms"] for r in runs),
                         "errors": sum(r["errors"] for r in runs),
                         "wrong_reads": sum(r["wrong_reads"] for r in runs)})
     return out
+
+
+GOAL_REQ_PER_S, GOAL_P99_MS = 100, 250  # issue 16's goal for 20 clients on 2 cores
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    """Requests/s and p99 against the share of requests the server had to embed, one
+    point per run, read-only and with the writer, with the goal lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (rate, tail) = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+    for name, marker in (("read", "o"), ("read+write", "s")):
+        mine = [r for r in rows if r["phase"] == name]
+        x = [r["embedded_share"] for r in mine]
+        rate.scatter(x, [r["req_per_s"] for r in mine], marker=marker, label=name)
+        tail.scatter(x, [r["p99_ms"] for r in mine], marker=marker, label=name)
+    rate.axhline(GOAL_REQ_PER_S, color="grey", linestyle="--", label="goal (at least)")
+    tail.axhline(GOAL_P99_MS, color="grey", linestyle="--", label="goal (at most)")
+    rate.set(xlabel="share of requests whose query text the server embedded",
+             ylabel="retrieves / s", ylim=(0, None))
+    tail.set(xlabel="share of requests whose query text the server embedded",
+             ylabel="p99 latency (ms)", ylim=(0, None))
+    clients = rows[0]["clients"]
+    fig.suptitle(f"/retrieve under {clients} concurrent clients, one server, "
+                 f"{os.cpu_count()} CPUs shared with the clients")
+    rate.legend()
+    tail.legend()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main() -> int:
@@ -422,8 +481,11 @@ def main() -> int:
     parser.add_argument("--writes-per-s", type=float, default=10.0)
     parser.add_argument("--extra", type=int, default=3000,
                         help="fabricated records added to the seeds before the start")
-    parser.add_argument("--fresh", type=float, default=0.2,
-                        help="share of queries whose text was never asked before")
+    parser.add_argument("--fresh", type=float, nargs="+", default=[0.2],
+                        help="share of queries whose text was never asked before; several "
+                             "values: each run goes through the phases at each, and a plot "
+                             "of req/s and p99 against the share the server embedded is "
+                             "written beside the results")
     parser.add_argument("--pool", type=int, default=300, help="repeated query texts")
     parser.add_argument("--workers", type=int, default=None,
                         help="server worker processes (default: `kernelkb serve`'s own)")
@@ -445,13 +507,15 @@ def main() -> int:
         print(f"server up on port {server.port} after {time.monotonic() - started:.0f} s "
               f"(store: seeds + {args.extra} fabricated records)", flush=True)
         for run in range(args.repeat):
-            for with_writer in (False, True):
-                spy = profiler(server, args) \
-                    if args.profile == phase_name(with_writer) and not run else None
-                rows.append(run_phase(server, args, with_writer, 10**6 * (run + 1), run))
-                if spy is not None:
-                    print(profile_summary(*spy), flush=True)
-                print(table(rows[-1:]).splitlines()[-1], flush=True)
+            for step, fresh in enumerate(args.fresh):
+                for with_writer in (False, True):
+                    spy = profiler(server, args) if args.profile == phase_name(with_writer) \
+                        and not run and not step else None
+                    first = 10**6 * (run + 1) + 10**5 * step  # the writer's record numbers
+                    rows.append(run_phase(server, args, with_writer, first, run, fresh))
+                    if spy is not None:
+                        print(profile_summary(*spy), flush=True)
+                    print(table(rows[-1:]).splitlines()[-1], flush=True)
     finally:
         server.stop()
     meta = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -468,6 +532,9 @@ def main() -> int:
         f"{meta['date']}. Clients run on the same machine; load average is the 1-minute "
         "figure before and after each run (other processes included).\n\n"
         + table(rows) + "\n")
+    if len(args.fresh) > 1:
+        plot(rows, args.out.with_suffix(".png"))
+        print(f"plot: {args.out.with_suffix('.png')}")
     return 0
 
 

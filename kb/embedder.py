@@ -78,6 +78,8 @@ class Embedder:
         self._query_cache = _VectorCache(cache_size)  # ONNX Runtime vectors
         self._queries = _QueryBatcher(self._encode_queries)
         self._batch_cache = _VectorCache(batch_cache_size)  # torch (bf16) vectors
+        self._asked = 0  # embed_query calls
+        self._cached = 0  # of which answered from the cache
 
     @property
     def model(self) -> Any:
@@ -161,17 +163,36 @@ class Embedder:
             self._query_cache.clear()
             self._batch_cache.clear()
 
+    def cached_query(self, text: str) -> np.ndarray | None:
+        """The query's vector if the cache has it, else None (and ``embed_query`` next,
+        which counts the query then)."""
+        with self._lock:
+            hit = self._query_cache.get(text)
+            if hit is not None:
+                self._asked += 1
+                self._cached += 1
+        return hit
+
     def embed_query(self, text: str) -> np.ndarray:
         """One query's vector: from the cache, or embedded together with the queries of
         other threads that wait at the same moment (``_QueryBatcher``)."""
         with self._lock:
             hit = self._query_cache.get(text)
+            self._asked += 1
+            self._cached += hit is not None
         if hit is not None:
             return hit
         vector = self._queries.embed(text)
         with self._lock:
             self._query_cache.put(text, vector)
         return vector
+
+    def query_counts(self) -> dict[str, int]:
+        """Queries asked since start, how many the cache answered, and how many texts and
+        batches the model ran for them: what a server's load cost in embeddings."""
+        with self._lock:
+            asked, cached = self._asked, self._cached
+        return {"asked": asked, "cached": cached, **self._queries.counts()}
 
     def _encode_queries(self, texts: list[str]) -> np.ndarray:
         runner = self.query_model
@@ -196,6 +217,8 @@ class _QueryBatcher:
         self._cond = threading.Condition()
         self._pending: list[tuple[str, Future[np.ndarray]]] = []
         self._running = 0
+        self._embedded = 0  # texts the model ran on
+        self._batches = 0
 
     def embed(self, text: str) -> np.ndarray:
         done: Future[np.ndarray] = Future()
@@ -217,8 +240,15 @@ class _QueryBatcher:
                     self._cond.notify_all()
         return done.result()
 
+    def counts(self) -> dict[str, int]:
+        with self._cond:
+            return {"embedded": self._embedded, "batches": self._batches}
+
     def _run(self, batch: list[tuple[str, Future[np.ndarray]]]) -> None:
         texts = list(dict.fromkeys(text for text, _ in batch))
+        with self._cond:
+            self._embedded += len(texts)
+            self._batches += 1
         try:
             vectors = dict(zip(texts, self._encode(texts), strict=True))
         except Exception as exc:  # every caller of the batch gets the error

@@ -23,9 +23,14 @@ def resolve(kb: Any, **names: str | None) -> dict[str, str | None]:
 
 
 def retrieve(kb: Any, query: RetrievalQuery) -> RetrievalResult:
-    """Few-shot experiences; names matched unless ``check_names`` is off (programs send
-    theirs as measured); a query without ``related_ops`` gets its op's declared ones from
-    the kernels registry (Task.related_ops)."""
+    """Few-shot experiences for the query as ``prepare`` completes it."""
+    return kb.retrieve(prepare(kb, query))
+
+
+def prepare(kb: Any, query: RetrievalQuery) -> RetrievalQuery:
+    """The query as retrieval runs it: names matched unless ``check_names`` is off
+    (programs send theirs as measured); without ``related_ops``, its op's declared ones
+    from the kernels registry (Task.related_ops)."""
     if query.check_names:
         query = query.model_copy(update=resolve(kb, op_type=query.op_type,
                                                 task_id=query.task_id,
@@ -34,7 +39,7 @@ def retrieve(kb: Any, query: RetrievalQuery) -> RetrievalResult:
         from kernels.base import related_ops_of  # torch: imported on first use
 
         query = query.model_copy(update={"related_ops": list(related_ops_of(query.op_type))})
-    return kb.retrieve(query)
+    return query
 
 
 def bootstrap(kb: Any, env: dict[str, Any], *, op_type: str | None, include_own: bool = False,

@@ -32,9 +32,11 @@ POOL = 8  # rows read back per wanted hit, to leave room for the diversity filte
 
 def retrieve(
     session: Session, embedder: Embedder | None, index: VectorIndex | None,
-    query: RetrievalQuery,
+    query: RetrievalQuery, query_vector: np.ndarray | None = None,
 ) -> RetrievalResult:
-    """Vectors off (no embedder / index: a bare GPU host): relevance from BM25 alone."""
+    """Vectors off (no embedder / index: a bare GPU host): relevance from BM25 alone.
+    ``query_vector``: the query's embedding when the caller has it already (the service
+    embeds while holding no worker thread: kb/api/routes/knowledge.py)."""
     clock = _Clock()
     snap = snapshot(session)
     cands, rungs_used = gather(snap, query, enough=max(4 * query.k, 40))
@@ -44,7 +46,8 @@ def retrieve(
 
     vec_pos, vec_sim = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
     if embedder is not None and index is not None:
-        qvec = embedder.embed_query(query.embedding_text())
+        qvec = query_vector if query_vector is not None \
+            else embedder.embed_query(query.embedding_text())
         clock.lap("embed_query")
         vec_pos, vec_sim = index.top(qvec, ids, VECTOR_TOP)
         clock.lap("vector")

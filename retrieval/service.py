@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
 from sqlalchemy import text
 from sqlmodel import Session, select
 
@@ -271,9 +272,21 @@ class LocalKnowledge:
         return "; ".join(parts) if parts else None
 
     # -- read -----------------------------------------------------------------------
-    def retrieve(self, query: RetrievalQuery) -> RetrievalResult:
+    def retrieve(self, query: RetrievalQuery,
+                 query_vector: np.ndarray | None = None) -> RetrievalResult:
+        """``query_vector``: from ``query_vector(query)``, when the caller embedded first."""
         with self.session() as session:
-            return run_retrieval(session, self.embedder, self.index, query)
+            return run_retrieval(session, self.embedder, self.index, query, query_vector)
+
+    def query_vector(self, query: RetrievalQuery, *, cached_only: bool = False
+                     ) -> np.ndarray | None:
+        """The query's embedding (None with vectors off, or, ``cached_only``, when it is
+        not cached: then embedding it is the caller's next step)."""
+        if self.embedder is None or self.index is None:
+            return None
+        text = query.embedding_text()
+        return self.embedder.cached_query(text) if cached_only \
+            else self.embedder.embed_query(text)
 
     def insights(self, *, op_type: str | None = None, gpu_name: str | None = None,
                  arch: str | None = None, triton_version: str | None = None,
@@ -323,10 +336,18 @@ class LocalKnowledge:
             plan.prediction = cached
         return plan
 
+    def count(self) -> int:
+        """Experiences in the store: one SQL count (``stats`` also counts vectors and
+        groups by five columns, ~12 ms; a health probe asks this often)."""
+        with self.session() as session:
+            return queries.count_experiences(session)
+
     def stats(self) -> dict[str, Any]:
         with self.session() as session:
             out = queries.stats(session)
         out["vectors"] = self.index.count() if self.index is not None else 0
+        if self.embedder is not None:
+            out["query_embedding"] = self.embedder.query_counts()
         return out
 
     def get(self, exp_id: str) -> ExperienceRecord | None:

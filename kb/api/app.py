@@ -24,6 +24,8 @@ from retrieval.service import LocalKnowledge
 
 log = logging.getLogger(__name__)
 
+EMBED_WAITERS = 64  # requests that may wait for a query embedding at once (threads, idle)
+
 
 def create_app(
     settings: Settings | None = None, knowledge_: LocalKnowledge | None = None
@@ -42,6 +44,8 @@ def create_app(
         # the pool that runs the sync endpoints: a few threads, the rest queue in order
         anyio.to_thread.current_default_thread_limiter().total_tokens = \
             kb.settings.serve_threads
+        # threads that only wait for the query-embedding batcher (kb/api/routes/knowledge.py)
+        app.state.embed_waiters = anyio.CapacityLimiter(EMBED_WAITERS)
         # what start-up built (model, matrix, caches) lives as long as the server: out of
         # the collector's full passes, which would otherwise walk it again and again
         gc.collect()

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
-from kb_testdata import make_knowledge, record_dict
+from kb_testdata import make_knowledge, record_dict, shared_embedder
 from live_server import free_port, live_server
 
+from kb.embedder import Embedder
 from retrieval.query import RetrievalQuery
 from retrieval.remote import RemoteKnowledge, ServiceError, ServiceUnavailable
 
@@ -102,3 +106,41 @@ def test_service_down_raises_service_unavailable() -> None:
     remote = RemoteKnowledge(f"http://127.0.0.1:{free_port()}", timeout=2)
     with pytest.raises(ServiceUnavailable):
         remote.stats()
+
+
+def test_requests_waiting_for_the_query_model_hold_no_worker_thread(tmp_path: Path) -> None:
+    """Query texts the server has not embedded wait for the embedding batcher outside the
+    worker threads (``serve_threads``), so more requests than workers join one model run.
+    The first run is held until the other requests are queued behind it; with the waiting
+    done on the workers, no more than ``serve_threads - 1`` could ever be queued."""
+    embedder = Embedder()
+    embedder._query_model = shared_embedder().query_model  # the loaded runner, no reload
+    kb = make_knowledge(tmp_path, serve_threads=2)
+    kb.embedder = embedder
+    kb.ingest([record_dict(summary=f"tile {n}", run=f"wait-{n}") for n in range(3)])
+    batcher = embedder._queries
+    batcher.parallel = 1  # one model run at a time: the rest must queue
+    encode, sizes, crowd = batcher._encode, [], 8
+
+    def held(texts: list[str]) -> np.ndarray:
+        deadline = time.monotonic() + 20
+        while not sizes and len(batcher._pending) < crowd - 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        sizes.append(len(texts))
+        return encode(texts)
+
+    with live_server(kb) as port:
+        url = f"http://127.0.0.1:{port}"
+        before = httpx.get(f"{url}/stats").json()["query_embedding"]  # start-up's warm-up
+        batcher._encode = held
+        bodies = [{"op_type": "softmax", "feedback_text": f"new text {n}", "k": 2}
+                  for n in range(crowd)]
+        with ThreadPoolExecutor(crowd) as pool:
+            answers = list(pool.map(lambda b: httpx.post(f"{url}/retrieve", json=b,
+                                                         timeout=60), bodies))
+        after = httpx.get(f"{url}/stats").json()["query_embedding"]
+    counts = {key: after[key] - before[key] for key in after}
+    assert [a.status_code for a in answers] == [200] * crowd
+    assert all(a.json()["hits"] for a in answers)
+    assert sizes == [1, crowd - 1]
+    assert counts == {"asked": crowd, "cached": 0, "embedded": crowd, "batches": 2}

@@ -13,7 +13,7 @@ router = APIRouter(tags=["system"])
 
 @router.get("/health")
 def health(kb: KnowledgeDep) -> dict[str, Any]:
-    return {"status": "ok", "experiences": kb.stats()["experiences"]}
+    return {"status": "ok", "experiences": kb.count()}
 
 
 @router.get("/stats")
