@@ -23,6 +23,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import insert
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import OperationalError, StatementError
 from sqlmodel import Session, select
 
 from kb.crashpoints import crash_point
@@ -78,16 +79,33 @@ class IndexStaleError(RuntimeError):
 def validate_batch(items: Sequence[Any]) -> tuple[list[ExperienceRecord], list[Rejection]]:
     """Parse each item (dict or JSON text; an ExperienceRecord is already valid); collect
     field-level rejections."""
+    good, bad, _ = _validate(items)
+    return good, bad
+
+
+def _validate(items: Sequence[Any]
+              ) -> tuple[list[ExperienceRecord], list[Rejection], dict[str, int]]:
+    """``validate_batch``, and the batch position of each good record by id."""
     good: list[ExperienceRecord] = []
     bad: list[Rejection] = []
+    where: dict[str, int] = {}
     for index, item in enumerate(items):
         if isinstance(item, ExperienceRecord):  # validated when it was built
             good.append(item)
+            where.setdefault(item.id or "", index)
             continue
         try:
-            data = json.loads(item) if isinstance(item, str | bytes) else item
+            data = json.loads(_utf8(item)) if isinstance(item, str | bytes) else item
         except json.JSONDecodeError as exc:
             bad.append(Rejection(index=index, field="<record>", reason=f"invalid JSON: {exc}"))
+            continue
+        except UnicodeDecodeError as exc:
+            bad.append(Rejection(index=index, field="<record>",
+                                 reason=f"not UTF-8 text: {printable(str(exc))}"))
+            continue
+        except RecursionError:
+            bad.append(Rejection(index=index, field="<record>",
+                                 reason="invalid JSON: nested too deeply"))
             continue
         if not isinstance(data, dict):
             reason = f"expected a JSON object, got {type(data).__name__}"
@@ -95,6 +113,7 @@ def validate_batch(items: Sequence[Any]) -> tuple[list[ExperienceRecord], list[R
             continue
         try:
             good.append(parse_record(data))
+            where.setdefault(good[-1].id or "", index)
         except ValidationError as exc:
             for err in exc.errors():
                 field = ".".join(str(part) for part in err["loc"]) or "<record>"
@@ -102,7 +121,12 @@ def validate_batch(items: Sequence[Any]) -> tuple[list[ExperienceRecord], list[R
                                      reason=printable(err["msg"])))
         except (RecursionError, ValueError, TypeError) as exc:  # not a record at all
             bad.append(Rejection(index=index, field="<record>", reason=printable(str(exc))))
-    return good, bad
+    return good, bad, where
+
+
+def _utf8(item: str | bytes) -> str:
+    """JSON text; bytes must be UTF-8 (json.loads would also guess UTF-16 and -32)."""
+    return item if isinstance(item, str) else item.decode("utf-8")
 
 
 def existing_ids(session: Session, ids: Iterable[str]) -> set[str]:
@@ -233,18 +257,26 @@ def ingest(
     """Validate, store and index one batch; see the module docstring for the order.
     Without an embedder and index (vectors off) the records go to SQL only. ``regime_of``
     derives the regime column of records that carry none."""
-    records, rejected = validate_batch(items)
+    records, rejected, where = _validate(items)
     with Session(engine) as session:  # a first look, unlocked: what is worth embedding
         maybe_new, _ = split_new(session, records)
     vectors = {}
     if embedder is not None and maybe_new:
         embedded = embedder.embed([r.embedding_text() for r in maybe_new])
         vectors = {r.id: v for r, v in zip(maybe_new, embedded, strict=True)}
-    with Session(engine) as session:  # 1. SQL, the truth: one writer at a time
-        begin_write(session)
-        new, duplicates = split_new(session, records)
-        store_records(session, new, regime_of)
-        session.commit()
+    try:  # 1. SQL, the truth: one writer at a time
+        new, duplicates = _store(engine, records, regime_of)
+    except (StatementError, ValueError, OverflowError, TypeError) as exc:
+        if isinstance(exc, OperationalError):  # locked, full, gone: not the records' fault
+            raise
+        # a value the schema let through and the database refuses: find it, keep the rest
+        log.warning("ingest: the database refused the batch (%s); storing record by "
+                    "record", printable(str(exc), 300))
+        new, duplicates, refused = _store_each(engine, records, regime_of)
+        rejected = sorted(rejected + [
+            Rejection(index=where.get(r.id or "", -1), field="<record>",
+                      reason=f"the database refused it: {printable(reason, 500)}")
+            for r, reason in refused], key=lambda r: r.index)
     crash_point("ingest.after_sql")
     if index is not None and embedder is not None:  # 2. vectors, derived and repairable
         _index_new_and_lacking(index, embedder, new, records, duplicates, vectors)
@@ -254,6 +286,39 @@ def ingest(
     return IngestReport(
         accepted=[r.id or "" for r in new], duplicates=duplicates, rejected=rejected
     )
+
+
+def _store(engine: Engine, records: Sequence[ExperienceRecord],
+           regime_of: Callable[[ExperienceRecord], str | None] | None,
+           ) -> tuple[list[ExperienceRecord], list[str]]:
+    """One transaction: the new records' rows, committed; (new, duplicate ids)."""
+    with Session(engine) as session:
+        begin_write(session)
+        new, duplicates = split_new(session, records)
+        store_records(session, new, regime_of)
+        session.commit()
+    return new, duplicates
+
+
+def _store_each(engine: Engine, records: Sequence[ExperienceRecord],
+                regime_of: Callable[[ExperienceRecord], str | None] | None,
+                ) -> tuple[list[ExperienceRecord], list[str], list[tuple[ExperienceRecord, str]]]:
+    """Each record in a transaction of its own (after a batch failed): (new, duplicate ids,
+    (record, why) for those the database refused)."""
+    new: list[ExperienceRecord] = []
+    duplicates: list[str] = []
+    refused: list[tuple[ExperienceRecord, str]] = []
+    for record in records:
+        try:
+            stored, again = _store(engine, [record], regime_of)
+        except (StatementError, ValueError, OverflowError, TypeError) as exc:
+            if isinstance(exc, OperationalError):
+                raise
+            refused.append((record, str(exc).splitlines()[0] if str(exc) else repr(exc)))
+            continue
+        new += stored
+        duplicates += again
+    return new, duplicates, refused
 
 
 def _index_new_and_lacking(index: VectorIndex, embedder: Embedder,

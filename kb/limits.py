@@ -28,6 +28,14 @@ INT64_MAX = 2**63 - 1
 ITERATION_MAX = 10_000_000
 COUNT_MAX = 2**31 - 1  # registers, spills, bytes, SM counts
 OFFSET_MAX = 10**9  # paging offset
+# physical quantities, in ranges any real device or measurement falls in: a value past
+# them (5e-324 GB/s, 1e300 TFLOPS) is a typo or an attack, and its ratios overflow
+BANDWIDTH_GBPS = (0.01, 1e6)
+PEAK_TFLOPS = (1e-4, 1e6)
+TIME_MS = (1e-9, 1e9)  # a femtosecond to eleven days
+RATIO_MAX = 1e9  # speedups, throughput shares
+# when a record was made (UTC): a date outside these years cannot be one
+YEARS = (1970, 2200)
 # a shape regime (kernels/base.py Regimes): a name, or several joined by "+" for a record
 # whose shapes span regimes
 REGIME = re.compile(r"^[a-z][a-z0-9_]{0,31}(\+[a-z][a-z0-9_]{0,31}){0,15}$")

@@ -89,7 +89,7 @@ def _filtered(filters: dict[str, Any], category: str | None) -> Any:
         if value is not None:
             stmt = stmt.where(getattr(Experience, name) == value)
     if category:
-        stmt = stmt.where(Experience.categories.contains(f"|{category}|"))
+        stmt = stmt.where(Experience.categories.contains(f"|{category}|", autoescape=True))
     return stmt
 
 

@@ -14,12 +14,30 @@ import hashlib
 import json
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Literal
+from functools import cache
+from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from kb import limits
-from kb.limits import COUNT_MAX, SHORT, TEXT, check_strings
+from kb.limits import (
+    BANDWIDTH_GBPS,
+    COUNT_MAX,
+    PEAK_TFLOPS,
+    RATIO_MAX,
+    SHORT,
+    TEXT,
+    TIME_MS,
+    check_strings,
+)
 
 # Edit categories an experience may carry. A closed vocabulary, so that insights can
 # aggregate by category and a typo is a validation error rather than a new category.
@@ -69,6 +87,30 @@ class _Strict(BaseModel):
     def _storable_text(cls, value: Any) -> Any:
         return check_strings(value)
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        """pydantic takes true as 1 in a number field; a record that says ``iteration:
+        true`` is malformed, not iteration 1."""
+        if isinstance(value, bool) and info.field_name in _number_fields(cls):
+            raise ValueError("expected a number, got true/false")
+        return value
+
+
+@cache
+def _number_fields(model: type[BaseModel]) -> frozenset[str]:
+    """Fields of ``model`` that hold an int or a float (or None) and nothing else."""
+    def numeric(annotation: Any) -> bool:
+        kinds = {a for a in (get_args(annotation) or (annotation,)) if a is not type(None)}
+        return bool(kinds) and kinds <= {int, float}
+
+    return frozenset(name for name, field in model.model_fields.items()
+                     if numeric(field.annotation))
+
+
+def _time_ms(description: str | None = None) -> Any:
+    return Field(default=None, ge=TIME_MS[0], le=TIME_MS[1], description=description)
+
 
 class TaskInfo(_Strict):
     op_type: str = Field(min_length=1, description="op family, e.g. softmax, attention")
@@ -94,9 +136,10 @@ class Environment(_Strict):
     gpu_name: str = Field(min_length=1)
     arch: str = Field(min_length=1)
     sm_count: int | None = Field(default=None, ge=1, le=COUNT_MAX)
-    mem_bandwidth_gbps: float | None = Field(default=None, gt=0)
+    mem_bandwidth_gbps: float | None = Field(default=None, ge=BANDWIDTH_GBPS[0],
+                                             le=BANDWIDTH_GBPS[1])
     smem_per_sm_kib: int | None = Field(default=None, ge=1, le=COUNT_MAX)
-    peak_tflops: float | None = Field(default=None, gt=0)
+    peak_tflops: float | None = Field(default=None, ge=PEAK_TFLOPS[0], le=PEAK_TFLOPS[1])
     triton_version: str = Field(min_length=1)
     torch_version: str = Field(min_length=1)
     cuda_version: str | None = None
@@ -140,10 +183,10 @@ class Edit(_Strict):
 
 class ShapeTiming(_Strict):
     shape: str
-    median_ms: float = Field(gt=0)
-    iqr_ms: float | None = Field(default=None, ge=0)
-    graph_ms: float | None = Field(default=None, gt=0)  # CUDA-graph replay: GPU time alone
-    baseline_ms: float | None = Field(default=None, gt=0)
+    median_ms: float = Field(ge=TIME_MS[0], le=TIME_MS[1])
+    iqr_ms: float | None = Field(default=None, ge=0, le=TIME_MS[1])
+    graph_ms: float | None = _time_ms("CUDA-graph replay: GPU time alone")
+    baseline_ms: float | None = _time_ms()
 
 
 class Feedback(_Strict):
@@ -160,14 +203,14 @@ class Feedback(_Strict):
     mismatch_share: float | None = Field(default=None, ge=0, le=1)
     timing_available: bool = False
     timings: list[ShapeTiming] = Field(default_factory=list, max_length=limits.LIST_ITEMS)
-    time_ms: float | None = Field(default=None, gt=0, description="geomean of shape medians")
-    baseline_ms: float | None = Field(default=None, gt=0)
-    parent_ms: float | None = Field(default=None, gt=0)
-    speedup_vs_baseline: float | None = Field(default=None, gt=0)
-    speedup_vs_parent: float | None = Field(default=None, gt=0)
-    achieved_gbps: float | None = Field(default=None, ge=0)
-    achieved_tflops: float | None = Field(default=None, ge=0)
-    peak_share: float | None = Field(default=None, ge=0)
+    time_ms: float | None = _time_ms("geomean of shape medians")
+    baseline_ms: float | None = _time_ms()
+    parent_ms: float | None = _time_ms()
+    speedup_vs_baseline: float | None = Field(default=None, ge=1 / RATIO_MAX, le=RATIO_MAX)
+    speedup_vs_parent: float | None = Field(default=None, ge=1 / RATIO_MAX, le=RATIO_MAX)
+    achieved_gbps: float | None = Field(default=None, ge=0, le=BANDWIDTH_GBPS[1])
+    achieved_tflops: float | None = Field(default=None, ge=0, le=PEAK_TFLOPS[1])
+    peak_share: float | None = Field(default=None, ge=0, le=RATIO_MAX)
     registers: int | None = Field(default=None, ge=0, le=COUNT_MAX)
     spills: int | None = Field(default=None, ge=0, le=COUNT_MAX)
     smem_bytes: int | None = Field(default=None, ge=0, le=COUNT_MAX)
@@ -241,6 +284,22 @@ class ExperienceRecord(_Strict):
     # another model (a Hit, a Page): the hash cost ~0.3 ms each time, a third of a
     # retrieve's CPU. A frozen record checked once stays checked.
     _id_checked: bool = PrivateAttr(default=False)
+
+    @field_validator("created_at")
+    @classmethod
+    def _a_real_moment(cls, value: datetime) -> datetime:
+        """A time without a zone is taken as UTC (the store keeps zoned times); its year,
+        in UTC, must lie in ``limits.YEARS``."""
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        try:
+            year = value.astimezone(timezone.utc).year
+        except OverflowError:
+            year = value.year
+        if not limits.YEARS[0] <= year < limits.YEARS[1]:
+            raise ValueError(f"year {year} (UTC) is outside {limits.YEARS[0]}-"
+                             f"{limits.YEARS[1] - 1}")
+        return value
 
     @model_validator(mode="after")
     def _fill_and_check_id(self) -> ExperienceRecord:

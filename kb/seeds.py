@@ -15,21 +15,32 @@ IngestFn = Callable[[Sequence[Any]], IngestReport]
 
 
 @overload
-def read_jsonl(path: Path) -> list[str]: ...
+def read_jsonl(path: Path) -> list[str | bytes]: ...
 @overload
-def read_jsonl(path: Path, with_line_numbers: Literal[True]) -> tuple[list[str], list[int]]: ...
+def read_jsonl(path: Path, with_line_numbers: Literal[True]
+               ) -> tuple[list[str | bytes], list[int]]: ...
 
 
 def read_jsonl(path: Path, with_line_numbers: bool = False) -> Any:
     """Non-blank lines of a JSONL file (each validated later by ingest), and optionally
-    the 1-based line number of each, so a rejection can name its line. Bytes that are
-    not UTF-8 become U+FFFD rather than failing the whole file."""
-    lines, numbers = [], []
-    text = path.read_text(encoding="utf-8", errors="replace")
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            lines.append(line)
-            numbers.append(number)
+    the 1-based line number of each, so a rejection can name its line.
+
+    Lines end at "\n" only: JSON text may hold U+2028 or U+0085 raw (``export`` writes
+    them so), and ``str.splitlines`` would cut a record there. A leading byte-order mark
+    is skipped. A line that is not UTF-8 stays bytes, and ingest rejects it by its line
+    number (not decoded with replacement characters: that would store changed text)."""
+    data = path.read_bytes().removeprefix(b"\xef\xbb\xbf")
+    lines: list[str | bytes] = []
+    numbers: list[int] = []
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        raw = raw.removesuffix(b"\r")
+        if not raw.strip():
+            continue
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            lines.append(raw)
+        numbers.append(number)
     return (lines, numbers) if with_line_numbers else lines
 
 

@@ -129,7 +129,9 @@ def gpu_features(gpu: Mapping[str, Any]) -> dict[str, float]:
 
 
 def _log2(x: float) -> float:
-    return math.log2(x) if x and x > 0 and not math.isnan(x) else NAN
+    """NaN for what has no finite logarithm (0, negatives, NaN, infinity): one record's
+    extreme facts must not fail a feature table."""
+    return math.log2(x) if x and x > 0 and math.isfinite(x) else NAN
 
 
 def launch_features(launch: Any, gpu: Mapping[str, Any]) -> dict[str, float]:
@@ -196,7 +198,7 @@ def shape_features(gpu: Mapping[str, Any], bytes_moved: float | None,
     if bytes_moved and flops and not math.isnan(bandwidth) and not math.isnan(peak):
         intensity = flops / bytes_moved
         balance = peak * 1e12 / (bandwidth * 1e9)
-        ratio = math.log2(intensity / balance)
+        ratio = _log2(intensity / balance) if math.isfinite(balance) and balance else NAN
     return {
         "intensity_vs_balance": ratio,
         "memory_bound": NAN if math.isnan(ratio) else float(ratio < 0),

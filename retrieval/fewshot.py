@@ -97,7 +97,8 @@ def _render_entry(hit: Hit, diff_lines: int) -> str:
             f"| {hit.evidence}" + (f", {hit.support} similar wins" if _repeated(hit) else ""))
     lines = [head, f"    edit [{', '.join(r.edit.categories)}]: {q(r.edit.summary)}"]
     if hit.version_note:
-        lines.append(f"    note: {hit.version_note}, re-check before trusting its speed")
+        lines.append(f"    note: {q(hit.version_note, 160)}, re-check before trusting its "
+                     "speed")
     if r.edit.config:
         lines.append("    config: " + ", ".join(f"{q(k, 60)}={q(v, 60)}"
                                                for k, v in list(r.edit.config.items())[:16]))

@@ -18,7 +18,9 @@ from sqlmodel import Session
 from kb.db import FTS_TABLE, FTS_VOCAB
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
-_CODE = re.compile(r"[A-Za-z]\w*_\w+|\b[A-Za-z]+\d\w*|\b[A-Z]{2,}\w*|\w+\.\w+\(")
+# every alternative starts at a word boundary: a match is tried once per word, so a
+# 200,000-character run of letters costs one pass, not one pass per position (quadratic)
+_CODE = re.compile(r"\b[A-Za-z]\w*_\w+|\b[A-Za-z]+\d\w*|\b[A-Z]{2,}\w*|\b\w+\.\w+\(")
 _STOP = frozenset(
     """def return import from for range and not the with this that else elif none true false
     triton torch tl self int float pid mask other offs off program_id load store arange

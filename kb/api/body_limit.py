@@ -30,19 +30,32 @@ class BodyLimit:
             await self._too_large(scope, receive, send)
             return
         seen = 0
+        over = started = False
 
         async def counted() -> Any:
-            nonlocal seen
+            nonlocal seen, over
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.max_bytes:
+                    over = True
                     raise _TooLarge
             return message
 
+        async def answer(message: Any) -> None:
+            """The app's own answer, unless the body ran over: FastAPI's body reader
+            catches the error above and answers 400 "error parsing the body"."""
+            nonlocal started
+            if over:
+                return
+            started = True
+            await send(message)
+
         try:
-            await self.app(scope, counted, send)
+            await self.app(scope, counted, answer)
         except _TooLarge:
+            pass
+        if over and not started:
             await self._too_large(scope, receive, send)
 
     async def _too_large(self, scope: Any, receive: Any, send: Any) -> None:

@@ -55,6 +55,8 @@ def load_json(path: Path) -> Any:
         raise ValueError(f"cannot read: {exc}") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"invalid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise ValueError("invalid JSON: nested too deeply") from exc
 
 
 def file_sha8(path: Path) -> str:

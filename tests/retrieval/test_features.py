@@ -124,3 +124,15 @@ def test_gpu_similarity_uses_facts_not_names():
     assert gpu_similarity(a100, a100) == 1.0
     assert gpu_similarity(a100, a6000) > gpu_similarity(a100, mi)
     assert gpu_similarity(a100, {**a6000, "gpu_name": "renamed"}) == gpu_similarity(a100, a6000)
+
+
+def test_facts_past_any_device_give_no_feature_not_an_error() -> None:
+    """A GPU whose facts overflow the balance (peak 1e300 TFLOPS, 5e-324 GB/s) has no
+    memory-bound class; it does not fail the feature table (and with it /bootstrap)."""
+    from retrieval.features import shape_features
+
+    for facts in ({"peak_tflops": 1e300, "mem_bandwidth_gbps": 4800.0},
+                  {"peak_tflops": 989.0, "mem_bandwidth_gbps": 5e-324}):
+        features = shape_features(facts, bytes_moved=1e9, flops=1e12)
+        assert math.isnan(features["intensity_vs_balance"])
+        assert math.isnan(features["memory_bound"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, Body, HTTPException, Query, Response, status
 
@@ -10,7 +10,7 @@ from kb.api.deps import KnowledgeDep, TokenDep
 from kb.ingest import IngestReport
 from kb.limits import OFFSET_MAX
 from kb.queries import AmbiguousId, Page, UnreadableRow
-from kb.record import ExperienceRecord
+from kb.record import EDIT_CATEGORIES, ExperienceRecord, Verdict
 
 router = APIRouter(prefix="/experiences", tags=["experiences"])
 
@@ -64,8 +64,10 @@ def list_many(
     kb: KnowledgeDep,
     op_type: str | None = None, task_id: str | None = None, dtype: str | None = None,
     gpu_name: str | None = None, arch: str | None = None, triton_version: str | None = None,
-    verdict: str | None = None, evidence: str | None = None, run_id: str | None = None,
-    category: str | None = None,
+    verdict: Verdict | None = None,
+    evidence: Literal["measured", "verified", "claimed"] | None = None,
+    run_id: str | None = None,
+    category: Literal[EDIT_CATEGORIES] | None = None,  # type: ignore[valid-type]
     offset: int = Query(0, ge=0, le=OFFSET_MAX), limit: int = Query(50, ge=1, le=500),
 ) -> Page:
     """Names (op, task, GPU, arch) match in any case and by short forms ('h200'); an
@@ -74,5 +76,6 @@ def list_many(
 
     names = resolve(kb, op_type=op_type, task_id=task_id, gpu_name=gpu_name, arch=arch)
     return kb.list(offset=offset, limit=limit, category=category, dtype=dtype,
-                   triton_version=triton_version, verdict=verdict, evidence=evidence,
+                   triton_version=triton_version,
+                   verdict=verdict.value if verdict else None, evidence=evidence,
                    run_id=run_id, **names)
