@@ -9,6 +9,8 @@ a hint or a command ``TEXT`` (4,000); a summary ``SUMMARY`` (2,000); an error me
 the feedback text ``LONG_TEXT`` (20,000); a diff ``DIFF`` (100,000); a kernel source
 ``SOURCE`` (200,000). Integers fit in 64 bits and counters have their own bounds; floats
 are finite. A config holds at most ``CONFIG_KEYS`` keys; lists at most ``LIST_ITEMS``.
+Physical quantities stay in ranges a real device or measurement can have (bandwidth,
+peak throughput, times, ratios), a record's date in ``YEARS``; true/false is not a number.
 """
 
 from __future__ import annotations

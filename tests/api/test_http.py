@@ -119,8 +119,9 @@ def test_requests_waiting_for_the_query_model_hold_no_worker_thread(tmp_path: Pa
     kb.embedder = embedder
     kb.ingest([record_dict(summary=f"tile {n}", run=f"wait-{n}") for n in range(3)])
     batcher = embedder._queries
-    batcher.parallel = 1  # one model run at a time: the rest must queue
     encode, sizes, crowd = batcher._encode, [], 8
+    batcher.parallel = 1  # one model run at a time: the rest must queue
+    batcher.max_batch = crowd  # and all of them may join the next run
 
     def held(texts: list[str]) -> np.ndarray:
         deadline = time.monotonic() + 20

@@ -158,7 +158,7 @@ def test_bad_records_name_file_and_position_and_the_rest_are_kept(
     text = "\n".join(result.problems)
     for line in ("data/A6000.json:16,2: feedback.time_ms:",
                  "data/A6000.json:32,1: feedback.time_ms: not a finite number: inf",
-                 "data/A6000.json:32,2: feedback.time_ms: Input should be greater than 0",
+                 "data/A6000.json:32,2: feedback.time_ms: Input should be greater than or equal",
                  "data/A6000.json:64,None: edit.config: parameters missing: ['tile_size_x']",
                  "data/A6000.json:64,2: feedback.time_ms: no `time`",
                  "data/A6000.json:48,1: feedback.timings.0.median_ms:",
