@@ -210,10 +210,10 @@ class _QueryBatcher:
     A lone query runs at once, as before. Up to ``parallel`` batches run at a time (ONNX
     Runtime releases the GIL and runs each on one thread: one batch per core).
 
-    ``max_batch`` 4: one thread embeds ~78 texts/s one at a time, ~112/s four at a time,
-    and a larger batch mostly makes the queries behind it wait longer (20 clients, all
-    texts new: 96 retrieves/s, p99 318 ms at 4; 85/s, 392 ms at 8; 65/s, 416 ms at 2;
-    ~80-88/s, 430-490 ms at 16)."""
+    ``max_batch`` 4: one thread embeds ~80 texts/s one at a time and ~110/s four at a
+    time, and a larger batch mostly makes the queries behind it wait longer: under 20
+    clients whose texts were all new (benchmarks/load_service.py), batches of at most 4
+    gave more retrieves/s and a lower p99 than 2, 8 or 16 (single runs each)."""
 
     def __init__(self, encode: Any, max_batch: int = 4, parallel: int | None = None) -> None:
         self._encode = encode
