@@ -47,8 +47,8 @@ async def retrieve(query: RetrievalQuery, kb: KnowledgeDep, request: Request) ->
     Names are matched to the known ones (any case, short forms); an unknown one: 422."""
     # Three steps on threads. A query text the server has not embedded waits for the
     # embedding batcher on a thread of its own (``embed_waiters``), not on one of the few
-    # worker threads: every request waiting at that moment joins one model run (under 20
-    # clients, 1-2 texts a run on the worker threads cost ~13 ms a text; 8 cost ~10).
+    # worker threads: the requests waiting at that moment share model runs (one text a
+    # run costs ~13 ms of CPU, four ~9 ms each; kb/embedder.py, _QueryBatcher).
     def prepared() -> tuple[RetrievalQuery, np.ndarray | None]:
         ready = operations.prepare(kb, query)
         return ready, kb.query_vector(ready, cached_only=True)
