@@ -86,19 +86,32 @@ def import_file(file: Path, root: Path, fmt: str, *, gpu: GpuFacts | None = None
         field, _, reason = str(exc).partition(": ")
         yield name, ImportRejection(name, ((field, reason),))
         return
+    except _MALFORMED as exc:  # a shape no check foresaw: the file, not the import, fails
+        yield name, ImportRejection(name, (("<file>", _unreadable(module, exc)),))
+        return
     for note in notes:
         yield name, ImportNote(name, note)
     entries = kernel_tuner.measurements(data) if module is kernel_tuner \
         else t4.measurements(data, t4.time_unit(data))
-    for entry in entries:
-        if isinstance(entry, Measurement):
-            item = to_record(ctx, entry)
-            where = f"{name}:{entry.position}"
-        else:
-            position, _, field, reason = entry
-            where = f"{name}:{position}"
-            item = ImportRejection(where, ((field, reason),))
-        yield where, item
+    try:
+        for entry in entries:
+            if isinstance(entry, Measurement):
+                item = to_record(ctx, entry)
+                where = f"{name}:{entry.position}"
+            else:
+                position, _, field, reason = entry
+                where = f"{name}:{position}"
+                item = ImportRejection(where, ((field, reason),))
+            yield where, item
+    except _MALFORMED as exc:  # the entries read so far stand; the rest of the file is one
+        yield name, ImportRejection(name, (("<file>", _unreadable(module, exc)),))
+
+
+_MALFORMED = (TypeError, KeyError, AttributeError, IndexError, OverflowError, ValueError)
+
+
+def _unreadable(module: Any, exc: Exception) -> str:
+    return f"not readable as a {module.FORMAT} file: {type(exc).__name__}: {exc}"[:500]
 
 
 def _skip_reason(data: Any, fmt: str, module: Any) -> str:

@@ -54,8 +54,14 @@ def header(data: dict[str, Any]) -> Header:
 
 
 def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
-        else None
+    """A JSON number as a float (an integer too large for one: infinity, which the
+    record's bounds then reject by name); None for anything else."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return float("inf") if value > 0 else float("-inf")
 
 
 def measurements(data: dict[str, Any]) -> Iterator[Measurement | tuple[str, int, str, str]]:

@@ -42,12 +42,19 @@ def time_unit(data: dict[str, Any]) -> float:
 
 
 def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) \
-        else None
+    """A JSON number as a float (an integer too large for one: infinity, which the
+    record's bounds then reject by name); None for anything else."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return float("inf") if value > 0 else float("-inf")
 
 
 def _measurement(result: dict[str, Any], name: str) -> dict[str, Any] | None:
-    for item in result.get("measurements") or []:
+    items = result.get("measurements")
+    for item in items if isinstance(items, list) else []:
         if isinstance(item, dict) and str(item.get("name", "")).lower() == name.lower():
             return item
     return None

@@ -10,8 +10,13 @@ import io
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+
+# titles and labels carry stored names (an op, a GPU, a Triton version): "$...$" in one is
+# text, not mathtext to parse (a name like "$\\frac{1}$" failed the whole chart)
+matplotlib.rcParams["text.parse_math"] = False
 
 WIN, NEUTRAL, LOSS = "#2e7d32", "#9e9e9e", "#e65100"
 

@@ -58,7 +58,9 @@ class RunFolder:
         if not safe_name(name):
             return None
         path = self.path / name
-        return path if path.is_file() else None
+        if path.is_symlink() or not path.is_file():  # a link could lead out of the folder
+            return None
+        return path
 
     def journal_records(self) -> list[ExperienceRecord]:
         """The run's records from its journal (written when the store was not)."""
@@ -66,7 +68,8 @@ class RunFolder:
         if not path.is_file():
             return []
         records = []
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        text = path.read_text(encoding="utf-8", errors="replace")  # a write cut mid-character
+        for number, line in enumerate(text.split("\n"), 1):
             if not line.strip():
                 continue
             try:

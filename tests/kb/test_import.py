@@ -317,3 +317,21 @@ def test_one_shared_benchmark_hub_file_imports_whole(knowledge: LocalKnowledge) 
     assert (first.env.gpu_name, first.env.arch, first.env.vendor) == \
         ("AMD Radeon PRO W7800", "gfx1100", "amd")
     assert (first.task.op_type, first.provenance.license) == ("convolution", "MIT")
+
+
+def test_files_of_shapes_no_check_foresaw_are_rejections(
+        knowledge: LocalKnowledge, tmp_path: Path) -> None:
+    """An integer too large for a float is an infinite time, rejected by name; parameter
+    keys that are not names, or measurements that are not a list, cost their file (one
+    rejection naming it), not the import: the files after them are read."""
+    write(tmp_path / "d" / "a_keys_A6000.json",
+          {**kt_cache(GOOD), "tune_params_keys": [1, None, ["a"]]})
+    write(tmp_path / "d" / "b_huge_A6000.json", kt_cache([entry(16, 1, 10**400)]))
+    write(tmp_path / "d" / "c_good_A6000.json", kt_cache([entry(64, 1, 2.0)]))
+    results = run(knowledge, tmp_path / "d")
+    keys, huge, good = (results[f"d/{n}_A6000.json"] for n in ("a_keys", "b_huge", "c_good"))
+    assert keys.accepted == 0 and keys.rejected >= 1
+    assert "not readable as a kernel-tuner file" in keys.problems[0]
+    assert (huge.accepted, huge.rejected) == (0, 1)
+    assert "not a finite number" in huge.problems[0]
+    assert good.accepted == 1

@@ -43,3 +43,34 @@ def test_docs_assets_are_served_here(site: dict) -> None:
         assert f"/docs-assets/{asset}" in page
         response = httpx.get(f"{base}/docs-assets/{asset}", timeout=60)
         assert response.status_code == 200 and len(response.content) > 10_000
+
+
+def test_stored_names_and_run_folders_that_once_failed_a_page(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A run id with "/" (importers build them from kernel names) is shown without a link
+    (no route can match it) instead of failing every page that lists it; "$...$" in a
+    name is text in a chart's title, not mathtext; a journal cut mid-character and a
+    symlinked "PNG" in a run folder do not fail or leak through the run page."""
+    from kb_testdata import make_knowledge, record_dict
+    from live_server import live_server
+
+    kb = make_knowledge(tmp_path, vectors=False, runs_dir=tmp_path / "runs")
+    record = record_dict(op="$\\bogus$", run="run/with/slash", summary="odd names")
+    record["env"]["gpu_name"] = "GPU $^^$"
+    exp_id = kb.ingest([record]).accepted[0]
+    folder = tmp_path / "runs" / "cut-journal"
+    folder.mkdir(parents=True)
+    (folder / "journal.jsonl").write_bytes(b"not json\n\xff\xfe bad\n")
+    (tmp_path / "secret.txt").write_text("outside the runs folder")
+    (folder / "leak.png").symlink_to(tmp_path / "secret.txt")
+    with live_server(kb) as port:
+        base = f"http://127.0.0.1:{port}"
+        for path in ("/", "/ui/runs", f"/ui/experiences/{exp_id}"):
+            page = httpx.get(base + path, timeout=60)
+            assert page.status_code == 200, (path, page.text[-300:])
+            assert "run/with/slash" in page.text
+        chart = httpx.get(base + "/ui/plots/insights.png",
+                          params={"op": "$\\bogus$", "gpu": "GPU $^^$"}, timeout=60)
+        assert chart.status_code == 200 and chart.content.startswith(b"\x89PNG")
+        assert httpx.get(f"{base}/ui/runs/cut-journal", timeout=60).status_code == 200
+        leak = httpx.get(f"{base}/ui/runs/cut-journal/files/leak.png", timeout=60)
+        assert leak.status_code == 404 and "outside" not in leak.text
