@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kb.importers.records import Measurement
+from kb.importers.records import Measurement, json_number
 
 FORMAT = "kernel-tuner"
 TOOL = "Kernel Tuner"
@@ -53,17 +53,6 @@ def header(data: dict[str, Any]) -> Header:
     )
 
 
-def _number(value: Any) -> float | None:
-    """A JSON number as a float (an integer too large for one: infinity, which the
-    record's bounds then reject by name); None for anything else."""
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except OverflowError:
-        return float("inf") if value > 0 else float("-inf")
-
-
 def measurements(data: dict[str, Any]) -> Iterator[Measurement | tuple[str, int, str, str]]:
     """Each cache entry as a Measurement, or (position, iteration, field, reason)."""
     keys = data.get("tune_params_keys")
@@ -82,17 +71,17 @@ def measurements(data: dict[str, Any]) -> Iterator[Measurement | tuple[str, int,
             config = {k: v for k, v in entry.items() if k not in _NOT_PARAMS}
         time = entry.get("time")
         if not isinstance(time, str):
-            time = _number(time) if time is not None else None
+            time = json_number(time) if time is not None else None
             if time is None and entry.get("time") is not None:
                 yield position, iteration, "feedback.time_ms", \
                     f"not a number or failure label: {entry['time']!r}"
                 continue
         raw_times = entry.get("times")
-        times = [float(t) for t in raw_times if _number(t) is not None] \
+        times = [n for t in raw_times if (n := json_number(t)) is not None] \
             if isinstance(raw_times, list) else []
         stamp = entry.get("timestamp")
         yield Measurement(
             position=position, iteration=iteration, config=config, time=time, times=times,
-            gbps=_number(entry.get("GB/s")), gflops=_number(entry.get("GFLOP/s")),
+            gbps=json_number(entry.get("GB/s")), gflops=json_number(entry.get("GFLOP/s")),
             timestamp=stamp if isinstance(stamp, str) and stamp else None,
         )

@@ -23,6 +23,17 @@ from kb.ingest import validate_batch
 from kb.record import ExperienceRecord
 
 
+def json_number(value: Any) -> float | None:
+    """A JSON number as a float (an integer too large for one: infinity, which the
+    record's bounds then reject by name); None for anything else."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 @dataclass(frozen=True)
 class ImportRejection:
     """A configuration (or a whole file) that was not imported, and why."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from kb.importers.records import Measurement
+from kb.importers.records import Measurement, json_number
 
 FORMAT = "t4"
 TOOL = "T4"
@@ -39,17 +39,6 @@ def time_unit(data: dict[str, Any]) -> float:
     if unit.strip().lower() not in _UNIT_MS:
         raise ValueError(f"metadata.timeunit: unknown time unit {unit!r}")
     return _UNIT_MS[unit.strip().lower()]
-
-
-def _number(value: Any) -> float | None:
-    """A JSON number as a float (an integer too large for one: infinity, which the
-    record's bounds then reject by name); None for anything else."""
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except OverflowError:
-        return float("inf") if value > 0 else float("-inf")
 
 
 def _measurement(result: dict[str, Any], name: str) -> dict[str, Any] | None:
@@ -82,14 +71,14 @@ def measurements(data: dict[str, Any], scale: float
             if unit not in _UNIT_MS:
                 yield position, index, "measurements.time.unit", f"unknown unit {unit!r}"
                 continue
-            number = _number(value)
+            number = json_number(value)
             if number is None:
                 yield position, index, "feedback.time_ms", f"not a number: {value!r}"
                 continue
             time = number * (_UNIT_MS[unit] if unit else scale)
         runtimes = (result.get("times") or {}).get("runtimes") \
             if isinstance(result.get("times"), dict) else None
-        times = [float(t) * scale for t in runtimes if _number(t) is not None] \
+        times = [n * scale for t in runtimes if (n := json_number(t)) is not None] \
             if isinstance(runtimes, list) else []
         gbps = _measurement(result, "GB/s")
         gflops = _measurement(result, "GFLOP/s")
@@ -97,7 +86,7 @@ def measurements(data: dict[str, Any], scale: float
         yield Measurement(
             position=position, iteration=index, config=dict(result["configuration"]),
             time=time, times=times,
-            gbps=_number(gbps.get("value")) if gbps else None,
-            gflops=_number(gflops.get("value")) if gflops else None,
+            gbps=json_number(gbps.get("value")) if gbps else None,
+            gflops=json_number(gflops.get("value")) if gflops else None,
             timestamp=stamp if isinstance(stamp, str) and stamp else None,
         )
