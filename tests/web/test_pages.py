@@ -51,6 +51,20 @@ def _shot(driver, shots: Path, name: str) -> None:  # type: ignore[no-untyped-de
     assert driver.save_screenshot(str(path)) and path.stat().st_size > 0
 
 
+def _follow(driver, element) -> None:  # type: ignore[no-untyped-def]
+    """Click a link or submit button and wait for the next page: a click returns before the
+    navigation, so reading current_url right after it can still see the old page."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    old_page = driver.find_element(By.TAG_NAME, "html")
+    element.click()
+    wait = WebDriverWait(driver, 15)
+    wait.until(ec.staleness_of(old_page))
+    wait.until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
 def _select(driver, name: str, value: str) -> None:  # type: ignore[no-untyped-def]
     from selenium.webdriver.support.ui import Select
 
@@ -71,7 +85,7 @@ def test_index_counts_and_grid(browser, site, shots) -> None:
     _shot(browser, shots, "index")
     # a grid cell leads to what worked for that op on that GPU
     link = _one(browser, "#grid a")
-    link.click()
+    _follow(browser, link)
     query = parse_qs(urlparse(browser.current_url).query)
     assert query["op"] and query["gpu"] and "/ui/insights" in browser.current_url
 
@@ -95,7 +109,7 @@ def test_what_worked_per_gpu_and_op_with_the_triton_filter(browser, site, shots)
     # the Triton version filter: choose a version in the form, the counts follow
     version = sorted(kb.stats()["by_triton"])[-1]
     _select(browser, "triton", version)
-    _one(browser, "form.filters button").click()
+    _follow(browser, _one(browser, "form.filters button"))
     assert parse_qs(urlparse(browser.current_url).query)["triton"] == [version]
     filtered = kb.insights(op_type="softmax", gpu_name="NVIDIA H200", triton_version=version)
     assert _one(browser, "#total").text == str(filtered.total)
@@ -110,7 +124,7 @@ def test_experience_browser_filters_and_links_by_full_id(browser, site, shots) -
     browser.get(site["base"] + "/ui/experiences")
     _select(browser, "op", "rope")
     _select(browser, "verdict", "improved")
-    _one(browser, "form.filters button").click()
+    _follow(browser, _one(browser, "form.filters button"))
     page = kb.list(op_type="rope", verdict="improved", limit=50)
     assert page.total > 0
     assert _one(browser, "#total").text == str(page.total)
@@ -119,7 +133,7 @@ def test_experience_browser_filters_and_links_by_full_id(browser, site, shots) -
     _shot(browser, shots, "experiences_rope_improved")
 
     target = page.items[0]
-    links[0].click()
+    _follow(browser, links[0])
     assert browser.current_url.endswith(f"/ui/experiences/{target.id}")
     assert re.fullmatch(r"[0-9a-f]{32}", _one(browser, "#exp-id").text) and \
         _one(browser, "#exp-id").text == target.id
