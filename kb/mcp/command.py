@@ -42,7 +42,11 @@ def run(args: argparse.Namespace) -> int:
                     if settings.api_token else "no token set: loopback clients only")
     server = _server(settings, args.timeout_s)
     if not args.http:
-        server.run("stdio")
+        import anyio
+
+        from kb.mcp.stdio import serve
+
+        anyio.run(serve, server)
         return 0
     import uvicorn
 

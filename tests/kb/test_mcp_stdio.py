@@ -226,3 +226,45 @@ def test_the_starting_kernel_itself_is_the_baseline_round(mcp: SyncClient,
     assert (out["iteration"], out["verdict"], out["ok"]) == (0, "neutral", True)
     assert out["record_id"] == out["baseline_record_id"]
     assert _stored(root, out["record_id"]).edit.categories == ["baseline"]
+
+
+def test_every_unreadable_line_is_answered_and_the_session_goes_on(tmp_path: Path) -> None:
+    """Lines the SDK cannot read as JSON-RPC get JSON-RPC's own errors (with the request's
+    id where one can be read), instead of silence that leaves the client waiting."""
+    import queue
+    import subprocess
+    import threading
+
+    env = {"KERNELKB_DATA_DIR": str(tmp_path / "store"), "KERNELKB_SEEDS_DIR": str(tmp_path),
+           "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "raw", "version": "1"}}}
+    lines = [json.dumps(init), '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+             "not json at all",
+             '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"\\ud800"}}',
+             '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"insig',
+             "[1, 2]",
+             '{"jsonrpc":"2.0","id":9,"method":"tools/list"}']
+    server = subprocess.Popen([sys.executable, "-m", "kb.cli", "mcp"], cwd=REPO, env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL, text=True)
+    try:
+        server.stdin.write("\n".join(lines) + "\n")
+        server.stdin.flush()
+        out: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=lambda: [out.put(line) for line in server.stdout],
+                         daemon=True).start()
+        replies = [json.loads(out.get(timeout=60)) for _ in range(6)]  # Empty: one unanswered
+    finally:
+        server.kill()
+        server.wait()
+    by_id = {}
+    for reply in replies:
+        by_id.setdefault(reply["id"], []).append(reply)
+    assert by_id[1][0]["result"]["serverInfo"]
+    # a lone surrogate is JSON to Python but not to the SDK: invalid request, with its id
+    assert by_id[5][0]["error"]["code"] == -32600 and "JSON" in by_id[5][0]["error"]["message"]
+    # a line cut short is not JSON: JSON-RPC says parse error, id null
+    assert [r["error"]["code"] for r in by_id[None]] == [-32700, -32700, -32600]
+    assert {t["name"] for t in by_id[9][0]["result"]["tools"]} == TOOLS
