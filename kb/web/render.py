@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from jinja2 import pass_context
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 from pygments import highlight
@@ -49,8 +50,18 @@ def percent(value: float | None) -> str:
     return "-" if value is None or not math.isfinite(value) else f"{100 * value:.0f}%"
 
 
+@pass_context
+def path_for(context: dict[str, Any], name: str, /, **params: Any) -> str:
+    """The route's path, without scheme and host: Starlette's url_for builds absolute links
+    from the request's Host header, which a client chooses."""
+    scope = context["request"].scope
+    prefix = scope.get("app_root_path", scope.get("root_path", "")).rstrip("/")
+    return prefix + str(scope["router"].url_path_for(name, **params))
+
+
 def templates() -> Jinja2Templates:
     t = Jinja2Templates(directory=str(HERE / "templates"))  # autoescape on for .html
+    t.env.globals["url_for"] = path_for
     t.env.filters.update(diff_html=diff_html, python_html=python_html,
                          markdown_html=markdown_html, ms=ms, times=times, percent=percent)
     t.env.globals["pygments_css"] = Markup(PYGMENTS_CSS)  # our own CSS

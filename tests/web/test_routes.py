@@ -74,3 +74,15 @@ def test_stored_names_and_run_folders_that_once_failed_a_page(tmp_path) -> None:
         assert httpx.get(f"{base}/ui/runs/cut-journal", timeout=60).status_code == 200
         leak = httpx.get(f"{base}/ui/runs/cut-journal/files/leak.png", timeout=60)
         assert leak.status_code == 404 and "outside" not in leak.text
+
+
+def test_links_do_not_follow_the_host_header(site: dict) -> None:
+    """Pages link by path: a client's Host header (cache poisoning, links to elsewhere)
+    never ends up in them."""
+    for path in ("/", "/ui/insights?op=softmax&gpu=NVIDIA+H200", "/ui/experiences",
+                 "/ui/runs", f"/ui/runs/{RUN}"):
+        response = httpx.get(site["base"] + path, headers={"Host": "evil.example"},
+                             timeout=60)
+        assert response.status_code == 200, path
+        assert "evil.example" not in response.text, path
+        assert 'href="/ui/experiences"' in response.text, path
