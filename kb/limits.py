@@ -30,6 +30,7 @@ INT64_MAX = 2**63 - 1
 ITERATION_MAX = 10_000_000
 COUNT_MAX = 2**31 - 1  # registers, spills, bytes, SM counts
 OFFSET_MAX = 10**9  # paging offset
+IMPORT_FILE_BYTES = 256 * 2**20  # one imported file, once gunzipped (the largest known: 16 MB)
 # physical quantities, in ranges any real device or measurement falls in: a value past
 # them (5e-324 GB/s, 1e300 TFLOPS) is a typo or an attack, and its ratios overflow
 BANDWIDTH_GBPS = (0.01, 1e6)

@@ -93,8 +93,9 @@ def import_file(file: Path, root: Path, fmt: str, *, gpu: GpuFacts | None = None
         yield name, ImportNote(name, note)
     entries = kernel_tuner.measurements(data) if module is kernel_tuner \
         else t4.measurements(data, t4.time_unit(data))
+    count = 0
     try:
-        for entry in entries:
+        for count, entry in enumerate(entries, 1):
             if isinstance(entry, Measurement):
                 item = to_record(ctx, entry)
                 where = f"{name}:{entry.position}"
@@ -105,6 +106,9 @@ def import_file(file: Path, root: Path, fmt: str, *, gpu: GpuFacts | None = None
             yield where, item
     except _MALFORMED as exc:  # the entries read so far stand; the rest of the file is one
         yield name, ImportRejection(name, (("<file>", _unreadable(module, exc)),))
+        return
+    if count == 0:  # said, so that a run that imported nothing shows why
+        yield name, ImportNote(name, f"no entries: the {module.FORMAT} file measures nothing")
 
 
 _MALFORMED = (TypeError, KeyError, AttributeError, IndexError, OverflowError, ValueError)

@@ -9,10 +9,13 @@ import gzip
 import hashlib
 import json
 import re
+import zlib
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from kb import limits
 
 DATA_SUFFIXES = (".json", ".json.gz")
 _LICENSE_NAMES = ("LICENSE", "LICENSE.txt", "LICENSE.md", "LICENCE", "COPYING")
@@ -41,17 +44,27 @@ def walk(path: Path) -> Iterator[Path]:
     yield from sorted(p for p in path.rglob("*") if p.is_file() and is_data_file(p))
 
 
-def read_bytes(path: Path) -> bytes:
-    """The file's bytes, gunzipped when it is gzip (by magic number, not by name)."""
-    raw = path.read_bytes()
-    return gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
+def read_bytes(path: Path, limit: int | None = None) -> bytes:
+    """The file's bytes, gunzipped when it is gzip (by magic number, not by name); a file
+    past ``limit`` bytes, before or after gunzip, raises ValueError before it is all in
+    memory (a small gzip can hold gigabytes)."""
+    limit = limits.IMPORT_FILE_BYTES if limit is None else limit
+    with path.open("rb") as handle:
+        gzipped = handle.read(2) == b"\x1f\x8b"
+    if not gzipped and path.stat().st_size > limit:
+        raise ValueError(f"the file is over {limit // 2**20} MiB")
+    with gzip.open(path) if gzipped else path.open("rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError(f"the file is over {limit // 2**20} MiB once gunzipped")
+    return data
 
 
 def load_json(path: Path) -> Any:
     """Parsed JSON; raises ValueError with the reason on bad gzip or JSON."""
     try:
         return json.loads(read_bytes(path))
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+    except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
         raise ValueError(f"cannot read: {exc}") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"invalid JSON: {exc}") from exc

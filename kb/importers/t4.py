@@ -58,7 +58,12 @@ def measurements(data: dict[str, Any], scale: float
             yield position, index, "configuration", "missing or not an object"
             continue
         measured = _measurement(result, "time")
-        invalidity = str(result.get("invalidity", "correct"))
+        invalidity = result.get("invalidity")
+        if invalidity is None:  # not stated: the time measurement decides
+            invalidity = "correct"
+        elif not isinstance(invalidity, str) or not invalidity.strip():
+            yield position, index, "invalidity", f"expected a label, got {invalidity!r}"
+            continue
         value = measured.get("value") if measured else None
         time: float | str | None
         if invalidity != "correct":

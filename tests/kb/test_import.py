@@ -335,3 +335,52 @@ def test_files_of_shapes_no_check_foresaw_are_rejections(
     assert (huge.accepted, huge.rejected) == (0, 1)
     assert "not a finite number" in huge.problems[0]
     assert good.accepted == 1
+
+
+def test_empty_files_say_so_and_unstated_or_odd_invalidity_is_read_as_such(
+        knowledge: LocalKnowledge, tmp_path: Path) -> None:
+    """A cache with no entries is a note, not silence; T4's invalidity left null means
+    the time measurement decides (never a failure labelled "None"), and one that is not
+    a label is that result's rejection."""
+    write(tmp_path / "e" / "a_empty_A6000.json", kt_cache([]))
+    write(tmp_path / "e" / "b_empty_T4_A6000.json", t4_results([]))
+    t4 = t4_results([(16, 1, 2.0, "correct"), (32, 1, 3.0, "correct"), (64, 1, 4.0, "correct")])
+    t4["results"][0]["invalidity"] = None
+    t4["results"][1]["invalidity"] = 7
+    del t4["results"][2]["invalidity"]
+    write(tmp_path / "e" / "c_odd_T4_A6000.json", t4)
+    write(tmp_path / "e" / "t1.json", t1_spec())  # names the T4 files' kernel
+    results = run(knowledge, tmp_path / "e")
+    for name in ("a_empty_A6000.json", "b_empty_T4_A6000.json"):
+        empty = results[f"e/{name}"]
+        assert (empty.accepted, empty.rejected) == (0, 0)
+        assert any("no entries" in note for note in empty.notes), empty.notes
+    odd = results["e/c_odd_T4_A6000.json"]
+    assert (odd.accepted, odd.rejected) == (2, 1)
+    assert "invalidity" in odd.problems[0] and "7" in odd.problems[0]
+    kept = [r for key, r in stored(knowledge).items() if "c_odd_T4" in key]
+    assert sorted(r.feedback.time_ms for r in kept) == [2.0, 4.0]
+    assert all(r.verdict != "failed" and "None" not in r.feedback.text for r in kept)
+
+
+def test_a_file_past_the_size_limit_is_refused_before_it_is_in_memory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small gzip can hold gigabytes: reading stops at the limit, and the file is one
+    rejection naming it; the same for a plain file."""
+    from kb.importers import files
+
+    bomb = tmp_path / "bomb_A6000.json.gz"
+    with gzip.open(bomb, "wb") as handle:
+        handle.write(b'{"cache": {' + b" " * (3 * 2**20) + b"}}")
+    assert bomb.stat().st_size < 2**20 // 4
+    with pytest.raises(ValueError, match="over 2 MiB once gunzipped"):
+        files.read_bytes(bomb, limit=2 * 2**20)
+    with pytest.raises(ValueError, match="over 1 MiB"):
+        files.read_bytes(write(tmp_path / "big.json", {"x": "y" * 2**20}), limit=2**20)
+    assert json.loads(files.read_bytes(bomb, limit=4 * 2**20)) == {"cache": {}}
+    # through the importer: one rejection naming the limit
+    from kb import limits
+
+    monkeypatch.setattr(limits, "IMPORT_FILE_BYTES", 2**20)
+    (_, item), = iter_import(bomb)
+    assert isinstance(item, ImportRejection) and "over 1 MiB once gunzipped" in str(item.errors)
