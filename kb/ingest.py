@@ -49,6 +49,9 @@ from kb.vector_index import VectorIndex
 log = logging.getLogger(__name__)
 
 _IN_CHUNK = 500
+# what a database raises for a value it refuses (an OperationalError, also a StatementError,
+# is the database itself failing and is raised before these are caught)
+REFUSED_VALUES = (StatementError, ValueError, OverflowError, TypeError)
 
 
 class Rejection(BaseModel):
@@ -266,9 +269,9 @@ def ingest(
         vectors = {r.id: v for r, v in zip(maybe_new, embedded, strict=True)}
     try:  # 1. SQL, the truth: one writer at a time
         new, duplicates = _store(engine, records, regime_of)
-    except (StatementError, ValueError, OverflowError, TypeError) as exc:
-        if isinstance(exc, OperationalError):  # locked, full, gone: not the records' fault
-            raise
+    except OperationalError:  # locked, full, gone: not the records' fault
+        raise
+    except REFUSED_VALUES as exc:
         # a value the schema let through and the database refuses: find it, keep the rest
         log.warning("ingest: the database refused the batch (%s); storing record by "
                     "record", printable(str(exc), 300))
@@ -311,9 +314,9 @@ def _store_each(engine: Engine, records: Sequence[ExperienceRecord],
     for record in records:
         try:
             stored, again = _store(engine, [record], regime_of)
-        except (StatementError, ValueError, OverflowError, TypeError) as exc:
-            if isinstance(exc, OperationalError):
-                raise
+        except OperationalError:
+            raise
+        except REFUSED_VALUES as exc:
             refused.append((record, str(exc).splitlines()[0] if str(exc) else repr(exc)))
             continue
         new += stored
