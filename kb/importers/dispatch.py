@@ -93,9 +93,10 @@ def import_file(file: Path, root: Path, fmt: str, *, gpu: GpuFacts | None = None
         yield name, ImportNote(name, note)
     entries = kernel_tuner.measurements(data) if module is kernel_tuner \
         else t4.measurements(data, t4.time_unit(data))
-    count = 0
+    measured_any = False
     try:
-        for count, entry in enumerate(entries, 1):
+        for entry in entries:
+            measured_any = True
             if isinstance(entry, Measurement):
                 item = to_record(ctx, entry)
                 where = f"{name}:{entry.position}"
@@ -107,7 +108,7 @@ def import_file(file: Path, root: Path, fmt: str, *, gpu: GpuFacts | None = None
     except _MALFORMED as exc:  # the entries read so far stand; the rest of the file is one
         yield name, ImportRejection(name, (("<file>", _unreadable(module, exc)),))
         return
-    if count == 0:  # said, so that a run that imported nothing shows why
+    if not measured_any:  # said, so that a run that imported nothing shows why
         yield name, ImportNote(name, f"no entries: the {module.FORMAT} file measures nothing")
 
 
