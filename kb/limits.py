@@ -16,6 +16,7 @@ peak throughput, times, ratios), a record's date in ``YEARS``; true/false is not
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 SHORT = 256
@@ -30,6 +31,7 @@ INT64_MAX = 2**63 - 1
 ITERATION_MAX = 10_000_000
 COUNT_MAX = 2**31 - 1  # registers, spills, bytes, SM counts
 OFFSET_MAX = 10**9  # paging offset
+BATCH_ITEMS = 1_000  # records in one POST /experiences/batch (the client sends chunks)
 IMPORT_FILE_BYTES = 256 * 2**20  # one imported file, once gunzipped (the largest known: 16 MB)
 # physical quantities, in ranges any real device or measurement falls in: a value past
 # them (5e-324 GB/s, 1e300 TFLOPS) is a typo or an attack, and its ratios overflow
@@ -49,6 +51,23 @@ def check_regime(value: str | None) -> str | None:
     if value is not None and not REGIME.match(value):
         raise ValueError(f"regime {value[:80]!r}: lower-case names (letters, digits, _; "
                          "<= 32 characters) joined by '+'")
+    return value
+
+
+def check_name(value: str) -> str:
+    """A name that filters and groups records (op, task, dtype, GPU, arch, versions), as
+    written: names are matched in any case and spacing, so one padded with spaces, spelled
+    with look-alike (NFKC-unstable) characters or with no letter or digit at all would
+    stand beside the real name or capture a lookup of it; ValueError for those."""
+    if value != value.strip() or "  " in value:
+        raise ValueError(f"name {value[:80]!r}: spaces at either end or doubled")
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value):
+        raise ValueError(f"name {value[:80]!r}: control or invisible characters")
+    if unicodedata.normalize("NFKC", value) != value:
+        raise ValueError(f"name {value[:80]!r}: not in NFKC form (look-alike characters); "
+                         f"write {unicodedata.normalize('NFKC', value)[:80]!r}")
+    if not any(c.isascii() and c.isalnum() for c in value):
+        raise ValueError(f"name {value[:80]!r}: no letter or digit a-z, 0-9")
     return value
 
 

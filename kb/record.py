@@ -90,10 +90,11 @@ class _Strict(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
-        """pydantic takes true as 1 in a number field; a record that says ``iteration:
-        true`` is malformed, not iteration 1."""
-        if isinstance(value, bool) and info.field_name in _number_fields(cls):
-            raise ValueError("expected a number, got true/false")
+        """pydantic takes true as 1 and "1_000" as 1000 in a number field; a record that
+        says ``iteration: true`` or ``"0.5"`` is malformed, not a number."""
+        if isinstance(value, bool | str) and info.field_name in _number_fields(cls):
+            raise ValueError("expected a number, got "
+                             + ("true/false" if isinstance(value, bool) else "a string"))
         return value
 
 
@@ -118,6 +119,8 @@ class TaskInfo(_Strict):
     dtype: str = Field(min_length=1, description="torch dtype name, e.g. float16")
     shape_set: str = Field(default="sweep", max_length=TEXT,
                            description="which shapes were evaluated")
+
+    _names = field_validator("op_type", "task_id", "dtype")(limits.check_name)
     regime: str | None = Field(
         default=None, max_length=SHORT,
         description="the task's shape regime these shapes fall in (row-length class, M "
@@ -144,6 +147,9 @@ class Environment(_Strict):
     torch_version: str = Field(min_length=1)
     cuda_version: str | None = None
     vendor: str | None = Field(default=None, description="nvidia, amd, ...; None = not recorded")
+
+    _names = field_validator("gpu_name", "arch", "triton_version", "torch_version")(
+        limits.check_name)
 
 
 class Edit(_Strict):
@@ -239,6 +245,24 @@ class Provenance(_Strict):
                                description="the device name as the source data wrote it")
     date: datetime | None = Field(default=None, description="when it was measured, if known")
 
+    @field_validator("date")
+    @classmethod
+    def _a_real_date(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else _in_years(value)
+
+
+def _in_years(value: datetime) -> datetime:
+    """``value`` when its year, in UTC (a zoneless time as written), lies in limits.YEARS:
+    a time near year 1 or 9999 overflows once converted, and no measurement was made then."""
+    try:
+        year = value.astimezone(timezone.utc).year if value.tzinfo else value.year
+    except OverflowError:
+        year = value.year
+    if not limits.YEARS[0] <= year < limits.YEARS[1]:
+        raise ValueError(f"year {year} (UTC) is outside {limits.YEARS[0]}-"
+                         f"{limits.YEARS[1] - 1}")
+    return value
+
 
 # Fields added after records were stored: left out of the content hash while None, so old
 # records keep their ids. A path names a field; "[]" steps into every item of a list.
@@ -292,14 +316,7 @@ class ExperienceRecord(_Strict):
         in UTC, must lie in ``limits.YEARS``."""
         if value.tzinfo is None:
             value = value.replace(tzinfo=timezone.utc)
-        try:
-            year = value.astimezone(timezone.utc).year
-        except OverflowError:
-            year = value.year
-        if not limits.YEARS[0] <= year < limits.YEARS[1]:
-            raise ValueError(f"year {year} (UTC) is outside {limits.YEARS[0]}-"
-                             f"{limits.YEARS[1] - 1}")
-        return value
+        return _in_years(value)
 
     @model_validator(mode="after")
     def _fill_and_check_id(self) -> ExperienceRecord:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, field_validator
 
 from kb.limits import BANDWIDTH_GBPS, COUNT_MAX, PEAK_TFLOPS, SHORT, check_strings
 
@@ -15,10 +15,10 @@ class BootstrapTarget(BaseModel):
 
     gpu_name: str | None = None
     arch: str | None = None
-    sm_count: int | None = Field(None, ge=1, le=COUNT_MAX)
-    mem_bandwidth_gbps: float | None = Field(None, ge=BANDWIDTH_GBPS[0], le=BANDWIDTH_GBPS[1])
-    smem_per_sm_kib: int | None = Field(None, ge=1, le=COUNT_MAX)
-    peak_tflops: float | None = Field(None, ge=PEAK_TFLOPS[0], le=PEAK_TFLOPS[1])
+    sm_count: StrictInt | None = Field(None, ge=1, le=COUNT_MAX)
+    mem_bandwidth_gbps: StrictFloat | None = Field(None, ge=BANDWIDTH_GBPS[0], le=BANDWIDTH_GBPS[1])
+    smem_per_sm_kib: StrictInt | None = Field(None, ge=1, le=COUNT_MAX)
+    peak_tflops: StrictFloat | None = Field(None, ge=PEAK_TFLOPS[0], le=PEAK_TFLOPS[1])
     triton_version: str | None = None
     torch_version: str | None = None
     cuda_version: str | None = None

@@ -39,12 +39,30 @@ def closest_name(name: str, known: Iterable[str]) -> str | None:
     return options[found[0]] if found else None
 
 
-def match_name(kind: str, name: str, known: Iterable[str]) -> str:
-    """The known ``kind`` name (op, task, arch) that ``name`` spells; else UnknownName."""
-    names = sorted(set(known))
-    for candidate in names:
-        if name_key(candidate) == name_key(name):
-            return candidate
+def _spelled(name: str, candidates: Iterable[str], preferred: Iterable[str] = ()) -> str | None:
+    """The candidate ``name`` spells: itself when it is one (a record spelled "ROPE" must not
+    take the filter of "rope" from the records that say rope), else a preferred spelling
+    (the task registry's, the facts table's), else the first in sorted order."""
+    candidates = set(candidates)
+    if name in candidates:
+        return name
+    key = name_key(name)
+    for group in (sorted(set(preferred) & candidates), sorted(candidates)):
+        for candidate in group:
+            if name_key(candidate) == key:
+                return candidate
+    return None
+
+
+def match_name(kind: str, name: str, known: Iterable[str], preferred: Iterable[str] = ()) -> str:
+    """The known ``kind`` name (op, task, arch) that ``name`` spells; else UnknownName.
+    ``preferred``: canonical spellings (also known) that win over other spellings of the
+    same name, so a stored variant cannot capture a typed name."""
+    preferred = tuple(preferred)
+    names = sorted(set(known) | set(preferred))
+    found = _spelled(name, names, preferred)
+    if found is not None:
+        return found
     near = closest_name(name, names)
     hint = f"; closest: {near!r}" if near else ""
     listed = ", ".join(names) if names else "(none: the store is empty)"
@@ -56,10 +74,10 @@ def match_gpu(name: str, stored: Iterable[str]) -> str:
     of the same part (kb.gpu_facts), else the facts table's name (a known card with no
     experiences here: an empty answer that the caller labels); else UnknownName."""
     stored = sorted(set(stored))
-    for candidate in stored:
-        if name_key(candidate) == name_key(name):
-            return candidate
     part = lookup(name)
+    found = _spelled(name, stored, [part.name] if part is not None else [])
+    if found is not None:
+        return found
     if part is None:
         extra = [s for s in stored if lookup(s) is None]
         message = unknown_gpu_message(name)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
 
 from kb import limits
 
 
 class RetrievalQuery(BaseModel):
-    # bounds of kb/limits.py: finite numbers, valid text, names <= SHORT characters
-    model_config = ConfigDict(allow_inf_nan=False, str_max_length=limits.SHORT)
+    # bounds of kb/limits.py: finite numbers, valid text, names <= SHORT characters; an
+    # unknown key (a misspelt "top_k") or a number or flag given as a string or true/false
+    # is an error, never silently the default
+    model_config = ConfigDict(allow_inf_nan=False, str_max_length=limits.SHORT,
+                              extra="forbid")
 
     op_type: str = Field(min_length=1)
     task_id: str | None = None
@@ -22,18 +25,18 @@ class RetrievalQuery(BaseModel):
         "experiences must have been measured on shapes of it")
     kernel_source: str | None = Field(default=None, max_length=limits.SOURCE)
     feedback_text: str | None = Field(default=None, max_length=limits.LONG_TEXT)
-    k: int = Field(default=5, ge=1, le=50)
-    max_warnings: int = Field(default=3, ge=0, le=20)
+    k: StrictInt = Field(default=5, ge=1, le=50)
+    max_warnings: StrictInt = Field(default=3, ge=0, le=20)
     exclude_tasks: list[str] = Field(default_factory=list, max_length=limits.LIST_ITEMS,
                                      description="held-out tasks")
-    include_related: bool = True
+    include_related: StrictBool = True
     related_ops: list[str] | None = Field(
         default=None, description="ops whose experiences may fill the slots the op's own "
         "leave empty: the task's declared Task.related_ops. None: the entry module (CLI, "
         "HTTP API) fills them from the kernels registry by op_type; [] for none")
-    max_chars: int = Field(default=4000, ge=200, le=1_000_000,
+    max_chars: StrictInt = Field(default=4000, ge=200, le=1_000_000,
                            description="budget of the few-shot block")
-    check_names: bool = Field(
+    check_names: StrictBool = Field(
         default=True, description="match op, task, GPU and arch names to the known ones "
         "(any case, short forms such as 'h200') and reject a name nobody knows; the "
         "optimizer sends False for the card and task it runs, which may be new")

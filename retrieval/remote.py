@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from kb.ingest import IngestReport
+from kb.limits import BATCH_ITEMS
 from kb.record import ExperienceRecord
 from retrieval.query import RetrievalQuery
 from retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
@@ -51,7 +52,12 @@ class RemoteKnowledge:
     def ingest(self, records: Sequence[Any]) -> IngestReport:
         items = [r.model_dump(mode="json") if isinstance(r, ExperienceRecord) else r
                  for r in records]
-        return IngestReport.model_validate(self._call("POST", "/experiences/batch", json=items))
+        report = IngestReport()
+        for start in range(0, len(items), BATCH_ITEMS):  # the service takes batches this big
+            chunk = items[start:start + BATCH_ITEMS]
+            report.merge(IngestReport.model_validate(
+                self._call("POST", "/experiences/batch", json=chunk)), offset=start)
+        return report
 
     def retrieve(self, query: RetrievalQuery) -> RetrievalResult:
         # names as given, as LocalKnowledge takes them: matching typed names is for people

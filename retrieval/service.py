@@ -244,14 +244,14 @@ class LocalKnowledge:
             names = store_names(session, fresh=fresh)
         out: dict[str, str | None] = dict(typed)
         if op_type:
-            out["op_type"] = match_name("op", op_type, [*names["op"], *known_ops])
+            out["op_type"] = match_name("op", op_type, names["op"], known_ops)
         if task_id:
-            out["task_id"] = match_name("task", task_id, [*names["task"], *known_tasks])
+            out["task_id"] = match_name("task", task_id, names["task"], known_tasks)
         if gpu_name:
             out["gpu_name"] = match_gpu(gpu_name, names["gpu"])
         if arch:
-            out["arch"] = match_name("architecture", arch,
-                                     [*names["arch"], *(f.arch for f in TABLE)])
+            out["arch"] = match_name("architecture", arch, names["arch"],
+                                     [f.arch for f in TABLE])
         return out
 
     def coverage_note(self, op_type: str | None, gpu_name: str | None) -> str | None:

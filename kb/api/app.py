@@ -17,6 +17,7 @@ from kb.api.body_limit import BodyLimit
 from kb.api.docs import install_docs
 from kb.api.errors import install_error_handlers
 from kb.api.routes import experiences, knowledge, system
+from kb.api.same_machine import SameMachineOnly
 from kb.settings import Settings
 from kb.web.app import install_pages
 from kernels.discovery import add_tasks_dirs, split_dirs
@@ -61,6 +62,7 @@ def create_app(
                   description="Experience base for agent-driven Triton kernel optimization",
                   docs_url=None, redoc_url=None)  # /docs from local assets: install_docs
     app.add_middleware(BodyLimit)
+    app.add_middleware(SameMachineOnly)  # outermost: refused before the body is read
     install_error_handlers(app)
     app.include_router(system.router)
     app.include_router(experiences.router)

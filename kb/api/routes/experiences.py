@@ -8,7 +8,7 @@ from fastapi import APIRouter, Body, HTTPException, Query, Response, status
 
 from kb.api.deps import KnowledgeDep, TokenDep
 from kb.ingest import IngestReport
-from kb.limits import OFFSET_MAX
+from kb.limits import BATCH_ITEMS, OFFSET_MAX, printable
 from kb.queries import AmbiguousId, Page, UnreadableRow
 from kb.record import EDIT_CATEGORIES, ExperienceRecord, Verdict
 
@@ -40,7 +40,11 @@ def ingest_one(kb: KnowledgeDep, response: Response,
 @router.post("/batch", dependencies=[TokenDep], response_model=IngestReport,
              openapi_extra=_documented_body({"type": "array", "items": _RECORD}))
 def ingest_batch(kb: KnowledgeDep, records: list[Any] = Body(...)) -> IngestReport:  # noqa: B008
-    """Many records: the good ones are stored, the bad ones listed with field and reason."""
+    """Many records (at most limits.BATCH_ITEMS): the good ones are stored, the bad ones
+    listed with field and reason."""
+    if len(records) > BATCH_ITEMS:  # a 4 MB body of a million zeros: a 159 MB answer
+        raise HTTPException(status_code=413, detail=f"{len(records)} items in one batch; "
+                            f"send at most {BATCH_ITEMS} per request")
     return kb.ingest(records)
 
 
@@ -55,7 +59,7 @@ def get_one(exp_id: str, kb: KnowledgeDep) -> ExperienceRecord:
     except AmbiguousId as exc:
         raise HTTPException(status_code=400, detail=str(exc)) from exc
     if record is None:
-        raise HTTPException(status_code=404, detail=f"no experience {exp_id}")
+        raise HTTPException(status_code=404, detail=f"no experience {printable(exp_id, 80)}")
     return record
 
 
@@ -71,11 +75,13 @@ def list_many(
     offset: int = Query(0, ge=0, le=OFFSET_MAX), limit: int = Query(50, ge=1, le=500),
 ) -> Page:
     """Names (op, task, GPU, arch) match in any case and by short forms ('h200'); an
-    unknown one: 422 with the closest known name."""
+    unknown one: 422 with the closest known name. An empty value is no filter, as on the
+    web pages' forms."""
     from kb.operations import resolve
 
-    names = resolve(kb, op_type=op_type, task_id=task_id, gpu_name=gpu_name, arch=arch)
-    return kb.list(offset=offset, limit=limit, category=category, dtype=dtype,
-                   triton_version=triton_version,
+    names = resolve(kb, op_type=op_type or None, task_id=task_id or None,
+                    gpu_name=gpu_name or None, arch=arch or None)
+    return kb.list(offset=offset, limit=limit, category=category, dtype=dtype or None,
+                   triton_version=triton_version or None,
                    verdict=verdict.value if verdict else None, evidence=evidence,
-                   run_id=run_id, **names)
+                   run_id=run_id or None, **names)

@@ -7,7 +7,15 @@ from typing import Annotated, Literal
 import numpy as np
 from anyio import to_thread
 from fastapi import APIRouter, HTTPException, Query, Request, Response, status
-from pydantic import BaseModel, Field, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StringConstraints,
+    field_validator,
+)
 
 from kb import limits, operations
 from kb.api.deps import KnowledgeDep
@@ -20,15 +28,17 @@ router = APIRouter(tags=["knowledge"])
 
 
 class BootstrapRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a default
+
     env: BootstrapTarget = Field(description="the target: {'gpu_name': ...} alone for a part "
                                  "kb.gpu_facts knows, or explicit facts (arch, sm_count, "
                                  "mem_bandwidth_gbps, smem_per_sm_kib, ...)")
     op_type: str | None = Field(None, max_length=SHORT)
-    include_own: bool = Field(False, description="also the target GPU's own experiences "
+    include_own: StrictBool = Field(False, description="also the target GPU's own experiences "
                               "(a second optimization on a known card), not only others'")
     dtype: Literal["float32", "float16", "bfloat16"] = "float16"
-    limit: int = Field(10, ge=1, le=500, description="ranked configurations returned")
-    check_names: bool = Field(True, description="match op_type to the known ops (any case) "
+    limit: StrictInt = Field(10, ge=1, le=500, description="ranked configurations returned")
+    check_names: StrictBool = Field(True, description="match op_type to the known ops (any case) "
                               "and reject one nobody knows; False takes it as given")
     shapes: list[Annotated[str, StringConstraints(max_length=SHORT)]] | None = Field(
         None, max_length=LIST_ITEMS, description="shape labels (e.g. one shape regime's, "
