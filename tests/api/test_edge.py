@@ -328,3 +328,29 @@ def test_record_numbers_are_json_numbers(url: str, where: tuple, value: str) -> 
     target[where[-1]] = value
     r = _post(url, "/experiences", json.dumps(record))
     assert r.status_code == 422 and "expected a number, got a string" in r.text, r.text[:300]
+
+
+def test_a_batch_is_bounded_and_answers_stay_small(url: str) -> None:
+    """A 2 MB body of a million zeros once cost 26 s and a 79 MB answer of rejections."""
+    from kb.limits import BATCH_ITEMS
+
+    r = _post(url, "/experiences/batch", "[" + ",".join(["0"] * (BATCH_ITEMS + 1)) + "]")
+    assert r.status_code == 413 and str(BATCH_ITEMS) in r.text
+    r = _post(url, "/experiences/batch", "[" + ",".join(["0"] * BATCH_ITEMS) + "]")
+    assert r.status_code == 200 and len(r.json()["rejected"]) == BATCH_ITEMS
+    missing = httpx.get(f"{url}/experiences/{'f' * 60_000}", timeout=60)
+    assert missing.status_code == 404 and len(missing.content) < 500
+
+
+def test_empty_filters_are_no_filters_and_measured_dates_are_bounded(url: str) -> None:
+    assert _post(url, "/experiences", json.dumps(record_dict(summary="empty filters"))
+                 ).status_code in (200, 201)
+    everything = httpx.get(f"{url}/experiences", params={"limit": 1}).json()["total"]
+    empty = httpx.get(f"{url}/experiences", params={"op_type": "", "gpu_name": "",
+                                                    "dtype": "", "limit": 1}).json()
+    assert everything > 0 and empty["total"] == everything
+    for date in ("0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00", "1900-01-01"):
+        record = record_dict(summary=f"measured on {date}")
+        record["provenance"]["date"] = date
+        r = _post(url, "/experiences", json.dumps(record))
+        assert r.status_code == 422 and "provenance.date" in r.text, (date, r.text[:200])
