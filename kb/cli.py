@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 
 @dataclass(frozen=True)
@@ -178,8 +179,9 @@ def _quiet_batches(args: argparse.Namespace) -> None:
 def _run_ingest(args: argparse.Namespace) -> int:
     from kb.seeds import read_jsonl
 
-    if not args.file.is_file():
-        print(f"no such file: {args.file}", file=sys.stderr)
+    problem = _not_a_readable_file(args.file)
+    if problem:
+        print(f"kernelkb ingest: {args.file}: {problem}", file=sys.stderr)
         return 2
     from kb.terminal import progress
 
@@ -191,6 +193,18 @@ def _run_ingest(args: argparse.Namespace) -> int:
         report = kb.ingest(lines, on_batch=bar.advance)
     _print_report(str(args.file), report, args.json, numbers)
     return 1 if report.rejected else 0
+
+
+def _not_a_readable_file(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a data file, or None: a folder, a pipe or a device
+    (/dev/zero never ends) is not one."""
+    if not path.exists():
+        return "no such file"
+    if not path.is_file():
+        return "not a regular file (a folder, a pipe or a device)"
+    if not os.access(path, os.R_OK):
+        return "permission denied"
+    return None
 
 
 def _run_seed(args: argparse.Namespace) -> int:
@@ -316,12 +330,19 @@ def _run_query(args: argparse.Namespace) -> int:
 
     if not args.op_type:
         raise UsageError("--op is required (e.g. --op softmax)")
-    if args.source and not args.source.is_file():
-        raise UsageError(f"--source {args.source}: no such file")
+    if args.source:
+        problem = _not_a_readable_file(args.source)
+        if problem:
+            raise UsageError(f"--source {args.source}: {problem}")
+        try:
+            source_text = args.source.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"--source {args.source}: not UTF-8 text ({exc.reason} at "
+                             f"byte {exc.start})") from exc
     query = RetrievalQuery(  # checks every value before the store opens
         op_type=args.op_type, task_id=args.task_id, dtype=args.dtype,
         gpu_name=args.gpu_name, arch=args.arch, triton_version=args.triton_version,
-        kernel_source=args.source.read_text() if args.source else None,
+        kernel_source=source_text if args.source else None,
         feedback_text=args.feedback_text, k=args.k, max_chars=args.max_chars,
         exclude_tasks=args.exclude_tasks, include_related=not args.no_related, related_ops=[],
         regime=args.regime)
@@ -398,6 +419,9 @@ def _run_bootstrap(args: argparse.Namespace) -> int:
     _check_dtype(args.dtype)
     env = {k: getattr(args, k) for k in ("gpu_name", "arch", "sm_count", "mem_bandwidth_gbps",
                                          "smem_per_sm_kib", "triton_version")}
+    from retrieval.bootstrap_target import BootstrapTarget
+
+    BootstrapTarget.model_validate(env)  # the API's bounds: no NaN, no 0 SMs (exit 2)
     knowledge = _reader()
     op_type = _resolve(knowledge, op_type=args.op_type)["op_type"]
     space = space_for_op(op_type, args.dtype) if op_type else None
@@ -464,15 +488,19 @@ def _run_export(args: argparse.Namespace) -> int:
     from kb.queries import iter_records
 
     kb = _reader()
-    out = args.output.open("w", encoding="utf-8") if args.output else sys.stdout
     skipped: list[str] = []
-    try:
+
+    def write_all(out: TextIO) -> None:
         with kb.session() as session:
             for record in iter_records(session, skipped=skipped):
                 out.write(record.model_dump_json() + "\n")
-    finally:
-        if args.output:
-            out.close()
+
+    if args.output:  # whole or not at all: an existing file is replaced only once written
+        from kb.atomic_file import write_atomically
+
+        write_atomically(args.output, write_all)
+    else:
+        write_all(sys.stdout)
     if skipped:
         print(f"export: {len(skipped)} unreadable rows skipped (`kernelkb doctor` lists them)",
               file=sys.stderr)
@@ -617,6 +645,26 @@ def user_error(err: BaseException) -> str | None:
     if isinstance(err, KeyError) and str(err.args[0] if err.args else "").startswith(
             "unknown task"):
         return str(err.args[0])
+    return _environment_error(err)
+
+
+def _environment_error(err: BaseException) -> str | None:
+    """One line for a store, file or task folder this machine cannot use as set up (a
+    corrupt or read-only database, a bad URL, a full disk, a broken task file)."""
+    from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
+
+    from kernels.validation import TaskDefinitionError
+
+    if isinstance(err, TaskDefinitionError):
+        return str(err)
+    if isinstance(err, ArgumentError | NoSuchModuleError):
+        return f"KERNELKB_DATABASE_URL: {err}"
+    if isinstance(err, DatabaseError):  # the driver's reason, not the statement's values
+        reason = str(getattr(err, "orig", None) or err).splitlines()[0]
+        return f"the database cannot be used: {reason}"
+    if isinstance(err, OSError) and err.strerror:
+        where = f": {err.filename}" if err.filename else ""
+        return f"{err.strerror}{where}"
     return None
 
 
@@ -632,6 +680,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return COMMANDS[args.command].run(args)
+    except BrokenPipeError:  # `kernelkb export | head -1`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except KeyboardInterrupt:
+        print(f"kernelkb {args.command}: interrupted", file=sys.stderr)
+        return 130
     except Exception as err:
         message = user_error(err)
         if message is None:

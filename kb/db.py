@@ -39,6 +39,11 @@ POOL_SIZE = 24
 
 def make_engine(url: str) -> Engine:
     """Create the engine and the tables (idempotent)."""
+    if url.split("?")[0] in ("sqlite://", "sqlite:///:memory:", "sqlite:///"):
+        from sqlalchemy.exc import ArgumentError  # a store in memory ends with the command
+
+        raise ArgumentError(f"{url!r} is a database in memory, gone when the command ends; "
+                            "give a file (sqlite:///PATH) or a server URL")
     if url.startswith("sqlite:///"):
         Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         # timeout: the busy timeout, so a second writer waits for the first, never fails

@@ -91,9 +91,13 @@ class Writeback:
         """'stored' or 'journaled'; a record is never dropped."""
         if not self.sink_down and self.sink is not None:
             try:
-                self.sink.ingest([record])
-                self.stored += 1
-                return "stored"
+                report = self.sink.ingest([record])
+                if record.id in (*report.accepted, *report.duplicates):
+                    self.stored += 1
+                    return "stored"
+                log.warning("the store refused experience %s (%s); journaling it to %s",
+                            record.id, "; ".join(f"{r.field}: {r.reason}"
+                                                 for r in report.rejected), self.journal.path)
             except unavailable_errors() as err:
                 self.sink_down = True
                 log.warning("knowledge service unreachable (%s); journaling to %s",

@@ -44,7 +44,12 @@ class RemoteKnowledge:
             raise ServiceUnavailable(f"{method} {path}: {response.status_code} {response.text}")
         if response.status_code >= 400:
             raise ServiceError(f"{method} {path}: {response.status_code} {response.text}")
-        return response.json()
+        try:
+            return response.json()
+        except ValueError as exc:  # a proxy's HTML page, a different server on the port
+            raise ServiceUnavailable(f"{method} {path}: the answer is not JSON "
+                                     f"({response.headers.get('content-type')}): "
+                                     f"{response.text[:200]!r}") from exc
 
     def health(self) -> dict[str, Any]:
         return self._call("GET", "/health")
@@ -55,8 +60,8 @@ class RemoteKnowledge:
         report = IngestReport()
         for start in range(0, len(items), BATCH_ITEMS):  # the service takes batches this big
             chunk = items[start:start + BATCH_ITEMS]
-            report.merge(IngestReport.model_validate(
-                self._call("POST", "/experiences/batch", json=chunk)), offset=start)
+            answer = self._call("POST", "/experiences/batch", json=chunk)
+            report.merge(_accounted(answer, chunk), offset=start)
         return report
 
     def retrieve(self, query: RetrievalQuery) -> RetrievalResult:
@@ -95,3 +100,23 @@ class RemoteKnowledge:
             if " 404 " in str(exc):
                 return None
             raise
+
+
+def _accounted(answer: Any, sent: list[Any]) -> IngestReport:
+    """The service's report, when it accounts for every record sent (each stored, already
+    there or rejected); else ServiceUnavailable: an answer of another shape (another
+    server on the port, a proxy) must not let a caller count records as stored."""
+    try:
+        report = IngestReport.model_validate(answer)
+    except ValueError as exc:
+        raise ServiceUnavailable(f"the ingest answer is not a report: {exc}") from exc
+    sent_ids = {item.get("id") for item in sent if isinstance(item, dict)} - {None}
+    told = report.accepted + report.duplicates
+    if len(told) + len(report.rejected) != len(sent) or \
+            (sent_ids and not set(told) <= sent_ids) or \
+            any(not 0 <= r.index < len(sent) for r in report.rejected):
+        raise ServiceUnavailable(
+            f"the ingest answer does not account for the {len(sent)} records sent "
+            f"({len(report.accepted)} stored, {len(report.duplicates)} already there, "
+            f"{len(report.rejected)} rejected)")
+    return report

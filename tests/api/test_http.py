@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -145,3 +146,68 @@ def test_requests_waiting_for_the_query_model_hold_no_worker_thread(tmp_path: Pa
     assert all(a.json()["hits"] for a in answers)
     assert sizes == [1, crowd - 1]
     assert counts == {"asked": crowd, "cached": 0, "embedded": crowd, "batches": 2}
+
+
+@contextmanager
+def _answering(content_type: str, body: bytes) -> Iterator[str]:
+    """A real HTTP server on loopback that answers every POST with ``body``."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Fixed(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - the http.server hook
+            self.rfile.read(int(self.headers.get("content-length", 0)))
+            self.send_response(200)
+            self.send_header("content-type", content_type)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Fixed)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.parametrize(("content_type", "body"), [
+    ("text/html", b"<html><body>proxy error</body></html>"),
+    ("application/json", b'{"unexpected": [1, 2, 3]}'),
+    ("application/json", b'{"accepted": ["someone-else"], "duplicates": [], "rejected": []}'),
+])
+def test_an_answer_of_another_shape_is_an_outage_and_nothing_is_lost(
+        tmp_path: Path, content_type: str, body: bytes) -> None:
+    """Another server on the port (a proxy's page, some other JSON API) answered 200 to an
+    ingest: the optimizer once counted its records as stored (all lost) or died on the
+    HTML. An answer that does not account for the records sent is an outage: the run's
+    records go to its journal."""
+    from kb.record import parse_record
+    from optimizer.writeback import Journal, Writeback
+
+    record = parse_record(record_dict(summary="sent to a stranger"))
+    with _answering(content_type, body) as url:
+        remote = RemoteKnowledge(url, timeout=10)
+        with pytest.raises(ServiceUnavailable):
+            remote.ingest([record])
+        journal = Journal(tmp_path / "journal.jsonl")
+        assert Writeback(remote, journal).write(record) == "journaled"
+        assert [r.id for r in journal.read()] == [record.id]
+
+
+def test_a_record_the_service_rejects_is_journaled(tmp_path: Path) -> None:
+    """A rejection is not a store: the record stays in the run's journal."""
+    from kb.record import parse_record
+    from optimizer.writeback import Journal, Writeback
+
+    record = parse_record(record_dict(summary="rejected by the service"))
+    answer = b'{"accepted": [], "duplicates": [], "rejected": [{"index": 0, "field": ' \
+             b'"edit.summary", "reason": "no room"}]}'
+    with _answering("application/json", answer) as url:
+        journal = Journal(tmp_path / "journal.jsonl")
+        writeback = Writeback(RemoteKnowledge(url, timeout=10), journal)
+        assert writeback.write(record) == "journaled" and writeback.stored == 0
+        assert [r.id for r in journal.read()] == [record.id]

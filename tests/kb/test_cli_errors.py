@@ -89,3 +89,83 @@ def test_a_flag_that_is_not_a_number_gets_argparses_message(
 def test_an_unknown_id_is_a_message(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", "0123456789abcdef"]) == 2
     assert "no experience '0123456789abcdef'" in capsys.readouterr().err
+
+
+def _store(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small store: two records, no seeds."""
+    import json
+
+    from kb_testdata import record_dict
+
+    monkeypatch.setenv("KERNELKB_LOAD_SEEDS_ON_START", "false")
+    data = home.parent / "two.jsonl"
+    data.write_text("".join(json.dumps(record_dict(summary=f"record {n}", iteration=n + 1))
+                            + "\n" for n in range(2)))
+    assert main(["ingest", str(data)]) == 0
+
+
+def test_export_writes_whole_or_not_at_all(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Opening the target emptied it first: a full disk or Ctrl-C left it torn and the old
+    export gone. Now an error leaves the old file as it was, and says why in one line."""
+    _store(home, monkeypatch)
+    target = home.parent / "out.jsonl"
+    target.write_text("the previous export\n")
+
+    import kb.queries
+
+    real = kb.queries.iter_records
+
+    def half_then_stop(session, **kwargs):  # type: ignore[no-untyped-def]
+        iterator = real(session, **kwargs)
+        yield next(iterator)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(kb.queries, "iter_records", half_then_stop)
+    assert main(["export", "-o", str(target)]) == 130
+    assert target.read_text() == "the previous export\n"
+    assert [p.name for p in target.parent.iterdir() if p.name.endswith(".tmp")] == []
+    monkeypatch.setattr(kb.queries, "iter_records", real)
+    assert main(["export", "-o", str(target)]) == 0
+    assert len(target.read_text().splitlines()) == 2
+    capsys.readouterr()
+    for bad, message in ((home.parent / "no" / "x.jsonl", "No such folder"),
+                         (home.parent, "Is a directory"), (Path("/dev/full"), "No space")):
+        assert main(["export", "-o", str(bad)]) == 2
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, err
+
+
+def test_files_and_stores_that_cannot_be_used_are_one_line(
+        home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    _store(home, monkeypatch)
+    capsys.readouterr()
+    binary = home.parent / "kernel.py"
+    binary.write_bytes(b"\xff\xfe\x00")
+    cases = [
+        (["ingest", str(home.parent)], "not a regular file"),
+        (["ingest", "/dev/zero"], "not a regular file"),  # once: read until memory ran out
+        (["query", "--op", "softmax", "--source", str(binary)], "not UTF-8 text"),
+        (["bootstrap", "--op", "softmax", "--gpu", "My GPU", "--sm-count", "10",
+          "--bandwidth", "nan", "--smem", "100"], "mem_bandwidth_gbps"),
+        (["bootstrap", "--op", "softmax", "--gpu", "My GPU", "--sm-count", "0",
+          "--bandwidth", "100", "--smem", "100"], "sm_count"),
+    ]
+    for argv, message in cases:
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert message in err and "Traceback" not in err, (argv, err)
+    for url, message in (("garbage", "KERNELKB_DATABASE_URL"),
+                         ("sqlite://", "in memory"),
+                         (f"sqlite:///{home.parent}", "cannot be used")):
+        monkeypatch.setenv("KERNELKB_DATABASE_URL", url)
+        assert main(["stats"]) == 2, url
+        err = capsys.readouterr().err
+        assert message in err and len(err.splitlines()) == 1, (url, err)
+    monkeypatch.delenv("KERNELKB_DATABASE_URL")
+    other = home.parent / "other-home"
+    other.mkdir()
+    (other / "kernelkb.sqlite").write_bytes(b"not a database at all" * 1000)
+    monkeypatch.setenv("KERNELKB_HOME", str(other))
+    assert main(["stats"]) == 2
+    assert "the database cannot be used: file is not a database" in capsys.readouterr().err
