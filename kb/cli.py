@@ -524,11 +524,28 @@ def _run_doctor(args: argparse.Namespace) -> int:
     if args.quarantine and bad:
         out["quarantined"] = quarantine(kb.engine, bad)
     if kb.index is not None:
-        if args.repair or args.quarantine:
-            out["added"], out["removed"] = kb.sync_index()
-        rows, vectors = sql_ids(kb.engine), kb.index.all_ids()
-        out["rows_without_vector"] = len(rows - vectors)
-        out["vectors_without_row"] = len(vectors - rows)
+        from kb.vector_index import IndexUnusable
+
+        try:
+            if args.repair or args.quarantine:
+                out["added"], out["removed"] = kb.sync_index()
+        except IndexUnusable as exc:  # a folder Chroma cannot open: rebuilt beside it
+            if not args.repair:
+                raise
+            print(f"{exc}: rebuilding", file=sys.stderr)
+            out["rebuilt"] = kb.reindex()
+        if args.repair:
+            with kb.index.writing():
+                out["stale_segment_folders_removed"] = kb.index.drop_unreferenced_segments()
+        try:
+            rows, vectors = sql_ids(kb.engine), kb.index.all_ids()
+        except IndexUnusable as exc:
+            out["vector_index"] = str(exc)
+            rows = vectors = set()
+            out["rows_without_vector"] = len(sql_ids(kb.engine))
+        else:
+            out["rows_without_vector"] = len(rows - vectors)
+            out["vectors_without_row"] = len(vectors - rows)
     if args.json:
         _print_json(out)
     else:
@@ -653,9 +670,10 @@ def _environment_error(err: BaseException) -> str | None:
     corrupt or read-only database, a bad URL, a full disk, a broken task file)."""
     from sqlalchemy.exc import ArgumentError, DatabaseError, NoSuchModuleError
 
+    from kb.vector_index import IndexUnusable
     from kernels.validation import TaskDefinitionError
 
-    if isinstance(err, TaskDefinitionError):
+    if isinstance(err, TaskDefinitionError | IndexUnusable):
         return str(err)
     if isinstance(err, ArgumentError | NoSuchModuleError):
         return f"KERNELKB_DATABASE_URL: {err}"

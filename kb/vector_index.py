@@ -36,6 +36,20 @@ _HNSW = {"space": "cosine", "ef_construction": 10, "max_neighbors": 4}
 RECHECK_S = 1.0  # how soon an id Chroma had no vector for is asked again
 
 
+class IndexUnusable(RuntimeError):
+    """The vector index's folder cannot be opened; SQL, the truth, is untouched."""
+
+
+def _is_segment_name(name: str) -> bool:
+    """Chroma names a segment's folder by its UUID."""
+    import uuid
+
+    try:
+        return str(uuid.UUID(name)) == name
+    except ValueError:
+        return False
+
+
 class VectorIndex:
     def __init__(
         self,
@@ -77,16 +91,67 @@ class VectorIndex:
                     self._client = chromadb.HttpClient(
                         host=self.host, port=self.port, settings=chroma_settings
                     )
+                    self._collection = self._client.get_or_create_collection(
+                        self.collection_name, configuration={"hnsw": _HNSW})
                 else:
-                    assert self.path is not None
-                    self.path.mkdir(parents=True, exist_ok=True)
-                    self._client = chromadb.PersistentClient(
-                        path=str(self.path), settings=chroma_settings
-                    )
-                self._collection = self._client.get_or_create_collection(
-                    self.collection_name, configuration={"hnsw": _HNSW}
-                )
+                    self._collection = self._open_folder(chromadb, chroma_settings)
             return self._collection
+
+    def _open_folder(self, chromadb: Any, chroma_settings: Any) -> Any:
+        """The folder's collection; IndexUnusable when Chroma cannot open the folder (a
+        truncated or foreign chroma.sqlite3), naming the way out."""
+        assert self.path is not None
+        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self._client = chromadb.PersistentClient(path=str(self.path),
+                                                     settings=chroma_settings)
+            return self._client.get_or_create_collection(
+                self.collection_name, configuration={"hnsw": _HNSW})
+        except Exception as exc:  # noqa: BLE001 - chromadb raises its own and sqlite's
+            with contextlib.suppress(Exception):  # a failed open stays cached otherwise
+                chromadb.api.client.SharedSystemClient.clear_system_cache()
+            self._client = None
+            reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            raise IndexUnusable(
+                f"the vector index at {self.path} cannot be opened ({reason}); `kernelkb "
+                "doctor --repair` sets it aside and rebuilds it from SQL") from exc
+
+    def set_aside(self) -> Path | None:
+        """Move an unusable folder's Chroma files into ``unreadable-<time>`` inside it (kept
+        for a look, never read again), so a rebuild starts from an empty folder."""
+        if self.path is None:
+            return None
+        self.close()
+        aside = self.path / f"unreadable-{time.strftime('%Y%m%dT%H%M%S')}"
+        aside.mkdir(parents=True, exist_ok=True)
+        for child in list(self.path.iterdir()):
+            if child.name.startswith("chroma.sqlite3") or _is_segment_name(child.name):
+                child.rename(aside / child.name)
+        log.warning("vector index set aside in %s; rebuilding it from SQL", aside)
+        return aside
+
+    def drop_unreferenced_segments(self) -> int:
+        """Remove segment folders Chroma's catalogue no longer lists: a folder client's
+        delete_collection leaves the deleted collection's vectors on disk, so each
+        reindex used to add one more copy (~7 MB per 4,000 vectors). The folder client
+        only; returns how many went."""
+        if self.path is None or not (self.path / "chroma.sqlite3").exists():
+            return 0
+        import shutil
+        import sqlite3
+
+        catalogue = f"file:{self.path / 'chroma.sqlite3'}?mode=ro"
+        try:
+            with contextlib.closing(sqlite3.connect(catalogue, uri=True)) as db:
+                live = {row[0] for row in db.execute("SELECT id FROM segments")}
+        except sqlite3.Error as exc:  # another Chroma layout: leave the folder alone
+            log.warning("vector index: segments not listed (%s); nothing removed", exc)
+            return 0
+        stale = [c for c in self.path.iterdir()
+                 if c.is_dir() and _is_segment_name(c.name) and c.name not in live]
+        for folder in stale:
+            shutil.rmtree(folder, ignore_errors=True)
+        return len(stale)
 
     def count(self) -> int:
         return int(self._reconnecting(lambda c: c.count()))
@@ -198,8 +263,13 @@ class VectorIndex:
         """Build a new collection beside the live one, then swap it in: readers see the
         old vectors until the swap, never an empty index. A rebuild killed half-way leaves
         the live collection as it was (the half-built one is dropped by the next rebuild).
-        Call inside ``writing()``."""
-        self.collection  # noqa: B018  (connects)
+        Call inside ``writing()``. A folder Chroma cannot open is set aside first."""
+        try:
+            self.collection  # noqa: B018  (connects)
+        except IndexUnusable as exc:
+            log.warning("%s", exc)
+            self.set_aside()
+            self.collection  # noqa: B018  (an empty folder now)
         building = f"{self.collection_name}__rebuild"
         with contextlib.suppress(Exception):  # left over from a rebuild that was killed
             self._client.delete_collection(building)
@@ -216,6 +286,7 @@ class VectorIndex:
             fresh.modify(name=self.collection_name)
             self._collection = None
             self._loaded = False
+            self.drop_unreferenced_segments()
         self.ensure_loaded()
         return done
 
@@ -226,6 +297,7 @@ class VectorIndex:
             self.collection  # noqa: B018  (connects)
             self._client.delete_collection(self.collection_name)
             self._collection = None
+            self.drop_unreferenced_segments()
             self._ids, self._pos = [], {}
             self._matrix = np.zeros((0, DIMENSION), dtype=np.float32)
             self._loaded = True  # empty, and kept current by upserts from now on

@@ -140,3 +140,56 @@ def test_rationale_is_kept_but_not_embedded_and_old_ids_hold() -> None:
     assert reasoned.id != plain.id
     assert reasoned.embedding_text() == plain.embedding_text()
     assert "catalog" not in reasoned.embedding_text()
+
+
+def _segment_folders(chroma: Path) -> list[str]:
+    import uuid
+
+    found = []
+    for child in chroma.iterdir():
+        try:
+            uuid.UUID(child.name)
+        except ValueError:
+            continue
+        found.append(child.name)
+    return found
+
+
+def test_reindexes_leave_one_copy_of_the_vectors_on_disk(tmp_path: Path) -> None:
+    """Chroma's folder client leaves a deleted collection's segment folder behind: each
+    reindex added a copy (5 folders after 3 reindexes and 3 interrupted ones)."""
+    kb = make_knowledge(tmp_path)
+    kb.ingest(_batch())
+    for _ in range(3):
+        assert kb.reindex() == 3
+    assert len(_segment_folders(tmp_path / "chroma")) == 1
+    assert kb.index.count() == 3
+
+
+def test_a_vector_folder_chroma_cannot_open_is_set_aside_and_rebuilt(
+        tmp_path: Path, monkeypatch: Any, capsys: Any) -> None:
+    """A truncated chroma.sqlite3 failed every command, doctor and reindex included, with
+    chromadb's traceback. Now commands say so in one line, doctor reports it, and doctor
+    --repair (or reindex) moves the folder's files aside and rebuilds from SQL."""
+    from kb.cli import main
+
+    kb = make_knowledge(tmp_path)
+    kb.ingest(_batch())
+    kb.close()
+    with (tmp_path / "chroma" / "chroma.sqlite3").open("r+b") as handle:
+        handle.truncate(10_000)
+    monkeypatch.setenv("KERNELKB_HOME", str(tmp_path))
+    monkeypatch.setenv("KERNELKB_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("KERNELKB_SEEDS_DIR", str(tmp_path / "no-seeds"))
+    capsys.readouterr()
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "cannot be opened" in out and "rows_without_vector: 3" in out
+    assert main(["doctor", "--repair"]) == 0
+    out = capsys.readouterr().out
+    assert "rebuilt: 3" in out and "rows_without_vector: 0" in out
+    assert [p.name.startswith("unreadable-") for p in (tmp_path / "chroma").iterdir()
+            if p.is_dir() and p.name not in _segment_folders(tmp_path / "chroma")] == [True]
+    fresh = make_knowledge(tmp_path)
+    assert fresh.index.count() == 3
+    assert fresh.retrieve(RetrievalQuery(op_type="softmax", k=3)).hits
