@@ -47,7 +47,7 @@ def read_jsonl(path: Path, with_line_numbers: bool = False) -> Any:
 def load_seeds(seeds_dir: Path, ingest: IngestFn) -> dict[str, IngestReport]:
     """Ingest every ``*.jsonl`` in seeds_dir; one report per file."""
     reports: dict[str, IngestReport] = {}
-    for path in sorted(seeds_dir.glob("*.jsonl")):
+    for path in sorted(p for p in seeds_dir.glob("*.jsonl") if p.is_file()):
         report = ingest(read_jsonl(path))
         reports[path.name] = report
         for rejection in report.rejected:

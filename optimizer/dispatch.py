@@ -66,6 +66,9 @@ def add_gpu(table: dict[str, Any], env: Any, regimes: dict[str, dict[str, Any]])
     table["gpus"][env.gpu_name] = {"facts": gpu_facts(env), "regimes": dict(regimes)}
 
 
+TABLE_BYTES = 64 * 2**20  # a table of every GPU, task and regime is well under a megabyte
+
+
 def write_table(table: dict[str, Any], path: Path) -> Path:
     dispatch_check(table)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -74,10 +77,16 @@ def write_table(table: dict[str, Any], path: Path) -> Path:
 
 
 def read_table(path: Path) -> dict[str, Any]:
-    """A table from a file; ValueError naming the file and the problem."""
+    """A table from a file; ValueError naming the file and the problem (a device such as
+    /dev/zero, or a file past TABLE_BYTES, is refused before it is read)."""
+    path = Path(path)
     try:
-        table = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as err:
+        if not path.is_file():
+            raise ValueError("not a regular file")
+        if path.stat().st_size > TABLE_BYTES:
+            raise ValueError(f"over {TABLE_BYTES // 2**20} MiB: not a dispatch table")
+        table = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as err:  # JSON and UTF-8 errors included
         raise ValueError(f"{path}: cannot read a dispatch table ({err})") from None
     try:
         return dispatch_check(table)

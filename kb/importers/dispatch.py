@@ -58,6 +58,8 @@ def iter_files(path: str | Path, fmt: str = "auto", *, gpu: str | None = None,
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"no such file or folder: {root}")
+    if not (root.is_file() or root.is_dir()):
+        raise ValueError(f"{root}: not a regular file or a folder (a pipe or a device)")
     for cached in (files.license_file, files.sibling_spec, files.sibling_devices):
         cached.cache_clear()  # files may have changed since an earlier import
     for file in files.walk(root):
@@ -70,6 +72,10 @@ def import_file(file: Path, root: Path, fmt: str, *, gpu: GpuFacts | None = None
                 kernel: str | None = None) -> Iterator[tuple[str, Item]]:
     """One file's items; a file it cannot use is one rejection or one note, never a raise."""
     name = files.source_name(file, root, source)
+    if file.is_dir():  # walk() names the folders it could not list
+        yield name, ImportRejection(name, (("<folder>", "cannot be listed: permission "
+                                            "denied, or it went away"),))
+        return
     try:
         data = files.load_json(file)
     except ValueError as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import re
 import zlib
 from collections.abc import Iterator
@@ -37,11 +38,22 @@ def is_data_file(path: Path) -> bool:
 
 
 def walk(path: Path) -> Iterator[Path]:
-    """The data files under ``path`` (itself if a file), in a stable order."""
+    """The data files under ``path`` (itself if a file), in a stable order, and each
+    folder that cannot be listed (the importer reports it: rglob skipped such a folder
+    without a word)."""
     if path.is_file():
         yield path
         return
-    yield from sorted(p for p in path.rglob("*") if p.is_file() and is_data_file(p))
+    found: list[Path] = []
+
+    def unlisted(error: OSError) -> None:
+        found.append(Path(error.filename))
+
+    for folder, subfolders, names in os.walk(path, onerror=unlisted):
+        subfolders.sort()
+        found.extend(Path(folder) / n for n in names
+                     if is_data_file(Path(n)) and (Path(folder) / n).is_file())
+    yield from sorted(found)
 
 
 def read_bytes(path: Path, limit: int | None = None) -> bytes:
@@ -118,7 +130,14 @@ def source_name(path: Path, root: Path, prefix: str | None = None) -> str:
         inner = path.relative_to(base).as_posix()
     except ValueError:  # a licence above the file but not above the root: use the root
         inner = path.name
-    return f"{prefix or base.name}/{inner}"
+    return printable_name(f"{prefix or base.name}/{inner}")
+
+
+def printable_name(text: str) -> str:
+    """A file name as records and summaries can carry it: bytes that are not UTF-8 (read as
+    surrogates) and control characters such as a newline are written as escapes."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in text)
 
 
 @lru_cache(maxsize=64)

@@ -384,3 +384,27 @@ def test_a_file_past_the_size_limit_is_refused_before_it_is_in_memory(
     monkeypatch.setattr(limits, "IMPORT_FILE_BYTES", 2**20)
     (_, item), = iter_import(bomb)
     assert isinstance(item, ImportRejection) and "over 1 MiB once gunzipped" in str(item.errors)
+
+
+def test_odd_file_names_and_paths_that_are_not_files(knowledge: LocalKnowledge,
+                                                     tmp_path: Path) -> None:
+    """A file name that is not UTF-8 once failed every record of its file (three errors
+    each), and one with a newline broke the one-line summary; a pipe or device was "0
+    files", silently."""
+    import os
+
+    folder = tmp_path / "names"
+    folder.mkdir()
+    raw = os.fsencode(folder) + b"/bad\xff\xfename_A6000.json"
+    with open(raw, "wb") as handle:
+        handle.write(json.dumps(kt_cache([entry(16, 1, 2.0)])).encode())
+    write(folder / "new\nline_A6000.json", kt_cache([entry(32, 1, 3.0)]))
+    results = run(knowledge, folder)
+    assert sorted(results) == ["names/bad\\udcff\\udcfename_A6000.json",
+                               "names/new\\nline_A6000.json"]
+    assert all((r.accepted, r.rejected) == (1, 0) for r in results.values())
+    assert all("\n" not in key for key in stored(knowledge))
+    pipe = tmp_path / "pipe.json"
+    os.mkfifo(pipe)
+    with pytest.raises(ValueError, match="not a regular file or a folder"):
+        run(knowledge, pipe)
