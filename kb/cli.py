@@ -106,8 +106,12 @@ def _run_serve(args: argparse.Namespace) -> int:
 
     from kb.api.access import write_policy
     from kb.api.app import create_app
+    from kb.api.http_protocol import serve_options
     from kb.settings import Settings
 
+    if args.workers < 1:
+        print(f"--workers {args.workers}: at least 1", file=sys.stderr)
+        return 2
     settings = Settings()
     host = args.host or settings.host
     try:
@@ -124,9 +128,9 @@ def _run_serve(args: argparse.Namespace) -> int:
     if args.workers > 1:  # each worker process builds its app from the environment
         os.environ["KERNELKB_HOST"] = host
         uvicorn.run("kb.api.app:create_app", factory=True, host=host, port=port,
-                    workers=args.workers)
+                    workers=args.workers, **serve_options())
         return 0
-    uvicorn.run(create_app(settings), host=host, port=port)
+    uvicorn.run(create_app(settings), host=host, port=port, **serve_options())
     return 0
 
 
@@ -579,7 +583,7 @@ def _run_show(args: argparse.Namespace) -> int:
     except AmbiguousId as err:
         raise UsageError(str(err)) from err
     if record is None:
-        raise UsageError(f"no experience {args.id!r}")
+        raise UsageError(f"no experience {args.id[:80]!r}")
     print(record.model_dump_json(indent=2))
     return 0
 

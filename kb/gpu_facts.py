@@ -263,5 +263,6 @@ def unknown_gpu_message(name: str) -> str:
     else:
         found = closest(name) if name.strip() else None
         near = f"; closest: {found!r}" if found else ""
-    return (f"unknown GPU {name!r}{near}; known: {', '.join(known_names())}. "
+    quoted = repr(name) if len(name) <= 80 else repr(name[:80]) + f"... ({len(name)} characters)"
+    return (f"unknown GPU {quoted}{near}; known: {', '.join(known_names())}. "
             "Name one of them (e.g. --gpu) or add the part to kb/gpu_facts.py")

@@ -24,6 +24,12 @@ if TYPE_CHECKING:  # matching needs no database: `optimize` uses it on a bare GP
 _SEPARATORS = re.compile(r"[^0-9a-z]+")
 
 
+def _quoted(name: str) -> str:
+    """A typed name as an error quotes it: at most 80 characters (a 100,000-character
+    name was printed back whole)."""
+    return repr(name) if len(name) <= 80 else repr(name[:80]) + f"... ({len(name)} characters)"
+
+
 class UnknownName(ValueError):
     """A typed name that matches no known op, task, GPU or architecture."""
 
@@ -66,7 +72,7 @@ def match_name(kind: str, name: str, known: Iterable[str], preferred: Iterable[s
     near = closest_name(name, names)
     hint = f"; closest: {near!r}" if near else ""
     listed = ", ".join(names) if names else "(none: the store is empty)"
-    raise UnknownName(f"unknown {kind} {name!r}{hint}; known: {listed}")
+    raise UnknownName(f"unknown {kind} {_quoted(name)}{hint}; known: {listed}")
 
 
 def match_gpu(name: str, stored: Iterable[str]) -> str:

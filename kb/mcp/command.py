@@ -50,10 +50,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     import uvicorn
 
+    from kb.api.http_protocol import serve_options
     from kb.mcp.http import http_app
 
     uvicorn.run(http_app(server, host=host, token=settings.api_token), host=host,
-                port=args.port, log_level="warning")
+                port=args.port, log_level="warning", **serve_options())
     return 0
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import uvicorn
 
 from kb.api.app import create_app
+from kb.api.http_protocol import serve_options
 from retrieval.service import LocalKnowledge
 
 START_S = 120  # a loaded 2-core machine can take this long to import and warm up
@@ -28,7 +29,8 @@ def serving(app: Any, host: str = "127.0.0.1") -> Iterator[int]:
     """Serve the ASGI ``app`` on ``host``; yields the port. A server thread that dies
     while starting fails at once instead of after the deadline."""
     port = free_port(host)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                           **serve_options()))  # as `kernelkb serve` runs
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + START_S

@@ -354,3 +354,42 @@ def test_empty_filters_are_no_filters_and_measured_dates_are_bounded(url: str) -
         record["provenance"]["date"] = date
         r = _post(url, "/experiences", json.dumps(record))
         assert r.status_code == 422 and "provenance.date" in r.text, (date, r.text[:200])
+
+
+def test_request_heads_are_bounded_in_size_and_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """httptools buffered a header of any size at a cost growing with its square (a 400 MB
+    header held the server 326 s) and kept a connection that never ended its headers
+    open for ever. Now: 431 past HEAD_BYTES, the connection closed past HEAD_TIMEOUT_S,
+    and other clients are served meanwhile."""
+    import time
+
+    from kb.api import http_protocol
+
+    monkeypatch.setattr(http_protocol, "HEAD_TIMEOUT_S", 2.0)
+    kb = make_knowledge(tmp_path, vectors=False)
+    with live_server(kb) as port:
+        base = f"http://127.0.0.1:{port}"
+        big = socket.create_connection(("127.0.0.1", port), timeout=30)
+        big.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\nX-Big: ")
+        answer = b""
+        try:
+            for _ in range(64):  # 4 MB, far past the bound: refused long before the end
+                big.sendall(b"a" * 65536)
+        except OSError:  # the server closed the connection while this was still sending
+            pass
+        answer = big.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 431"), answer[:200]
+        slow = socket.create_connection(("127.0.0.1", port), timeout=30)
+        slow.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\nX-Slow: ")
+        assert httpx.get(base + "/health", timeout=10).status_code == 200  # others go on
+        started = time.monotonic()
+        assert slow.recv(4096).startswith(b"HTTP/1.1 408")
+        assert 1.0 < time.monotonic() - started < 10
+        # an ordinary request with a body bigger than the head bound is not refused
+        r = httpx.post(base + "/retrieve", json={"op_type": "softmax",
+                                                 "feedback_text": "x" * 100_000}, timeout=60)
+        assert r.status_code in (200, 422) and r.status_code != 431
+        headers = {"X-Pad": "p" * 8000}  # a large but sane header
+        assert httpx.get(base + "/health", headers=headers, timeout=10).status_code == 200
+        assert httpx.head(base + "/health", timeout=10).status_code == 200  # monitors' probe

@@ -12,6 +12,7 @@ router = APIRouter(tags=["system"])
 
 
 @router.get("/health")
+@router.head("/health", include_in_schema=False)  # monitors often probe with HEAD
 def health(kb: KnowledgeDep) -> dict[str, Any]:
     return {"status": "ok", "experiences": kb.count()}
 

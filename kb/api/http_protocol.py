@@ -1,0 +1,96 @@
+"""uvicorn's fast HTTP parser with the two bounds it lacks: header size and header time.
+
+Why: httptools buffers a header of any length, at a cost that grows with the square of
+its size (one connection sending a 400 MB header held the server for 326 s, and /health
+timed out meanwhile), and a connection that never finishes its headers stays open for
+ever (10,000 of them used up the file descriptors). Here a request head over HEAD_BYTES
+gets 431 and a head not complete within HEAD_TIMEOUT_S is closed; complete requests run
+exactly as before, at httptools' speed (pure-Python h11, which has a size bound, costs
+~0.3 ms more CPU a request).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+HEAD_BYTES = 64 * 1024  # request line plus headers (a bearer token, a long query string)
+HEAD_TIMEOUT_S = 30.0  # from a request's first byte to the end of its headers
+
+
+def serve_options() -> dict[str, Any]:
+    """The uvicorn options every KernelKB HTTP server runs with."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    # past this many open connections new requests get 503, while descriptors remain for
+    # the store's files, the database and the answers themselves
+    concurrency = max(64, min(2048, soft // 2)) if soft != resource.RLIM_INFINITY else 2048
+    return {"http": BoundedHeadProtocol, "limit_concurrency": concurrency,
+            "timeout_keep_alive": 5}
+
+
+class BoundedHeadProtocol(HttpToolsProtocol):
+    """HttpToolsProtocol whose request heads are bounded in bytes and in time."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head_bytes = 0
+        self._in_head = True  # until the headers of the request being read are complete
+        self._begun = False  # a request's first byte has been parsed
+        self._head_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._start_head_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_head_timer()
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._in_head = self._begun = True
+        self._start_head_timer()
+
+    def on_headers_complete(self) -> None:
+        self._in_head = self._begun = False
+        self._head_bytes = 0
+        self._stop_head_timer()
+        super().on_headers_complete()
+
+    def data_received(self, data: bytes) -> None:
+        if self._in_head:
+            self._head_bytes += len(data)
+        super().data_received(data)
+        # counted before the parser ran, judged after: a chunk that completes the head
+        # (and carries body bytes) is never refused
+        if self._in_head and self._head_bytes > HEAD_BYTES and not self.transport.is_closing():
+            self._refuse(b"431 Request Header Fields Too Large",
+                         f"request head over {HEAD_BYTES} bytes")
+
+    def _start_head_timer(self) -> None:
+        self._stop_head_timer()
+        self._head_timer = self.loop.call_later(HEAD_TIMEOUT_S, self._head_too_slow)
+
+    def _stop_head_timer(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_too_slow(self) -> None:
+        self._head_timer = None
+        if self._in_head and not self.transport.is_closing():
+            if self._begun:  # a request begun and not finished: say why
+                self._refuse(b"408 Request Timeout",
+                             f"request head not complete within {HEAD_TIMEOUT_S:.0f} s")
+            else:
+                self.transport.close()
+
+    def _refuse(self, status: bytes, message: str) -> None:
+        body = message.encode("ascii")
+        self.transport.write(b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; "
+                             b"charset=utf-8\r\ncontent-length: " + str(len(body)).encode()
+                             + b"\r\nconnection: close\r\n\r\n" + body)
+        self.transport.close()
