@@ -241,8 +241,13 @@ def _run_import(args: argparse.Namespace) -> int:
 
     from kb.importers import iter_files
     from kb.importers.load import load_file
+    from kb.limits import SHORT
     from kb.terminal import progress
 
+    for flag, value in (("--license", args.license), ("--source", args.source),
+                        ("--kernel", args.kernel)):
+        if value is not None and (len(value) > SHORT or not value.strip()):
+            raise UsageError(f"{flag}: 1 to {SHORT} characters (it goes into every record)")
     _quiet_batches(args)  # the per-file lines below say it
     kb = _knowledge()
     kb.sync_index()  # repair what an earlier, interrupted import or ingest left

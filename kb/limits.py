@@ -59,6 +59,12 @@ def check_name(value: str) -> str:
     written: names are matched in any case and spacing, so one padded with spaces, spelled
     with look-alike (NFKC-unstable) characters or with no letter or digit at all would
     stand beside the real name or capture a lookup of it; ValueError for those."""
+    if value.isascii() and value.isprintable():  # the usual name: NFKC-stable, visible
+        if value != value.strip() or "  " in value:
+            raise ValueError(f"name {value[:80]!r}: spaces at either end or doubled")
+        if not any(c.isalnum() for c in value):
+            raise ValueError(f"name {value[:80]!r}: no letter or digit a-z, 0-9")
+        return value
     if value != value.strip() or "  " in value:
         raise ValueError(f"name {value[:80]!r}: spaces at either end or doubled")
     if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value):

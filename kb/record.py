@@ -92,7 +92,7 @@ class _Strict(BaseModel):
     def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
         """pydantic takes true as 1 and "1_000" as 1000 in a number field; a record that
         says ``iteration: true`` or ``"0.5"`` is malformed, not a number."""
-        if isinstance(value, bool | str) and info.field_name in _number_fields(cls):
+        if isinstance(value, (bool, str)) and info.field_name in _number_fields(cls):
             raise ValueError("expected a number, got "
                              + ("true/false" if isinstance(value, bool) else "a string"))
         return value
