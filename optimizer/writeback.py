@@ -21,7 +21,9 @@ log = logging.getLogger(__name__)
 
 
 class Sink(Protocol):
-    def ingest(self, records: list[ExperienceRecord]) -> Any: ...
+    def ingest(self, records: list[ExperienceRecord]) -> Any:
+        """A report whose ``accepted`` and ``duplicates`` hold the ids stored (and
+        ``rejected`` the refusals): a record not among them is journaled."""
 
 
 def unavailable_errors() -> tuple[type[BaseException], ...]:

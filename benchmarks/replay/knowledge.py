@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.replay.space import Space
+from kb.ingest import IngestReport
 from kb.record import ExperienceRecord, parse_record
 
 log = logging.getLogger(__name__)
@@ -71,8 +72,9 @@ class MemorySink:
     def __init__(self) -> None:
         self.records: list[ExperienceRecord] = []
 
-    def ingest(self, records: list[ExperienceRecord]) -> None:
+    def ingest(self, records: list[ExperienceRecord]) -> IngestReport:
         self.records.extend(records)
+        return IngestReport(accepted=[r.id for r in records])
 
 
 class HeldOutKnowledge(MemorySink):

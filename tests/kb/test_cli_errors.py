@@ -150,6 +150,7 @@ def test_files_and_stores_that_cannot_be_used_are_one_line(
           "--bandwidth", "nan", "--smem", "100"], "mem_bandwidth_gbps"),
         (["bootstrap", "--op", "softmax", "--gpu", "My GPU", "--sm-count", "0",
           "--bandwidth", "100", "--smem", "100"], "sm_count"),
+        (["import", str(home.parent), "--license", "x" * 5000], "--license: 1 to 256"),
     ]
     for argv, message in cases:
         assert main(argv) == 2, argv
