@@ -666,8 +666,11 @@ def user_error(err: BaseException) -> str | None:
     if isinstance(err, UsageError | UnknownName):
         return str(err)
     if isinstance(err, ValidationError):  # a flag's value outside the record's bounds
-        return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
-                         for e in err.errors())
+        setting = err.title == "Settings"  # an environment variable's value
+        return "; ".join(
+            (f"KERNELKB_{'_'.join(str(p) for p in e['loc']).upper()}" if setting else
+             '.'.join(str(p) for p in e['loc']) or 'value') + f": {e['msg']}"
+            for e in err.errors())
     if isinstance(err, KeyError) and str(err.args[0] if err.args else "").startswith(
             "unknown task"):
         return str(err.args[0])
@@ -703,7 +706,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         _use_tasks_dirs(args)
     except ValueError as err:  # a tasks folder that is not one
-        print(f"kernelkb: error: {err}", file=sys.stderr)
+        print(f"kernelkb: error: {user_error(err) or err}", file=sys.stderr)
         return 2
     try:
         return COMMANDS[args.command].run(args)

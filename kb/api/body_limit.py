@@ -25,7 +25,14 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope.get("headers") or []).get(b"content-length")
+        headers = dict(scope.get("headers") or [])
+        encoding = headers.get(b"content-encoding", b"identity").strip().lower()
+        if encoding != b"identity":  # a gzip body would be parsed as JSON text: 400 before
+            await JSONResponse(status_code=415, content={
+                "detail": f"Content-Encoding {encoding.decode('latin-1')[:40]!r} is not "
+                          "accepted: send the body uncompressed"})(scope, receive, send)
+            return
+        declared = headers.get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
             await self._too_large(scope, receive, send)
             return

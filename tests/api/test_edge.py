@@ -393,3 +393,13 @@ def test_request_heads_are_bounded_in_size_and_time(
         headers = {"X-Pad": "p" * 8000}  # a large but sane header
         assert httpx.get(base + "/health", headers=headers, timeout=10).status_code == 200
         assert httpx.head(base + "/health", timeout=10).status_code == 200  # monitors' probe
+
+
+def test_a_compressed_body_is_415_not_a_parse_error(url: str) -> None:
+    import gzip
+
+    body = gzip.compress(json.dumps(record_dict(summary="gzipped")).encode())
+    r = httpx.post(url + "/experiences", content=body, timeout=60,
+                   headers={"content-type": "application/json", "Content-Encoding": "gzip",
+                            **AUTH})
+    assert r.status_code == 415 and "uncompressed" in r.text

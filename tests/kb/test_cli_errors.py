@@ -170,3 +170,15 @@ def test_files_and_stores_that_cannot_be_used_are_one_line(
     monkeypatch.setenv("KERNELKB_HOME", str(other))
     assert main(["stats"]) == 2
     assert "the database cannot be used: file is not a database" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("variable", "value"), [
+    ("KERNELKB_SERVE_THREADS", "abc"), ("KERNELKB_SERVE_THREADS", "0"),
+    ("KERNELKB_PORT", "abc")])
+def test_a_bad_setting_is_one_line_naming_the_variable(
+        home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        variable: str, value: str) -> None:
+    monkeypatch.setenv(variable, value)
+    assert main(["stats"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"kernelkb: error: {variable}: ") and len(err.splitlines()) == 1
