@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 
 @dataclass(frozen=True)
@@ -550,7 +550,6 @@ def _run_doctor(args: argparse.Namespace) -> int:
             rows, vectors = sql_ids(kb.engine), kb.index.all_ids()
         except IndexUnusable as exc:
             out["vector_index"] = str(exc)
-            rows = vectors = set()
             out["rows_without_vector"] = len(sql_ids(kb.engine))
         else:
             out["rows_without_vector"] = len(rows - vectors)
@@ -666,11 +665,12 @@ def user_error(err: BaseException) -> str | None:
     if isinstance(err, UsageError | UnknownName):
         return str(err)
     if isinstance(err, ValidationError):  # a flag's value outside the record's bounds
-        setting = err.title == "Settings"  # an environment variable's value
-        return "; ".join(
-            (f"KERNELKB_{'_'.join(str(p) for p in e['loc']).upper()}" if setting else
-             '.'.join(str(p) for p in e['loc']) or 'value') + f": {e['msg']}"
-            for e in err.errors())
+        def where(loc: tuple[Any, ...]) -> str:
+            if err.title == "Settings":  # an environment variable's value
+                return "KERNELKB_" + "_".join(str(p) for p in loc).upper()
+            return ".".join(str(p) for p in loc) or "value"
+
+        return "; ".join(f"{where(e['loc'])}: {e['msg']}" for e in err.errors())
     if isinstance(err, KeyError) and str(err.args[0] if err.args else "").startswith(
             "unknown task"):
         return str(err.args[0])

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any
 
+from kb.limits import quoted
+
 
 @dataclass(frozen=True)
 class GpuFacts:
@@ -263,6 +265,5 @@ def unknown_gpu_message(name: str) -> str:
     else:
         found = closest(name) if name.strip() else None
         near = f"; closest: {found!r}" if found else ""
-    quoted = repr(name) if len(name) <= 80 else repr(name[:80]) + f"... ({len(name)} characters)"
-    return (f"unknown GPU {quoted}{near}; known: {', '.join(known_names())}. "
+    return (f"unknown GPU {quoted(name)}{near}; known: {', '.join(known_names())}. "
             "Name one of them (e.g. --gpu) or add the part to kb/gpu_facts.py")

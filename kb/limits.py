@@ -54,24 +54,26 @@ def check_regime(value: str | None) -> str | None:
     return value
 
 
+def quoted(value: str, limit: int = 80) -> str:
+    """A typed value as an error message quotes it: at most ``limit`` characters (a
+    100,000-character name was once printed back whole)."""
+    return repr(value) if len(value) <= limit else \
+        repr(value[:limit]) + f"... ({len(value)} characters)"
+
+
 def check_name(value: str) -> str:
     """A name that filters and groups records (op, task, dtype, GPU, arch, versions), as
     written: names are matched in any case and spacing, so one padded with spaces, spelled
     with look-alike (NFKC-unstable) characters or with no letter or digit at all would
     stand beside the real name or capture a lookup of it; ValueError for those."""
-    if value.isascii() and value.isprintable():  # the usual name: NFKC-stable, visible
-        if value != value.strip() or "  " in value:
-            raise ValueError(f"name {value[:80]!r}: spaces at either end or doubled")
-        if not any(c.isalnum() for c in value):
-            raise ValueError(f"name {value[:80]!r}: no letter or digit a-z, 0-9")
-        return value
     if value != value.strip() or "  " in value:
         raise ValueError(f"name {value[:80]!r}: spaces at either end or doubled")
-    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value):
-        raise ValueError(f"name {value[:80]!r}: control or invisible characters")
-    if unicodedata.normalize("NFKC", value) != value:
-        raise ValueError(f"name {value[:80]!r}: not in NFKC form (look-alike characters); "
-                         f"write {unicodedata.normalize('NFKC', value)[:80]!r}")
+    if not (value.isascii() and value.isprintable()):  # printable ASCII is NFKC-stable
+        if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") for c in value):
+            raise ValueError(f"name {value[:80]!r}: control or invisible characters")
+        if unicodedata.normalize("NFKC", value) != value:
+            raise ValueError(f"name {value[:80]!r}: not in NFKC form (look-alike "
+                             f"characters); write {unicodedata.normalize('NFKC', value)[:80]!r}")
     if not any(c.isascii() and c.isalnum() for c in value):
         raise ValueError(f"name {value[:80]!r}: no letter or digit a-z, 0-9")
     return value

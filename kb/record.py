@@ -119,13 +119,13 @@ class TaskInfo(_Strict):
     dtype: str = Field(min_length=1, description="torch dtype name, e.g. float16")
     shape_set: str = Field(default="sweep", max_length=TEXT,
                            description="which shapes were evaluated")
-
-    _names = field_validator("op_type", "task_id", "dtype")(limits.check_name)
     regime: str | None = Field(
         default=None, max_length=SHORT,
         description="the task's shape regime these shapes fall in (row-length class, M "
                     "bucket, prefill/decode), several joined by '+'; None: not recorded "
                     "(readers derive it from the shapes)")
+
+    _names = field_validator("op_type", "task_id", "dtype")(limits.check_name)
 
     @field_validator("regime")
     @classmethod

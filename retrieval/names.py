@@ -17,17 +17,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from kb.gpu_facts import lookup, unknown_gpu_message
+from kb.limits import quoted
 
 if TYPE_CHECKING:  # matching needs no database: `optimize` uses it on a bare GPU host too
     from sqlmodel import Session
 
 _SEPARATORS = re.compile(r"[^0-9a-z]+")
-
-
-def _quoted(name: str) -> str:
-    """A typed name as an error quotes it: at most 80 characters (a 100,000-character
-    name was printed back whole)."""
-    return repr(name) if len(name) <= 80 else repr(name[:80]) + f"... ({len(name)} characters)"
 
 
 class UnknownName(ValueError):
@@ -72,7 +67,7 @@ def match_name(kind: str, name: str, known: Iterable[str], preferred: Iterable[s
     near = closest_name(name, names)
     hint = f"; closest: {near!r}" if near else ""
     listed = ", ".join(names) if names else "(none: the store is empty)"
-    raise UnknownName(f"unknown {kind} {_quoted(name)}{hint}; known: {listed}")
+    raise UnknownName(f"unknown {kind} {quoted(name)}{hint}; known: {listed}")
 
 
 def match_gpu(name: str, stored: Iterable[str]) -> str:
