@@ -189,10 +189,35 @@ class Edit(_Strict):
 
 class ShapeTiming(_Strict):
     shape: str
-    median_ms: float = Field(ge=TIME_MS[0], le=TIME_MS[1])
+    median_ms: float = Field(ge=TIME_MS[0], le=TIME_MS[1],
+                             description="call time: the eager call, host side included")
     iqr_ms: float | None = Field(default=None, ge=0, le=TIME_MS[1])
     graph_ms: float | None = _time_ms("CUDA-graph replay: GPU time alone")
     baseline_ms: float | None = _time_ms()
+    gpu_ms: float | None = _time_ms("GPU time per call (events behind a sleep, L2 flushed)")
+    gpu_iqr_ms: float | None = Field(default=None, ge=0, le=TIME_MS[1])
+    host_ms: float | None = Field(default=None, ge=0, le=TIME_MS[1],
+                                  description="host cost of one call (wrapper, launches)")
+    ratio: float | None = Field(default=None, gt=0, le=RATIO_MAX,
+                                description="incumbent / candidate GPU time on this shape")
+    ratio_low: float | None = Field(default=None, gt=0, le=RATIO_MAX)
+    ratio_high: float | None = Field(default=None, gt=0, le=RATIO_MAX)
+
+
+class Comparison(_Strict):
+    """The verdict's evidence: the candidate timed against its incumbent, interleaved in
+    one worker (optimizer/sandbox/compare.py). ``ratio`` > 1: the candidate is faster."""
+
+    ratio: float = Field(gt=0, le=RATIO_MAX)
+    low: float = Field(gt=0, le=RATIO_MAX, description="95% interval, lower end")
+    high: float = Field(gt=0, le=RATIO_MAX, description="95% interval, upper end")
+    rounds: int = Field(ge=1, le=COUNT_MAX)
+    calls_per_round: int = Field(ge=1, le=COUNT_MAX)
+    noise_floor: float = Field(ge=0, le=1)
+    outcome: Literal["improved", "neutral", "regressed"]
+    incumbent_hash: str | None = Field(default=None, max_length=64)
+    drift: float | None = Field(default=None, gt=0, le=RATIO_MAX,
+                                description="incumbent's GPU time now / when it was measured")
 
 
 class Feedback(_Strict):
@@ -222,6 +247,9 @@ class Feedback(_Strict):
     smem_bytes: int | None = Field(default=None, ge=0, le=COUNT_MAX)
     bottleneck_hint: str | None = Field(default=None, max_length=TEXT)
     suspect: bool = False
+    comparison: Comparison | None = None
+    time_basis: Literal["gpu", "call"] | None = Field(
+        default=None, description="what time_ms is: GPU time, or call time (older records)")
     text: str = Field(default="", max_length=limits.LONG_TEXT,
                       description="the feedback text the agent was shown")
 
@@ -274,6 +302,14 @@ _OPTIONAL_LATER: tuple[tuple[str, ...], ...] = (
     ("provenance", "device"),
     ("provenance", "date"),
     ("feedback", "timings", "[]", "graph_ms"),
+    ("feedback", "timings", "[]", "gpu_ms"),
+    ("feedback", "timings", "[]", "gpu_iqr_ms"),
+    ("feedback", "timings", "[]", "host_ms"),
+    ("feedback", "timings", "[]", "ratio"),
+    ("feedback", "timings", "[]", "ratio_low"),
+    ("feedback", "timings", "[]", "ratio_high"),
+    ("feedback", "comparison"),
+    ("feedback", "time_basis"),
 )
 
 
@@ -337,6 +373,16 @@ class ExperienceRecord(_Strict):
             _drop_if_none(payload, path)
         canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+    @property
+    def confidence(self) -> Literal["significant", "within_noise", "unknown_spread"]:
+        """How sure the verdict is: significant when an interleaved comparison's interval
+        cleared its noise floor; within_noise when it did not; unknown_spread for a record
+        with no comparison (a single figure, an import, an older record)."""
+        comparison = self.feedback.comparison
+        if comparison is None:
+            return "unknown_spread"
+        return "within_noise" if comparison.outcome == "neutral" else "significant"
 
     @property
     def evidence(self) -> Literal["measured", "verified", "claimed"]:

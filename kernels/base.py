@@ -266,6 +266,10 @@ class Task:
     # How shapes fall into regimes (row-length classes, M buckets, prefill vs decode): the
     # loop tunes each regime of the sweep and the exported kernel dispatches on it
     regimes: Regimes = SINGLE_REGIME
+    # A sweep shape's weight in a round's objective (the weighted geometric mean of GPU
+    # times): how often a model calls it, say. Edge shapes are checked, never timed.
+    objective_weight: Callable[[Shape], float] = field(default=lambda shape: 1.0,
+                                                       repr=False, compare=False)
     # where the template was read from (read_template; None: written inline)
     template_path: str | None = field(default=None, init=False, compare=False)
 

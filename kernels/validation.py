@@ -39,7 +39,8 @@ REQUIRED = ("name", "op_type", "description", "signature", "reference", "make_in
             "tolerances", "bytes_moved", "flops", "template", "knobs")
 NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")  # task and op names: CLI args, record ids
 PARAM_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")  # a header constant the template engine reads
-FUNCTIONS = ("reference", "make_inputs", "bytes_moved", "flops", "constraint", "smem_bytes")
+FUNCTIONS = ("reference", "make_inputs", "bytes_moved", "flops", "constraint", "smem_bytes",
+             "objective_weight")
 OPTIONAL_FUNCTIONS = ("launch", "peers")
 
 
@@ -74,6 +75,7 @@ def validate(task: Any, dtypes: Iterable[str], header_constants: Callable[[str],
         if value is not None and not callable(value):
             fail(field, f"must be a function or None, got {type(value).__name__}")
     _check_shapes(task, fail)
+    _check_weights(task, fail)
     _check_regimes(task, fail)
     _check_dtypes(task, set(dtypes), fail)
     _check_template(task, fail)
@@ -182,3 +184,14 @@ def _check_names(task: Any, fail: Callable[[str, str], None]) -> None:
     mutated = task.mutated_inputs
     if not isinstance(mutated, tuple) or not all(isinstance(i, int) and i >= 0 for i in mutated):
         fail("mutated_inputs", f"must be a tuple of input indices, got {mutated!r}")
+
+
+def _check_weights(task: Any, fail: Callable[[str, str], None]) -> None:
+    """Every sweep shape weighs a positive, finite amount in the round objective."""
+    for shape in task.sweep_shapes:
+        try:
+            weight = float(task.objective_weight(tuple(shape)))
+        except Exception as err:  # noqa: BLE001 - any failure of the user's function
+            fail("objective_weight", f"raised {type(err).__name__}: {err} on {shape}")
+        if not (weight > 0 and weight < float("inf")):
+            fail("objective_weight", f"{weight!r} for {shape}: a weight is positive and finite")

@@ -29,7 +29,7 @@ from optimizer.diffcheck import check
 from optimizer.experience import RunInfo, build_record, unevaluated_feedback
 from optimizer.policy import Policy, StopReason
 from optimizer.recall import Known, Recalled, known, recall
-from optimizer.sandbox.evaluator import sweep_shape_set
+from optimizer.sandbox.evaluator import resolve_shapes, sweep_shape_set, work_timeout_s
 from optimizer.verdict import judge, noise_threshold
 from optimizer.writeback import Writeback
 
@@ -118,7 +118,7 @@ class StartFailed(RuntimeError):
                          f"{first[0] if first else ''}{hint}")
 
 
-MIN_TIMEOUT_S = 20.0  # a candidate always gets this long, even at the end of the budget
+FIRST_SETTLE_S = 15.0  # the run's first evaluation waits this long at most for a steady GPU
 
 
 class Loop:
@@ -183,12 +183,15 @@ class Loop:
         return result
 
     def _evaluate(self, source: str, parent: Any, shapes: Any = None,
-                  parent_source: str | None = None) -> tuple[Any, float]:
+                  parent_source: str | None = None, first: bool = False) -> tuple[Any, float]:
         began = time.monotonic()
+        shapes = shapes or self.options.shapes
+        extra = {"settle_s": FIRST_SETTLE_S} if first else {}
         result = self.evaluate(self.task.name, source, dtype=self.options.dtype,
-                               shapes=shapes or self.options.shapes, parent=parent,
+                               shapes=shapes, parent=parent,
                                baseline=self.baseline, seeds=self.options.seeds,
-                               timeout_s=self._timeout_s(), parent_source=parent_source)
+                               timeout_s=self._timeout_s(shapes), parent_source=parent_source,
+                               **extra)
         spent = result.wall_s or (time.monotonic() - began)
         steps = json.loads((getattr(result, "artifacts", None) or {}).get("wall_s") or "{}")
         slowest = sorted(steps.items(), key=lambda kv: -kv[1])[:3]
@@ -196,17 +199,18 @@ class Loop:
                  ", ".join(f"{k} {v:.1f} s" for k, v in slowest) or "-")
         return result, spent
 
-    def _timeout_s(self) -> float:
-        """The candidate's wall-clock limit, cut to what is left of the GPU-time budget: the
-        budget is checked between rounds, and on the H200 one whole-row 1-warp softmax
-        took 244 s, four times the budget it ran in."""
-        left = self.policy.remaining_s
-        if left is None:
-            return self.options.timeout_s
-        return min(self.options.timeout_s, max(MIN_TIMEOUT_S, left))
+    def _timeout_s(self, shapes: Any) -> float:
+        """The candidate's wall-clock limit: the options' limit, raised to what the work
+        needs (shapes x seeds x timing, work_timeout_s). Never cut to the budget's rest: a
+        final sweep cut to 20 s once timed out on a correct kernel (on the H200 one
+        whole-row 1-warp softmax took 244 s, which the work estimate still stops)."""
+        on_gpu = self.info.env.arch != "cpu"
+        count = len(resolve_shapes(self.task, shapes, on_gpu)[1])
+        return max(self.options.timeout_s,
+                   work_timeout_s(count, self.options.seeds, on_gpu=on_gpu))
 
     def _baseline_round(self, source: str) -> _State:
-        result, spent = self._evaluate(source, None)
+        result, spent = self._evaluate(source, None, first=True)
         if not result.ok:
             raise StartFailed(self.task.name, result.error_kind, result.error_message)
         proposal = Proposal(source=source, summary=f"starting kernel of {self.task.name}",
@@ -241,8 +245,11 @@ class Loop:
         noise = noise_threshold(result, state.best_result)
         verdict = judge(result, state.best_result, claimed_gain=proposal.claimed_gain,
                         noise=noise)
-        score = _score(result) if verdict is not Verdict.invalid else None
-        improved = self.policy.observe(score, spent_s=spent, noise=noise)
+        score = _score(result, self.policy.best_score) if verdict is not Verdict.invalid \
+            else None
+        compared = getattr(result, "comparison", None) is not None
+        improved = self.policy.observe(score, spent_s=spent, noise=noise,
+                                       improved=verdict is Verdict.improved if compared else None)
         message = _reminder(iteration, verdict, result, noise)
         if message:
             state.reminders.append(message)
@@ -340,7 +347,8 @@ class Loop:
             return
         best, _ = self._evaluate(result.best_source, start, shapes, result.start_source)
         result.best_sweep = best
-        result.regressions = regressions(best, start, noise_threshold(best, start))
+        result.regressions = best.regressions if best.comparison else \
+            regressions(best, start, noise_threshold(best, start))
         categories = sorted({c for r in self.records if r.verdict is Verdict.improved
                              for c in r.edit.categories}) or ["other"]
         proposal = Proposal(source=result.best_source, categories=tuple(categories),
@@ -367,11 +375,16 @@ def regressions(best: Any, start: Any, noise: float) -> dict[str, float]:
     return flagged
 
 
-def _score(result: Any) -> float | None:
-    """The policy's score: measured time of a correct, trustworthy run; else None."""
-    if result.ok and result.timing_available and not result.suspect:
-        return result.time_ms
-    return None
+def _score(result: Any, best: float | None = None) -> float | None:
+    """The policy's score: measured time of a correct, trustworthy run; else None. With a
+    comparison it is the best's figure over the measured ratio, so a run's chain of
+    scores is a chain of comparisons, not of figures taken minutes apart."""
+    if not (result.ok and result.timing_available and not result.suspect):
+        return None
+    comparison = getattr(result, "comparison", None)
+    if comparison and best:
+        return best / float(comparison["ratio"])
+    return result.time_ms
 
 
 def _reminder(iteration: int, verdict: Verdict, result: Any, noise: float) -> str | None:

@@ -77,11 +77,16 @@ class Policy:
             return True  # first timed correct candidate after an untimed baseline
         return self.best_score / score > 1.0 + max(noise, self.config.min_noise)
 
-    def observe(self, score: float | None, *, spent_s: float = 0.0, noise: float = 0.0) -> bool:
-        """Record one round; returns whether it improved on the best."""
+    def observe(self, score: float | None, *, spent_s: float = 0.0, noise: float = 0.0,
+                improved: bool | None = None) -> bool:
+        """Record one round; returns whether it improved on the best. ``improved``: the
+        verdict of a comparison with the best (then ``score`` is the new best's figure);
+        None: decided here from the scores."""
         self.rounds += 1
         self.spent_s += spent_s
-        improved = self.is_improvement(score, noise)
+        if improved is None:
+            improved = self.is_improvement(score, noise)
+        improved = improved and score is not None
         if improved:
             self.best_score = score
             self.since_improvement = 0

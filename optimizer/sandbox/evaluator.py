@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from kernels.base import DTYPES, Shape, Task, get_task, header_constants
-from optimizer.sandbox import feedback
+from optimizer.sandbox import compare, feedback
 from optimizer.sandbox.hardware import detect_environment
 from optimizer.sandbox.result import Baseline, EvalResult
 from optimizer.sandbox.runner import run_worker
@@ -43,6 +43,15 @@ def resolve_shapes(task: Task, shapes: str | list[tuple[int, ...]], on_gpu: bool
     return "custom", resolved
 
 
+def work_timeout_s(shapes: int, seeds: int, *, on_gpu: bool) -> float:
+    """Wall seconds one evaluation may need: start and compile, then per shape its checks
+    (seeds, the counterfactual, stream order) and on a GPU its timing, then the
+    comparison's cap. Generous on purpose: a timeout is a failure, so it must only
+    catch kernels that hang or crawl."""
+    per_shape = 2.0 * (seeds + 2) + (8.0 if on_gpu else 0.0)
+    return 60.0 + shapes * per_shape + (2 * compare.TIME_CAP_S if on_gpu else 0.0)
+
+
 def sweep_shape_set(shapes: str | list[tuple[int, ...]], on_gpu: bool
                     ) -> str | list[tuple[int, ...]]:
     """The final sweep's shape set: "auto" is every shape on a GPU ("all") and the
@@ -58,11 +67,12 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
              baseline: Baseline | None = None, seeds: int = 3, timeout_s: float = 60.0,
              mem_limit_mb: int | None = None, timing: bool | None = None,
              peaks: dict[str, float] | None = None,
-             parent_source: str | None = None) -> EvalResult:
+             parent_source: str | None = None, settle_s: float = 3.0) -> EvalResult:
     """Evaluate one candidate in a sandboxed subprocess; never raises for candidate faults.
 
-    ``parent_source``: lets the worker re-time the parent beside the candidate where the
-    candidate looks more than 10x faster than the parent's earlier figure.
+    ``parent_source``: the incumbent; on a GPU the candidate is timed against it,
+    interleaved in the same worker (compare.py), and the verdict reads that comparison.
+    ``settle_s``: how long the worker may spend bringing the GPU to a steady state.
 
     Raises ValueError / KeyError only for bad arguments (unknown task, dtype, shape set).
     """
@@ -77,7 +87,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         "mode": "evaluate", "task": task_name, "source": source, "dtype": dtype,
         "shapes": [list(s) for s in shape_list], "seeds": seeds, "timing": do_time,
         "parent_timings": dict(parent.timings_median()) if parent else {},
-        "parent_source": parent_source if parent else None,
+        "parent_source": parent_source,
+        "settle_s": settle_s,
         "peaks": {"mem_bandwidth_gbps": env.get("mem_bandwidth_gbps"),
                   "peak_tflops": env.get("peak_tflops")},
     }
@@ -103,7 +114,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         result.error_kind, result.stage = "missing_run", "run"
         result.error_message = "the worker ended without a result"
     if result.ok:
-        fill_timing(result, task, data, shape_list, parent, baseline, on_gpu, do_time)
+        fill_timing(result, task, data, shape_list, parent, baseline, on_gpu, do_time,
+                    parent_source=parent_source)
     result.text = feedback.render(result)
     return result
 
@@ -121,15 +133,18 @@ def _fill_error_stats(result: EvalResult) -> None:
         result.max_abs_err = result.max_rel_err = None
 
 
-def _geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))
+def _geomean(values: list[float], weights: list[float] | None = None) -> float:
+    weights = weights or [1.0] * len(values)
+    total = sum(weights)
+    return math.exp(sum(w * math.log(v) for v, w in zip(values, weights, strict=True)) / total)
 
 
 def fill_timing(result: EvalResult, task: Task, data: dict[str, Any], shapes: list[Shape],
                 parent: EvalResult | None, baseline: Baseline | None, on_gpu: bool = True,
-                do_time: bool = True) -> None:
+                do_time: bool = True, parent_source: str | None = None) -> None:
     """The timing layer from a worker's per-shape timings and resources (also used by the
-    replay of measured spaces, so both judge a candidate the same way)."""
+    replay of measured spaces, so both judge a candidate the same way). GPU time is the
+    figure (compare.py); call time is kept beside it."""
     timings = data.get("timings") or {}
     if not timings:
         result.timing_note = ("CPU interpreter: correctness only, no GPU timing" if not on_gpu
@@ -141,28 +156,29 @@ def fill_timing(result: EvalResult, task: Task, data: dict[str, Any], shapes: li
     result.graph_timings = {k: float(v) for k, v in (data.get("graph_timings") or {}).items()
                             if v is not None}
     labels = list(result.timings)
-    medians = [result.timings[k][0] for k in labels]
-    result.time_ms = _geomean(medians)
+    _fill_gpu(result, data.get("gpu") or {}, labels, parent, parent_source)
+    result.settle = data.get("settle")
+    figures = result.gpu_median() or result.timings_median()
+    weights = [result.objective_weights.get(k, 1.0) for k in labels]
+    result.time_ms = _geomean([figures[k] for k in labels], weights)
     if baseline and all(k in baseline.timings for k in labels):
         result.baseline_timings = {k: baseline.timings[k] for k in labels}
-        result.baseline_ms = _geomean(list(result.baseline_timings.values()))
+        result.baseline_ms = _geomean(list(result.baseline_timings.values()), weights)
         result.speedup_vs_baseline = result.baseline_ms / result.time_ms
-    parent_times = parent.timings_median() if parent else {}
     retimed = {k: float(v) for k, v in (data.get("parent_retimed") or {}).items()
-               if k in parent_times}
-    if retimed:  # the parent timed again beside the candidate: those figures count
-        result.parent_retimed = {k: parent_times[k] for k in retimed}
-        parent_times = {**parent_times, **retimed}
-    if parent_times and all(k in parent_times for k in labels):
-        result.parent_timings = {k: parent_times[k] for k in labels}
-        result.parent_ms = _geomean(list(result.parent_timings.values()))
-        result.speedup_vs_parent = result.parent_ms / result.time_ms
-        result.regressions = {
-            k: result.timings[k][0] / parent_times[k] - 1 for k in labels
-            if result.timings[k][0] > parent_times[k] * (1 + feedback.REGRESSION_SHARE)}
+               if parent and k in parent.timings_median()}
+    if retimed:  # the parent's call time timed again beside the candidate (10x rule)
+        result.parent_retimed = {k: parent.timings_median()[k] for k in retimed}
+    if result.comparison is None and parent is not None:
+        before = parent.gpu_median() if result.gpu_timings else \
+            {**parent.timings_median(), **retimed}
+        if all(k in before for k in labels):  # no comparison: figures shown, no verdict
+            result.parent_timings = {k: before[k] for k in labels}
+            result.parent_ms = _geomean(list(result.parent_timings.values()), weights)
+            result.speedup_vs_parent = result.parent_ms / result.time_ms
     dtype = DTYPES[result.dtype]
     by_label = {task.shape_label(s): s for s in shapes}
-    seconds = sum(result.timings[k][0] for k in labels) * 1e-3
+    seconds = sum(figures[k] for k in labels) * 1e-3
     total_bytes = sum(task.bytes_moved(by_label[k], dtype) for k in labels)
     total_flops = sum(task.flops(by_label[k], dtype) for k in labels)
     result.achieved_gbps = total_bytes / seconds / 1e9
@@ -182,6 +198,36 @@ def fill_timing(result: EvalResult, task: Task, data: dict[str, Any], shapes: li
         result, compute_bound=task.compute_bound,
         num_warps=warps if isinstance(warps, int) else None,
         smem_per_sm_kib=result.env.get("smem_per_sm_kib"))
+
+
+def _fill_gpu(result: EvalResult, gpu: dict[str, Any], labels: list[str],
+              parent: EvalResult | None, parent_source: str | None) -> None:
+    """GPU times, host costs and the comparison with the incumbent, from the worker."""
+    alone = gpu.get("alone") or {}
+    result.objective_weights = {k: float(v) for k, v in (gpu.get("weights") or {}).items()}
+    result.gpu_timings = {k: (float(v[0]), float(v[1])) for k, v in alone.items()
+                          if k in labels}
+    result.host_timings = {k: float(v[2]) for k, v in alone.items() if k in labels}
+    comparison = gpu.get("comparison")
+    if not comparison:
+        return
+    shapes = comparison.get("shapes") or {}
+    if parent_source is not None:
+        comparison["incumbent_hash"] = hashlib.sha256(parent_source.encode()).hexdigest()[:16]
+    result.comparison = comparison
+    weights = [result.objective_weights.get(k, 1.0) for k in labels]
+    result.parent_timings = {k: float(shapes[k]["incumbent_ms"]) for k in labels if k in shapes}
+    if len(result.parent_timings) == len(labels):
+        result.parent_ms = _geomean([result.parent_timings[k] for k in labels], weights)
+    result.speedup_vs_parent = float(comparison["ratio"])
+    floor = float(comparison["noise_floor"])
+    result.regressions = {k: 1.0 / s["ratio"] - 1.0 for k, s in shapes.items()
+                          if s["high"] < 1.0 / (1.0 + floor)}
+    before = parent.gpu_median() if parent is not None else {}
+    drift = [result.parent_timings[k] / before[k] for k in result.parent_timings
+             if before.get(k)]
+    if drift:
+        result.incumbent_drift = _geomean(drift)
 
 
 def measure_baseline(task_name: str, dtype: str = "float16",

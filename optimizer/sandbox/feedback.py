@@ -6,10 +6,13 @@ shapes that failed or regressed, so the agent sees what to fix without a traceba
 
 from __future__ import annotations
 
+import math
+
 from optimizer.sandbox.result import EvalResult
 
 REGISTERS_PER_SM = 65536
 REGRESSION_SHARE = 0.05  # slower than the parent on a shape by more than this is named
+DRIFT_SHARE = 0.05  # an incumbent that now times this much off its own figure is named
 
 
 def bottleneck_hint(result: EvalResult, *, compute_bound: bool,
@@ -42,6 +45,10 @@ def bottleneck_hint(result: EvalResult, *, compute_bound: bool,
             notes.append(f"occupancy: {result.smem_bytes // 1024} KiB smem allows "
                          f"{blocks} program(s) per SM")
     return "; ".join(notes)
+
+
+def _geo(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
 def _err_line(r: EvalResult) -> str:
@@ -79,10 +86,16 @@ def _render_layers(r: EvalResult) -> str:
     if not r.timing_available:
         lines.append(f"time: unavailable ({r.timing_note or 'no GPU'})")
         return "\n".join(lines)
-    time_line = f"time: {r.time_ms:.4g} ms geomean"
-    iqrs = [iqr for _, iqr in r.timings.values()]
+    basis = "GPU time" if r.gpu_timings else "call time"
+    time_line = f"time: {r.time_ms:.4g} ms {basis} (geomean of {len(r.timings)} shapes)"
+    iqrs = [iqr for _, iqr in (r.gpu_timings or r.timings).values()]
     if iqrs:
         time_line += f" (max IQR {max(iqrs):.2g})"
+    if r.gpu_timings and r.timings:
+        calls = [med for med, _ in r.timings.values()]
+        time_line += f" · call time {_geo(calls):.4g} ms"
+    if r.host_timings:
+        time_line += f" · host {_geo(list(r.host_timings.values())):.3g} ms per call"
     refs = []
     if r.baseline_ms:
         refs.append(f"baseline {r.baseline_ms:.4g} ms")
@@ -92,6 +105,14 @@ def _render_layers(r: EvalResult) -> str:
     if refs:
         time_line += " · " + " · ".join(refs) + " → " + " / ".join(ups)
     lines.append(time_line)
+    if r.comparison:
+        c = r.comparison
+        line = (f"vs parent, interleaved: {c['ratio']:.3f}x [{c['low']:.3f}, {c['high']:.3f}] "
+                f"(95%, {c['rounds']} rounds, noise floor {c['noise_floor']:.0%}) → "
+                f"{c['outcome']}")
+        if r.incumbent_drift is not None and abs(r.incumbent_drift - 1) > DRIFT_SHARE:
+            line += f" · parent drifted {r.incumbent_drift - 1:+.0%} since it was measured"
+        lines.append(line)
     perf = []
     if r.achieved_gbps is not None:
         perf.append(f"achieved {r.achieved_gbps / 1000:.2f} TB/s")
@@ -112,10 +133,10 @@ def _render_layers(r: EvalResult) -> str:
         worst = sorted(r.regressions.items(), key=lambda kv: -kv[1])[:3]
         lines.append("shape sweep: slower than parent on " +
                      ", ".join(f"({k}) by {v:.0%}" for k, v in worst))
-    if r.parent_retimed:
+    if r.parent_retimed and not r.comparison:
         lines.append("parent re-timed beside this candidate on " + ", ".join(
             f"({k}): {r.parent_timings[k]:.4g} ms, not the earlier {v:.4g} ms"
-            for k, v in r.parent_retimed.items()))
+            for k, v in r.parent_retimed.items() if k in r.parent_timings))
     if r.suspect:
         lines.append("SUSPECT timing, not trusted: " + "; ".join(r.suspect_reasons[:3]))
     return "\n".join(lines)

@@ -78,9 +78,16 @@ class EvalResult:
     # timing (GPU only)
     timing_available: bool = False
     timing_note: str | None = None
-    timings: dict[str, tuple[float, float]] = field(default_factory=dict)  # median, iqr ms
+    timings: dict[str, tuple[float, float]] = field(default_factory=dict)  # call: median, iqr
     graph_timings: dict[str, float] = field(default_factory=dict)  # CUDA-graph replay ms
-    time_ms: float | None = None  # geomean of shape medians
+    gpu_timings: dict[str, tuple[float, float]] = field(default_factory=dict)  # GPU: median, iqr
+    host_timings: dict[str, float] = field(default_factory=dict)  # host ms of one call
+    objective_weights: dict[str, float] = field(default_factory=dict)
+    # the interleaved comparison with the incumbent (compare.Comparison.to_dict), if any
+    comparison: dict[str, Any] | None = None
+    incumbent_drift: float | None = None  # incumbent's GPU time now / when it was measured
+    settle: dict[str, Any] | None = None  # how the GPU was brought to a steady state
+    time_ms: float | None = None  # weighted geomean of GPU times (call times without them)
     baseline_ms: float | None = None
     parent_ms: float | None = None
     baseline_timings: dict[str, float] = field(default_factory=dict)
@@ -107,17 +114,40 @@ class EvalResult:
     containment: str | None = None  # "namespaces", or "uncontained: <why>" (runner.py)
 
     def timings_median(self) -> dict[str, float]:
-        """shape label -> median ms, the form a child's evaluation compares against."""
+        """shape label -> median call ms, the form a child's evaluation compares against."""
         return {label: med for label, (med, _) in self.timings.items()}
+
+    def gpu_median(self) -> dict[str, float]:
+        """shape label -> median GPU ms (the figures verdicts use)."""
+        return {label: med for label, (med, _) in self.gpu_timings.items()}
+
+    @property
+    def outcome(self) -> str | None:
+        """The comparison's outcome: improved / neutral / regressed; None without one."""
+        return (self.comparison or {}).get("outcome")
+
+    def _comparison_dict(self) -> dict[str, Any] | None:
+        c = self.comparison
+        if not c:
+            return None
+        return {"ratio": c["ratio"], "low": c["low"], "high": c["high"], "rounds": c["rounds"],
+                "calls_per_round": c["calls_per_round"], "noise_floor": c["noise_floor"],
+                "outcome": c["outcome"], "incumbent_hash": c.get("incumbent_hash"),
+                "drift": self.incumbent_drift}
+
+    def _shape_row(self, label: str, med: float, iqr: float) -> dict[str, Any]:
+        gpu = self.gpu_timings.get(label)
+        shape = ((self.comparison or {}).get("shapes") or {}).get(label) or {}
+        return {"shape": label, "median_ms": med, "iqr_ms": iqr,
+                "graph_ms": self.graph_timings.get(label),
+                "baseline_ms": self.baseline_timings.get(label),
+                "gpu_ms": gpu[0] if gpu else None, "gpu_iqr_ms": gpu[1] if gpu else None,
+                "host_ms": self.host_timings.get(label), "ratio": shape.get("ratio"),
+                "ratio_low": shape.get("low"), "ratio_high": shape.get("high")}
 
     def feedback_dict(self) -> dict[str, Any]:
         """The feedback layer of an experience record (validates as kb.record.Feedback)."""
-        timings = [
-            {"shape": label, "median_ms": med, "iqr_ms": iqr,
-             "graph_ms": self.graph_timings.get(label),
-             "baseline_ms": self.baseline_timings.get(label)}
-            for label, (med, iqr) in self.timings.items()
-        ]
+        timings = [self._shape_row(label, med, iqr) for label, (med, iqr) in self.timings.items()]
         return {
             "stage": self.stage,
             "error_kind": self.error_kind,
@@ -143,5 +173,8 @@ class EvalResult:
             "smem_bytes": self.smem_bytes,
             "bottleneck_hint": self.bottleneck_hint,
             "suspect": self.suspect,
+            "comparison": self._comparison_dict(),
+            "time_basis": ("gpu" if self.gpu_timings else "call") if self.timing_available
+            else None,
             "text": self.text,
         }

@@ -28,7 +28,7 @@ import torch
 
 from kernels.base import DTYPES, Task, get_task, load_candidate
 from kernels.discovery import load_origin
-from optimizer.sandbox import checks, provenance, tamper, timing
+from optimizer.sandbox import checks, compare, provenance, tamper, timing
 from optimizer.sandbox.errors import classify_exception, exception_message, trim
 
 log = logging.getLogger("optimizer.sandbox.worker")
@@ -298,14 +298,19 @@ class Worker:
         peaks = self.request.get("peaks") or {}
         timings, reasons, retimed, graphs = {}, [], {}, {}
         parent_run = _ParentRunner(self.request.get("parent_source"))
-        _spin_up_clocks()
+        self.out["settle"] = compare.settle(max_s=float(self.request.get("settle_s", 3.0))
+                                            ).to_dict()
+        all_sets: dict[str, list[list[Any]]] = {}
+        floors: dict[str, float | None] = {}
         try:
             for shape in self.timed_shapes():
                 label = self.task.shape_label(shape)
                 self.progress("performance", label)
                 sets = [self.make_inputs(shape, seed=100 + k) for k in range(TIMING_INPUT_SETS)]
+                all_sets[label] = sets
                 floor = timing.floor_ms(self.task.bytes_moved(shape, self.dtype),
                                         self.task.flops(shape, self.dtype), peaks)
+                floors[label] = floor
                 call = _Counted(timing.rotating(module.run, sets))
                 with self.counting_launches() as tracker:
                     result = timing.time_shape(
@@ -319,6 +324,14 @@ class Worker:
                     retimed[label] = result.parent_retimed_ms
                 self.lap(f"time {label}")
                 reasons += [f"({label}) {r}" for r in result.suspect_reasons]
+            label = "GPU time"
+            self.progress("performance", label)
+            self.out["gpu"] = self.gpu_time(module, all_sets, parent_run)
+            for k, (median, _, _) in self.out["gpu"]["alone"].items():
+                if floors.get(k) is not None and median < floors[k]:
+                    reasons.append(f"({k}) {median:.4f} ms of GPU time, under the "
+                                   f"{floors[k]:.4f} ms the GPU's peak allows")
+            self.lap("GPU time")
         except Tampered as err:
             self.out["failing_shapes"].append(label)
             self.fail("performance", err.kind, str(err))
@@ -327,6 +340,45 @@ class Worker:
                         parent_retimed=retimed, graph_timings=graphs,
                         resources=kernel_resources(module))
         return True
+
+    def gpu_time(self, module: ModuleType, all_sets: dict[str, list[list[Any]]],
+                 parent_run: _ParentRunner) -> dict[str, Any]:
+        """The figures verdicts use (compare.py): the candidate interleaved with the
+        incumbent (the parent) when there is one that runs, else the candidate alone."""
+        clock = compare.GpuClock()
+        calls = {k: _Counted(timing.rotating(module.run, sets)) for k, sets in all_sets.items()}
+        incumbent = {k: parent_run.call(sets) for k, sets in all_sets.items()}
+        weights = {k: float(self.task.objective_weight(self.task.parse_shape(k)))
+                   for k in all_sets}
+        out: dict[str, Any] = {"weights": weights}
+        with self.counting_launches() as tracker:
+            if all(c is not None for c in incumbent.values()):
+                try:
+                    out["comparison"] = compare.compare(calls, incumbent, weights,
+                                                        clock).to_dict()
+                except Exception as err:  # noqa: BLE001 - the incumbent broke: time alone
+                    log.warning("comparison with the incumbent failed: %r", err)
+                    torch.cuda.synchronize()
+            out["alone"] = {k: list(compare.gpu_profile(call, clock)) for k, call in calls.items()}
+        self.guard("after GPU timing")
+        self.check_launches_over(calls, tracker)
+        return out
+
+    def check_launches_over(self, calls: dict[str, _Counted], tracker: provenance.Tracker
+                            ) -> None:
+        """check_timed_launches over several shapes timed together."""
+        expected = {k: self.expected_launches.get(k) for k in calls}
+        if any(e is None for e in expected.values()):
+            return
+        want = sum(expected[k][0] * calls[k].calls for k in calls)
+        known = set().union(*(e[1] for e in expected.values()))
+        odd = [sig for sig in tracker.sampled if sig not in known]
+        if tracker.counted != want or odd:
+            detail = f"; e.g. {odd[0][0]} launched with other grid/arguments" if odd else ""
+            raise Tampered("cheat_timer", (
+                f"under the GPU clock run() launched {tracker.counted} of the candidate's "
+                f"Triton kernels where the checked calls predict {want}{detail}: the timed "
+                "work must be the checked work"))
 
     def graph_time(self, module: ModuleType, sets: list[list[Any]], label: str,
                    floor: float | None, reasons: list[str]) -> float | None:
@@ -400,17 +452,6 @@ class _ParentRunner:
         return None if self.module is None else timing.rotating(self.module.run, sets)
 
 
-def _spin_up_clocks(seconds: float = 0.3) -> None:
-    """Busy the GPU briefly so it leaves its idle clocks before the first timing (the first
-    candidate of a session otherwise timed up to 3x slow on small shapes)."""
-    a = torch.randn(2048, 2048, device="cuda", dtype=torch.float16)
-    began = time.perf_counter()
-    while time.perf_counter() - began < seconds:
-        for _ in range(20):
-            a @ a
-        torch.cuda.synchronize()
-
-
 def _replayed(outs: list[torch.Tensor], ref: Any,
               previous: tuple[list[torch.Tensor], list[torch.Tensor]]) -> bool:
     """True when the output repeats the previous call's while the reference changed."""
@@ -433,12 +474,18 @@ def measure_baseline(request: dict[str, Any]) -> dict[str, Any]:
     """Reference (PyTorch eager) median per shape, timed like a candidate."""
     load_origin(request.get("task_origin"))
     task, dtype = get_task(request["task"]), DTYPES[request["dtype"]]
+    settled = compare.settle(max_s=float(request.get("settle_s", 3.0)))
+    clock = compare.GpuClock()
     out: dict[str, float] = {}
+    call_times: dict[str, float] = {}
     for shape in (tuple(s) for s in request["shapes"]):
         sets = [list(task.make_inputs(shape, dtype, 100 + k, "cuda")) for k in range(3)]
-        median, _ = timing.measure(timing.rotating(task.reference, sets))
-        out[task.shape_label(shape)] = median
-    return {"final": True, "timings": out}
+        call = timing.rotating(task.reference, sets)
+        label = task.shape_label(shape)
+        out[label] = compare.gpu_profile(call, clock)[0]
+        call_times[label] = timing.measure(call)[0]
+    return {"final": True, "timings": out, "call_timings": call_times,
+            "settle": settled.to_dict()}
 
 
 def main(argv: list[str]) -> int:

@@ -101,16 +101,22 @@ def test_bad_settings_are_refused(bad: dict) -> None:
         PolicyConfig(**bad)
 
 
-def test_candidate_timeout_is_cut_to_the_budget_left() -> None:
-    from optimizer.loop import MIN_TIMEOUT_S, Loop, LoopOptions
+def test_candidate_timeout_scales_with_the_work_and_not_with_the_budget_left() -> None:
+    from types import SimpleNamespace
 
-    loop = Loop.__new__(Loop)  # only the policy and options matter here
+    from kernels.base import get_task
+    from optimizer.loop import Loop, LoopOptions
+    from optimizer.sandbox.evaluator import work_timeout_s
+
+    loop = Loop.__new__(Loop)  # only the task, policy, options and env matter here
+    loop.task = get_task("softmax")
+    loop.info = SimpleNamespace(env=SimpleNamespace(arch="sm_90"))
     loop.policy = Policy(PolicyConfig(budget_s=100.0))
-    loop.options = LoopOptions(dtype="float16", timeout_s=60.0)
-    assert loop._timeout_s() == 60.0
-    loop.policy.spent_s = 70.0
-    assert loop.policy.remaining_s == 30.0 and loop._timeout_s() == 30.0
-    loop.policy.spent_s = 99.0
-    assert loop._timeout_s() == MIN_TIMEOUT_S
-    loop.policy = Policy(PolicyConfig())
-    assert loop.policy.remaining_s is None and loop._timeout_s() == 60.0
+    loop.options = LoopOptions(dtype="float16", timeout_s=60.0, seeds=3)
+    few, many = loop._timeout_s("edge"), loop._timeout_s("all")
+    assert few == work_timeout_s(len(loop.task.edge_shapes), 3, on_gpu=True) > 60.0
+    assert many > few  # more shapes, more time
+    loop.policy.spent_s = 99.0  # the budget's end does not cut a candidate short
+    assert loop._timeout_s("all") == many
+    loop.options = LoopOptions(dtype="float16", timeout_s=10_000.0)
+    assert loop._timeout_s("edge") == 10_000.0  # a larger limit asked for is kept

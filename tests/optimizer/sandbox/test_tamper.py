@@ -90,6 +90,25 @@ def test_timed_calls_must_launch_what_the_checked_calls_launched(tmp_path, name,
         assert tracker.counted == 16
 
 
+class FixedClock:
+    """compare.GpuClock's interface on the CPU: every call runs and reads 0.25 ms."""
+
+    def host_ms(self, call, calls=5):
+        for _ in range(calls):
+            call()
+        return 0.01
+
+    def queue(self, call, host_ms):
+        call()
+        return None
+
+    def read(self, handles):
+        return [0.25 for _ in handles]
+
+    def samples(self, call, calls, host_ms):
+        return self.read([self.queue(call, host_ms) for _ in range(calls)])
+
+
 @pytest.mark.parametrize(("name", "kind"), [("_good", None), ("timed_differently", "cheat_timer")])
 def test_time_all_plumbing_on_the_cpu(tmp_path, monkeypatch, name, kind):
     """worker.time_all end to end with do_bench and the device synchronise stood in for
@@ -97,9 +116,8 @@ def test_time_all_plumbing_on_the_cpu(tmp_path, monkeypatch, name, kind):
     check run under the clock, and a timed result is written."""
     import json
 
+    from optimizer.sandbox import compare, timing
     from optimizer.sandbox import tamper as tamper_mod
-    from optimizer.sandbox import timing
-    from optimizer.sandbox import worker as worker_mod
 
     worker, module = _checked_worker(tmp_path, name)
 
@@ -116,13 +134,15 @@ def test_time_all_plumbing_on_the_cpu(tmp_path, monkeypatch, name, kind):
     monkeypatch.setattr(timing, "_do_bench", fake_do_bench)
     monkeypatch.setattr(timing, "_do_bench_cudagraph", fake_do_bench_cudagraph)
     monkeypatch.setattr(timing, "_SYNCHRONIZE", lambda: None)
-    monkeypatch.setattr(worker_mod, "_spin_up_clocks", lambda: None)
+    monkeypatch.setattr(compare, "settle", lambda max_s: compare.Settled(True, 0.0, 1.0, 1.0))
+    monkeypatch.setattr(compare, "GpuClock", FixedClock)
     worker.snapshot = tamper_mod.Snapshot(task_module="kernels.softmax")  # after the stand-ins
     assert worker.time_all(module) is (kind is None)
     written = json.loads((tmp_path / "result.json").read_text())
     if kind is None:
         assert worker.out["timings"]["rows=4,cols=128"] == pytest.approx([1.0, 0.2])
         assert worker.out["graph_timings"]["rows=4,cols=128"] == pytest.approx(0.5)
+        assert worker.out["gpu"]["alone"]["rows=4,cols=128"][0] == pytest.approx(0.25)
         assert worker.out["stage"] == "performance"
     else:
         assert written["error_kind"] == kind and written["stage"] == "performance"

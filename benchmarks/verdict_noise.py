@@ -1,0 +1,246 @@
+"""How often the evaluator's verdicts are wrong, on a GPU: A/A and known-slower pairs.
+
+    python benchmarks/verdict_noise.py [--tasks softmax rmsnorm ...] [--evals 30]
+        [--slower 10] [--budget-s 500] [--out benchmarks/results]
+
+Per task, as the loop judges a candidate (``optimizer.sandbox.evaluate`` with the
+incumbent as ``parent`` and ``parent_source``, then ``optimizer.verdict.judge``), each
+evaluation its own worker process:
+- **A/A**: the naive kernel judged against itself ``--evals`` times. Any verdict other
+  than neutral is a false verdict.
+- **known slower**: the naive kernel with a padding copy added to every call (10% of its
+  input bytes read and written again: strictly more work) judged against the naive
+  kernel ``--slower`` times; "regressed" is the right verdict.
+
+Both rules are read off the same evaluations, side by side:
+- *interleaved* (the evaluator's rule): the worker's comparison of GPU times, candidate
+  and incumbent alternating, with its 95% interval and noise floor (compare.py);
+- *separate figures* (the rule before it): the geometric mean of the candidate's call
+  times against the incumbent's from its own, earlier evaluation, with the threshold from
+  the IQR spread of both (2-10%).
+
+The evaluations use one seed and the sweep's representative shapes (no edge shapes: they
+are checked, never timed) to fit a lent GPU's time; ``--budget-s`` stops early and the
+report says how many evaluations each figure rests on. Writes verdict_noise_<gpu>.json
+and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kernels.base import get_task  # noqa: E402
+from optimizer.sandbox import evaluate  # noqa: E402
+from optimizer.verdict import judge, noise_threshold  # noqa: E402
+
+TASKS = ("softmax", "rmsnorm", "swiglu", "rope", "attention", "matmul")
+PAD_SHARE = 0.10
+
+PAD = '''
+
+# --- verdict_noise.py: a known-slower variant (a padding copy added to every call) ---
+import torch  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+
+
+@triton.jit
+def _verdict_noise_pad(src, dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(dst + offs, tl.load(src + offs, mask=offs < n), mask=offs < n)
+
+
+_verdict_noise_buffers = {}
+_verdict_noise_run = run
+
+
+def run(*args):
+    out = _verdict_noise_run(*args)
+    n = max(1, int(sum(a.numel() * a.element_size() for a in args
+                       if hasattr(a, "element_size")) * SHARE))
+    device = next(a.device for a in args if hasattr(a, "device"))
+    if n not in _verdict_noise_buffers:
+        _verdict_noise_buffers[n] = (torch.ones(n, dtype=torch.uint8, device=device),
+                                     torch.empty(n, dtype=torch.uint8, device=device))
+    src, dst = _verdict_noise_buffers[n]
+    _verdict_noise_pad[(triton.cdiv(n, 1024),)](src, dst, n, BLOCK=1024)
+    return out
+'''
+
+
+def slower_source(source: str, share: float = PAD_SHARE) -> str:
+    """The kernel with a padding copy of ``share`` of its input bytes after every call."""
+    return source + PAD.replace("SHARE", repr(share))
+
+
+def previous_rule(child, parent) -> str:
+    """The verdict before the interleaved comparison: call-time figures of two separate
+    evaluations, threshold from their IQR spreads, floored at 2% and capped at 10%."""
+    if not (child.ok and child.timing_available and parent.timing_available):
+        return "untimed"
+    labels = list(child.timings)
+    geo = [math.exp(statistics.fmean(math.log(r.timings[k][0]) for k in labels))
+           for r in (child, parent)]
+    spread = sum(statistics.median(iqr / med for med, iqr in r.timings.values())
+                 for r in (child, parent))
+    noise = min(0.10, max(0.02, spread))
+    ratio = geo[1] / geo[0]
+    return "improved" if ratio > 1 + noise else "regressed" if ratio < 1 / (1 + noise) \
+        else "neutral"
+
+
+def one(task: str, source: str, parent, parent_source: str | None, t0: float
+        ) -> tuple[dict, object]:
+    began = time.perf_counter()
+    result = evaluate(task, source, shapes="representative", seeds=1, parent=parent,
+                      parent_source=parent_source)
+    entry = {"wall_s": round(time.perf_counter() - began, 2), "ok": result.ok,
+             "t_s": round(began - t0, 1),
+             "error": None if result.ok else f"{result.error_kind}: {result.error_message}"}
+    if result.ok:
+        verdict = judge(result, parent, claimed_gain=False,
+                        noise=noise_threshold(result, parent))
+        steps = json.loads(result.artifacts.get("wall_s") or "{}")
+        entry.update(interleaved=verdict.value, previous=previous_rule(result, parent),
+                     comparison={k: v for k, v in (result.comparison or {}).items()
+                                 if k != "shapes"},
+                     gpu_ms=result.time_ms, call_ms=_geo(result.timings),
+                     settle=result.settle, gpu_phase_s=steps.get("GPU time"))
+    return entry, result
+
+
+def _geo(timings: dict) -> float | None:
+    meds = [m for m, _ in timings.values()]
+    return math.exp(statistics.fmean(math.log(m) for m in meds)) if meds else None
+
+
+def summarise(rows: list[dict], right: str) -> dict:
+    done = [r for r in rows if r.get("ok")]
+    out = {"evaluations": len(done), "failed": len(rows) - len(done)}
+    for rule in ("interleaved", "previous"):
+        verdicts = [r[rule] for r in done]
+        out[rule] = {v: verdicts.count(v) for v in sorted(set(verdicts))}
+        out[f"{rule}_right_share"] = (sum(v == right for v in verdicts) / len(verdicts)
+                                      if verdicts else None)
+    ratios = [r["comparison"]["ratio"] for r in done if r.get("comparison")]
+    if ratios:
+        out["ratio_median"] = statistics.median(ratios)
+        out["ratio_range"] = [min(ratios), max(ratios)]
+        widths = [r["comparison"]["high"] / r["comparison"]["low"] for r in done
+                  if r.get("comparison")]
+        out["interval_width_median"] = statistics.median(widths)
+        out["rounds_median"] = statistics.median(r["comparison"]["rounds"] for r in done
+                                                 if r.get("comparison"))
+    calls = [r["call_ms"] for r in done if r.get("call_ms")]
+    if calls:
+        out["call_ms_range"] = [min(calls), max(calls)]
+    out["wall_s_median"] = statistics.median(r["wall_s"] for r in rows) if rows else None
+    phases = [r["gpu_phase_s"] for r in done if r.get("gpu_phase_s") is not None]
+    out["comparison_s_median"] = statistics.median(phases) if phases else None
+    return out
+
+
+def markdown(report: dict) -> str:
+    lines = [f"# Verdict noise on {report['gpu']}", "",
+             f"`{report['command']}`; {report['evals']} A/A and {report['slower']} known-slower "
+             "evaluations a task asked for (each its own worker; one seed, the "
+             "representative shapes). Right verdicts: neutral for A/A, regressed for the "
+             "slower variant.", "",
+             "| task | pair | evaluations | interleaved: verdicts | right | previous rule: "
+             "verdicts | right | ratio median [range] | interval width | rounds | "
+             "eval s | comparison s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for task, pairs in report["tasks"].items():
+        for pair, s in pairs.items():
+            if pair == "start":
+                continue
+            share = lambda v: "-" if v is None else f"{v:.0%}"  # noqa: E731
+            ratio = (f"{s['ratio_median']:.3f} [{s['ratio_range'][0]:.3f}, "
+                     f"{s['ratio_range'][1]:.3f}]") if "ratio_median" in s else "-"
+            width = f"{s['interval_width_median']:.3f}" if "interval_width_median" in s else "-"
+            lines.append(
+                f"| {task} | {pair} | {s['evaluations']} | {_counts(s['interleaved'])} | "
+                f"{share(s['interleaved_right_share'])} | {_counts(s['previous'])} | "
+                f"{share(s['previous_right_share'])} | {ratio} | {width} | "
+                f"{s.get('rounds_median', '-')} | {s['wall_s_median']} | "
+                f"{s.get('comparison_s_median', '-')} |")
+    return "\n".join(lines) + "\n"
+
+
+def _counts(counts: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "-"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", nargs="+", default=list(TASKS))
+    parser.add_argument("--evals", type=int, default=30)
+    parser.add_argument("--slower", type=int, default=10)
+    parser.add_argument("--budget-s", type=float, default=None)
+    parser.add_argument("--out", default="benchmarks/results")
+    args = parser.parse_args()
+    import torch
+
+    if not torch.cuda.is_available():
+        raise SystemExit("verdict_noise needs a CUDA GPU: the CPU interpreter times nothing")
+    gpu = torch.cuda.get_device_name(0)
+    deadline = time.monotonic() + args.budget_s if args.budget_s else math.inf
+    t0 = time.perf_counter()
+    report = {"gpu": gpu, "command": "python benchmarks/verdict_noise.py " +
+              " ".join(sys.argv[1:]), "evals": args.evals, "slower": args.slower, "tasks": {}}
+    per_task = max(1.0, (deadline - time.monotonic()) / len(args.tasks)) \
+        if args.budget_s else math.inf
+    for task in args.tasks:
+        task_deadline = min(deadline, time.monotonic() + per_task)
+        naive = get_task(task).template
+        start, parent = one(task, naive, None, None, t0)
+        if not parent.ok:
+            raise SystemExit(f"the naive {task} kernel failed: {parent.text}")
+        rows = {"aa": [], "slower": []}
+        plan = [("aa", naive)] * args.evals + [("slower", slower_source(naive))] * args.slower
+        plan = _interleave_plan(plan)
+        for n, (pair, source) in enumerate(plan):
+            if time.monotonic() > task_deadline:
+                print(f"{task}: stopped at the budget after {n} evaluations", flush=True)
+                break
+            entry, _ = one(task, source, parent, naive, t0)
+            rows[pair].append(entry)
+            print(f"{task} {pair} {len(rows[pair])}: {entry.get('interleaved')} "
+                  f"(previous rule {entry.get('previous')}) "
+                  f"ratio {entry.get('comparison', {}).get('ratio', float('nan')):.3f} "
+                  f"{entry['wall_s']} s{'' if entry['ok'] else ' ' + str(entry['error'])[:200]}",
+                  flush=True)
+        report["tasks"][task] = {"start": start, "aa": summarise(rows["aa"], "neutral"),
+                                 "slower": summarise(rows["slower"], "regressed")}
+        report.setdefault("rows", {})[task] = rows
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    slug = gpu.lower().replace("nvidia ", "").replace(" ", "_")
+    (out / f"verdict_noise_{slug}.json").write_text(json.dumps(report, indent=1))
+    (out / f"verdict_noise_{slug}.md").write_text(markdown(report))
+    print(markdown(report))
+
+
+def _interleave_plan(plan: list) -> list:
+    """A/A and slower evaluations alternate, so both see the same machine states."""
+    aa = [p for p in plan if p[0] == "aa"]
+    slow = [p for p in plan if p[0] == "slower"]
+    out = []
+    while aa or slow:
+        if aa:
+            out.append(aa.pop())
+        if slow and (len(out) % 3 == 0 or not aa):
+            out.append(slow.pop())
+    return out
+
+
+if __name__ == "__main__":
+    main()
