@@ -33,6 +33,7 @@ import math
 import statistics
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -100,6 +101,10 @@ def previous_rule(child, parent) -> str:
 def one(task: str, source: str, parent, parent_source: str | None, t0: float
         ) -> tuple[dict, object]:
     began = time.perf_counter()
+    if parent is None:
+        result = evaluate(task, source, shapes="representative", seeds=1, settle_s=15.0)
+        return {"wall_s": round(time.perf_counter() - began, 2), "ok": result.ok,
+                "settle": result.settle, "gpu_ms": result.time_ms}, result
     result = evaluate(task, source, shapes="representative", seeds=1, parent=parent,
                       parent_source=parent_source)
     entry = {"wall_s": round(time.perf_counter() - began, 2), "ok": result.ok,
@@ -113,7 +118,9 @@ def one(task: str, source: str, parent, parent_source: str | None, t0: float
                      comparison={k: v for k, v in (result.comparison or {}).items()
                                  if k != "shapes"},
                      gpu_ms=result.time_ms, call_ms=_geo(result.timings),
-                     settle=result.settle, gpu_phase_s=steps.get("GPU time"))
+                     suspect=result.suspect_reasons,
+                     settle=result.settle, gpu_phase_s=steps.get("GPU time"),
+                     lock_wait_s=json.loads(result.artifacts.get("lock_wait") or "null"))
     return entry, result
 
 
@@ -185,6 +192,9 @@ def main() -> None:
     parser.add_argument("--evals", type=int, default=30)
     parser.add_argument("--slower", type=int, default=10)
     parser.add_argument("--budget-s", type=float, default=None)
+    parser.add_argument("--parallel", type=int, default=1,
+                        help="evaluations at once (their timing phases take turns on the "
+                             "GPU's lock; the others' checks and compiles run beside them)")
     parser.add_argument("--out", default="benchmarks/results")
     args = parser.parse_args()
     import torch
@@ -207,11 +217,19 @@ def main() -> None:
         rows = {"aa": [], "slower": []}
         plan = [("aa", naive)] * args.evals + [("slower", slower_source(naive))] * args.slower
         plan = _interleave_plan(plan)
-        for n, (pair, source) in enumerate(plan):
+        def job(item, task=task, parent=parent, naive=naive, task_deadline=task_deadline):
             if time.monotonic() > task_deadline:
-                print(f"{task}: stopped at the budget after {n} evaluations", flush=True)
-                break
-            entry, _ = one(task, source, parent, naive, t0)
+                return item[0], None
+            return item[0], one(task, item[1], parent, naive, t0)[0]
+
+        with ThreadPoolExecutor(args.parallel) as pool:
+            done = list(pool.map(job, plan))
+        skipped = sum(entry is None for _, entry in done)
+        if skipped:
+            print(f"{task}: {skipped} evaluations left out at the budget", flush=True)
+        for pair, entry in done:
+            if entry is None:
+                continue
             rows[pair].append(entry)
             print(f"{task} {pair} {len(rows[pair])}: {entry.get('interleaved')} "
                   f"(previous rule {entry.get('previous')}) "

@@ -5,9 +5,9 @@ On the H200 the same naive kernel measured 0.046-0.118 ms from one evaluation to
 next, launch-bound shapes carried tens of microseconds of Python launch cost, and a fresh
 machine read 2.8x slow for minutes. So a verdict is a comparison made inside one worker:
 
-- **GPU time, per call.** Each timed call is queued behind a sleep kernel long enough to
-  cover the call's host side (wrapper, launcher, guards), so the two events bracket the
-  GPU's own work and nothing of the host's; the L2 is flushed before each call. Call time
+- **GPU time, per call.** A round's calls are queued behind a sleep kernel long enough to
+  cover their host side (wrapper, launcher, guards), so each call's two events bracket
+  the GPU's own work and nothing of the host's; the L2 is flushed before each call. Call time
   (host included) is measured elsewhere (timing.py) and reported beside it.
 - **Interleaved.** Candidate and incumbent alternate call by call (ABAB, then BABA in the
   next round) on the same input sets, so drift of clocks or temperature reaches both.
@@ -39,7 +39,7 @@ MAX_ROUNDS = 40
 CALLS_PER_ROUND = 5  # per arm and shape; a round's figure is the median of these
 TIME_CAP_S = 25.0  # a comparison never takes longer than this (then: the interval so far)
 FLUSH_BYTES = 256 * 2**20  # larger than any GPU's L2 (the H200 has 60 MiB)
-SLEEP_MARGIN_MS = 0.02
+SLEEP_MARGIN_MS = 0.05
 MAX_SLEEP_MS = 20.0
 SETTLE_TOLERANCE = 0.01
 SETTLE_BURST_MS = 20.0
@@ -67,7 +67,13 @@ def mean_interval(values: list[float]) -> tuple[float, float]:
 
 
 class GpuClock:
-    """Per-call GPU time with the host side hidden behind a sleep kernel (module doc)."""
+    """Per-call GPU time with the host side hidden behind a sleep kernel (module doc).
+
+    A batch of calls is queued behind ONE sleep sized to twice the host time of the whole
+    batch: the GPU then runs flush, start, call, end, flush, ... with no gap the host
+    could fill. One sleep per call, sized to the call's mean host time, was not enough:
+    the candidate's launches carry the launch check's bookkeeping (one in eight is
+    described in full), and on the H200 that read as a 2-3% A/A bias on small shapes."""
 
     def __init__(self) -> None:
         self.flush = torch.empty(FLUSH_BYTES, dtype=torch.int8, device="cuda")
@@ -76,26 +82,33 @@ class GpuClock:
     def sleep(self, ms: float) -> None:
         torch.cuda._sleep(int(self.cycles_per_ms * min(ms, MAX_SLEEP_MS)))
 
-    def host_ms(self, call: Call, calls: int = 5) -> float:
-        """Host milliseconds per call while the GPU is busy (nothing waits on the GPU)."""
+    def host_ms(self, call: Call, calls: int = 8) -> float:
+        """The slowest host milliseconds of ``calls`` calls while the GPU is busy."""
         torch.cuda.synchronize()
         self.sleep(MAX_SLEEP_MS)
-        began = time.perf_counter()
+        worst = 0.0
         for _ in range(calls):
+            began = time.perf_counter()
             call()
-        spent = (time.perf_counter() - began) / calls * 1e3
+            worst = max(worst, (time.perf_counter() - began) * 1e3)
         torch.cuda.synchronize()
-        return spent
+        return worst
 
-    def queue(self, call: Call, host_ms: float) -> tuple[torch.cuda.Event, torch.cuda.Event]:
-        """One timed call: flush, sleep past its host side, events around it."""
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        self.flush.zero_()
-        self.sleep(2.0 * host_ms + SLEEP_MARGIN_MS)
-        start.record()
-        call()
-        end.record()
-        return start, end
+    def queue_round(self, calls: list[tuple[Call, float]]
+                    ) -> list[tuple[torch.cuda.Event, torch.cuda.Event]]:
+        """Queue (call, its host ms) in order behind one sleep; events around each call,
+        the L2 flushed before each."""
+        self.sleep(2.0 * sum(host for _, host in calls) + SLEEP_MARGIN_MS)
+        handles = []
+        for call, _ in calls:
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            self.flush.zero_()
+            start.record()
+            call()
+            end.record()
+            handles.append((start, end))
+        return handles
 
     def read(self, handles: list[tuple[torch.cuda.Event, torch.cuda.Event]]) -> list[float]:
         """GPU ms of queued calls, once the GPU has run them."""
@@ -103,7 +116,7 @@ class GpuClock:
         return [s.elapsed_time(e) for s, e in handles]
 
     def samples(self, call: Call, calls: int, host_ms: float) -> list[float]:
-        return self.read([self.queue(call, host_ms) for _ in range(calls)])
+        return self.read(self.queue_round([(call, host_ms)] * calls))
 
 
 def _sleep_rate() -> float:
@@ -247,11 +260,7 @@ def _interleaved(clock: GpuClock, a: Call, b: Call, host: tuple[float, float], c
                  swap: int) -> tuple[list[float], list[float]]:
     """``calls`` of each, alternating (A B A B ..., or B A B A ... when ``swap``)."""
     first, second = ((b, host[1]), (a, host[0])) if swap else ((a, host[0]), (b, host[1]))
-    handles = []
-    for _ in range(calls):
-        handles.append(clock.queue(*first))
-        handles.append(clock.queue(*second))
-    times = clock.read(handles)
+    times = clock.read(clock.queue_round([first, second] * calls))
     ones, twos = times[0::2], times[1::2]
     return (twos, ones) if swap else (ones, twos)
 

@@ -106,7 +106,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         wall_s=outcome.wall_s, containment=outcome.containment,
         artifacts={"stdout_tail": outcome.stdout_tail, "stderr_tail": outcome.stderr_tail,
                    "traceback": data.get("traceback", ""),
-                   "wall_s": json.dumps(data.get("wall_s", {}))},
+                   "wall_s": json.dumps(data.get("wall_s", {})),
+                   "lock_wait": json.dumps(data.get("gpu_lock_wait_s"))},
     )
     _fill_error_stats(result)
     result.ok = result.error_kind is None and result.stage in ("correctness", "performance")

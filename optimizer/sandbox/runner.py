@@ -19,6 +19,7 @@ scrubbed environment alone, a warning is logged and the outcome says it was not 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -28,6 +29,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,10 +94,16 @@ def run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
             preexec = _limit_address_space(mem_limit_mb or DEFAULT_CPU_MEM_LIMIT_MB)
         out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
         start = time.monotonic()
-        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        with open(out_path, "wb") as out, open(err_path, "wb") as err, \
+                _gpu_lock(use_gpu) as lock_fd:
+            if lock_fd is not None:
+                request["gpu_lock_fd"] = lock_fd
+                with open(request_path, "w") as handle:
+                    json.dump(request, handle)
             proc = subprocess.Popen(
                 argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
                 cwd=env["HOME"], start_new_session=True, preexec_fn=preexec,
+                pass_fds=() if lock_fd is None else (lock_fd,),
             )
             timed_out = False
             try:
@@ -123,6 +131,27 @@ def run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
                     "failing_shapes": data.get("failing_shapes", []) + failing}
         return WorkerOutcome(data, stdout_tail, stderr_tail, proc.returncode, wall,
                              containment)
+
+
+@contextlib.contextmanager
+def _gpu_lock(use_gpu: bool) -> Iterator[int | None]:
+    """An open descriptor of this GPU's timing lock file, handed to the worker: workers
+    evaluating at once on one GPU (an MCP server, several loops) take turns for their
+    timing phase (worker.time_all), so no one's kernels run under another's clock."""
+    if not use_gpu:
+        yield None
+        return
+    device = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip() or "0"
+    path = os.path.join(tempfile.gettempdir(), f"kernelkb-gpu-{_safe(device)}.lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _safe(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in text)[:40]
 
 
 # What Python, Triton and CUDA need from the parent's environment; nothing else passes

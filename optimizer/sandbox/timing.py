@@ -43,6 +43,9 @@ UNSYNC_SLACK_MS = 0.02  # sync latency + unhidden launch cost of a legitimate ke
 # least: the rule also measures this host's launch round trip now, launch_latency_ms)
 LAUNCH_BOUND_MS = 0.03  # under this, a call's figure is mostly its launch path (see measure)
 LAUNCH_BOUND_PASSES = 3
+# a candidate's call time is reported beside its GPU time, which verdicts use
+# (compare.py): 40 ms of calls per figure, not do_bench's 100
+CALL_REP_MS = 40
 
 
 @dataclass
@@ -119,7 +122,7 @@ def time_shape(call: Callable[[], Any], *, parent_ms: float | None, floor_ms: fl
     """Time one shape. ``floor_ms``: the least time the bytes / FLOPs allow at peak.
     ``parent_call``: gives the parent's call on the same inputs (None if it cannot), to
     re-time it when the 10x rule would fire."""
-    median, iqr = measure(call)
+    median, iqr = measure(call, rep_ms=CALL_REP_MS)
     timing = ShapeTiming(median_ms=median, iqr_ms=iqr)
     reasons = _too_good(median, parent_ms, floor_ms)
     if reasons:
@@ -134,7 +137,7 @@ def time_shape(call: Callable[[], Any], *, parent_ms: float | None, floor_ms: fl
                          timing.parent_retimed_ms, parent_ms)
                 parent_ms = timing.parent_retimed_ms
         timing.suspect_reasons = _too_good(median, parent_ms, floor_ms)
-    timing.synced_ms = measure_synced(call)
+    timing.synced_ms = measure_synced(call, rep_ms=CALL_REP_MS)
     wall = wall_ms_per_call(call)
     if wall is not None and median < WALL_SHARE * wall:
         timing.suspect_reasons.append(

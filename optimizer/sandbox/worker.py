@@ -289,6 +289,12 @@ class Worker:
         return [s for s in self.shapes if s not in edge] or self.shapes
 
     def time_all(self, module: ModuleType) -> bool:
+        """``timed_shapes`` under this GPU's timing lock (runner._gpu_lock)."""
+        with _turn_on_gpu(self.request.get("gpu_lock_fd")) as waited:
+            self.out["gpu_lock_wait_s"] = waited
+            return self._time_all(module)
+
+    def _time_all(self, module: ModuleType) -> bool:
         """Time every sweep shape; False when the candidate was caught tampering or doing
         other work under the clock than when it was checked (the failure is written)."""
         from optimizer.sandbox.compiled_info import kernel_resources
@@ -388,7 +394,7 @@ class Worker:
         other work when it sees a capture is caught as a timer cheat."""
         call = _Counted(timing.rotating(module.run, sets))
         with self.counting_launches() as tracker:
-            graph = timing.graph_ms(call)
+            graph = timing.graph_ms(call, rep_ms=timing.CALL_REP_MS)
         self.guard(f"after graph timing ({label})")
         self.check_timed_launches(label, call.calls, tracker)
         if graph is not None and floor is not None and graph < floor:
@@ -450,6 +456,39 @@ class _ParentRunner:
                 log.warning("parent kernel did not load for re-timing: %s", err)
                 self.failed = True
         return None if self.module is None else timing.rotating(self.module.run, sets)
+
+
+GPU_LOCK_WAIT_S = 300.0
+
+
+@contextmanager
+def _turn_on_gpu(fd: int | None) -> Iterator[float | None]:
+    """Hold the GPU's timing lock (an exclusive flock on the runner's descriptor) while
+    timing; after ``GPU_LOCK_WAIT_S`` of waiting, time anyway and say so (a stuck worker
+    must not stop every other)."""
+    if fd is None:
+        yield None
+        return
+    import fcntl
+
+    began = time.perf_counter()
+    held = False
+    while time.perf_counter() - began < GPU_LOCK_WAIT_S:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held = True
+            break
+        except BlockingIOError:
+            time.sleep(0.05)
+        except OSError as err:  # not a lockable descriptor: time without the lock
+            log.warning("GPU timing lock unusable: %s", err)
+            break
+    waited = round(time.perf_counter() - began, 3)
+    try:
+        yield waited if held else -waited
+    finally:
+        if held:
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _replayed(outs: list[torch.Tensor], ref: Any,

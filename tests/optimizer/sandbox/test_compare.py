@@ -22,19 +22,22 @@ class DriftingClock:
         self.rng = random.Random(seed)
         self.jitter, self.drift, self.t = jitter, drift, 0
 
-    def host_ms(self, call, calls=5):
+    def host_ms(self, call, calls=8):
         return 0.01
 
-    def queue(self, call, host_ms):
-        self.t += 1
-        return call() * (1 + self.drift * 0.5 * (1 + math.sin(self.t / 150))) * \
-            math.exp(self.rng.gauss(0, self.jitter))
+    def queue_round(self, calls):
+        out = []
+        for call, _ in calls:
+            self.t += 1
+            out.append(call() * (1 + self.drift * 0.5 * (1 + math.sin(self.t / 150))) *
+                       math.exp(self.rng.gauss(0, self.jitter)))
+        return out
 
     def read(self, handles):
         return list(handles)
 
     def samples(self, call, calls, host_ms):
-        return self.read([self.queue(call, host_ms) for _ in range(calls)])
+        return self.read(self.queue_round([(call, host_ms)] * calls))
 
 
 def kernel(ms: float):

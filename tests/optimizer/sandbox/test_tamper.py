@@ -93,20 +93,21 @@ def test_timed_calls_must_launch_what_the_checked_calls_launched(tmp_path, name,
 class FixedClock:
     """compare.GpuClock's interface on the CPU: every call runs and reads 0.25 ms."""
 
-    def host_ms(self, call, calls=5):
+    def host_ms(self, call, calls=8):
         for _ in range(calls):
             call()
         return 0.01
 
-    def queue(self, call, host_ms):
-        call()
-        return None
+    def queue_round(self, calls):
+        for call, _ in calls:
+            call()
+        return [None] * len(calls)
 
     def read(self, handles):
         return [0.25 for _ in handles]
 
     def samples(self, call, calls, host_ms):
-        return self.read([self.queue(call, host_ms) for _ in range(calls)])
+        return self.read(self.queue_round([(call, host_ms)] * calls))
 
 
 @pytest.mark.parametrize(("name", "kind"), [("_good", None), ("timed_differently", "cheat_timer")])
