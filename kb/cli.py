@@ -390,12 +390,14 @@ def _run_insights(args: argparse.Namespace) -> int:
         print(report.note)
     if not report.categories:
         return 0
-    print(f"{'category':16} {'n':>5} {'wins':>5} {'win%':>6} {'timed':>5} {'median':>7} "
+    print(f"{'category':16} {'n':>5} {'wins':>5} {'sure':>5} {'win%':>6} {'timed':>5} "
+          f"{'median':>7} "
           f"{'best':>6}  examples (id prefixes: kernelkb show ID, GET /experiences/ID)")
     for c in report.categories:
         med = f"{c.median_speedup:.2f}x" if c.median_speedup else "-"
         best = f"{c.best_speedup:.2f}x" if c.best_speedup else "-"
-        print(f"{c.category:16} {c.count:5} {c.wins:5} {100 * c.win_rate:5.0f}% {c.gains:5} "
+        print(f"{c.category:16} {c.count:5} {c.wins:5} {c.significant_wins:5} "
+              f"{100 * c.win_rate:5.0f}% {c.gains:5} "
               f"{med:>7} {best:>6}  {', '.join(i[:10] for i in c.example_ids)}")
         if c.version_note:
             print(f"{'':16} ({c.version_note})")

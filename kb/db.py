@@ -98,7 +98,7 @@ def _create_tables(engine: Engine, attempts: int = 5) -> None:
 
 # Columns added to existing tables after stores were first made: (table, column, DDL type).
 # create_all makes new tables only, so an older database gains them here (NULL values).
-LATER_COLUMNS = (("experience", "regime", "VARCHAR"),)
+LATER_COLUMNS = (("experience", "regime", "VARCHAR"), ("experience", "confidence", "VARCHAR"))
 
 
 def _add_missing_columns(engine: Engine) -> None:

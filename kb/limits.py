@@ -76,7 +76,14 @@ def check_name(value: str) -> str:
                              f"characters); write {unicodedata.normalize('NFKC', value)[:80]!r}")
     if not any(c.isascii() and c.isalnum() for c in value):
         raise ValueError(f"name {value[:80]!r}: no letter or digit a-z, 0-9")
+    markup = sorted(set(value) & MARKUP)
+    if markup:
+        raise ValueError(f"name {value[:80]!r}: {''.join(markup)!r} belong to markup, "
+                         "templates or chat-control tokens, never to a name")
     return value
+
+
+MARKUP = frozenset("<>`|{}")  # tags, fences, chat tokens (<|im_start|>), template fields
 
 
 def text_problem(value: str) -> str | None:

@@ -58,6 +58,9 @@ class Experience(SQLModel, table=True):
     # the task's shape regime(s), "+"-joined; NULL: not derived yet, "": none derivable
     # (an older database gains the column on start-up: kb/db.py)
     regime: str | None = Field(default=None, index=True)
+    # significant / within_noise / unknown_spread (ExperienceRecord.confidence); NULL in an
+    # older database until its rows are re-ingested: read as unknown_spread
+    confidence: str | None = Field(default=None, index=True)
     record_json: str
 
     def to_record(self) -> ExperienceRecord:
@@ -141,6 +144,7 @@ def experience_values(record: ExperienceRecord,
         parent_hash=record.edit.parent_hash,
         child_hash=record.edit.child_hash,
         regime=record.task.regime or (regime_of(record) or "" if regime_of else None),
+        confidence=record.confidence,
         record_json=record.model_dump_json(),
     )
 

@@ -14,6 +14,7 @@ configuration the table holds for the call's regime on this GPU.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 from pathlib import Path
@@ -21,9 +22,33 @@ from typing import Any
 
 import torch
 
-from kernels.base import DTYPES, Task, load_candidate
+from kernels.base import DTYPES, Task
 
 _SCALARS = {int: "int", float: "float", bool: "bool"}
+
+
+def run_parameters(source: str) -> list[inspect.Parameter] | None:
+    """``run``'s parameters read from the source's syntax tree, never by importing it: a
+    candidate's module code runs only in a jail (the runner's host holds API tokens and
+    the store). None when there is no plain top-level ``def run`` with literal defaults."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    defs = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "run"]
+    if not defs:
+        return None
+    args = defs[-1].args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+        return None
+    defaults: list[Any] = [inspect.Parameter.empty] * (len(args.args) - len(args.defaults))
+    for node in args.defaults:
+        try:
+            defaults.append(ast.literal_eval(node))
+        except ValueError:
+            return None
+    return [inspect.Parameter(a.arg, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)
+            for a, d in zip(args.args, defaults, strict=True)]
 
 
 def op_signature(task: Task, source: str, dtype: str) -> tuple[list[tuple[Any, ...]], str,
@@ -31,8 +56,9 @@ def op_signature(task: Task, source: str, dtype: str) -> tuple[list[tuple[Any, .
     """([(param, annotation[, default])], return annotation, input index for the fake) or
     None. The task's inputs fill the first parameters; a parameter after them needs a
     scalar default (rmsnorm's ``eps=1e-6``), which the op's schema keeps."""
-    signature = inspect.signature(load_candidate(source, "export_probe").run).parameters
-    params = list(signature.values())
+    params = run_parameters(source)
+    if params is None:
+        return None
     inputs = task.make_inputs(task.cpu_shapes[0], DTYPES[dtype], 0, "cpu")
     if len(inputs) > len(params):
         return None

@@ -279,6 +279,9 @@ def _head(result: Any, timed: bool, note: str) -> list[str]:
     elif not timed:
         lines.append("- timing: none. Nothing was timed (CPU interpreter: correctness only); "
                      "the time column below is empty and the plots say so")
+    measured = measurement_line(result)
+    if measured:
+        lines.append(measured)
     if getattr(result, "table_path", None):
         lines.append(f"- dispatch table: `{result.table_path.name}` (regime -> configuration "
                      "on this GPU), used by the exported kernel")
@@ -314,6 +317,25 @@ def _body(result: Any, plots: list[str]) -> list[str]:
     return lines
 
 
+def measurement_line(result: Any) -> str | None:
+    """How the verdicts were measured and what the noise floor was (None untimed)."""
+    runs = [result, *getattr(result, "by_regime", {}).values()]
+    evals = [e for r in runs for e in (r.best_sweep, r.start_sweep, r.best_result)
+             if e is not None and getattr(e, "timing_available", False)]
+    if not evals:
+        return None
+    floors = sorted({e.comparison["noise_floor"] for e in evals if getattr(e, "comparison", None)})
+    settled = next((e.settle for e in evals if getattr(e, "settle", None)), None)
+    line = ("- verdicts: interleaved GPU-time comparisons with the incumbent, 95% intervals, "
+            f"noise floor {', '.join(f'{f:.0%}' for f in floors)}" if floors else
+            "- verdicts: no interleaved comparison was made (figures only)")
+    if settled:
+        line += (f"; the GPU settled in {settled['seconds']:.1f} s before timing (a reference "
+                 f"burst {settled['first_burst_ms']:.3g} ms at first, {settled['burst_ms']:.3g} "
+                 f"ms steady{'' if settled['settled'] else ', NOT steady at the cap'})")
+    return line
+
+
 def sweep_line(sweep: Any) -> str:
     """One line on the sweep: what was checked, on which shapes, the first failure's kind
     (a timeout is not a wrong result), and whether anything was timed."""
@@ -327,7 +349,9 @@ def sweep_line(sweep: Any) -> str:
                 f"{': ' + first[0][:200] if first else ''}); "
                 f"{len(shapes)} shapes checked before it{listed}")
     if not sweep.timing_available:
-        head += "; not timed (CPU interpreter: correctness only)"
+        why = getattr(sweep, "timing_note", None) or \
+            ("it failed before timing" if not sweep.ok else "no timing")
+        head += f"; not timed ({why})"
     return head
 
 

@@ -28,7 +28,7 @@ from sqlmodel import Session
 from retrieval.row_cache import RowCache
 
 CODED = ("op_type", "gpu_name", "arch", "triton_version", "task_id", "dtype", "verdict",
-         "evidence", "categories", "regime")
+         "evidence", "categories", "regime", "confidence")
 FLOATS = ("speedup_vs_parent", "speedup_vs_baseline")  # NaN where SQL has NULL
 
 

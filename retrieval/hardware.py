@@ -37,6 +37,12 @@ FACT_WEIGHTS = {"vendor": 0.25, "arch": 0.25, "warp_size": 0.1, "mem_bandwidth_g
 _ARCH = re.compile(r"(sm|gfx)_?(\w+)", re.I)
 
 
+def sureness(cat: Any) -> float:
+    """0.75 for wins with no known spread, up to 1.0 when every win's interleaved
+    comparison cleared the noise floor: a repeated significant win is strong evidence."""
+    return 0.75 + 0.25 * cat.significant_wins / cat.wins if cat.wins else 0.75
+
+
 def _arch_family(arch: str | None) -> tuple[str, str] | None:
     """("sm", "8") for sm_80 / sm_86, ("gfx", "9") for gfx90a, ("gfx", "11") for gfx1100."""
     match = _ARCH.match(arch or "")
@@ -154,9 +160,11 @@ def bootstrap(
             gain = cat.median_speedup or 1.0
             items.append(PlanItem(
                 kind="edit", category=cat.category, from_hardware=match.hardware_id,
-                evidence=(f"won {cat.wins}/{cat.count} on {match.gpu_name}, median "
+                evidence=(f"won {cat.wins}/{cat.count} on {match.gpu_name} "
+                          f"({cat.significant_wins} with a significant interval), median "
                           f"{gain:.2f}x, best {(cat.best_speedup or gain):.2f}x vs parent"),
-                example_ids=cat.example_ids, score=round(match.similarity * cat.win_rate * gain, 4),
+                example_ids=cat.example_ids,
+                score=round(match.similarity * cat.win_rate * gain * sureness(cat), 4),
                 version_note=cat.version_note if cat.wins == cat.other_version_wins else None,
             ))
         best = _best_configs(session, match, op_type, current)

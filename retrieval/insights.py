@@ -27,12 +27,15 @@ from retrieval.untimed import asks_for_interpreter, on_hardware
 from retrieval.versions import other_version, version_note
 
 EXAMPLES = 3
-BASIS = ("count: edits of the category; wins: verdict improved; median and best: speedup "
+BASIS = ("count: edits of the category; wins: verdict improved (sure: of them, the wins "
+         "whose interleaved comparison's 95% interval cleared the noise floor); median and "
+         "best: speedup "
          "vs the parent kernel (the one the edit changed) over the timed wins; untimed "
          "CPU-interpreter rows left out")
 
 
-Row = tuple[str, str, str, float | None, str]  # id, verdict, evidence, speedup, triton
+Row = tuple[str, str, str, float | None, str, str | None]
+# id, verdict, evidence, speedup, triton, confidence
 
 
 def insights(
@@ -44,7 +47,7 @@ def insights(
     over several regimes counts for each; one of unknown regime stays)."""
     stmt = select(ExperienceCategory.category, Experience.id, Experience.verdict,
                   Experience.evidence, Experience.speedup_vs_parent,
-                  Experience.triton_version).join(
+                  Experience.triton_version, Experience.confidence).join(
         Experience, Experience.id == ExperienceCategory.experience_id)
     for column, value in ((Experience.op_type, op_type), (Experience.gpu_name, gpu_name),
                           (Experience.arch, arch), (Experience.triton_version, triton_version)):
@@ -61,8 +64,8 @@ def insights(
         stmt = stmt.where(on_hardware())
     groups: dict[str, list[Row]] = defaultdict(list)
     ids: set[str] = set()
-    for category, exp_id, verdict, evidence, speedup, triton in session.exec(stmt).all():
-        groups[category].append((exp_id, verdict, evidence, speedup, triton))
+    for category, exp_id, verdict, evidence, speedup, triton, sure in session.exec(stmt).all():
+        groups[category].append((exp_id, verdict, evidence, speedup, triton, sure))
         ids.add(exp_id)
     out = [_aggregate(category, rows, current_triton) for category, rows in groups.items()]
     out.sort(key=lambda c: (c.wins > 0 and c.wins == c.other_version_wins, -c.wins,
@@ -82,6 +85,7 @@ def _aggregate(category: str, rows: list[Row], current: str | None) -> CategoryI
         category=category,
         count=len(rows),
         wins=len(wins),
+        significant_wins=sum(r[5] == "significant" for r in wins),
         win_rate=round(len(wins) / len(rows), 4),
         median_speedup=round(statistics.median(gains), 4) if gains else None,
         best_speedup=round(max(gains), 4) if gains else None,

@@ -3,7 +3,8 @@
 Score = relevance x usefulness. Relevance is reciprocal-rank fusion of the cosine rank and
 the BM25 rank, scaled to [0.5, 1] so that it orders hits of equal usefulness but cannot
 lift an unmeasured claim above a measured win. Usefulness multiplies: evidence level
-(measured > verified > claimed), outcome (bigger verified speedup > neutral), support
+(measured > verified > claimed), confidence (an interval that cleared the noise floor >
+no known spread), outcome (bigger verified speedup > neutral), support
 (repeated wins of the same kind > one lucky run), ladder rung (same hardware > other) and a
 dtype match. All of it is computed over the candidate arrays at once (thousands of
 candidates at 100k rows: a Python loop cost ~7 ms a query).
@@ -26,6 +27,9 @@ from retrieval.ladder import Candidates
 
 RRF_K = 60
 EVIDENCE_WEIGHT = {"measured": 1.0, "verified": 0.55, "claimed": 0.3}
+# how sure the verdict is (ExperienceRecord.confidence): a win whose interval cleared the
+# noise floor outweighs a single figure with no known spread (imports, older records)
+CONFIDENCE_WEIGHT = {"significant": 1.0, "within_noise": 0.85, "unknown_spread": 0.75}
 DTYPE_MISMATCH = 0.9
 _WORD = re.compile(r"[a-z0-9_.]+|->")
 
@@ -70,7 +74,11 @@ def usefulness(c: Candidates, support: np.ndarray, dtype: str | None) -> np.ndar
     evidence = c.snap.vocab["evidence"]
     by_code = np.array([EVIDENCE_WEIGHT.get(w, 0.3) for w in evidence.words] or [0.3])
     rung_weight = np.array([r.weight for r in c.rungs])
-    weight = by_code[c.column("evidence")] * outcome_weight(c) * rung_weight[c.rung]
+    confidence = c.snap.vocab["confidence"]
+    by_confidence = np.array([CONFIDENCE_WEIGHT.get(w, CONFIDENCE_WEIGHT["unknown_spread"])
+                              for w in confidence.words] or [1.0])
+    weight = by_code[c.column("evidence")] * by_confidence[c.column("confidence")] * \
+        outcome_weight(c) * rung_weight[c.rung]
     weight = weight * np.where(support > 1, 1.0 + 0.1 * np.minimum(support - 1, 5), 1.0)
     if dtype:
         mismatch = c.column("dtype") != c.snap.vocab["dtype"].code(dtype)

@@ -35,6 +35,9 @@ class CategoryInsight(BaseModel):
     category: str
     count: int
     wins: int
+    significant_wins: int = Field(0, description="wins whose interleaved comparison's 95% "
+                                  "interval cleared the noise floor (the rest: a single "
+                                  "figure or no known spread)")
     win_rate: float
     median_speedup: float | None = Field(description="median speedup vs the parent kernel "
                                          "over the category's timed wins")

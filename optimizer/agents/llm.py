@@ -23,6 +23,7 @@ from kb.record import EDIT_CATEGORIES
 from kernels.base import Task, header_constants
 from optimizer.agents.base import AgentContext, AgentUnavailable, Proposal
 from optimizer.prompting import render
+from retrieval.quoting import NAME_CHARS, inline
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,11 @@ def _first_prose_line(reply: str) -> str | None:
     return None
 
 
+def _config_text(config: dict[str, Any]) -> str:
+    return ", ".join(f"{inline(k, NAME_CHARS)}={inline(repr(v), NAME_CHARS)}"
+                     for k, v in sorted(config.items()))
+
+
 def build_messages(context: AgentContext) -> list[dict[str, str]]:
     task = context.task
     tol = task.tolerances[context.dtype]
@@ -103,16 +109,18 @@ def build_messages(context: AgentContext) -> list[dict[str, str]]:
     directions = [f"- {v.name}: {v.help}" for v in task.variants]
     directions += [f"- {k.name} (one of {list(k.values)}){': ' + k.help if k.help else ''}"
                    for k in task.knobs]
+    # every stored field below (GPU names in the evidence, configuration keys and values)
+    # is quoted as the retrieved block is: a store writer must not open a turn here either
     directions += [f"- {'predicted' if item.kind == 'predicted' else 'known'} configuration "
-                   f"({item.evidence}"
-                   + (f"; {item.version_note}" if item.version_note else "") + "): "
-                   + ", ".join(f"{k}={v!r}" for k, v in sorted(item.config.items()))
+                   f"({inline(item.evidence)}"
+                   + (f"; {inline(item.version_note)}" if item.version_note else "") + "): "
+                   + _config_text(item.config)
                    for item in context.known_configs]
     reminders = context.reminders[-5:] or ["(none)"]
-    predicted = [f"{item.rank}. " + ", ".join(f"{k}={v!r}" for k, v in sorted(item.config.items()))
+    predicted = [f"{item.rank}. " + _config_text(item.config)
                  + (f": predicted {item.predicted_rel_time:.2f}x the best"
                     if item.predicted_rel_time else "")
-                 + (f" ({item.evidence[0]})" if item.evidence else "")
+                 + (f" ({inline(item.evidence[0])})" if item.evidence else "")
                  for item in context.predicted[:PREDICTED_SHOWN]]
     user = render(
         "round", task_name=task.name, op_type=task.op_type, dtype=context.dtype,

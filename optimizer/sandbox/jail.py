@@ -25,6 +25,7 @@ warning, and the evaluation's feedback says so (``EvalResult.env['sandbox']``).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import json
@@ -42,7 +43,7 @@ _MS_NOATIME, _MS_NODIRATIME, _MS_RELATIME, _MS_STRICTATIME = 1024, 2048, 1 << 21
 _LOCKED_FLAGS = {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": _MS_NOEXEC,
                  "noatime": _MS_NOATIME, "nodiratime": _MS_NODIRATIME,
                  "relatime": _MS_RELATIME, "strictatime": _MS_STRICTATIME}
-_LEFT_WRITABLE = ("/proc", "/dev")
+_LEFT_WRITABLE = ("/proc", "/dev")  # a fresh /proc and the private /dev (_private_dev)
 
 
 @functools.lru_cache(maxsize=1)
@@ -57,14 +58,35 @@ def unavailable_reason() -> str | None:
         return f"unshare failed: {err}"
     if probe.returncode != 0:
         return f"unshare refused: {probe.stderr.decode(errors='replace').strip()[:200]}"
+    return _probe_jail()
+
+
+def _probe_jail() -> str | None:
+    """The whole jail once around a Python that does nothing: a host where the new root,
+    the pivot or the lock-down cannot be made says so here, before any candidate runs."""
+    import tempfile
+
+    python = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))]
+    with tempfile.TemporaryDirectory(prefix="kernelkb_jail_probe_") as tmp:
+        argv = command([sys.executable, "-I", "-c", "pass"], workdir=tmp, cwd=tmp, hide=[],
+                       keep=python, mkdirs=())
+        try:
+            probe = subprocess.run(argv, capture_output=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as err:
+            return f"the jail failed: {err}"
+    if probe.returncode != 0:
+        return f"the jail failed: {probe.stderr.decode(errors='replace').strip()[-300:]}"
     return None
 
 
 def command(worker_argv: list[str], *, workdir: str, cwd: str, hide: list[str],
-            keep: list[str]) -> list[str]:
+            keep: list[str], mkdirs: tuple[str, ...] = ("home", "tmp", "triton"),
+            workdir_size: str = "512m") -> list[str]:
     """The argv that runs ``worker_argv`` inside the namespaces, laid out as the module
-    docstring says: ``workdir`` is the one writable tree, ``cwd`` its working directory."""
-    spec = {"workdir": workdir, "cwd": cwd, "hide": hide, "keep": keep}
+    docstring says: ``workdir`` is the one writable tree (a fresh tmpfs of
+    ``workdir_size`` holding ``mkdirs``), ``cwd`` its working directory."""
+    spec = {"workdir": workdir, "cwd": cwd, "hide": hide, "keep": keep, "mkdirs": list(mkdirs),
+            "workdir_size": workdir_size}
     # run by path in isolated mode: the package's __init__ would import torch for nothing
     return [shutil.which("unshare") or "unshare", *UNSHARE_FLAGS, sys.executable, "-I",
             os.path.abspath(__file__), json.dumps(spec), "--", *worker_argv]
@@ -103,21 +125,105 @@ def _under(path: str, roots: list[str]) -> bool:
     return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
 
 
+# device nodes the worker sees in its private /dev (each bound from the host's):
+# what Python and torch open, and every NVIDIA node (the GPU, its control and UVM nodes)
+_DEVICES = ("null", "zero", "full", "random", "urandom")
+_DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+              "stderr": "/proc/self/fd/2"}
+
+
+def _device_nodes() -> list[str]:
+    names = list(_DEVICES)
+    with contextlib.suppress(OSError):
+        names += sorted(n for n in os.listdir("/dev") if n.startswith("nvidia"))
+    return [n for n in names if os.path.exists(f"/dev/{n}")]
+
+
+def _private_dev(root: str, held: dict[str, int]) -> None:
+    """A fresh tmpfs /dev holding only the bound nodes, the links and a small /dev/shm:
+    the host's /dev (devtmpfs, host RAM) is not writable, and no other node is there."""
+    dev = f"{root}/dev"
+    os.makedirs(dev, exist_ok=True)
+    _mount("tmpfs", dev, "tmpfs", _MS_NOSUID | _MS_NOEXEC, "mode=755,size=1m")
+    for name, fd in held.items():
+        _bind(fd, f"{dev}/{name}")
+    for name, target in _DEV_LINKS.items():
+        os.symlink(target, f"{dev}/{name}")
+    os.mkdir(f"{dev}/shm")
+    _mount("tmpfs", f"{dev}/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=1777,size=64m")
+
+
+# The root the worker sees is built from this allow-list (and the kept paths: the code
+# it imports, the Python that runs it), not the host's root with holes covered.
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys")
+ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group",
+               "nsswitch.conf", "hosts", "localtime", "alternatives", "os-release")
+_MNT_DETACH = 2
+_SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
+
+
+def _bind(fd: int, target: str) -> None:
+    """Bind what ``fd`` holds (O_PATH) at ``target``, making the mount point first."""
+    source = f"/proc/self/fd/{fd}"
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        open(target, "w").close()
+    _mount(source, target, None, _MS_BIND | _MS_REC)
+    os.close(fd)
+
+
+def _shown(keep: list[str]) -> tuple[dict[str, int], dict[str, str]]:
+    """Descriptors of everything the new root shows, by its path there, taken before
+    anything moves; and the top-level links (/lib -> usr/lib) to recreate as links."""
+    held: dict[str, int] = {}
+    links: dict[str, str] = {}
+    for path in SYSTEM_PATHS:
+        if os.path.islink(path):
+            links[path] = os.readlink(path)
+        elif os.path.isdir(path):
+            held[path] = os.open(path, os.O_PATH | os.O_DIRECTORY)
+    for name in ETC_ENTRIES:
+        if os.path.exists(f"/etc/{name}"):
+            held[f"/etc/{name}"] = os.open(f"/etc/{name}", os.O_PATH)
+    roots = list(held)
+    for path in sorted(set(keep), key=len):
+        if not _under(path, roots):
+            held[path] = os.open(path, os.O_PATH | os.O_DIRECTORY)
+            roots.append(path)
+    held["/proc"] = os.open("/proc", os.O_PATH | os.O_DIRECTORY)  # the namespace's own
+    return held, links
+
+
 def lay_out(spec: dict[str, Any]) -> None:
+    """Build the worker's root on a tmpfs, pivot into it, make it read-only but for the
+    working tree (a tmpfs of its own), /tmp, /dev and /proc."""
     workdir = os.path.realpath(spec["workdir"])
     keep = [os.path.realpath(p) for p in spec["keep"] if os.path.isdir(p)]
-    hide = sorted({os.path.realpath(p) for p in spec["hide"] if os.path.isdir(p)},
-                  key=len)
-    hide = [h for i, h in enumerate(hide) if not _under(h, hide[:i])]
-    held = {p: os.open(p, os.O_PATH | os.O_DIRECTORY) for p in [*keep, workdir]}
-    for path in hide:
-        _mount("tmpfs", path, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755,size=16m")
+    hide = [os.path.realpath(p) for p in spec.get("hide", ()) if os.path.isdir(p)]
+    held, links = _shown(keep)
+    devices = {n: os.open(f"/dev/{n}", os.O_PATH) for n in _device_nodes()}
+    root = workdir  # the new root's skeleton, mounted over the (empty) working folder
+    _mount("tmpfs", root, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755,size=4m")
     for path, fd in held.items():
-        if _under(path, hide):
-            os.makedirs(path, exist_ok=True)
-        _mount(f"/proc/self/fd/{fd}", path, None, _MS_BIND | _MS_REC)
+        _bind(fd, root + path)
+    for path, target in links.items():
+        os.symlink(target, root + path)
+    for path in hide:  # a hidden path under a shown one (a store kept in a venv) stays hidden
+        if _under(path, list(held)) and os.path.isdir(root + path):
+            _mount("tmpfs", root + path, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755,size=1m")
+    _private_dev(root, devices)
+    for path, size in (("/tmp", "64m"), (workdir, spec.get("workdir_size", "512m"))):
+        os.makedirs(root + path, exist_ok=True)
+        _mount("tmpfs", root + path, "tmpfs", _MS_NOSUID | _MS_NODEV,
+               f"mode={'1777' if path == '/tmp' else '700'},size={size}")
+    for name in spec.get("mkdirs", ()):
+        os.makedirs(os.path.join(root + workdir, name), exist_ok=True)
+    _pivot(root)
+    writable = [workdir, "/tmp", *_LEFT_WRITABLE]
     for path, flags in _mounts():
-        if path == workdir or _under(path, list(_LEFT_WRITABLE)):
+        if _under(path, writable):
             continue
         try:
             _mount(None, path, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags)
@@ -125,15 +231,146 @@ def lay_out(spec: dict[str, Any]) -> None:
             if path == "/":
                 raise  # the root left writable is no containment
             sys.stderr.write(f"jail: {path} left as it was: {err}\n")
-    for fd in held.values():
-        os.close(fd)
     os.chdir(spec.get("cwd") or workdir)
+
+
+def _pivot(root: str) -> None:
+    """``root`` becomes / and the host's root is detached: nothing outside stays reachable."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    os.chdir(root)
+    if libc.syscall(_SYS_PIVOT_ROOT[os.uname().machine], b".", b".") != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"pivot_root: {os.strerror(err)}")
+    if libc.umount2(b".", _MNT_DETACH) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"detaching the old root: {os.strerror(err)}")
+    os.chdir("/")
+
+
+# -- no way back: what the worker cannot undo -------------------------------------------
+# The namespace's first process is root of its user namespace, with every capability in
+# it: a candidate holding those could remount what lay_out made read-only, unmount the
+# tmpfs over a hidden path, or build a namespace of its own. So before the exec: the
+# capabilities go (bounding set, ambient, effective, permitted, inheritable) with the
+# securebits that keep root from regaining them, no_new_privs is set, and a seccomp
+# filter refuses the calls that change mounts or namespaces or reach other processes.
+_PR_SET_SECCOMP, _PR_SET_NO_NEW_PRIVS, _PR_CAPBSET_DROP = 22, 38, 24
+_PR_SET_SECUREBITS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 28, 47, 4
+_SECUREBITS_ALL_LOCKED = 0xEF  # noroot, no_setuid_fixup, keep_caps and ambient, locked
+_SECCOMP_MODE_FILTER = 2
+_RET_ALLOW, _RET_EPERM, _RET_ENOSYS = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+_CLONE_NEW_FLAGS = 0x7E020080  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
+# per architecture: (AUDIT_ARCH, clone, clone3, refused syscalls)
+_SYSCALLS = {
+    "x86_64": (0xC000003E, 56, 435, {
+        "ptrace": 101, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
+        "unshare": 272, "setns": 308, "keyctl": 250, "add_key": 248, "request_key": 249,
+        "bpf": 321, "userfaultfd": 323, "process_vm_readv": 310, "process_vm_writev": 311,
+        "kexec_load": 246, "init_module": 175, "finit_module": 313, "delete_module": 176,
+        "open_by_handle_at": 304, "name_to_handle_at": 303, "swapon": 167, "swapoff": 168,
+        "reboot": 169, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
+        "fsmount": 432, "fspick": 433, "mount_setattr": 442}),
+    "aarch64": (0xC00000B7, 220, 435, {
+        "ptrace": 117, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
+        "unshare": 97, "setns": 268, "keyctl": 219, "add_key": 217, "request_key": 218,
+        "bpf": 280, "userfaultfd": 282, "process_vm_readv": 270, "process_vm_writev": 271,
+        "kexec_load": 104, "init_module": 105, "finit_module": 273, "delete_module": 106,
+        "open_by_handle_at": 265, "name_to_handle_at": 264, "swapon": 224, "swapoff": 225,
+        "reboot": 142, "open_tree": 428, "move_mount": 429, "fsopen": 430, "fsconfig": 431,
+        "fsmount": 432, "fspick": 433, "mount_setattr": 442}),
+}
+
+
+class _Filter(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
+                ("k", ctypes.c_uint)]
+
+
+class _Program(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Filter))]
+
+
+def seccomp_program(machine: str) -> list[tuple[int, int, int, int]]:
+    """Classic BPF: another architecture's calls (i386, x32) refused; the listed calls and
+    clone with a namespace flag refused (EPERM); clone3, whose flags a filter cannot read,
+    answered ENOSYS (libc falls back to clone); everything else allowed."""
+    arch, clone, clone3, refused = _SYSCALLS[machine]
+    ld_abs, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
+    body: list[tuple[int, int, int, int]] = [(ld_abs, 0, 0, 4), (jeq, 1, 0, arch),
+                                             (ret, 0, 0, _RET_EPERM), (ld_abs, 0, 0, 0)]
+    if machine == "x86_64":  # the x32 ABI sets bit 30 of the number
+        body += [(jset, 0, 1, 0x40000000), (ret, 0, 0, _RET_EPERM)]
+    body += [(jeq, 0, 1, clone3), (ret, 0, 0, _RET_ENOSYS)]
+    # clone: refuse when its flags (args[0], low word) hold a namespace flag
+    body += [(jeq, 0, 3, clone), (ld_abs, 0, 0, 16), (jset, 0, 1, _CLONE_NEW_FLAGS),
+             (ret, 0, 0, _RET_EPERM), (ld_abs, 0, 0, 0)]
+    numbers = sorted(set(refused.values()))
+    for n, number in enumerate(numbers):  # jump to the EPERM at the end on a match
+        body.append((jeq, len(numbers) - n, 0, number))
+    body += [(ret, 0, 0, _RET_ALLOW), (ret, 0, 0, _RET_EPERM)]
+    return body
+
+
+def _prctl(*args: int) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(*(ctypes.c_ulong(a) for a in args)) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"prctl{args[:2]}: {os.strerror(err)}")
+
+
+def _drop_capabilities() -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    _prctl(_PR_SET_SECUREBITS, _SECUREBITS_ALL_LOCKED, 0, 0, 0)
+    cap = 0
+    while libc.prctl(ctypes.c_ulong(_PR_CAPBSET_DROP), ctypes.c_ulong(cap), 0, 0, 0) == 0:
+        cap += 1
+    _prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable (x2): all empty
+    if libc.capset(header, data) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"capset: {os.strerror(err)}")
+
+
+def lock_down() -> None:
+    """Capabilities dropped, no_new_privs, the seccomp filter; then checked from
+    /proc/self/status, so a host where any step silently did nothing fails here."""
+    machine = os.uname().machine
+    if machine not in _SYSCALLS:
+        raise OSError(f"jail: no seccomp table for {machine}")
+    _drop_capabilities()
+    _prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    program = seccomp_program(machine)
+    filters = (_Filter * len(program))(*(_Filter(*f) for f in program))
+    prog = _Program(len(program), filters)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(ctypes.c_ulong(_PR_SET_SECCOMP), ctypes.c_ulong(_SECCOMP_MODE_FILTER),
+                  ctypes.byref(prog), 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"seccomp: {os.strerror(err)}")
+    status = lock_status()
+    if status != {"CapEff": 0, "CapPrm": 0, "CapBnd": 0, "NoNewPrivs": 1, "Seccomp": 2}:
+        raise OSError(f"jail: lock-down incomplete: {status}")
+
+
+def lock_status() -> dict[str, int]:
+    """The capability sets, no_new_privs and seccomp mode of this process."""
+    out = {}
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            key, _, value = line.partition(":")
+            if key in ("CapEff", "CapPrm", "CapBnd"):
+                out[key] = int(value.strip(), 16)
+            elif key in ("NoNewPrivs", "Seccomp"):
+                out[key] = int(value.strip())
+    return out
 
 
 def main(argv: list[str]) -> int:
     spec = json.loads(argv[0])
     worker_argv = argv[argv.index("--") + 1:]
     lay_out(spec)
+    lock_down()
     os.execv(worker_argv[0], worker_argv)
     return 127  # pragma: no cover - execv does not return
 

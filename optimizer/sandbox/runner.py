@@ -33,14 +33,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.sandbox import jail
+from optimizer.sandbox import jail, limits
 from optimizer.sandbox.errors import classify_exit
 
 log = logging.getLogger(__name__)
 
 TAIL_CHARS = 4000
-# torch + triton map ~3 GiB of virtual address space before any tensor exists.
-DEFAULT_CPU_MEM_LIMIT_MB = 8192
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -54,32 +52,29 @@ class WorkerOutcome:
     containment: str = "namespaces"  # or "uncontained: <why>"
 
 
-def _limit_address_space(limit_mb: int) -> Any:
-    def apply() -> None:
-        import resource
-
-        limit = limit_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    return apply
-
-
 def run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
                mem_limit_mb: int | None) -> WorkerOutcome:
-    """Run one request in a fresh, contained ``python -m optimizer.sandbox.worker``."""
+    """Run one request in a fresh, contained ``python -m optimizer.sandbox.worker``.
+
+    Nothing the runner reads is the candidate's to shape: the request, the result and the
+    logs live in a folder of the runner's that the jail does not show, opened before the
+    worker starts and handed over as descriptors; they are read back through those same
+    descriptors, bounded in size, never re-opened by a path."""
     with tempfile.TemporaryDirectory(prefix="kernelkb_sandbox_") as tmp, \
-            tempfile.TemporaryDirectory(prefix="kernelkb_task_") as task_copy:
+            tempfile.TemporaryDirectory(prefix="kernelkb_runner_") as private, \
+            tempfile.TemporaryDirectory(prefix="kernelkb_task_") as task_copy, \
+            _private_files(private) as files, _gpu_lock(use_gpu) as lock_fd, \
+            limits.per_evaluation(use_gpu, mem_limit_mb) as confine:
         origin, task_keep = place_task(request, task_copy)
-        request = {**request, "result_path": os.path.join(tmp, "result.json"),
-                   "task_origin": origin}
+        request = {**request, "result_fd": files.result, "task_origin": origin,
+                   "gpu_lock_fd": lock_fd}
         if use_gpu:
             request["gpu_mem_limit_mb"] = mem_limit_mb
-        request_path = os.path.join(tmp, "request.json")
-        with open(request_path, "w") as handle:
-            json.dump(request, handle)
+        os.write(files.request, json.dumps(request).encode())
+        os.lseek(files.request, 0, os.SEEK_SET)
         run_id = uuid.uuid4().hex
         env = worker_env(os.environ, tmp, use_gpu=use_gpu, run_id=run_id)
-        argv = [sys.executable, "-m", "optimizer.sandbox.worker", request_path]
+        argv = [sys.executable, "-m", "optimizer.sandbox.worker", f"fd:{files.request}"]
         reason = jail.unavailable_reason()
         if reason is None:
             argv = jail.command(argv, workdir=tmp, cwd=env["HOME"], hide=hidden_paths(),
@@ -89,41 +84,38 @@ def run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
             log.warning("sandbox: no namespaces here (%s); the candidate runs with a "
                         "scrubbed environment only", reason)
             containment = f"uncontained: {reason}"
-        preexec = None
-        if not use_gpu:
-            preexec = _limit_address_space(mem_limit_mb or DEFAULT_CPU_MEM_LIMIT_MB)
-        out_path, err_path = os.path.join(tmp, "stdout"), os.path.join(tmp, "stderr")
+        if confine.note:
+            containment += f"; {confine.note}"
+        keep_fds = tuple(fd for fd in (files.request, files.result, lock_fd) if fd is not None)
         start = time.monotonic()
-        with open(out_path, "wb") as out, open(err_path, "wb") as err, \
-                _gpu_lock(use_gpu) as lock_fd:
-            if lock_fd is not None:
-                request["gpu_lock_fd"] = lock_fd
-                with open(request_path, "w") as handle:
-                    json.dump(request, handle)
-            proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                cwd=env["HOME"], start_new_session=True, preexec_fn=preexec,
-                pass_fds=() if lock_fd is None else (lock_fd,),
-            )
-            timed_out = False
-            try:
-                proc.wait(timeout=timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(proc)
-            except BaseException:  # Ctrl-C / SIGTERM here: the worker has its own session
-                _kill_group(proc)
-                raise
-            finally:
-                _kill_group(proc)
-                _kill_marked(run_id)
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=files.stdout, stderr=files.stderr, env=env,
+            cwd=env["HOME"], start_new_session=True, preexec_fn=confine.preexec,
+            pass_fds=keep_fds,
+        )
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+        except BaseException:  # Ctrl-C / SIGTERM here: the worker has its own session
+            _kill_group(proc)
+            raise
+        finally:
+            _kill_group(proc)
+            _kill_marked(run_id)
+            confine.end()
         wall = time.monotonic() - start
-        stdout_tail, stderr_tail = _tail(out_path), _tail(err_path)
-        data = _read_json(request["result_path"])
+        stdout_tail, stderr_tail = _tail(files.stdout), _tail(files.stderr)
+        data = read_result(files.result)
         if timed_out:
             data = _timeout(data, timeout_s)
         elif not data.get("final"):
             stage, kind, message = classify_exit(proc.returncode, stderr_tail)
+            if confine.hit_limit():
+                kind, message = "out_of_memory", (
+                    f"the evaluation's memory limit was reached: {confine.hit_limit()}")
             where = f"on ({data['shape']}): " if data.get("shape") else ""
             failing = [data["shape"]] if data.get("shape") else []
             data = {**data, "final": True, "stage": data.get("stage") or stage,
@@ -131,6 +123,45 @@ def run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
                     "failing_shapes": data.get("failing_shapes", []) + failing}
         return WorkerOutcome(data, stdout_tail, stderr_tail, proc.returncode, wall,
                              containment)
+
+
+@dataclass
+class _Files:
+    request: int
+    result: int
+    stdout: int
+    stderr: int
+
+
+@contextlib.contextmanager
+def _private_files(folder: str) -> Iterator[_Files]:
+    """The runner's own descriptors: request (read by the worker), result (written by
+    it), stdout and stderr; created exclusively, never followed as links."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fds = [os.open(os.path.join(folder, name), flags, 0o600)
+           for name in ("request.json", "result.json", "stdout", "stderr")]
+    try:
+        yield _Files(*fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+MAX_RESULT_BYTES = 16 * 2**20  # a worker's result is a few KB; more is not a result
+
+
+def read_result(fd: int) -> dict[str, Any]:
+    """The worker's result through the runner's descriptor: {} when missing, over
+    ``MAX_RESULT_BYTES`` or not a JSON object (a crash mid-write, or junk)."""
+    try:
+        size = os.fstat(fd).st_size
+        if size > MAX_RESULT_BYTES:
+            log.warning("sandbox: a result of %d bytes was refused", size)
+            return {}
+        data = json.loads(os.pread(fd, size, 0).decode())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 @contextlib.contextmanager
@@ -280,19 +311,12 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def _read_json(path: str) -> dict[str, Any]:
+def _tail(fd: int) -> str:
+    """The last ``TAIL_CHARS`` bytes written to a log descriptor of the runner's."""
     try:
-        with open(path) as handle:
-            return json.load(handle)
-    except (OSError, ValueError):
-        return {}
-
-
-def _tail(path: str) -> str:
-    with open(path, "rb") as handle:
-        handle.seek(0, os.SEEK_END)
-        size = handle.tell()
-        handle.seek(max(0, size - TAIL_CHARS))
-        return handle.read().decode(errors="replace")
+        size = os.fstat(fd).st_size
+        return os.pread(fd, TAIL_CHARS, max(0, size - TAIL_CHARS)).decode(errors="replace")
+    except OSError:
+        return ""
 
 

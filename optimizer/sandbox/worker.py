@@ -58,7 +58,8 @@ class Tampered(Exception):
 class Worker:
     def __init__(self, request: dict[str, Any]):
         self.request = request
-        self.result_path: str = request["result_path"]
+        self.result_path: str | None = request.get("result_path")
+        self.result_fd: int | None = request.get("result_fd")
         load_origin(request.get("task_origin"))  # a task from a user's folder or a package
         self.task: Task = get_task(request["task"])
         self.dtype = DTYPES[request["dtype"]]
@@ -87,10 +88,7 @@ class Worker:
         self.write()
 
     def write(self) -> None:
-        tmp = self.result_path + ".tmp"
-        with open(tmp, "w") as handle:
-            json.dump(self.out, handle)
-        os.replace(tmp, self.result_path)
+        write_result(self.out, fd=self.result_fd, path=self.result_path)
 
     def fail(self, stage: str, kind: str, message: str, tb: str | None = None) -> None:
         self.out.update(final=True, stage=stage, error_kind=kind, error_message=trim(message))
@@ -527,11 +525,35 @@ def measure_baseline(request: dict[str, Any]) -> dict[str, Any]:
             "settle": settled.to_dict()}
 
 
+def write_result(data: dict[str, Any], *, fd: int | None, path: str | None) -> None:
+    """The result (or progress) to the runner's descriptor, or to a file (in-process
+    tests): the runner reads only the descriptor it opened (runner.read_result)."""
+    text = json.dumps(data).encode()
+    if fd is not None:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, text, 0)
+        return
+    assert path is not None
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+def read_request(arg: str) -> dict[str, Any]:
+    """``fd:N`` (the runner's descriptor) or a path."""
+    if arg.startswith("fd:"):
+        fd = int(arg[3:])
+        with os.fdopen(fd, "rb") as handle:
+            return json.loads(handle.read())
+    with open(arg) as handle:
+        return json.load(handle)
+
+
 def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    with open(argv[0]) as handle:
-        request = json.load(handle)
+    request = read_request(argv[0])
     if os.environ.get("TRITON_INTERPRET") == "1":
         from optimizer.sandbox import bounds
 
@@ -541,8 +563,8 @@ def main(argv: list[str]) -> int:
         total = torch.cuda.get_device_properties(0).total_memory / 2**20
         torch.cuda.set_per_process_memory_fraction(min(1.0, limit / total))
     if request.get("mode") == "baseline":
-        with open(request["result_path"], "w") as handle:
-            json.dump(measure_baseline(request), handle)
+        write_result(measure_baseline(request), fd=request.get("result_fd"),
+                     path=request.get("result_path"))
         return 0
     Worker(request).evaluate()
     return 0

@@ -43,16 +43,19 @@ def test_the_sweep_runs_the_cpu_shapes_on_a_cpu_and_every_shape_on_a_gpu() -> No
 def test_the_sweep_line_says_what_was_checked_and_that_nothing_was_timed() -> None:
     labels = [ROPE.shape_label(s) for s in ROPE.cpu_shapes]
     passed = EvalResult(ok=True, stage="correctness", task_name="rope", dtype="float16",
-                        shape_set="cpu+edge", shapes_checked=labels)
+                        shape_set="cpu+edge", shapes_checked=labels,
+                        timing_note="CPU interpreter: correctness only, no GPU timing")
     line = sweep_line(passed)
     assert line.startswith(f"correctness: pass on {len(labels)} shapes (cpu+edge: {labels[0]}")
-    assert line.endswith("; not timed (CPU interpreter: correctness only)")
+    assert line.endswith("; not timed (CPU interpreter: correctness only, no GPU timing)")
     timed_out = EvalResult(ok=False, stage="run", task_name="rope", dtype="float16",
                            shape_set="all", shapes_checked=labels, error_kind="timeout",
                            error_message="no result after 60 s while running (4096x4096)")
     text = sweep_line(timed_out)
     assert text.startswith("correctness: FAIL (timeout: no result after 60 s")
     assert f"{len(labels)} shapes checked before it" in text
+    assert "CPU interpreter" not in text  # a GPU run that timed out says why, not "CPU"
+    assert text.endswith("; not timed (it failed before timing)")
 
 
 @pytest.fixture
