@@ -165,6 +165,7 @@ class Tools:
         built-in loop writes its rounds (a run's first call also evaluates and writes its
         starting kernel). Without a GPU only correctness is checked."""
         from optimizer.external import BadCandidate, Candidate
+        from optimizer.sandbox.runner import SandboxBusy
 
         shape_arg: str | list[tuple[int, ...]] = shapes if isinstance(shapes, str) else \
             [tuple(s) for s in shapes]
@@ -173,7 +174,7 @@ class Tools:
             outcome = self.runs.evaluate(run, Candidate(
                 source=source, summary=summary, categories=tuple(categories),
                 rationale=rationale, claimed_gain=claimed_gain, parent_source=parent_source))
-        except BadCandidate as err:
+        except (BadCandidate, SandboxBusy) as err:
             raise ToolError(str(err)) from None
         return outcome.as_dict()
 

@@ -27,6 +27,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -52,8 +53,62 @@ class WorkerOutcome:
     containment: str = "namespaces"  # or "uncontained: <why>"
 
 
+class SandboxBusy(RuntimeError):
+    """More evaluations waiting than the queue holds (``KERNELKB_SANDBOX_QUEUE``)."""
+
+
+def _int_env(name: str, default: int, low: int) -> int:
+    value = os.environ.get(name, "").strip()
+    try:
+        return max(low, int(value)) if value else default
+    except ValueError:
+        raise ValueError(f"{name}={value!r}: a whole number is expected") from None
+
+
+class _Slots:
+    """At most ``KERNELKB_SANDBOX_CONCURRENCY`` evaluations at once in this process (an
+    MCP or HTTP server, a loop), at most ``KERNELKB_SANDBOX_QUEUE`` more waiting: an
+    MCP server once ran three at once with nothing capping it."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Condition()
+        self.running = self.waiting = 0
+
+    @contextlib.contextmanager
+    def take(self) -> Iterator[None]:
+        limit = _int_env("KERNELKB_SANDBOX_CONCURRENCY", 2, 1)
+        queue = _int_env("KERNELKB_SANDBOX_QUEUE", 8, 0)
+        with self.lock:
+            if self.running >= limit and self.waiting >= queue:
+                raise SandboxBusy(f"{self.running} evaluations running and {self.waiting} "
+                                  "waiting: try again later (KERNELKB_SANDBOX_CONCURRENCY, "
+                                  "KERNELKB_SANDBOX_QUEUE)")
+            self.waiting += 1
+            while self.running >= limit:
+                self.lock.wait()
+            self.waiting -= 1
+            self.running += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.running -= 1
+                self.lock.notify()
+
+
+SLOTS = _Slots()
+
+
 def run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
                mem_limit_mb: int | None) -> WorkerOutcome:
+    """``_run_worker`` in one of this process's evaluation slots (``SLOTS``)."""
+    with SLOTS.take():
+        return _run_worker(request, timeout_s=timeout_s, use_gpu=use_gpu,
+                           mem_limit_mb=mem_limit_mb)
+
+
+def _run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
+                mem_limit_mb: int | None) -> WorkerOutcome:
     """Run one request in a fresh, contained ``python -m optimizer.sandbox.worker``.
 
     Nothing the runner reads is the candidate's to shape: the request, the result and the

@@ -90,3 +90,20 @@ def test_a_parameter_with_a_default_is_kept_in_the_schema(tmp_path: Path) -> Non
     )
     done = _probe(path, check)
     assert "float eps=9.99999" in done.stdout  # 1e-6 as the schema prints a double
+
+
+def test_export_never_runs_the_candidates_module_code(tmp_path: Path) -> None:
+    """A forged 'new best' whose module code writes a file: exporting it reads run()'s
+    signature from the syntax tree, so the code never runs next to the host's secrets."""
+    task = get_task("softmax")
+    marker = tmp_path / "ran_on_the_host"
+    source = task.template + f"\nopen({str(marker)!r}, 'w').write('pwned')\n"
+    path = export_module(task, source, tmp_path / "best_softmax.py", dtype="float32")
+    assert not marker.exists()
+    assert "_kkb_lib.define('softmax(Tensor x) -> Tensor')" in path.read_text()
+
+
+def test_a_run_without_a_plain_signature_gets_no_op_wrapper() -> None:
+    task = get_task("softmax")
+    assert op_signature(task, task.template + "\ndef run(*args):\n    pass\n", "float16") is None
+    assert op_signature(task, "run = lambda x: x\n", "float16") is None
