@@ -176,6 +176,16 @@ SINGLE_REGIME = Regimes(dims=(), classes=(("all", None),), inputs=(),
                         reason="one regime: the task declares no split of its shapes")
 
 
+@dataclass(frozen=True)
+class InputCondition:
+    """A condition of the inputs a correct kernel must handle: ``apply(inputs, seed)``
+    returns the inputs changed (new tensors; the seed is the evaluation's own)."""
+
+    name: str
+    why: str
+    apply: Callable[[tuple[Any, ...], int], tuple[Any, ...]]
+
+
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -270,6 +280,10 @@ class Task:
     # times): how often a model calls it, say. Edge shapes are checked, never timed.
     objective_weight: Callable[[Shape], float] = field(default=lambda shape: 1.0,
                                                        repr=False, compare=False)
+    # Input conditions the op's users meet that the plain draw hides (large logits, a
+    # zero row, positions that are not contiguous): every evaluation checks each one on
+    # every shape besides the seeds (optimizer/sandbox/worker.py)
+    input_conditions: tuple[InputCondition, ...] = ()
     # where the template was read from (read_template; None: written inline)
     template_path: str | None = field(default=None, init=False, compare=False)
 

@@ -20,6 +20,7 @@ from kernels.base import (
     DTYPES,
     ELEMENTWISE_TOLERANCES,
     Config,
+    InputCondition,
     Knob,
     Launch,
     Regimes,
@@ -103,9 +104,23 @@ def peers() -> list[Peer]:
     return [*eager_and_compiled(rmsnorm_eager), *optional(liger_rmsnorm)]
 
 
+def _zero_row(inputs: tuple, seed: int) -> tuple:
+    x = inputs[0].clone()
+    x[seed % x.shape[0]] = 0
+    return (x, inputs[1])
+
+
+CONDITIONS = (
+    InputCondition("a zero row", "padding tokens are all zero: without eps, 0/0 is NaN",
+                   _zero_row),
+    InputCondition("large values", "100·randn: squares past fp16's 65504 unless accumulated "
+                   "in fp32", lambda inputs, seed: (inputs[0] * 50, inputs[1])),
+)
+
 TASK = register(
     Task(
         name="rmsnorm",
+        input_conditions=CONDITIONS,
         op_type="rmsnorm",
         description=(
             "RMSNorm with weight over the last dim of x (rows = batch*seq tokens, hidden), "

@@ -23,6 +23,7 @@ from kernels.base import (
     DTYPES,
     ELEMENTWISE_TOLERANCES,
     Config,
+    InputCondition,
     Knob,
     Launch,
     Regimes,
@@ -124,9 +125,37 @@ def peers() -> list[Peer]:
             *optional(liger_rope_peer)]
 
 
+def _packed(inputs: tuple, seed: int) -> tuple:
+    """Several short documents packed in a row: positions restart at each document."""
+    q, k, positions = inputs
+    seq = positions.shape[1]
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    length = int(torch.randint(1, max(2, seq // 3 + 1), (1,), generator=gen))
+    packed = (torch.arange(seq, dtype=torch.int32) % length).to(positions.device)
+    return q, k, packed[None, :].expand_as(positions).contiguous()
+
+
+def _left_padded(inputs: tuple, seed: int) -> tuple:
+    """Left-padded batch: each sequence's first tokens are padding at position 0."""
+    q, k, positions = inputs
+    batch, seq = positions.shape
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    pad = torch.randint(0, seq, (batch, 1), generator=gen, dtype=torch.int32)
+    steps = torch.arange(seq, dtype=torch.int32)[None, :] - pad
+    return q, k, steps.clamp(min=0).to(positions.device)
+
+
+CONDITIONS = (
+    InputCondition("packed positions", "documents packed in a row restart their positions",
+                   _packed),
+    InputCondition("left-padded positions", "padding tokens of a batch sit at position 0",
+                   _left_padded),
+)
+
 TASK = register(
     Task(
         name="rope",
+        input_conditions=CONDITIONS,
         op_type="rope",
         description=(
             "Rotary position embedding, rotate-half (NeoX / HF Llama) convention, theta=1e4, "

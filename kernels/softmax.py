@@ -16,6 +16,7 @@ from kernels.base import (
     DTYPES,
     ELEMENTWISE_TOLERANCES,
     Config,
+    InputCondition,
     Knob,
     Launch,
     Regimes,
@@ -113,9 +114,17 @@ def peers() -> list[Peer]:
     return [*eager_and_compiled(softmax_eager), *optional(liger_softmax)]
 
 
+CONDITIONS = (
+    InputCondition("large logits", "40·randn logits: exp overflows fp32 past 88 unless the "
+                   "row max is subtracted first", lambda inputs, seed: (inputs[0] * (40 / 3),)),
+    InputCondition("offset logits", "every logit +100: softmax does not move, exp does",
+                   lambda inputs, seed: (inputs[0] + 100,)),
+)
+
 TASK = register(
     Task(
         name="softmax",
+        input_conditions=CONDITIONS,
         op_type="softmax",
         description="Row-wise softmax of a 2-D tensor (rows, cols), accumulating in fp32.",
         signature="run(x: Tensor[rows, cols]) -> Tensor[rows, cols] (same dtype)",

@@ -76,6 +76,9 @@ def validate(task: Any, dtypes: Iterable[str], header_constants: Callable[[str],
             fail(field, f"must be a function or None, got {type(value).__name__}")
     _check_shapes(task, fail)
     _check_weights(task, fail)
+    for condition in task.input_conditions:
+        if not (getattr(condition, "name", None) and callable(getattr(condition, "apply", None))):
+            fail("input_conditions", f"{condition!r} is not an InputCondition(name, why, apply)")
     _check_regimes(task, fail)
     _check_dtypes(task, set(dtypes), fail)
     _check_template(task, fail)

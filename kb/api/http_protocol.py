@@ -31,6 +31,10 @@ def serve_options() -> dict[str, Any]:
             "timeout_keep_alive": 5}
 
 
+class _HeadTooLarge(Exception):
+    """Raised from a parser callback to stop it after a 431 was sent."""
+
+
 class BoundedHeadProtocol(HttpToolsProtocol):
     """HttpToolsProtocol whose request heads are bounded in bytes and in time."""
 
@@ -40,6 +44,7 @@ class BoundedHeadProtocol(HttpToolsProtocol):
         self._in_head = True  # until the headers of the request being read are complete
         self._begun = False  # a request's first byte has been parsed
         self._head_timer: asyncio.TimerHandle | None = None
+        self._oversized = False  # refused with 431 after the parser collected the head
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -58,7 +63,19 @@ class BoundedHeadProtocol(HttpToolsProtocol):
         self._in_head = self._begun = False
         self._head_bytes = 0
         self._stop_head_timer()
+        # a head that arrived in one chunk with its end is measured here, from what the
+        # parser collected (the request line's method and version: ~20 bytes, counted)
+        head = len(self.url) + sum(len(n) + len(v) + 4 for n, v in self.headers) + 20
+        if head > HEAD_BYTES:
+            self._oversized = True
+            self._refuse(b"431 Request Header Fields Too Large",
+                         f"request head over {HEAD_BYTES} bytes")
+            raise _HeadTooLarge  # stops the parser; send_400_response stays silent
         super().on_headers_complete()
+
+    def send_400_response(self, msg: str) -> None:
+        if not self._oversized:
+            super().send_400_response(msg)
 
     def data_received(self, data: bytes) -> None:
         if self._in_head:
@@ -89,6 +106,8 @@ class BoundedHeadProtocol(HttpToolsProtocol):
                 self.transport.close()
 
     def _refuse(self, status: bytes, message: str) -> None:
+        if self.transport.is_closing():
+            return
         body = message.encode("ascii")
         self.transport.write(b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; "
                              b"charset=utf-8\r\ncontent-length: " + str(len(body)).encode()

@@ -6,7 +6,9 @@ permission from the browser, and a page whose host name is rebound to 127.0.0.1 
 rebinding) reads and writes as if it were local. Both carry a foreign name: the Host
 header (rebinding) or the Origin header (cross-site). So, with no token set, a request
 whose Host is not a loopback name is refused, and a write whose Origin is not a loopback
-origin too. With a token, writes need it and browsers cannot send it cross-site.
+origin too. With a token, writes need it and browsers cannot send it cross-site. With or
+without one, a request carries exactly one Host header (none, or two that disagree, is a
+400).
 """
 
 from __future__ import annotations
@@ -29,12 +31,21 @@ class SameMachineOnly:
         self.app = app
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http" or _token_set(scope):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        hosts = [v for k, v in scope.get("headers") or [] if k == b"host"]
+        if len(hosts) != 1:  # RFC 9112 3.2: one Host, or 400; two could disagree
+            await JSONResponse({"detail": f"a request carries exactly one Host header, "
+                                          f"this one {len(hosts)}"}, status_code=400)(
+                scope, receive, send)
+            return
+        if _token_set(scope):
             await self.app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        host = headers.get(b"host")
-        if host is not None and not is_loopback(_host_name(host.decode("latin-1"))):
+        host = hosts[0]
+        if not is_loopback(_host_name(host.decode("latin-1"))):
             await _refuse(scope, receive, send, "Host")
             return
         origin = headers.get(b"origin")

@@ -9,6 +9,7 @@ import hashlib
 import json
 import logging
 import math
+import secrets
 from typing import Any
 
 import torch
@@ -67,12 +68,14 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
              baseline: Baseline | None = None, seeds: int = 3, timeout_s: float = 60.0,
              mem_limit_mb: int | None = None, timing: bool | None = None,
              peaks: dict[str, float] | None = None,
-             parent_source: str | None = None, settle_s: float = 3.0) -> EvalResult:
+             parent_source: str | None = None, settle_s: float = 3.0,
+             conditions: bool = True) -> EvalResult:
     """Evaluate one candidate in a sandboxed subprocess; never raises for candidate faults.
 
     ``parent_source``: the incumbent; on a GPU the candidate is timed against it,
     interleaved in the same worker (compare.py), and the verdict reads that comparison.
     ``settle_s``: how long the worker may spend bringing the GPU to a steady state.
+    ``conditions``: check the task's input conditions too (False: the plain draw only).
 
     Raises ValueError / KeyError only for bad arguments (unknown task, dtype, shape set).
     """
@@ -86,6 +89,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
     request = {
         "mode": "evaluate", "task": task_name, "source": source, "dtype": dtype,
         "shapes": [list(s) for s in shape_list], "seeds": seeds, "timing": do_time,
+        "seed_base": secrets.randbelow(2**30), "conditions": bool(conditions),
         "parent_timings": dict(parent.timings_median()) if parent else {},
         "parent_source": parent_source,
         "settle_s": settle_s,

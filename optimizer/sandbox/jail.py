@@ -206,6 +206,10 @@ def lay_out(spec: dict[str, Any]) -> None:
     devices = {n: os.open(f"/dev/{n}", os.O_PATH) for n in _device_nodes()}
     root = workdir  # the new root's skeleton, mounted over the (empty) working folder
     _mount("tmpfs", root, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755,size=4m")
+    for path, size in (("/tmp", "64m"), (workdir, spec.get("workdir_size", "512m"))):
+        os.makedirs(root + path, exist_ok=True)  # before the binds: a kept path may lie here
+        _mount("tmpfs", root + path, "tmpfs", _MS_NOSUID | _MS_NODEV,
+               f"mode={'1777' if path == '/tmp' else '700'},size={size}")
     for path, fd in held.items():
         _bind(fd, root + path)
     for path, target in links.items():
@@ -214,16 +218,11 @@ def lay_out(spec: dict[str, Any]) -> None:
         if _under(path, list(held)) and os.path.isdir(root + path):
             _mount("tmpfs", root + path, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755,size=1m")
     _private_dev(root, devices)
-    for path, size in (("/tmp", "64m"), (workdir, spec.get("workdir_size", "512m"))):
-        os.makedirs(root + path, exist_ok=True)
-        _mount("tmpfs", root + path, "tmpfs", _MS_NOSUID | _MS_NODEV,
-               f"mode={'1777' if path == '/tmp' else '700'},size={size}")
     for name in spec.get("mkdirs", ()):
         os.makedirs(os.path.join(root + workdir, name), exist_ok=True)
     _pivot(root)
-    writable = [workdir, "/tmp", *_LEFT_WRITABLE]
-    for path, flags in _mounts():
-        if _under(path, writable):
+    for path, flags in _mounts():  # a kept path bound under /tmp is made read-only too
+        if path in ("/tmp", workdir) or _under(path, [workdir, *_LEFT_WRITABLE]):
             continue
         try:
             _mount(None, path, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags)
