@@ -3,24 +3,30 @@
 Each worker starts under ``unshare`` (util-linux, present on any Linux host) in new user,
 mount, network and PID namespaces; no root is needed, and as root inside a container it
 works the same (seen on this project's CPU host and the lent H200). Then this module,
-run as the namespace's first process, lays out the filesystem and execs the worker:
+run as the namespace's first process, builds the worker's root and execs the worker:
 
-* every mount is remounted read-only, except /dev (GPU device nodes stay usable), /proc
-  (a fresh one: only the namespace's own processes, so no parent's environment to read)
-  and the evaluation's own directory (request, result, working directory, HOME, TMPDIR,
-  Triton cache), the only place it can write;
-* the paths to hide (the project, the store, the parent's working directory and HOME,
-  /tmp, /dev/shm) are covered by empty tmpfs; the code the worker imports (``kernels``,
-  ``optimizer``) and the Python environment are bound back read-only at their own paths;
+* the root is a fresh tmpfs holding an allow-list, bound read-only from the host: the
+  system paths (/usr, /bin, /lib*, /sys), a few files of /etc (the loader's cache and
+  config, passwd, group, ...), the Python that runs the worker and the code it imports
+  (``kernels``, ``optimizer``), a user's task copy; then ``pivot_root`` into it and the
+  host's root detached, so nothing else of the host (its secrets, other checkouts, the
+  store, the runner's own files) exists there;
+* writable: the evaluation's working tree (a tmpfs of its own, size-bounded: request
+  data, HOME, TMPDIR, Triton cache), a small private /tmp, a fresh /proc (only the
+  namespace's processes) and a private /dev holding only null, zero, full, random,
+  urandom and the NVIDIA nodes, bound from the host's;
+* no way back (``lock_down``): every capability dropped with locked securebits,
+  no_new_privs, and a seccomp filter refusing mount, namespace, ptrace and similar calls;
 * the network namespace has only a downed loopback: no connection leaves it;
 * the worker is PID 1 of its namespace: when it ends, the kernel kills every process
   left in it, including children that detached with ``setsid``; ``--kill-child`` ends
   the worker if the runner dies.
 
 The environment is scrubbed by the runner (runner.py): only what Python, Triton and CUDA
-need. Where namespaces are unavailable (no ``unshare``, user namespaces disabled) the
-runner falls back to the scrubbed environment and fresh working directory alone, logs a
-warning, and the evaluation's feedback says so (``EvalResult.env['sandbox']``).
+need. Where namespaces or the jail are unavailable (no ``unshare``, user namespaces
+disabled, a step of the jail refused: ``unavailable_reason`` probes it once) the runner
+falls back to the scrubbed environment and fresh working directory alone, logs a
+warning, and the evaluation's feedback says so (``EvalResult.containment``).
 """
 
 from __future__ import annotations

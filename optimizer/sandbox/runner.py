@@ -1,19 +1,22 @@
 """The parent side of the sandbox: one subprocess per candidate, bounded in time and memory.
 
-The request goes to the worker as a JSON file and the result comes back as a JSON file
-(never parsed from stdout). The worker runs in its own process group so a timeout kills
-everything it started. A hang, crash, segfault or illegal memory access ends only that
-subprocess; the runner turns what is left (exit signal, stderr, last progress record)
-into a classified failure.
+The request goes to the worker and the result comes back through descriptors of files in
+a folder of the runner's that the jail does not show (never parsed from stdout, never
+re-opened by a path the candidate could shape). The worker runs in its own process
+group so a timeout kills everything it started. A hang, crash, segfault or illegal
+memory access ends only that subprocess; the runner turns what is left (exit signal,
+stderr, last progress record) into a classified failure.
 
-Memory: on the CPU the worker's address space is capped with RLIMIT_AS. On a GPU that is
-impossible (CUDA reserves huge virtual ranges), so the limit becomes
+Memory: the evaluation's whole process tree is limited by a cgroup of its own (limits.py);
+on the CPU the worker's address space is also capped with RLIMIT_AS. On a GPU that is
+impossible (CUDA reserves huge virtual ranges), so the GPU memory limit becomes
 ``torch.cuda.set_per_process_memory_fraction`` inside the worker instead.
 
 Containment (jail.py): the worker gets a scrubbed environment (``worker_env``: no API
 keys, tokens or ``KERNELKB_*``; HOME, TMPDIR and the Triton cache inside the evaluation's
 own directory, which is also its working directory) and runs in user, mount, network and
-PID namespaces where the host allows them. Where it does not, the run goes on with the
+PID namespaces where the host allows them, in a root built from an allow-list, with its
+capabilities dropped and a seccomp filter. Where it does not, the run goes on with the
 scrubbed environment alone, a warning is logged and the outcome says it was not contained.
 """
 
