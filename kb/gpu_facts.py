@@ -82,7 +82,8 @@ def _nvidia(name: str, arch: str, family: str, sms: int, gbps: float, mem: float
     # shared memory and threads per SM follow the architecture
     smem, block, threads = {
         "sm_80": (164, 163, 2048), "sm_86": (100, 99, 1536), "sm_89": (100, 99, 1536),
-        "sm_90": (228, 227, 2048), "sm_100": (228, 227, 2048),
+        "sm_75": (64, 64, 1024), "sm_90": (228, 227, 2048), "sm_100": (228, 227, 2048),
+        "sm_120": (128, 99, 1536),
     }[arch]
     return GpuFacts(name, "nvidia", arch, family, sms, gbps, mem, smem, block, 65536, threads,
                     32, l2, mhz, fp32, tensor, aliases, default, note)
@@ -117,11 +118,21 @@ _TABLE: tuple[GpuFacts, ...] = (
             "H100 SXM", "H100 SXM5", "H100 SXM5 80GB", "H100", default=True),
     _nvidia("NVIDIA H200", "sm_90", "H200", 132, 4800, 141, 50, 1980, 67, 989,
             "H200", "H200 SXM", "H200 141GB", "H200 SXM 141GB", default=True),
+    _nvidia("NVIDIA GH200 480GB", "sm_90", "GH200", 132, 4000, 96, 50, 1980, 67, 989,
+            "GH200", "GH200 480GB", "GH200 Grace Hopper", default=True,
+            note="the HBM3 part (96 GB); the 144 GB HBM3e part moves 4.9 TB/s"),
     # Blackwell (GB100)
     _nvidia("NVIDIA B200", "sm_100", "B200", 148, 8000, 180, 126, None, 80, 2250,
             "B200", "B200 SXM", "B200 180GB", default=True,
             note="no boost clock published; fp32 peak and L2 approximate"),
+    # Blackwell consumer (GB20x)
+    _nvidia("NVIDIA GeForce RTX 5090", "sm_120", "RTX 5090", 170, 1792, 32, 96, 2407, 104.8,
+            209.5, *_rtx("5090"), default=True),
     # Ada (AD10x)
+    _nvidia("NVIDIA L4", "sm_89", "L4", 58, 300, 24, 48, 2040, 30.3, 121, "L4", "Tesla L4",
+            default=True),
+    _nvidia("NVIDIA L40", "sm_89", "L40", 142, 864, 48, 96, 2490, 90.5, 181, "L40",
+            default=True),
     _nvidia("NVIDIA L40S", "sm_89", "L40S", 142, 864, 48, 96, 2520, 91.6, 362,
             "L40S", default=True),
     _nvidia("NVIDIA GeForce RTX 4060", "sm_89", "RTX 4060", 24, 272, 8, 24, 2460, 15.1, 30.2,
@@ -145,6 +156,16 @@ _TABLE: tuple[GpuFacts, ...] = (
             "RTX A4000", "A4000", default=True),
     _nvidia("NVIDIA RTX A6000", "sm_86", "RTX A6000", 84, 768, 48, 6, 1800, 38.7, 154.8,
             "RTX A6000", "A6000", default=True),
+    _nvidia("NVIDIA GeForce RTX 3060 Laptop GPU", "sm_86", "RTX 3060 Laptop", 30, 336, 6, 3,
+            1703, 10.9, 21.8, "RTX 3060 Laptop", "RTX 3060 Laptop GPU", default=True,
+            note="clocks and so the peaks depend on the laptop's power limit"),
+    # Turing (TU10x)
+    _nvidia("NVIDIA GeForce RTX 2080 Ti", "sm_75", "RTX 2080 Ti", 68, 616, 11, 5.5, 1545,
+            13.4, 53.8, "RTX 2080 Ti", "RTX2080Ti", "2080 Ti", default=True),
+    _nvidia("NVIDIA GeForce RTX 2080", "sm_75", "RTX 2080", 46, 448, 8, 4, 1710, 10.1, 40.3,
+            *_rtx("2080"), default=True),
+    _nvidia("NVIDIA TITAN RTX", "sm_75", "TITAN RTX", 72, 672, 24, 6, 1770, 16.3, 130.5,
+            "TITAN RTX", "Titan RTX", default=True),
     # AMD CDNA (wave64): 512 KiB of vector registers per CU
     _amd("AMD Instinct MI250X", "gfx90a", "MI250X", 110, 1638.4, 64, 131072, 2048, 64, 8,
          1700, 23.9, 191.5, "MI250X", "Instinct MI250X",

@@ -15,8 +15,8 @@ import triton
 
 log = logging.getLogger(__name__)
 
-# name fragment -> (HBM GB/s, dense bf16 TFLOP/s), vendor datasheets. Order matters:
-# more specific names first ("H100 PCIe" before "H100").
+# name fragment -> (HBM GB/s, dense bf16 TFLOP/s), vendor datasheets; the longest
+# fragment a name holds is its row (datasheet()).
 DATASHEET: tuple[tuple[str, float, float], ...] = (
     ("H200", 4800.0, 989.0),
     ("GH200", 4000.0, 989.0),
@@ -39,10 +39,13 @@ DATASHEET: tuple[tuple[str, float, float], ...] = (
 
 
 def datasheet(gpu_name: str) -> tuple[float | None, float | None]:
-    for fragment, gbps, tflops in DATASHEET:
-        if fragment.lower() in gpu_name.lower():
-            return gbps, tflops
-    return None, None
+    """The longest fragment the name holds wins ("GH200" over "H200", "L40S" over "L4"):
+    the first match in table order read a GH200 as an H200."""
+    found = [row for row in DATASHEET if row[0].lower() in gpu_name.lower()]
+    if not found:
+        return None, None
+    _, gbps, tflops = max(found, key=lambda row: len(row[0]))
+    return gbps, tflops
 
 
 def detect_environment(peaks: dict[str, float] | None = None) -> dict[str, Any]:

@@ -105,6 +105,7 @@ def make_cgroups(name: str, memory_mb: int) -> list[str]:
     try:
         if os.path.exists(os.path.join(ROOT, "cgroup.controllers")):
             parent = os.path.join(ROOT, _own("").lstrip("/"))
+            _enable_controllers(parent)
             path = _make(parent, name)
             made.append(path)
             _write(path, "memory.max", str(memory_mb * 2**20))
@@ -123,6 +124,16 @@ def make_cgroups(name: str, memory_mb: int) -> list[str]:
             with contextlib.suppress(OSError):
                 os.rmdir(path)
         raise
+
+
+def _enable_controllers(parent: str) -> None:
+    """v2: let the parent's children use memory and pids (a bare host's root cgroup may
+    not); where that is refused, making the limits fails next and says so."""
+    enabled = set(_read(os.path.join(parent, "cgroup.subtree_control")).split())
+    missing = {"memory", "pids"} - enabled
+    if missing:
+        with contextlib.suppress(OSError):
+            _write(parent, "cgroup.subtree_control", " ".join(f"+{c}" for c in sorted(missing)))
 
 
 def _own(controller: str) -> str:

@@ -39,7 +39,7 @@ def test_device_names_as_tools_write_them(name: str, canonical: str) -> None:
 @pytest.mark.parametrize("name", [
     "NVIDIA GeForce RTX 4090 Ti",  # another part: no silent match to the 4090
     "NVIDIA H100 NVL",
-    "NVIDIA GeForce RTX 3060 Laptop GPU",
+    "NVIDIA GeForce RTX 3060 Ti",  # neither the 3060 nor the 3060 Laptop
     "Tesla V100-SXM2-16GB",
     "sm_90",  # H100 and H200 share it: an arch alone does not name the part
     "sm_86",
@@ -47,6 +47,24 @@ def test_device_names_as_tools_write_them(name: str, canonical: str) -> None:
 ])
 def test_unknown_or_ambiguous_names_give_none(name: str) -> None:
     assert gpu_facts.lookup(name) is None
+
+
+@pytest.mark.parametrize(("name", "canonical", "arch"), [
+    # the parts of public Kernel Tuner data an import once refused, and cards a bootstrap
+    # plan was asked for
+    ("NVIDIA TITAN RTX", "NVIDIA TITAN RTX", "sm_75"),
+    ("NVIDIA GeForce RTX 2080 Ti", "NVIDIA GeForce RTX 2080 Ti", "sm_75"),
+    ("NVIDIA GeForce RTX 3060 Laptop GPU", "NVIDIA GeForce RTX 3060 Laptop GPU", "sm_86"),
+    ("NVIDIA GeForce RTX 3060", "NVIDIA GeForce RTX 3060", "sm_86"),  # not the Laptop
+    ("RTX 5090", "NVIDIA GeForce RTX 5090", "sm_120"),
+    ("NVIDIA L4", "NVIDIA L4", "sm_89"),
+    ("L40", "NVIDIA L40", "sm_89"),
+    ("NVIDIA L40S", "NVIDIA L40S", "sm_89"),  # not the L40
+    ("GH200", "NVIDIA GH200 480GB", "sm_90"),
+])
+def test_parts_beyond_the_first_table(name: str, canonical: str, arch: str) -> None:
+    facts = gpu_facts.lookup(name)
+    assert facts is not None and (facts.name, facts.arch) == (canonical, arch)
 
 
 def test_unknown_names_get_the_closest_part_and_the_known_list() -> None:

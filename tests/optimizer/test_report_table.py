@@ -47,3 +47,13 @@ def test_the_footnote_says_whether_the_peaks_were_measured_or_from_the_datasheet
     assert "the datasheet" in _peak_note(datasheet) and "4800 GB/s" in _peak_note(datasheet)
     note = _peak_note(measured)
     assert "measured on this GPU" in note and "4219 GB/s" in note and "696 TFLOP/s" in note
+
+
+def test_the_datasheet_row_is_the_longest_fragment_a_name_holds() -> None:
+    from optimizer.sandbox.hardware import datasheet
+
+    assert datasheet("NVIDIA GH200 480GB") == (4000.0, 989.0)  # not the H200's row
+    assert datasheet("NVIDIA H200") == (4800.0, 989.0)
+    assert datasheet("NVIDIA L40S") == (864.0, 362.0) and datasheet("NVIDIA L4")[0] == 300.0
+    assert datasheet("NVIDIA H100 PCIe") == (2000.0, 756.0)
+    assert datasheet("some unknown part") == (None, None)
