@@ -30,7 +30,7 @@ from kb.ingest import IngestReport
 from kb.limits import check_regime
 from kb.models import Experience
 from kb.record import ExperienceRecord
-from kb.seeds import load_seeds
+from kb.seeds import load_seeds, seeds_missing
 from kb.settings import Settings
 from kb.vector_index import VectorIndex
 from retrieval.columns import snapshot
@@ -192,12 +192,25 @@ class LocalKnowledge:
             return not queries.count_experiences(session)
 
     def seed_if_empty(self) -> dict[str, IngestReport]:
-        """Load the shipped seeds into an empty store, unless the settings keep it empty
-        (``load_seeds_on_start=False``: ``empty_note`` then says how to fill it)."""
-        if not self.settings.load_seeds_on_start or not self.is_empty():
+        """Load the shipped seeds into a store that lacks them, unless the settings keep it
+        empty (``load_seeds_on_start=False``: ``empty_note`` then says how to fill it).
+        Lacking them is read per seed file from its first record's id (a content hash): a
+        store that a ``kernelkb import`` filled first still gets the seeds, and one that
+        holds them costs a few lookups."""
+        if not self.settings.load_seeds_on_start:
             return {}
-        log.info("empty store: loading seeds from %s", self.settings.seeds_dir)
+        if self.is_empty():
+            log.info("empty store: loading seeds from %s", self.settings.seeds_dir)
+            return self.seed()
+        missing = seeds_missing(self.settings.seeds_dir, self.has_experience)
+        if not missing:
+            return {}
+        log.info("the store lacks the shipped seeds (%s): loading them", ", ".join(missing))
         return self.seed()
+
+    def has_experience(self, experience_id: str) -> bool:
+        with self.session() as session:
+            return session.get(Experience, experience_id) is not None
 
     def location(self) -> str:
         """Where the experiences live, for messages: the store folder, or the SQL URL

@@ -112,8 +112,23 @@ def test_seeds_load_into_an_empty_store_only(tmp_path: Path,
     kb = make_knowledge(tmp_path / "store", seeds_dir=seeds, **store_backend)
     reports = kb.seed_if_empty()
     assert len(reports["a.jsonl"].accepted) == 3
-    assert kb.seed_if_empty() == {}  # not empty any more: nothing loaded
+    assert kb.seed_if_empty() == {}  # the seeds are there: nothing loaded
     assert kb.stats()["experiences"] == 3
+
+
+def test_a_store_filled_by_an_import_first_still_gets_the_seeds(
+        tmp_path: Path, store_backend: dict[str, Any]) -> None:
+    """`kernelkb import` before any other command left the shipped seeds out for good: the
+    store was not empty, so nothing loaded them, and queries answered 'no experiences'."""
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    batch = _batch()
+    (seeds / "a.jsonl").write_text("\n".join(json.dumps(r) for r in batch[1:]) + "\n")
+    kb = make_knowledge(tmp_path / "store", seeds_dir=seeds, **store_backend)
+    assert kb.ingest(batch[:1]).accepted  # the user's own import, first
+    reports = kb.seed_if_empty()
+    assert len(reports["a.jsonl"].accepted) == 2
+    assert kb.seed_if_empty() == {} and kb.stats()["experiences"] == 3
 
 
 def test_get_list_and_filters(knowledge: LocalKnowledge) -> None:
