@@ -106,7 +106,7 @@ def _run_serve(args: argparse.Namespace) -> int:
 
     from kb.api.access import write_policy
     from kb.api.app import create_app
-    from kb.api.http_protocol import serve_options
+    from kb.api.http_protocol import port_problem, serve_options
     from kb.settings import Settings
 
     if args.workers < 1:
@@ -121,7 +121,7 @@ def _run_serve(args: argparse.Namespace) -> int:
         return 2
     settings.host = host  # the app logs who may write at start-up
     port = args.port if args.port is not None else settings.port
-    problem = _port_problem(host, port)
+    problem = port_problem(host, port)
     if problem:  # before the store and the model load, not 20 s later
         print(problem, file=sys.stderr)
         return 2
@@ -132,27 +132,6 @@ def _run_serve(args: argparse.Namespace) -> int:
         return 0
     uvicorn.run(create_app(settings), host=host, port=port, **serve_options())
     return 0
-
-
-def _port_problem(host: str, port: int) -> str | None:
-    """Why the server could not listen on host:port (in use, not an address here), or None."""
-    import socket
-
-    if not 0 < port < 65536:
-        return f"--port {port}: a port is 1-65535"
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as err:
-        return f"--host {host}: not an address this machine can listen on ({err})"
-    family, _, _, _, address = infos[0]
-    with socket.socket(family, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
-        try:
-            sock.bind(address)
-        except OSError as err:
-            return (f"cannot listen on {host}:{port}: {err.strerror or err}; another "
-                    "server (perhaps kernelkb serve) holds it: choose --port or stop it")
-    return None
 
 
 # -- ingest / seed --------------------------------------------------------------------

@@ -113,3 +113,25 @@ class BoundedHeadProtocol(HttpToolsProtocol):
                              b"charset=utf-8\r\ncontent-length: " + str(len(body)).encode()
                              + b"\r\nconnection: close\r\n\r\n" + body)
         self.transport.close()
+
+
+def port_problem(host: str, port: int) -> str | None:
+    """Why a server could not listen on host:port (in use, not an address here), or None:
+    asked before uvicorn starts, whose own error is a traceback and exit code 3."""
+    import socket
+
+    if not 0 < port < 65536:
+        return f"--port {port}: a port is 1-65535"
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as err:
+        return f"--host {host}: not an address this machine can listen on ({err})"
+    family, _, _, _, address = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            sock.bind(address)
+        except OSError as err:
+            return (f"cannot listen on {host}:{port}: {err.strerror or err}; another "
+                    "server (perhaps kernelkb serve) holds it: choose --port or stop it")
+    return None

@@ -37,6 +37,12 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             sys.stderr.write(f"{exc}\n")
             return 2
+        from kb.api.http_protocol import port_problem
+
+        problem = port_problem(host, args.port)  # before the store opens on its thread
+        if problem:
+            sys.stderr.write(f"kernelkb mcp: {problem}\n")
+            return 2
         log.warning("MCP over HTTP on %s: %s", host,
                     "every call needs the bearer token (KERNELKB_API_TOKEN)"
                     if settings.api_token else "no token set: loopback clients only")

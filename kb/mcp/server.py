@@ -11,6 +11,7 @@ from typing import Any
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.server.mcpserver.tools import Tool
 
 from kb.mcp.tasks import catalogue, task_entry
 from kb.mcp.tools import Tools
@@ -23,6 +24,17 @@ Before an edit, ask retrieve_experiences (few-shot: what won and lost on this op
 insights (which edit categories win here) or bootstrap_plan (a card never measured).
 Send each candidate to evaluate_kernel: it runs in a sandbox, returns layered feedback
 and records the edit as an experience. record_experience stores one measured elsewhere."""
+
+
+def strict(tool: Tool) -> Tool:
+    """A tool that refuses arguments it does not take, as the HTTP API does (422): the
+    SDK's argument model ignores them, so a misspelled ``top_k`` or an unsupported
+    ``regime`` was dropped without a word. The schema the client sees says so too."""
+    model = tool.fn_metadata.arg_model
+    model.model_config["extra"] = "forbid"
+    model.model_rebuild(force=True)
+    tool.parameters = model.model_json_schema(by_alias=True)
+    return tool
 
 
 def build_server(knowledge: Any, *, write_back: bool | Callable[[], bool] = True,
@@ -38,9 +50,9 @@ def build_server(knowledge: Any, *, write_back: bool | Callable[[], bool] = True
         return ExternalRuns(knowledge if writes else None, journal_dir,
                             evaluator=evaluator, timeout_s=timeout_s)
 
-    server: MCPServer = MCPServer("kernelkb", instructions=INSTRUCTIONS, version="0.1.0")
-    for tool in Tools(knowledge, make_runs).all():
-        server.add_tool(tool)
+    tools = [strict(Tool.from_function(fn)) for fn in Tools(knowledge, make_runs).all()]
+    server: MCPServer = MCPServer("kernelkb", instructions=INSTRUCTIONS, version="0.1.0",
+                                  tools=tools)
 
     @server.resource("kernelkb://tasks", name="tasks", mime_type="application/json",
                      description="every task: run() signature, reference source, shapes, "

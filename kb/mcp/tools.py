@@ -70,18 +70,26 @@ class Tools:
         k: Annotated[int, Field(ge=1, le=50)] = 5,
         max_chars: Annotated[int, Field(ge=200, le=100_000)] = 4000,
         include_related: bool = True,
+        regime: Annotated[OptName, Field(description="the task's shape regime, e.g. "
+                                         "long_rows (kernelkb dispatch regimes)")] = None,
     ) -> dict[str, Any]:
         """Few-shot experiences for a kernel and its feedback: what was tried on this op (and
-        related ops) on this GPU, what won and what lost, as a prompt block plus the hits."""
+        related ops) on this GPU, what won and what lost, as a prompt block plus the hits.
+        An unknown op, task or GPU is an error naming the closest known one."""
+        from retrieval.names import UnknownName
+
         try:
             query = RetrievalQuery(op_type=op_type, kernel_source=kernel_source,
                                    feedback_text=feedback_text, gpu_name=gpu_name, arch=arch,
                                    triton_version=triton_version, task_id=task_id,
                                    dtype=dtype, k=k, max_chars=max_chars,
-                                   include_related=include_related)
+                                   include_related=include_related, regime=regime)
         except ValidationError as err:
             raise ToolError(f"bad query: {_reasons(err)}") from None
-        result = operations.retrieve(self.knowledge, query)
+        try:
+            result = operations.retrieve(self.knowledge, query)
+        except UnknownName as err:
+            raise ToolError(str(err)) from None
         return {"prompt_block": result.prompt_block,
                 "hits": [_brief(h) for h in result.hits],
                 "warnings": [_brief(h) for h in result.warnings],
@@ -94,12 +102,22 @@ class Tools:
         triton_version: Annotated[OptName, Field(description="filter to this version")] = None,
         current_triton: Annotated[OptName, Field(
             description="label and rank lower what another Triton version measured")] = None,
+        regime: Annotated[OptName, Field(description="keep experiences measured on shapes "
+                                         "of this regime")] = None,
     ) -> dict[str, Any]:
         """What worked for an op on a GPU: per edit category, how often it won, by how much
-        (median and best speedup), with example experience ids."""
-        report = self.knowledge.insights(op_type=op_type, gpu_name=gpu_name, arch=arch,
-                                         triton_version=triton_version,
-                                         current_triton=current_triton)
+        (median and best speedup), with example experience ids. Names match in any case and
+        by short forms ('h200'); an unknown one is an error naming the closest."""
+        from retrieval.names import UnknownName
+
+        try:
+            names = operations.resolve(self.knowledge, op_type=op_type, gpu_name=gpu_name,
+                                       arch=arch)
+        except UnknownName as err:
+            raise ToolError(str(err)) from None
+        report = self.knowledge.insights(op_type=names["op_type"], gpu_name=names["gpu_name"],
+                                         arch=names["arch"], triton_version=triton_version,
+                                         current_triton=current_triton, regime=regime)
         return report.model_dump(mode="json")
 
     def bootstrap_plan(

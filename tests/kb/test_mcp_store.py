@@ -35,3 +35,40 @@ def test_a_store_that_cannot_open_is_a_tool_error(tmp_path: Path) -> None:
         text = result.content[0].text  # type: ignore[attr-defined]
         assert "the KernelKB store could not be opened" in text and "not-a-folder" in text
     assert "evaluate_kernel" in tools  # the server itself still serves
+
+
+def test_unknown_names_and_arguments_are_errors_that_say_why(tmp_path: Path) -> None:
+    """Through the real MCP client: an unknown op or GPU names the closest known one (as
+    the CLI and HTTP do) instead of a bare "Error executing tool"; an argument the tool does not
+    take is refused, not dropped; the regime is an argument of both read tools."""
+    from kb_testdata import make_knowledge, record_dict
+
+    kb = make_knowledge(tmp_path / "store", vectors=False)
+    kb.ingest([record_dict(hw="H200")])  # the store knows softmax on an H200
+    server = build_server(kb, journal_dir=tmp_path / "journals")
+
+    async def calls() -> dict[str, object]:
+        async with Client(server) as client:
+            return {
+                "op": await client.call_tool("retrieve_experiences", {"op_type": "sofmax"}),
+                "gpu": await client.call_tool("retrieve_experiences",
+                                              {"op_type": "softmax", "gpu_name": "H2000"}),
+                "insights": await client.call_tool("insights", {"op_type": "sofmax"}),
+                "extra": await client.call_tool("retrieve_experiences",
+                                                {"op_type": "softmax", "top_k": 3}),
+                "regime": await client.call_tool("insights", {"op_type": "softmax",
+                                                              "regime": "long_rows"}),
+                "schema": (await client.list_tools()).tools,
+            }
+
+    out = asyncio.run(calls())
+    for key, closest in (("op", "softmax"), ("insights", "softmax"), ("gpu", "H200")):
+        result = out[key]
+        text = result.content[0].text  # type: ignore[attr-defined]
+        assert result.is_error and closest in text, (key, text)  # type: ignore[attr-defined]
+        assert "closest" in text, text  # the reason, not only the SDK's prefix
+    extra = out["extra"]
+    assert extra.is_error and "top_k" in extra.content[0].text  # type: ignore[attr-defined]
+    assert not out["regime"].is_error  # type: ignore[attr-defined]
+    schemas = {t.name: t.input_schema for t in out["schema"]}  # type: ignore[attr-defined]
+    assert schemas["retrieve_experiences"].get("additionalProperties") is False

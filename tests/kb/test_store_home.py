@@ -18,7 +18,8 @@ import pytest
 import uvicorn
 
 from kb.api.app import create_app
-from kb.cli import _port_problem, main
+from kb.api.http_protocol import port_problem
+from kb.cli import main
 from kb.settings import Settings
 from retrieval.service import LocalKnowledge
 
@@ -142,7 +143,22 @@ def test_serve_refuses_a_port_in_use_before_loading_anything(
     err = capsys.readouterr().err
     assert f"cannot listen on 127.0.0.1:{port}" in err and "--port" in err
     assert not home.exists()  # refused before the store opened or the model loaded
-    assert _port_problem("127.0.0.1", 70000) == "--port 70000: a port is 1-65535"
+    assert port_problem("127.0.0.1", 70000) == "--port 70000: a port is 1-65535"
+
+
+def test_mcp_over_http_on_a_port_in_use_is_one_line(
+        home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """uvicorn's own answer was a traceback and exit code 3."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        assert main(["mcp", "--http", "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert f"kernelkb mcp: cannot listen on 127.0.0.1:{port}" in err
+    assert "Traceback" not in err
 
 
 def _free_port() -> int:
