@@ -628,7 +628,10 @@ register(Command("mcp", _mcp.HELP, _mcp.add_arguments, _mcp.run))
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kernelkb", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="kernelkb", description="KernelKB: an experience base for agent-driven Triton "
+        "kernel optimization. Store, query and serve what worked (serve, query, insights, "
+        "bootstrap); optimize a kernel (optimize); give coding agents the tools (mcp).")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS.values():

@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--timeout-s", type=float, default=60.0)
     parser.add_argument("--out", type=Path, default=None,
-                        help="runs folder (default: KERNELKB_RUNS_DIR, else ./runs)")
+                        help="runs folder (default: KERNELKB_RUNS_DIR, else runs/ in the "
+                             "store's home)")
     parser.add_argument("--journal", type=Path, default=None,
                         help="journal path when the service is down (default: in the run)")
     parser.add_argument("--model", default=None, help="LLM model (else settings)")
@@ -122,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
     if result.stop_reason is StopReason.agent_unavailable:
         log.error("%s", result.failure)
         return 1
+    if result.stop_reason is StopReason.interrupt:  # written up, but not a finished run
+        return 128 + (SIGNALLED.get("signum") or signal.SIGINT)
     return 0
 
 
@@ -160,10 +163,15 @@ def check_arguments(args: argparse.Namespace) -> str:
     return name
 
 
+SIGNALLED: dict[str, int] = {}  # the signal that stopped the run, for its exit status
+
+
 def interrupt_on_sigterm() -> None:
     """Let SIGTERM (what `timeout` and job schedulers send) stop a run as Ctrl-C does: the
-    rounds done are written up (report, exported kernel, journal) instead of lost."""
+    rounds done are written up (report, exported kernel, journal) instead of lost; the
+    command then exits 128 + the signal (143; 130 for Ctrl-C), as a shell reports it."""
     def handler(signum: int, frame: Any) -> None:
+        SIGNALLED["signum"] = signum
         raise KeyboardInterrupt(f"signal {signum}")
 
     signal.signal(signal.SIGTERM, handler)

@@ -98,5 +98,35 @@ def test_sigterm_stops_a_run_as_ctrl_c_does() -> None:
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(2)  # the handler raises at the next bytecode, well before this ends
+        from optimizer.command import SIGNALLED
+
+        assert SIGNALLED["signum"] == signal.SIGTERM  # the command then exits 143
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_a_run_stopped_by_sigterm_is_written_up_and_exits_143(tmp_path) -> None:
+    """`kernelkb optimize` under a time limit: the rounds done are reported, and the
+    exit status says the run did not finish (it was 0, as for a finished run)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    env = {**os.environ, "KERNELKB_HOME": str(tmp_path / "home"), "KERNELKB_VECTORS": "false",
+           "KERNELKB_LOAD_SEEDS_ON_START": "false"}
+    proc = subprocess.Popen([sys.executable, "-m", "kb.cli", "optimize", "softmax",
+                             "--no-retrieval", "--shapes", "cpu", "--sweep-shapes", "cpu",
+                             "--max-iters", "50", "--patience", "50",
+                             "--out", str(tmp_path / "runs")], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines = []
+    assert proc.stdout is not None
+    for line in proc.stdout:  # the signal arrives once round 1 is written
+        lines.append(line)
+        if "round   1 " in line:
+            proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=300)
+    out = "".join(lines)
+    assert proc.returncode == 128 + signal.SIGTERM, out[-2000:]
+    assert list((tmp_path / "runs").glob("*/report.md")), out[-2000:]
