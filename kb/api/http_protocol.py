@@ -22,8 +22,15 @@ HEAD_TIMEOUT_S = 30.0  # from a request's first byte to the end of its headers
 
 
 def serve_options() -> dict[str, Any]:
-    """The uvicorn options every KernelKB HTTP server runs with."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    """The uvicorn options every KernelKB HTTP server runs with. The descriptor limit is
+    raised to its hard limit first (the soft one is often 1024)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
     # past this many open connections new requests get 503, while descriptors remain for
     # the store's files, the database and the answers themselves
     concurrency = max(64, min(2048, soft // 2)) if soft != resource.RLIM_INFINITY else 2048
@@ -48,6 +55,13 @@ class BoundedHeadProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        # past the connection limit, answer 503 now and close: an idle connection held
+        # open until its request came let a flood of them use up the descriptors, and
+        # the server then accepted nothing more, answering no one
+        if self.limit_concurrency is not None and len(self.connections) > self.limit_concurrency:
+            self._refuse(b"503 Service Unavailable",
+                         f"over {self.limit_concurrency} open connections: try again later")
+            return
         self._start_head_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:

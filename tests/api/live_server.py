@@ -25,12 +25,13 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 @contextmanager
-def serving(app: Any, host: str = "127.0.0.1") -> Iterator[int]:
+def serving(app: Any, host: str = "127.0.0.1", **options: Any) -> Iterator[int]:
     """Serve the ASGI ``app`` on ``host``; yields the port. A server thread that dies
-    while starting fails at once instead of after the deadline."""
+    while starting fails at once instead of after the deadline. ``options`` override
+    the served ones (serve_options: as `kernelkb serve` runs)."""
     port = free_port(host)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                           **serve_options()))  # as `kernelkb serve` runs
+                                           **{**serve_options(), **options}))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + START_S

@@ -417,3 +417,30 @@ def test_a_compressed_body_is_415_not_a_parse_error(url: str) -> None:
                    headers={"content-type": "application/json", "Content-Encoding": "gzip",
                             **AUTH})
     assert r.status_code == 415 and "uncompressed" in r.text
+
+
+def test_connections_past_the_limit_get_503_at_once(tmp_path: Path) -> None:
+    """Idle connections past the limit used to stay open until the descriptors ran out,
+    and then the server accepted nothing and answered no one. Now each one past the limit
+    gets 503 as it arrives and is closed; the server goes on serving."""
+    import time
+
+    from live_server import serving
+
+    from kb.api.app import create_app
+
+    kb = make_knowledge(tmp_path, vectors=False)
+    with serving(create_app(knowledge_=kb), limit_concurrency=8) as port:
+        held = [socket.create_connection(("127.0.0.1", port), timeout=2) for _ in range(20)]
+        answers = []
+        for sock in held:
+            try:
+                answers.append(sock.recv(4096))
+            except TimeoutError:
+                answers.append(b"")  # held open, waiting for its request
+        refused = [a for a in answers if a.startswith(b"HTTP/1.1 503")]
+        assert len(refused) >= 20 - 8 - 1, answers
+        for sock in held:
+            sock.close()
+        time.sleep(0.5)
+        assert httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).status_code == 200
