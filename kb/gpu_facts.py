@@ -288,3 +288,44 @@ def unknown_gpu_message(name: str) -> str:
         near = f"; closest: {found!r}" if found else ""
     return (f"unknown GPU {quoted(name)}{near}; known: {', '.join(known_names())}. "
             "Name one of them (e.g. --gpu) or add the part to kb/gpu_facts.py")
+
+
+@dataclass(frozen=True)
+class UnknownPart:
+    """A device the table does not know, taken as its tools wrote it: its architecture
+    from the name where the name says it (``arch_from_name``), no other facts. Its
+    measurements are kept; similarity and the ranker cannot place it among the others."""
+
+    name: str
+    arch: str
+    vendor: str | None
+
+    def to_env_fields(self) -> dict[str, Any]:
+        return {"gpu_name": self.name, "arch": self.arch, "vendor": self.vendor}
+
+
+# product-line patterns -> architecture, for names the table lacks (first match wins)
+_ARCH_PATTERNS: tuple[tuple[str, str, str], ...] = (
+    (r"rtx\s*50\d\d|rtx pro \d{4} blackwell", "sm_120", "nvidia"),
+    (r"\bg?b[12]00\b", "sm_100", "nvidia"),
+    (r"\bg?h(100|200|800|20)\b", "sm_90", "nvidia"),
+    (r"rtx\s*40\d\d|\bl4\b|\bl40s?\b|rtx \d{4} ada", "sm_89", "nvidia"),
+    (r"rtx\s*30\d\d|\ba(10g?|16|2|40)\b|rtx a\d{4}", "sm_86", "nvidia"),
+    (r"\ba(100|800|30)\b", "sm_80", "nvidia"),
+    (r"rtx\s*20\d\d|gtx\s*16\d\d|titan rtx|quadro rtx|\bt4\b", "sm_75", "nvidia"),
+    (r"v100|titan v\b", "sm_70", "nvidia"),
+    (r"mi300", "gfx942", "amd"),
+    (r"mi2[15]0", "gfx90a", "amd"),
+    (r"mi100", "gfx908", "amd"),
+)
+
+
+def arch_from_name(name: str) -> tuple[str, str | None]:
+    """(architecture, vendor) a device name implies, or ("unknown", vendor or None)."""
+    text = name.lower()
+    for pattern, arch, vendor in _ARCH_PATTERNS:
+        if re.search(pattern, text):
+            return arch, vendor
+    vendor = "nvidia" if "nvidia" in text or "geforce" in text else \
+        "amd" if "amd" in text or "radeon" in text else None
+    return "unknown", vendor

@@ -160,7 +160,8 @@ def _context(file: Path, name: str, data: dict[str, Any], module: Any, *,
     return ctx, notes
 
 
-def _gpu(file: Path, device: str, option: GpuFacts | None) -> tuple[GpuFacts, str, list[str]]:
+def _gpu(file: Path, device: str, option: GpuFacts | None
+         ) -> tuple[GpuFacts | gpu_facts.UnknownPart, str, list[str]]:
     if device.strip():
         found = gpu_facts.lookup(device)
         if found is not None:
@@ -170,7 +171,12 @@ def _gpu(file: Path, device: str, option: GpuFacts | None) -> tuple[GpuFacts, st
         if option is not None:
             return option, "--gpu", [f"device {device!r} is not in the facts table: "
                                      f"took --gpu {option.name!r}"]
-        raise ValueError(f"env.gpu_name: {gpu_facts.unknown_gpu_message(device)}")
+        arch, vendor = gpu_facts.arch_from_name(device)
+        part = gpu_facts.UnknownPart(device.strip(), arch, vendor)
+        return part, "the file's device_name (not in the facts table)", [
+            f"device {device!r} is not in the facts table: imported under that name, "
+            f"architecture {arch} (from the name), no other facts, so similarity and the "
+            "ranker cannot place it; --gpu NAME takes a known part's facts instead"]
     if option is not None:
         return option, "--gpu", []
     found = gpu_facts.lookup("", hint=file.name)

@@ -18,7 +18,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb.gpu_facts import GpuFacts
+from kb.gpu_facts import GpuFacts, UnknownPart
 from kb.ingest import validate_batch
 from kb.record import ExperienceRecord
 
@@ -79,7 +79,7 @@ class FileContext:
     fmt: str  # the --format value that reads the file
     kernel_name: str
     problem_size: str  # "4096x4096"
-    facts: GpuFacts
+    facts: GpuFacts | UnknownPart  # UnknownPart: a device the facts table lacks
     device: str | None  # the device name as the file wrote it
     gpu_from: str  # how the GPU was found, for the feedback text
     license: str

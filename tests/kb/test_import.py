@@ -168,17 +168,24 @@ def test_bad_records_name_file_and_position_and_the_rest_are_kept(
         [{"block_size_x": 16, "tile_size_x": 1}]
 
 
-def test_an_unknown_gpu_rejects_the_file_unless_gpu_names_a_known_one(
+def test_a_gpu_the_table_lacks_is_kept_under_its_own_name_with_its_architecture(
         knowledge: LocalKnowledge, tmp_path: Path) -> None:
+    """A part missing from the facts table once lost the whole file ("unknown GPU"):
+    now its measurements come in under the name the file gives, with the architecture
+    the name implies and no other facts; --gpu still lends a known part's facts."""
     write(tmp_path / "d" / "v100.json", kt_cache(GOOD, device="Tesla V100-SXM2-16GB"))
     result = run(knowledge, tmp_path / "d")["d/v100.json"]
-    assert (result.accepted, result.rejected, result.rejected_at) == (0, 1, {"d/v100.json"})
-    assert "env.gpu_name: unknown GPU 'Tesla V100-SXM2-16GB'" in result.problems[0]
-    assert "NVIDIA A100-PCIE-40GB" in result.problems[0]  # the known names are listed
+    assert (result.accepted, result.rejected) == (3, 0), result.problems
+    assert "not in the facts table: imported under that name, architecture sm_70" \
+        in result.notes[0]
+    kept = next(iter(stored(knowledge).values()))
+    assert (kept.env.gpu_name, kept.env.arch, kept.env.vendor, kept.env.sm_count) == \
+        ("Tesla V100-SXM2-16GB", "sm_70", "nvidia", None)
+    assert knowledge.insights(gpu_name="Tesla V100-SXM2-16GB").total == 3
 
     result = run(knowledge, tmp_path / "d", gpu="NVIDIA A100-PCIE-40GB")["d/v100.json"]
     assert result.accepted == 3 and "not in the facts table" in result.notes[0]
-    record = next(iter(stored(knowledge).values()))
+    record = next(r for r in stored(knowledge).values() if r.env.gpu_name != kept.env.gpu_name)
     assert record.env.gpu_name == "NVIDIA A100-PCIE-40GB"
     assert record.provenance.device == "Tesla V100-SXM2-16GB"
     with pytest.raises(ValueError, match="unknown GPU 'GTX 9999'"):
