@@ -17,7 +17,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
-from sqlalchemy import or_
+from sqlalchemy import func, or_
 from sqlmodel import Session, select
 
 from kb.models import Experience, ExperienceCategory
@@ -27,7 +27,8 @@ from retrieval.untimed import asks_for_interpreter, on_hardware
 from retrieval.versions import other_version, version_note
 
 EXAMPLES = 3
-BASIS = ("count: edits of the category; wins: verdict improved (sure: of them, the wins "
+BASIS = ("count: edits of the category (measured configurations of a sweep or an import "
+         "are not edits and are left out); wins: verdict improved (sure: of them, the wins "
          "whose interleaved comparison's 95% interval cleared the noise floor); median and "
          "best: speedup "
          "vs the parent kernel (the one the edit changed) over the timed wins; untimed "
@@ -62,6 +63,9 @@ def insights(
     stmt = stmt.where(ExperienceCategory.category != "baseline")
     if not asks_for_interpreter(gpu_name, arch):
         stmt = stmt.where(on_hardware())
+    swept = stmt.where(Experience.round_kind == "sweep").subquery()
+    sweeps = session.exec(select(func.count(func.distinct(swept.c.id)))).one()
+    stmt = stmt.where(Experience.round_kind != "sweep")
     groups: dict[str, list[Row]] = defaultdict(list)
     ids: set[str] = set()
     for category, exp_id, verdict, evidence, speedup, triton, sure in session.exec(stmt).all():
@@ -72,7 +76,8 @@ def insights(
                             -(c.median_speedup or 0.0), c.category))
     return InsightReport(op_type=op_type, gpu_name=gpu_name, arch=arch, regime=regime,
                          triton_version=triton_version, current_triton=current_triton,
-                         total=len(ids), categories=out, basis=BASIS)
+                         total=len(ids), categories=out, basis=BASIS,
+                         sweep_measurements=sweeps)
 
 
 def _aggregate(category: str, rows: list[Row], current: str | None) -> CategoryInsight:

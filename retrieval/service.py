@@ -312,6 +312,12 @@ class LocalKnowledge:
                                     current_triton=current_triton, regime=regime)
         if not report.total:
             report.note = self.coverage_note(op_type, gpu_name)
+        if report.sweep_measurements:
+            what = f"--op {op_type} " if op_type else ""
+            line = (f"{report.sweep_measurements} measured configurations (sweeps, imported "
+                    f"tuning data) are not edits and are left out: `kernelkb bootstrap "
+                    f"{what}--include-own` lists the fastest")
+            report.note = f"{report.note}; {line}" if report.note else line
         return report
 
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,

@@ -181,7 +181,7 @@ def test_a_gpu_the_table_lacks_is_kept_under_its_own_name_with_its_architecture(
     kept = next(iter(stored(knowledge).values()))
     assert (kept.env.gpu_name, kept.env.arch, kept.env.vendor, kept.env.sm_count) == \
         ("Tesla V100-SXM2-16GB", "sm_70", "nvidia", None)
-    assert knowledge.insights(gpu_name="Tesla V100-SXM2-16GB").total == 3
+    assert knowledge.insights(gpu_name="Tesla V100-SXM2-16GB").sweep_measurements == 3
 
     result = run(knowledge, tmp_path / "d", gpu="NVIDIA A100-PCIE-40GB")["d/v100.json"]
     assert result.accepted == 3 and "not in the facts table" in result.notes[0]
