@@ -27,12 +27,11 @@ from retrieval.untimed import asks_for_interpreter, on_hardware
 from retrieval.versions import other_version, version_note
 
 EXAMPLES = 3
-BASIS = ("count: edits of the category (measured configurations of a sweep or an import "
-         "are not edits and are left out); wins: verdict improved (sure: of them, the wins "
-         "whose interleaved comparison's 95% interval cleared the noise floor); median and "
-         "best: speedup "
-         "vs the parent kernel (the one the edit changed) over the timed wins; untimed "
-         "CPU-interpreter rows left out")
+BASIS = ("count: edits of the category (configurations measured with no parent kernel, "
+         "such as imported tuning data, are not edits and are left out); wins: verdict "
+         "improved (sure: of them, the wins whose interleaved comparison's 95% interval "
+         "cleared the noise floor); median and best: speedup vs the parent kernel (the one "
+         "the edit changed) over the timed wins; untimed CPU-interpreter rows left out")
 
 
 Row = tuple[str, str, str, float | None, str, str | None]
@@ -63,9 +62,12 @@ def insights(
     stmt = stmt.where(ExperienceCategory.category != "baseline")
     if not asks_for_interpreter(gpu_name, arch):
         stmt = stmt.where(on_hardware())
-    swept = stmt.where(Experience.round_kind == "sweep").subquery()
+    # a sweep's measurement with no parent kernel (imported tuning data) is no edit: the
+    # space measurement's points are edits of the naive kernel and stay
+    unparented = (Experience.round_kind == "sweep") & Experience.parent_hash.is_(None)
+    swept = stmt.where(unparented).subquery()
     sweeps = session.exec(select(func.count(func.distinct(swept.c.id)))).one()
-    stmt = stmt.where(Experience.round_kind != "sweep")
+    stmt = stmt.where(~unparented)
     groups: dict[str, list[Row]] = defaultdict(list)
     ids: set[str] = set()
     for category, exp_id, verdict, evidence, speedup, triton, sure in session.exec(stmt).all():

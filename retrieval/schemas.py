@@ -64,9 +64,9 @@ class InsightReport(BaseModel):
     # what the figures are computed over (retrieval/insights.py), and why an answer is empty
     basis: str = ""
     note: str | None = None
-    sweep_measurements: int = Field(0, description="measured configurations (sweeps, "
-                                    "imported tuning data) under the same filters: not "
-                                    "edits, so not counted as tries that won or lost")
+    sweep_measurements: int = Field(0, description="configurations measured with no parent "
+                                    "kernel (imported tuning data) under the same filters: "
+                                    "not edits, so not counted as tries that won or lost")
 
 
 class HardwareMatch(BaseModel):

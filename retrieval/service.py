@@ -314,9 +314,9 @@ class LocalKnowledge:
             report.note = self.coverage_note(op_type, gpu_name)
         if report.sweep_measurements:
             what = f"--op {op_type} " if op_type else ""
-            line = (f"{report.sweep_measurements} measured configurations (sweeps, imported "
-                    f"tuning data) are not edits and are left out: `kernelkb bootstrap "
-                    f"{what}--include-own` lists the fastest")
+            line = (f"{report.sweep_measurements} configurations measured with no parent "
+                    f"kernel (imported tuning data) are not edits and are left out: "
+                    f"`kernelkb bootstrap {what}--include-own` lists the fastest")
             report.note = f"{report.note}; {line}" if report.note else line
         return report
 

@@ -15,6 +15,7 @@ def test_sweep_measurements_are_not_counted_as_tries(tmp_path: Path) -> None:
     sweep = record_dict(hw="H200", summary="a measured configuration of a sweep",
                         run="import:x")
     sweep["provenance"]["round_kind"] = "sweep"
+    sweep["edit"]["parent_hash"] = None  # as importers write them: no kernel it edits
     sweep["verdict"] = "neutral"
     assert len(kb.ingest([edit, sweep]).accepted) == 2
     report = kb.insights(op_type="softmax", gpu_name="NVIDIA H200")
