@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 
 from kb.limits import printable
 
@@ -41,3 +42,44 @@ def install_error_handlers(app: FastAPI) -> None:
 
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(UnknownName, _unknown_name)
+    _declare_errors(app)
+
+
+class Problem(BaseModel):
+    """An error answer with one sentence: what was wrong and, where one exists, the way out."""
+
+    detail: str
+
+
+# answers any route can give before it runs (kb/api/same_machine.py), declared on every one
+_EVERY_ROUTE = {"400": "not exactly one Host header",
+                "403": "no token is set and the Host or Origin names another site"}
+
+
+def _declare_errors(app: FastAPI) -> None:
+    """The OpenAPI document says what the routes really answer: a 422 is either the
+    field list (a body or query that does not validate) or one sentence (a name nobody
+    knows, the closest named), and every route may answer 400 or 403 before it runs."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = build()
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        components["Problem"] = Problem.model_json_schema()
+        problem = {"$ref": "#/components/schemas/Problem"}
+        for operations in schema.get("paths", {}).values():
+            for operation in operations.values():
+                responses = operation.setdefault("responses", {})
+                invalid = responses.get("422", {}).get("content", {}).get("application/json")
+                if invalid and invalid.get("schema", {}).get("$ref", "").endswith(
+                        "/HTTPValidationError"):
+                    invalid["schema"] = {"anyOf": [invalid["schema"], problem]}
+                for code, why in _EVERY_ROUTE.items():
+                    responses.setdefault(code, {"description": why, "content": {
+                        "application/json": {"schema": problem}}})
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

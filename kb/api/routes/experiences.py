@@ -7,6 +7,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Body, HTTPException, Query, Response, status
 
 from kb.api.deps import KnowledgeDep, TokenDep
+from kb.api.errors import Problem
 from kb.ingest import IngestReport
 from kb.limits import BATCH_ITEMS, OFFSET_MAX, printable
 from kb.queries import AmbiguousId, Page, UnreadableRow
@@ -48,7 +49,8 @@ def ingest_batch(kb: KnowledgeDep, records: list[Any] = Body(...)) -> IngestRepo
     return kb.ingest(records)
 
 
-@router.get("/{exp_id}", response_model=ExperienceRecord)
+@router.get("/{exp_id}", response_model=ExperienceRecord,
+            responses={404: {"model": Problem, "description": "no experience with this id"}})
 def get_one(exp_id: str, kb: KnowledgeDep) -> ExperienceRecord:
     """By the full id or a unique prefix of it (the CLI prints prefixes); a prefix of
     several experiences: 400 naming some of them."""
