@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal, overload
 
 from kb.ingest import IngestReport
+from kb.record import parse_record
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +62,6 @@ def seeds_missing(seeds_dir: Path, has: Callable[[str], bool]) -> list[str]:
     """Seed files whose first record the store does not hold (``has(id)``). A first line
     that does not parse is not evidence of anything: that file is left out here, and a
     full load names its problem."""
-    from kb.record import parse_record
-
     missing = []
     for path in sorted(p for p in seeds_dir.glob("*.jsonl") if p.is_file()):
         line = _first_line(path)

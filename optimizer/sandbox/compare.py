@@ -173,6 +173,7 @@ class ShapeComparison:
     low: float
     high: float
     candidate_ms: float  # median GPU ms over every sample
+    candidate_iqr_ms: float
     incumbent_ms: float
     candidate_host_ms: float
     incumbent_host_ms: float
@@ -247,7 +248,7 @@ def compare(candidate: Mapping[str, Call], incumbent: Mapping[str, Call],
         m, h = mean_interval(per_shape[k])
         shapes[k] = ShapeComparison(
             ratio=math.exp(m), low=math.exp(m - h), high=math.exp(m + h),
-            candidate_ms=statistics.median(times[k][0]),
+            candidate_ms=statistics.median(times[k][0]), candidate_iqr_ms=_iqr(times[k][0]),
             incumbent_ms=statistics.median(times[k][1]),
             candidate_host_ms=host[k][0], incumbent_host_ms=host[k][1])
     return Comparison(ratio=math.exp(mean), low=math.exp(mean - half), high=math.exp(mean + half),
@@ -272,5 +273,9 @@ def gpu_profile(call: Call, clock: GpuClock, rounds: int = 8, calls: int = CALLS
     host = clock.host_ms(call)
     clock.samples(call, 2, host)
     samples = [t for _ in range(rounds) for t in clock.samples(call, calls, host)]
-    q = statistics.quantiles(samples, n=4)
-    return statistics.median(samples), q[2] - q[0], host
+    return statistics.median(samples), _iqr(samples), host
+
+
+def _iqr(samples: list[float]) -> float:
+    q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3
+    return q[2] - q[0]

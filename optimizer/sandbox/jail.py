@@ -99,18 +99,23 @@ def command(worker_argv: list[str], *, workdir: str, cwd: str, hide: list[str],
 
 
 # -- inside the namespaces --------------------------------------------------------------
-_libc = None
+@functools.lru_cache(maxsize=1)
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _ok(result: int, what: str) -> None:
+    """A libc call's 0, or OSError naming the call and errno."""
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
 def _mount(source: str | None, target: str, fstype: str | None, flags: int,
            data: str | None = None) -> None:
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
     enc = [None if v is None else v.encode() for v in (source, target, fstype, data)]
-    if _libc.mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), enc[3]) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"mount {source} -> {target}: {os.strerror(err)}")
+    _ok(_libc().mount(enc[0], enc[1], enc[2], ctypes.c_ulong(flags), enc[3]),
+        f"mount {source} -> {target}")
 
 
 def _mounts() -> list[tuple[str, int]]:
@@ -241,14 +246,9 @@ def lay_out(spec: dict[str, Any]) -> None:
 
 def _pivot(root: str) -> None:
     """``root`` becomes / and the host's root is detached: nothing outside stays reachable."""
-    libc = ctypes.CDLL(None, use_errno=True)
     os.chdir(root)
-    if libc.syscall(_SYS_PIVOT_ROOT[os.uname().machine], b".", b".") != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"pivot_root: {os.strerror(err)}")
-    if libc.umount2(b".", _MNT_DETACH) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"detaching the old root: {os.strerror(err)}")
+    _ok(_libc().syscall(_SYS_PIVOT_ROOT[os.uname().machine], b".", b"."), "pivot_root")
+    _ok(_libc().umount2(b".", _MNT_DETACH), "detaching the old root")
     os.chdir("/")
 
 
@@ -316,25 +316,21 @@ def seccomp_program(machine: str) -> list[tuple[int, int, int, int]]:
     return body
 
 
-def _prctl(*args: int) -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(*(ctypes.c_ulong(a) for a in args)) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"prctl{args[:2]}: {os.strerror(err)}")
+def _prctl(option: int, *args: Any) -> int:
+    """prctl's result (0 on success); integers passed as unsigned longs, pointers as are."""
+    return _libc().prctl(ctypes.c_ulong(option),
+                         *(ctypes.c_ulong(a) if isinstance(a, int) else a for a in args))
 
 
 def _drop_capabilities() -> None:
-    libc = ctypes.CDLL(None, use_errno=True)
-    _prctl(_PR_SET_SECUREBITS, _SECUREBITS_ALL_LOCKED, 0, 0, 0)
+    _ok(_prctl(_PR_SET_SECUREBITS, _SECUREBITS_ALL_LOCKED, 0, 0, 0), "securebits")
     cap = 0
-    while libc.prctl(ctypes.c_ulong(_PR_CAPBSET_DROP), ctypes.c_ulong(cap), 0, 0, 0) == 0:
+    while _prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:  # until EINVAL: past the last cap
         cap += 1
-    _prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    _ok(_prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "ambient capabilities")
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
     data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable (x2): all empty
-    if libc.capset(header, data) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"capset: {os.strerror(err)}")
+    _ok(_libc().capset(header, data), "capset")
 
 
 def lock_down() -> None:
@@ -344,15 +340,11 @@ def lock_down() -> None:
     if machine not in _SYSCALLS:
         raise OSError(f"jail: no seccomp table for {machine}")
     _drop_capabilities()
-    _prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    _ok(_prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     program = seccomp_program(machine)
     filters = (_Filter * len(program))(*(_Filter(*f) for f in program))
     prog = _Program(len(program), filters)
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(ctypes.c_ulong(_PR_SET_SECCOMP), ctypes.c_ulong(_SECCOMP_MODE_FILTER),
-                  ctypes.byref(prog), 0, 0) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"seccomp: {os.strerror(err)}")
+    _ok(_prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp")
     status = lock_status()
     if status != {"CapEff": 0, "CapPrm": 0, "CapBnd": 0, "NoNewPrivs": 1, "Seccomp": 2}:
         raise OSError(f"jail: lock-down incomplete: {status}")

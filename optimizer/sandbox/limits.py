@@ -76,7 +76,7 @@ class Confinement:
                 for pid in pids:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(pid, signal.SIGKILL)
-                _sleep(0.02)
+                time.sleep(0.02)
             with contextlib.suppress(OSError):
                 os.rmdir(path)
         self.cgroups = []
@@ -165,8 +165,3 @@ def _read(path: str) -> str:
             return handle.read()
     except OSError:
         return ""
-
-
-def _sleep(seconds: float) -> None:
-    time.sleep(seconds)
-

@@ -376,7 +376,11 @@ class Worker:
                 except Exception as err:  # noqa: BLE001 - the incumbent broke: time alone
                     log.warning("comparison with the incumbent failed: %r", err)
                     torch.cuda.synchronize()
-            out["alone"] = {k: list(compare.gpu_profile(call, clock)) for k, call in calls.items()}
+            compared = (out.get("comparison") or {}).get("shapes")
+            # the candidate's own figures: its side of the comparison, else timed alone
+            out["alone"] = {k: [s["candidate_ms"], s["candidate_iqr_ms"], s["candidate_host_ms"]]
+                            for k, s in compared.items()} if compared else \
+                {k: list(compare.gpu_profile(call, clock)) for k, call in calls.items()}
         self.guard("after GPU timing")
         self.check_launches_over(calls, tracker)
         return out
@@ -521,21 +525,17 @@ def _worse(stats: checks.ErrorStats, worst: dict[str, Any]) -> bool:
 
 
 def measure_baseline(request: dict[str, Any]) -> dict[str, Any]:
-    """Reference (PyTorch eager) median per shape, timed like a candidate."""
+    """Reference (PyTorch eager) median GPU time per shape, on the candidates' clock."""
     load_origin(request.get("task_origin"))
     task, dtype = get_task(request["task"]), DTYPES[request["dtype"]]
     settled = compare.settle(max_s=float(request.get("settle_s", 3.0)))
     clock = compare.GpuClock()
     out: dict[str, float] = {}
-    call_times: dict[str, float] = {}
     for shape in (tuple(s) for s in request["shapes"]):
         sets = [list(task.make_inputs(shape, dtype, 100 + k, "cuda")) for k in range(3)]
-        call = timing.rotating(task.reference, sets)
-        label = task.shape_label(shape)
-        out[label] = compare.gpu_profile(call, clock)[0]
-        call_times[label] = timing.measure(call)[0]
-    return {"final": True, "timings": out, "call_timings": call_times,
-            "settle": settled.to_dict()}
+        out[task.shape_label(shape)] = compare.gpu_profile(
+            timing.rotating(task.reference, sets), clock)[0]
+    return {"final": True, "timings": out, "settle": settled.to_dict()}
 
 
 def write_result(data: dict[str, Any], *, fd: int | None, path: str | None) -> None:
