@@ -207,6 +207,15 @@ def _shown(keep: list[str]) -> tuple[dict[str, int], dict[str, str]]:
     return held, links
 
 
+def _skeletons(held: dict[str, int], workdir: str) -> list[str]:
+    """The folders right under /tmp that lead to a kept path and are not one: each gets a
+    tmpfs of its own, made read-only with the rest, so the folders around a checkout in
+    /tmp (its root beside kernels/ and optimizer/) are not part of the writable /tmp."""
+    tops = {"/tmp/" + p[len("/tmp/"):].split("/")[0] for p in held
+            if _under(p, ["/tmp"]) and p != "/tmp" and not _under(p, [workdir])}
+    return sorted(tops - set(held) - {workdir})
+
+
 def lay_out(spec: dict[str, Any]) -> None:
     """Build the worker's root on a tmpfs, pivot into it, make it read-only but for the
     working tree (a tmpfs of its own), /tmp, /dev and /proc."""
@@ -221,6 +230,9 @@ def lay_out(spec: dict[str, Any]) -> None:
         os.makedirs(root + path, exist_ok=True)  # before the binds: a kept path may lie here
         _mount("tmpfs", root + path, "tmpfs", _MS_NOSUID | _MS_NODEV,
                f"mode={'1777' if path == '/tmp' else '700'},size={size}")
+    for top in _skeletons(held, workdir):  # a kept path under /tmp (a checkout there)
+        os.makedirs(root + top, exist_ok=True)
+        _mount("tmpfs", root + top, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755,size=1m")
     for path, fd in held.items():
         _bind(fd, root + path)
     for path, target in links.items():
