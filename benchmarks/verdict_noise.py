@@ -120,6 +120,9 @@ def one(task: str, source: str, parent, parent_source: str | None, t0: float
                      gpu_ms=result.time_ms, call_ms=_geo(result.timings),
                      suspect=result.suspect_reasons,
                      settle=result.settle, gpu_phase_s=steps.get("GPU time"),
+                     laps=steps, locked_s=round(sum(v for k, v in steps.items()
+                                                    if k.startswith("time ") or
+                                                    k == "GPU time"), 3),
                      lock_wait_s=json.loads(result.artifacts.get("lock_wait") or "null"))
     return entry, result
 
@@ -152,19 +155,22 @@ def summarise(rows: list[dict], right: str) -> dict:
     out["wall_s_median"] = statistics.median(r["wall_s"] for r in rows) if rows else None
     phases = [r["gpu_phase_s"] for r in done if r.get("gpu_phase_s") is not None]
     out["comparison_s_median"] = statistics.median(phases) if phases else None
+    locked = [r["locked_s"] for r in done if r.get("locked_s") is not None]
+    out["locked_s_median"] = statistics.median(locked) if locked else None
     return out
 
 
 def markdown(report: dict) -> str:
+    commands = " then ".join(f"`{c}`" for c in report.get("commands", [report["command"]]))
     lines = [f"# Verdict noise on {report['gpu']}", "",
-             f"`{report['command']}`; {report['evals']} A/A and {report['slower']} known-slower "
+             f"{commands}; {report['evals']} A/A and {report['slower']} known-slower "
              "evaluations a task asked for (each its own worker; one seed, the "
              "representative shapes). Right verdicts: neutral for A/A, regressed for the "
              "slower variant.", "",
              "| task | pair | evaluations | interleaved: verdicts | right | previous rule: "
              "verdicts | right | ratio median [range] | interval width | rounds | "
-             "eval s | comparison s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "eval s | GPU-locked s | comparison s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for task, pairs in report["tasks"].items():
         for pair, s in pairs.items():
             if pair == "start":
@@ -178,7 +184,14 @@ def markdown(report: dict) -> str:
                 f"{share(s['interleaved_right_share'])} | {_counts(s['previous'])} | "
                 f"{share(s['previous_right_share'])} | {ratio} | {width} | "
                 f"{s.get('rounds_median', '-')} | {s['wall_s_median']} | "
-                f"{s.get('comparison_s_median', '-')} |")
+                f"{s.get('locked_s_median', '-')} | {s.get('comparison_s_median', '-')} |")
+    early = [r for rows in report.get("rows", {}).values() for pair, es in rows.items()
+             for r in es if r.get("ok") and r.get("fresh_machine") and r["t_s"] < 120
+             and pair == "aa"]
+    if early:
+        wrong = sum(r["interleaved"] != "neutral" for r in early)
+        lines += ["", f"A/A evaluations in the first 120 s of a run on a freshly started "
+                  f"machine (`--fresh-machine`): {len(early)}, of which {wrong} not neutral."]
     return "\n".join(lines) + "\n"
 
 
@@ -196,6 +209,12 @@ def main() -> None:
                         help="evaluations at once (their timing phases take turns on the "
                              "GPU's lock; the others' checks and compiles run beside them)")
     parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--fresh-machine", action="store_true",
+                        help="this run starts on a machine just started: its first 120 s of "
+                             "A/A verdicts are reported on their own")
+    parser.add_argument("--resume", type=Path, default=None,
+                        help="an earlier run's JSON: its evaluations count towards --evals "
+                             "and --slower, and this run adds the rest")
     args = parser.parse_args()
     import torch
 
@@ -204,23 +223,35 @@ def main() -> None:
     gpu = torch.cuda.get_device_name(0)
     deadline = time.monotonic() + args.budget_s if args.budget_s else math.inf
     t0 = time.perf_counter()
-    report = {"gpu": gpu, "command": "python benchmarks/verdict_noise.py " +
-              " ".join(sys.argv[1:]), "evals": args.evals, "slower": args.slower, "tasks": {}}
-    per_task = max(1.0, (deadline - time.monotonic()) / len(args.tasks)) \
-        if args.budget_s else math.inf
-    for task in args.tasks:
-        task_deadline = min(deadline, time.monotonic() + per_task)
+    command = "python benchmarks/verdict_noise.py " + " ".join(sys.argv[1:])
+    report = {"gpu": gpu, "command": command, "commands": [command], "evals": args.evals,
+              "slower": args.slower, "tasks": {}, "rows": {}}
+    earlier = json.loads(args.resume.read_text()) if args.resume else {}
+    report["commands"] = earlier.get("commands", [earlier["command"]] if earlier else []) + \
+        [command]
+    need = {t: _need(earlier.get("rows", {}).get(t), args) for t in args.tasks}
+    for i, task in enumerate(args.tasks):
+        if not mine_left(need[task]):
+            continue  # the earlier run has them all (copied below)
+        # the budget left, shared by the tasks left in proportion to what each still needs
+        share = sum(mine_left(need[t]) for t in args.tasks[i:]) or 1
+        mine = mine_left(need[task])
+        task_deadline = min(deadline, time.monotonic() + max(
+            1.0, (deadline - time.monotonic()) * mine / share)) if args.budget_s else math.inf
         naive = get_task(task).template
         start, parent = one(task, naive, None, None, t0)
         if not parent.ok:
             raise SystemExit(f"the naive {task} kernel failed: {parent.text}")
-        rows = {"aa": [], "slower": []}
-        plan = [("aa", naive)] * args.evals + [("slower", slower_source(naive))] * args.slower
+        rows = earlier.get("rows", {}).get(task) or {"aa": [], "slower": []}
+        plan = [("aa", naive)] * need[task]["aa"] + \
+            [("slower", slower_source(naive))] * need[task]["slower"]
         plan = _interleave_plan(plan)
         def job(item, task=task, parent=parent, naive=naive, task_deadline=task_deadline):
             if time.monotonic() > task_deadline:
                 return item[0], None
-            return item[0], one(task, item[1], parent, naive, t0)[0]
+            entry = one(task, item[1], parent, naive, t0)[0]
+            entry["fresh_machine"] = args.fresh_machine
+            return item[0], entry
 
         with ThreadPoolExecutor(args.parallel) as pool:
             done = list(pool.map(job, plan))
@@ -238,13 +269,39 @@ def main() -> None:
                   flush=True)
         report["tasks"][task] = {"start": start, "aa": summarise(rows["aa"], "neutral"),
                                  "slower": summarise(rows["slower"], "regressed")}
-        report.setdefault("rows", {})[task] = rows
-    out = Path(args.out)
+        report["rows"][task] = rows
+        save(_with_earlier(report, earlier), Path(args.out))
+    report = _with_earlier(report, earlier)
+    save(report, Path(args.out))
+    print(markdown(report))
+
+
+def save(report: dict, out: Path) -> None:
+    """Written after every task, so a run stopped at its time limit keeps what it did."""
     out.mkdir(parents=True, exist_ok=True)
-    slug = gpu.lower().replace("nvidia ", "").replace(" ", "_")
+    slug = report["gpu"].lower().replace("nvidia ", "").replace(" ", "_")
     (out / f"verdict_noise_{slug}.json").write_text(json.dumps(report, indent=1))
     (out / f"verdict_noise_{slug}.md").write_text(markdown(report))
-    print(markdown(report))
+
+
+def _with_earlier(report: dict, earlier: dict) -> dict:
+    """The earlier run's tasks this run did not touch, kept as they were."""
+    for task, rows in earlier.get("rows", {}).items():
+        if task not in report["rows"]:
+            report["rows"][task] = rows
+            report["tasks"][task] = earlier["tasks"][task]
+    return report
+
+
+def mine_left(need: dict[str, int]) -> int:
+    return need["aa"] + need["slower"]
+
+
+def _need(rows: dict | None, args: argparse.Namespace) -> dict[str, int]:
+    rows = rows or {}
+    done = {pair: sum(1 for r in rows.get(pair, []) if r.get("ok")) for pair in ("aa", "slower")}
+    return {"aa": max(0, args.evals - done["aa"]),
+            "slower": max(0, args.slower - done["slower"])}
 
 
 def _interleave_plan(plan: list) -> list:

@@ -39,6 +39,7 @@ from typing import Any
 
 from optimizer.sandbox import jail, limits
 from optimizer.sandbox.errors import classify_exit
+from optimizer.sandbox.gpu_turns import MAX_WAIT_S
 
 log = logging.getLogger(__name__)
 
@@ -121,11 +122,11 @@ def _run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
     with tempfile.TemporaryDirectory(prefix="kernelkb_sandbox_") as tmp, \
             tempfile.TemporaryDirectory(prefix="kernelkb_runner_") as private, \
             tempfile.TemporaryDirectory(prefix="kernelkb_task_") as task_copy, \
-            _private_files(private) as files, _gpu_lock(use_gpu) as lock_fd, \
+            _private_files(private) as files, _gpu_lock(use_gpu) as (gate_fd, lock_fd), \
             limits.per_evaluation(use_gpu, mem_limit_mb) as confine:
         origin, task_keep = place_task(request, task_copy)
         request = {**request, "result_fd": files.result, "task_origin": origin,
-                   "gpu_lock_fd": lock_fd}
+                   "gpu_lock_fd": lock_fd, "gpu_gate_fd": gate_fd}
         if use_gpu:
             request["gpu_mem_limit_mb"] = mem_limit_mb
         os.write(files.request, json.dumps(request).encode())
@@ -144,19 +145,17 @@ def _run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
             containment = f"uncontained: {reason}"
         if confine.note:
             containment += f"; {confine.note}"
-        keep_fds = tuple(fd for fd in (files.request, files.result, lock_fd) if fd is not None)
+        keep_fds = tuple(fd for fd in (files.request, files.result, lock_fd, gate_fd)
+                         if fd is not None)
         start = time.monotonic()
         proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=files.stdout, stderr=files.stderr, env=env,
             cwd=env["HOME"], start_new_session=True, preexec_fn=confine.preexec,
             pass_fds=keep_fds,
         )
-        timed_out = False
+        waited = 0.0
         try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc)
+            timed_out, waited = _wait(proc, files.result, start, timeout_s)
         except BaseException:  # Ctrl-C / SIGTERM here: the worker has its own session
             _kill_group(proc)
             raise
@@ -168,7 +167,7 @@ def _run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
         stdout_tail, stderr_tail = _tail(files.stdout), _tail(files.stderr)
         data = read_result(files.result)
         if timed_out:
-            data = _timeout(data, timeout_s)
+            data = _timeout(data, timeout_s, waited)
         elif not data.get("final"):
             stage, kind, message = classify_exit(proc.returncode, stderr_tail)
             if confine.hit_limit():
@@ -223,20 +222,25 @@ def read_result(fd: int) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _gpu_lock(use_gpu: bool) -> Iterator[int | None]:
-    """An open descriptor of this GPU's timing lock file, handed to the worker: workers
-    evaluating at once on one GPU (an MCP server, several loops) take turns for their
-    timing phase (worker.time_all), so no one's kernels run under another's clock."""
+def _gpu_lock(use_gpu: bool) -> Iterator[tuple[int | None, int | None]]:
+    """Open descriptors (gate, lock) of this GPU's two lock files, handed to the worker:
+    evaluations at once on one GPU share it for checks and take turns to time
+    (gpu_turns.py), so no one's kernels run under another's clock."""
     if not use_gpu:
-        yield None
+        yield None, None
         return
     device = (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip() or "0"
-    path = os.path.join(tempfile.gettempdir(), f"kernelkb-gpu-{_safe(device)}.lock")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    base = os.path.join(tempfile.gettempdir(), f"kernelkb-gpu-{_safe(device)}")
+    gate = os.open(base + ".gate", flags, 0o600)
     try:
-        yield fd
+        lock = os.open(base + ".lock", flags, 0o600)
+        try:
+            yield gate, lock
+        finally:
+            os.close(lock)
     finally:
-        os.close(fd)
+        os.close(gate)
 
 
 def _safe(text: str) -> str:
@@ -349,15 +353,43 @@ def _kill_marked(run_id: str) -> None:
             continue
 
 
-def _timeout(progress: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+def _wait(proc: subprocess.Popen[bytes], result_fd: int, start: float, timeout_s: float
+          ) -> tuple[bool, float]:
+    """Wait for the worker: ``timeout_s`` of its own time, plus what it spent waiting for
+    the GPU while other evaluations were timed (the worker reports it; bounded by
+    gpu_turns.MAX_WAIT_S, since the candidate could write that report too).
+    (timed out, seconds waited for the GPU)."""
+    waited = 0.0
+    while True:
+        left = start + timeout_s + waited - time.monotonic()
+        try:
+            proc.wait(timeout=max(0.0, left))
+            return False, waited
+        except subprocess.TimeoutExpired:
+            reported = _reported_wait(read_result(result_fd))
+            if reported <= waited + 0.05:
+                return True, waited
+            waited = reported
+
+
+def _reported_wait(progress: dict[str, Any]) -> float:
+    try:
+        return min(MAX_WAIT_S, max(0.0, float(progress.get("gpu_wait_s") or 0.0)))
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _timeout(progress: dict[str, Any], timeout_s: float, waited: float = 0.0
+             ) -> dict[str, Any]:
     shape = progress.get("shape")
     where = f" while running ({shape})" if shape else ""
+    besides = f" (besides {waited:.0f} s waiting for the GPU)" if waited >= 1 else ""
     stage = progress.get("stage") or "run"
     if stage in ("syntax", "compile"):
         stage = "run" if shape else stage
     return {**progress, "final": True, "stage": stage, "error_kind": "timeout",
-            "error_message": f"no result after {timeout_s:g} s{where}: endless loop or "
-                             "far too slow; the process was killed",
+            "error_message": f"no result after {timeout_s:g} s{where}{besides}: endless "
+                             "loop or far too slow; the process was killed",
             "failing_shapes": progress.get("failing_shapes", []) + ([shape] if shape else [])}
 
 

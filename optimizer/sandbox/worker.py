@@ -30,6 +30,7 @@ from kernels.base import DTYPES, Task, get_task, load_candidate
 from kernels.discovery import load_origin
 from optimizer.sandbox import checks, compare, provenance, tamper, timing
 from optimizer.sandbox.errors import classify_exception, exception_message, trim
+from optimizer.sandbox.gpu_turns import GpuTurns
 
 log = logging.getLogger("optimizer.sandbox.worker")
 
@@ -78,6 +79,14 @@ class Worker:
         self.tracker: provenance.Tracker | None = None
         self.snapshot: tamper.Snapshot | None = None
         self.expected_launches: dict[str, tuple[int, set[tuple[Any, ...]]]] = {}
+        # checks share the GPU with other evaluations; timing has it alone (gpu_turns.py)
+        self.turns = GpuTurns(request.get("gpu_gate_fd"), request.get("gpu_lock_fd"),
+                              report=self._waited)
+
+    def _waited(self, seconds: float) -> None:
+        """Seconds spent waiting for the GPU so far: the runner adds them to the limit."""
+        self.out["gpu_wait_s"] = round(seconds, 3)
+        self.write()
 
     def lap(self, what: str) -> None:
         """Wall seconds per step (load, check and timing of each shape), for the log."""
@@ -138,7 +147,8 @@ class Worker:
             label = self.task.shape_label(shape)
             self.progress("run", label)
             try:
-                self.check_shape(module.run, shape, label)
+                with self.turns.share():
+                    self.check_shape(module.run, shape, label)
             except Tampered:
                 self.out["failing_shapes"].append(label)
                 raise
@@ -299,8 +309,8 @@ class Worker:
         return [s for s in self.shapes if s not in edge] or self.shapes
 
     def time_all(self, module: ModuleType) -> bool:
-        """``timed_shapes`` under this GPU's timing lock (runner._gpu_lock)."""
-        with _turn_on_gpu(self.request.get("gpu_lock_fd")) as waited:
+        """``timed_shapes`` with the GPU to itself (gpu_turns.py)."""
+        with self.turns.exclusive() as waited:
             self.out["gpu_lock_wait_s"] = waited
             return self._time_all(module)
 
@@ -471,39 +481,6 @@ class _ParentRunner:
                 log.warning("parent kernel did not load for re-timing: %s", err)
                 self.failed = True
         return None if self.module is None else timing.rotating(self.module.run, sets)
-
-
-GPU_LOCK_WAIT_S = 300.0
-
-
-@contextmanager
-def _turn_on_gpu(fd: int | None) -> Iterator[float | None]:
-    """Hold the GPU's timing lock (an exclusive flock on the runner's descriptor) while
-    timing; after ``GPU_LOCK_WAIT_S`` of waiting, time anyway and say so (a stuck worker
-    must not stop every other)."""
-    if fd is None:
-        yield None
-        return
-    import fcntl
-
-    began = time.perf_counter()
-    held = False
-    while time.perf_counter() - began < GPU_LOCK_WAIT_S:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            held = True
-            break
-        except BlockingIOError:
-            time.sleep(0.05)
-        except OSError as err:  # not a lockable descriptor: time without the lock
-            log.warning("GPU timing lock unusable: %s", err)
-            break
-    waited = round(time.perf_counter() - began, 3)
-    try:
-        yield waited if held else -waited
-    finally:
-        if held:
-            fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 def _replayed(outs: list[torch.Tensor], ref: Any,

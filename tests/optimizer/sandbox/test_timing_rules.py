@@ -26,3 +26,14 @@ def test_a_kernel_bound_figure_is_timed_once(passes) -> None:
     passes += [(0.5, 0.01), (0.1, 0.01)]
     assert timing.measure(lambda: None) == (0.5, 0.01)
     assert passes == [(0.1, 0.01)]  # the second pass was never asked for
+
+
+def test_a_wall_clock_rule_must_fire_on_every_fresh_measurement() -> None:
+    """A moment of another process's GPU work stretches host clocks once; work a candidate
+    leaves running is there every time."""
+    spike = iter([True, False, True])
+    assert not timing._persists(lambda: next(spike))
+    assert timing._persists(lambda: True)
+    calls = []
+    assert not timing._persists(lambda: calls.append(1) or False)
+    assert len(calls) == 1  # stops at the first measurement that does not fire
