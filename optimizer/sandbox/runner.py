@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,14 +72,17 @@ def _int_env(name: str, default: int, low: int) -> int:
 class _Slots:
     """At most ``KERNELKB_SANDBOX_CONCURRENCY`` evaluations at once in this process (an
     MCP or HTTP server, a loop), at most ``KERNELKB_SANDBOX_QUEUE`` more waiting: an
-    MCP server once ran three at once with nothing capping it."""
+    MCP server once ran three at once with nothing capping it. ``take(alone=True)``
+    waits until none runs, and from when it asks until it is done no other starts."""
 
     def __init__(self) -> None:
         self.lock = threading.Condition()
-        self.running = self.waiting = 0
+        self.running = self.waiting = self.started = self.wanting_alone = 0
+        self.alone = False
 
     @contextlib.contextmanager
-    def take(self) -> Iterator[None]:
+    def take(self, alone: bool = False) -> Iterator[Callable[[], bool]]:
+        """Yields ``crowded()``: whether another evaluation ran beside this one."""
         limit = _int_env("KERNELKB_SANDBOX_CONCURRENCY", 2, 1)
         queue = _int_env("KERNELKB_SANDBOX_QUEUE", 8, 0)
         with self.lock:
@@ -88,16 +91,23 @@ class _Slots:
                                   "waiting: try again later (KERNELKB_SANDBOX_CONCURRENCY, "
                                   "KERNELKB_SANDBOX_QUEUE)")
             self.waiting += 1
-            while self.running >= limit:
+            self.wanting_alone += alone
+            while self.alone or self.running >= (1 if alone else limit) or (
+                    self.wanting_alone and not alone):
                 self.lock.wait()
             self.waiting -= 1
+            self.wanting_alone -= alone
             self.running += 1
+            self.started += 1
+            self.alone = alone
+            beside, started = self.running > 1, self.started
         try:
-            yield
+            yield lambda: beside or self.started != started
         finally:
             with self.lock:
                 self.running -= 1
-                self.lock.notify()
+                self.alone = self.alone and not alone
+                self.lock.notify_all()
 
 
 SLOTS = _Slots()
@@ -105,10 +115,19 @@ SLOTS = _Slots()
 
 def run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
                mem_limit_mb: int | None) -> WorkerOutcome:
-    """``_run_worker`` in one of this process's evaluation slots (``SLOTS``)."""
-    with SLOTS.take():
-        return _run_worker(request, timeout_s=timeout_s, use_gpu=use_gpu,
-                           mem_limit_mb=mem_limit_mb)
+    """``_run_worker`` in one of this process's evaluation slots (``SLOTS``). A GPU
+    evaluation that ran out of memory while others shared the GPU is run again alone:
+    the memory it lacked may have been theirs (on the H200, rope's large shapes take
+    ~34 GiB an evaluation), and an out-of-memory verdict must be the candidate's own."""
+    with SLOTS.take() as crowded:
+        outcome = _run_worker(request, timeout_s=timeout_s, use_gpu=use_gpu,
+                              mem_limit_mb=mem_limit_mb)
+    if use_gpu and crowded() and outcome.data.get("error_kind") == "out_of_memory":
+        log.info("sandbox: out of memory beside other evaluations; running it again alone")
+        with SLOTS.take(alone=True):
+            outcome = _run_worker(request, timeout_s=timeout_s, use_gpu=use_gpu,
+                                  mem_limit_mb=mem_limit_mb)
+    return outcome
 
 
 def _run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,

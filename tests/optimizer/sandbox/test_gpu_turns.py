@@ -146,3 +146,43 @@ def test_a_reported_wait_is_bounded(tmp_path, monkeypatch) -> None:
     assert got is True and waited == 0.5 and elapsed < 2.0
     message = runner._timeout({"shape": "rows=1"}, 0.5, 1.0)["error_message"]
     assert "besides 1 s waiting for the GPU" in message
+
+
+def test_an_evaluation_alone_waits_for_the_others_and_holds_them_off(monkeypatch) -> None:
+    """The slots behind the out-of-memory re-run: ``crowded()`` says whether another
+    evaluation ran beside this one; ``alone=True`` runs with none beside it."""
+    monkeypatch.setenv("KERNELKB_SANDBOX_CONCURRENCY", "4")
+    slots, events = runner._Slots(), []
+    first_in = threading.Event()
+
+    def first() -> None:
+        with slots.take() as crowded:
+            first_in.set()
+            time.sleep(0.3)
+            events.append(("first ends", crowded()))
+
+    def alone() -> None:
+        with slots.take(alone=True) as crowded:
+            events.append(("alone starts", crowded()))
+            time.sleep(0.3)
+            events.append(("alone ends", None))
+
+    def late() -> None:
+        with slots.take():
+            events.append(("late starts", None))
+
+    threads = [threading.Thread(target=first), threading.Thread(target=alone),
+               threading.Thread(target=late)]
+    threads[0].start()
+    first_in.wait(2)
+    threads[1].start()
+    time.sleep(0.05)
+    threads[2].start()
+    for thread in threads:
+        thread.join(5)
+    assert [e[0] for e in events] == ["first ends", "alone starts", "alone ends",
+                                      "late starts"], events
+    assert events[1][1] is False  # nothing ran beside the one alone
+    with slots.take() as crowded:
+        pass
+    assert crowded() is False
