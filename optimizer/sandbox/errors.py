@@ -110,7 +110,11 @@ def trim(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
 
 
 def classify_exit(returncode: int, stderr_tail: str) -> tuple[str, str, str]:
-    """(stage, error_kind, message) for a worker that died without writing a result."""
+    """(stage, error_kind, message) for a worker that died without writing a result.
+    A death by signal N reads -N, or 128 + N when it comes through the judge (the
+    evaluation's entry process, which outlives the worker)."""
+    if returncode > 128:
+        returncode = -(returncode - 128)
     lowered = stderr_tail.lower()
     if any(t in lowered for t in _ILLEGAL_ACCESS_TEXTS):
         return "run", "illegal_memory_access", _last_lines(stderr_tail)

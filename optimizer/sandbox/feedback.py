@@ -83,6 +83,9 @@ def _render_layers(r: EvalResult) -> str:
         lines.append("failing shapes: " + "; ".join(r.failing_shapes))
         return "\n".join(ln for ln in lines if ln)
     lines = [f"compile: ok · correctness: pass on {len(r.shapes_checked)} shapes ({_err_line(r)})"]
+    if r.judge.get("spot_checked"):
+        lines.append("judge: re-ran (" + "), (".join(r.judge["spot_checked"]) +
+                     ") on fresh inputs outside the candidate's process: pass")
     if not r.timing_available:
         lines.append(f"time: unavailable ({r.timing_note or 'no GPU'})")
         return "\n".join(lines)

@@ -87,6 +87,8 @@ class EvalResult:
     comparison: dict[str, Any] | None = None
     incumbent_drift: float | None = None  # incumbent's GPU time now / when it was measured
     settle: dict[str, Any] | None = None  # how the GPU was brought to a steady state
+    # what the judge checked itself (judge.py): shapes re-run on fresh inputs, its clock
+    judge: dict[str, Any] = field(default_factory=dict)
     time_ms: float | None = None  # weighted geomean of GPU times (call times without them)
     baseline_ms: float | None = None
     parent_ms: float | None = None

@@ -176,6 +176,50 @@ class Worker:
                 return
         self.out["final"] = True
         self.write()
+        if self.request.get("judge"):
+            self.serve(module)
+
+    def serve(self, module: ModuleType) -> None:
+        """Answer the judge's questions (judge.py) until it says bye: run the kernel on
+        inputs it names, or time calls back to back for its own clock."""
+        fds = self.request["judge"]
+        parent_run = _ParentRunner(self.request.get("parent_source"))
+        timed: dict[tuple[str, str], Any] = {}
+        with os.fdopen(fds["ask_fd"], "rb") as questions:
+            for line in questions:
+                try:
+                    question = json.loads(line)
+                    if question.get("op") == "bye":
+                        break
+                    answer = self.answer(module, parent_run, question, fds["data_fd"], timed)
+                except Exception as err:  # noqa: BLE001 - the judge decides what it means
+                    answer = {"error": trim(f"{type(err).__name__}: {err}")}
+                os.write(fds["answer_fd"], (json.dumps(answer) + "\n").encode())
+
+    def answer(self, module: ModuleType, parent_run: _ParentRunner, question: dict[str, Any],
+               data_fd: int, timed: dict[tuple[str, str], Any]) -> dict[str, Any]:
+        shape = tuple(int(d) for d in question["shape"])
+        if question["op"] == "run":
+            inputs = self.make_inputs(shape, seed=int(question["seed"]))
+            out = module.run(*inputs)
+            if self.device == "cuda":
+                torch.cuda.synchronize()
+            outs = checks.flatten_tensors(out) + [inputs[i] for i in self.mutated]
+            return {"tensors": _write_tensors(outs, data_fd)}
+        if question["op"] == "time":
+            key = (str(question["who"]), self.task.shape_label(shape))
+            if key not in timed:
+                sets = [self.make_inputs(shape, seed=int(question["seed"]))]
+                call = timing.rotating(module.run, sets) if key[0] == "candidate" \
+                    else parent_run.call(sets)
+                if call is None:
+                    raise RuntimeError("the incumbent does not load")
+                timed[key] = call
+            for _ in range(int(question["calls"])):
+                timed[key]()
+            torch.cuda.synchronize()
+            return {}
+        raise ValueError(f"unknown question {question['op']!r}")
 
     def make_inputs(self, shape: tuple[int, ...], seed: int) -> list[Any]:
         return list(self.task.make_inputs(shape, self.dtype, seed, self.device))
@@ -515,6 +559,21 @@ def measure_baseline(request: dict[str, Any]) -> dict[str, Any]:
     return {"final": True, "timings": out, "settle": settled.to_dict()}
 
 
+def _write_tensors(tensors: list[torch.Tensor], fd: int) -> list[dict[str, Any]]:
+    """The tensors' bytes one after another in the judge's memfd, and where each lies."""
+    os.ftruncate(fd, 0)
+    described, offset = [], 0
+    for t in tensors:
+        flat = t.detach().contiguous().reshape(-1).cpu()
+        raw = flat.view(torch.uint8).numpy() if flat.numel() else b""
+        os.pwrite(fd, raw, offset)
+        nbytes = flat.numel() * flat.element_size()
+        described.append({"dtype": str(t.dtype), "shape": list(t.shape), "offset": offset,
+                          "nbytes": nbytes})
+        offset += nbytes
+    return described
+
+
 def write_result(data: dict[str, Any], *, fd: int | None, path: str | None) -> None:
     """The result (or progress) to the runner's descriptor, or to a file (in-process
     tests): the runner reads only the descriptor it opened (runner.read_result)."""
@@ -544,6 +603,15 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     request = read_request(argv[0])
+    if request.get("mode") != "baseline" and request.get("result_fd") is not None:
+        from optimizer.sandbox import judge
+
+        return judge.run(request, _serve_worker)  # the worker in a child the judge follows
+    _serve_worker(request)
+    return 0
+
+
+def _serve_worker(request: dict[str, Any]) -> None:
     if os.environ.get("TRITON_INTERPRET") == "1":
         from optimizer.sandbox import bounds
 
@@ -555,9 +623,8 @@ def main(argv: list[str]) -> int:
     if request.get("mode") == "baseline":
         write_result(measure_baseline(request), fd=request.get("result_fd"),
                      path=request.get("result_path"))
-        return 0
+        return
     Worker(request).evaluate()
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,356 @@
+"""The judge: the one process of an evaluation that the candidate cannot reach.
+
+Every check the worker makes lives in the candidate's own process, where ``gc``, ctypes
+and ``__code__`` reach everything, including the descriptor the result goes out on; a
+candidate could write "ok, 100x" there itself. So the evaluation's entry process forks
+before any candidate code exists:
+
+- the **child** closes the runner's descriptors and becomes the worker: it loads the
+  candidate, checks and times it (worker.py), and writes its report into a descriptor of
+  the judge's (a memfd), then waits for the judge's questions;
+- the **parent**, the judge, never imports candidate code. It is not dumpable (so the
+  same-user child cannot open its memory or descriptors under /proc, and the jail's
+  seccomp filter refuses ptrace and process_vm_*), relays the worker's progress to the
+  runner, and decides the result itself:
+  * a spot-check on inputs it draws now, from a seed the worker has not seen, on shapes
+    it picks at random: the worker runs the live kernel on them, the judge computes the
+    reference itself and compares with the task's tolerance; a candidate that is wrong
+    where the worker said "pass" is ``wrong_result``, a report that does not parse or a
+    kernel that does not answer is a failure;
+  * on a GPU, its own clock: back-to-back calls of the candidate and of the incumbent,
+    timed by the judge around the worker's answer; where the calls are bound by GPU work
+    (``GPU_BOUND_MS``), a reported GPU time far under the judge's figure, or a claimed
+    gain the judge's ratio does not show, is ``cheat_timer``.
+  Only the judge writes the runner's result.
+
+What stays in the worker: provenance (a torch result copied out by a kernel) and the
+tamper checks, which need the candidate's process; they are the first line, and the
+judge's checks do not depend on them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import logging
+import math
+import os
+import random
+import secrets
+import select
+import time
+from typing import Any
+
+import torch
+
+log = logging.getLogger("optimizer.sandbox.judge")
+
+# shapes the judge re-checks, drawn at random; one under the CPU interpreter, where a
+# shape's run costs seconds (the worker checked every shape; the judge is there for a
+# worker the candidate rewrote, which is wrong everywhere it is wrong)
+SPOT_SHAPES = 1 if os.environ.get("TRITON_INTERPRET") == "1" else 2
+SPOT_MAX_BYTES = 4 * 2**30  # larger inputs are left to the worker's check (memory)
+ANSWER_TIMEOUT_S = 60.0  # for one answer of the worker to one question
+GPU_BOUND_MS = 0.5  # per call back to back: above this the GPU sets the pace, not the
+# host (a Python call with several launches costs up to ~0.2 ms of host time)
+REPORTED_SHARE = 0.6  # a reported GPU time under this share of the judge's figure is a lie
+CLAIM_SLACK = 1.3  # a claimed ratio over the judge's ratio by more than this is a lie
+TIMED_MS = 20.0  # judge-timed calls per shape and side: about this long
+POLL_S = 0.1
+_PR_SET_DUMPABLE = 4
+
+
+class JudgeFailure(Exception):
+    """The worker's answers broke the protocol, or a check failed: ``kind`` is the
+    verdict's error kind."""
+
+    def __init__(self, kind: str, message: str, label: str | None = None):
+        super().__init__(message)
+        self.kind, self.label = kind, label
+
+
+def run(request: dict[str, Any], serve_worker: Any) -> int:
+    """Fork the worker (``serve_worker(request)`` in the child), judge it, write the
+    result on the runner's descriptor. Returns the exit code for the entry process."""
+    runner_fd = request.get("result_fd")
+    report_fd = os.memfd_create("kernelkb-worker-report", 0)
+    data_fd = os.memfd_create("kernelkb-worker-data", 0)
+    ask_r, ask_w = os.pipe()
+    answer_r, answer_w = os.pipe()
+    _not_dumpable()
+    pid = os.fork()
+    if pid == 0:  # the worker: nothing of the runner's stays open in it
+        code = 1
+        try:
+            for fd in (runner_fd, ask_w, answer_r):
+                if fd is not None:
+                    os.close(fd)
+            serve_worker({**request, "result_fd": report_fd, "result_path": None,
+                          "judge": {"ask_fd": ask_r, "answer_fd": answer_w,
+                                    "data_fd": data_fd}})
+            code = 0
+        finally:
+            os._exit(code)
+    for fd in (ask_r, answer_w):
+        os.close(fd)
+    judge = Judge(request, pid, report_fd, data_fd, ask_w, answer_r)
+    return judge.follow()
+
+
+def _not_dumpable() -> None:
+    """Linux only: /proc/<judge>/mem and /proc/<judge>/fd refuse the same-user worker."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+            log.warning("judge: prctl(PR_SET_DUMPABLE, 0) failed")
+    except (OSError, AttributeError):
+        log.warning("judge: no prctl here; the worker could read the judge's memory")
+
+
+class Judge:
+    def __init__(self, request: dict[str, Any], pid: int, report_fd: int, data_fd: int,
+                 ask_fd: int, answer_fd: int) -> None:
+        from kernels.base import DTYPES, get_task
+        from kernels.discovery import load_origin
+
+        load_origin(request.get("task_origin"))  # a user's task file, as the worker does
+        self.request, self.pid = request, pid
+        self.report_fd, self.data_fd = report_fd, data_fd
+        self.ask_fd, self.answer_fd = ask_fd, answer_fd
+        self.runner_fd = request.get("result_fd")
+        self.task = get_task(request["task"])
+        self.dtype = DTYPES[request["dtype"]]
+        self.tol = self.task.tolerances[request["dtype"]]
+        self.status: int | None = None
+        self._answers = b""
+
+    # -- following the worker ------------------------------------------------------
+    def follow(self) -> int:
+        """Relay progress until the worker's report is final, then judge it."""
+        report: dict[str, Any] = {}
+        while True:
+            report = self.read_report()
+            if report.get("final") or self.exited():
+                break
+            self.relay(report)
+            time.sleep(POLL_S)
+        if self.exited() and not report.get("final"):
+            self.relay(report)  # the runner classifies the death from the exit status
+            return _exit_code(self.status)
+        if report.get("error_kind") is None:
+            report = self.judge(report)
+        self.bye()
+        self.relay({**report, "final": True})
+        return 0
+
+    def read_report(self) -> dict[str, Any]:
+        from optimizer.sandbox.runner import read_result
+
+        return read_result(self.report_fd)
+
+    def relay(self, report: dict[str, Any]) -> None:
+        if self.runner_fd is None:
+            return
+        text = json.dumps(report).encode()
+        os.ftruncate(self.runner_fd, 0)
+        os.pwrite(self.runner_fd, text, 0)
+
+    def exited(self) -> bool:
+        if self.status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.status = status
+        return self.status is not None
+
+    def bye(self) -> None:
+        try:
+            self.ask({"op": "bye"}, wait=False)
+        except (OSError, JudgeFailure):
+            pass
+        deadline = time.monotonic() + 10
+        while not self.exited() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if not self.exited():
+            os.kill(self.pid, 9)
+            os.waitpid(self.pid, 0)
+
+    # -- the questions -------------------------------------------------------------
+    def ask(self, question: dict[str, Any], wait: bool = True) -> dict[str, Any]:
+        os.write(self.ask_fd, (json.dumps(question) + "\n").encode())
+        if not wait:
+            return {}
+        deadline = time.monotonic() + ANSWER_TIMEOUT_S
+        while b"\n" not in self._answers:
+            left = deadline - time.monotonic()
+            if left <= 0 or self.exited():
+                raise JudgeFailure("crash" if self.exited() else "timeout",
+                                   f"the kernel gave the judge no answer to {question['op']}"
+                                   f" on ({question.get('label')})")
+            ready, _, _ = select.select([self.answer_fd], [], [], min(left, 1.0))
+            if ready:
+                chunk = os.read(self.answer_fd, 1 << 16)
+                if not chunk:
+                    continue
+                self._answers += chunk
+                if len(self._answers) > 1 << 20:
+                    raise JudgeFailure("crash", "the worker's answer to the judge is too long")
+        line, self._answers = self._answers.split(b"\n", 1)
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            raise JudgeFailure("crash", "the worker answered the judge with junk") from None
+        if not isinstance(answer, dict) or answer.get("error"):
+            message = answer.get("error") if isinstance(answer, dict) else "junk"
+            raise JudgeFailure("crash", f"on ({question.get('label')}): {message}"[:2000])
+        return answer
+
+    def tensors(self, answer: dict[str, Any]) -> list[torch.Tensor]:
+        """The worker's output tensors, read from the data memfd by the judge."""
+        out = []
+        size = os.fstat(self.data_fd).st_size
+        for meta in answer.get("tensors", []):
+            try:
+                dtype = getattr(torch, str(meta["dtype"]).removeprefix("torch."))
+                shape = [int(d) for d in meta["shape"]]
+                offset, nbytes = int(meta["offset"]), int(meta["nbytes"])
+            except (KeyError, TypeError, ValueError, AttributeError):
+                raise JudgeFailure("crash", "the worker described its output badly") from None
+            count = math.prod(shape)
+            if not isinstance(dtype, torch.dtype) or offset < 0 or offset + nbytes > size \
+                    or nbytes != count * torch.empty((), dtype=dtype).element_size():
+                raise JudgeFailure("crash", "the worker's output does not fit its description")
+            raw = bytearray(nbytes)
+            if nbytes and os.preadv(self.data_fd, [raw], offset) != nbytes:
+                raise JudgeFailure("crash", "the worker's output was cut short")
+            flat = torch.frombuffer(raw, dtype=dtype) if nbytes else torch.empty(0, dtype=dtype)
+            out.append(flat.reshape(shape))
+        return out
+
+    # -- the verdict ---------------------------------------------------------------
+    def judge(self, report: dict[str, Any]) -> dict[str, Any]:
+        seen: dict[str, Any] = {"spot_checked": [], "timed": {}}
+        try:
+            for shape in self.spot_shapes(report):
+                self.spot_check(shape, seen)
+            if self.request.get("timing") and torch.cuda.is_available() \
+                    and report.get("gpu"):
+                self.check_clock(report, seen)
+        except JudgeFailure as failure:
+            log.info("judge: %s: %s", failure.kind, failure)
+            stage = "performance" if failure.kind == "cheat_timer" else "correctness"
+            report = {**report, "stage": stage, "error_kind": failure.kind,
+                      "error_message": f"the judge: {failure}"[:4000],
+                      "failing_shapes": [failure.label] if failure.label else []}
+        return {**report, "judge": seen}
+
+    def spot_shapes(self, report: dict[str, Any]) -> list[tuple[int, ...]]:
+        """Drawn from the shapes the judge asked for, not from the report's list, which
+        must name every one of them."""
+        shapes = [tuple(s) for s in self.request["shapes"]]
+        asked = {self.task.shape_label(s) for s in shapes}
+        if set(report.get("checked") or []) != asked:
+            raise JudgeFailure("crash", "the worker's report does not cover the shapes "
+                                        "asked: it was not written by the checks")
+        by_size = sorted(shapes, key=lambda s: _input_bytes(self.task, s, self.dtype))
+        small = [s for s in by_size
+                 if _input_bytes(self.task, s, self.dtype) <= SPOT_MAX_BYTES] or by_size[:1]
+        return random.SystemRandom().sample(small, min(SPOT_SHAPES, len(small)))
+
+    def spot_check(self, shape: tuple[int, ...], seen: dict[str, Any]) -> None:
+        from optimizer.sandbox import checks
+
+        label = self.task.shape_label(shape)
+        seed = secrets.randbelow(2**30)
+        answer = self.ask({"op": "run", "shape": list(shape), "seed": seed, "label": label})
+        outs = self.tensors(answer)
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        inputs = list(self.task.make_inputs(shape, self.dtype, seed, device))
+        ref = self.task.reference(*inputs)
+        refs = checks.flatten_tensors(ref)
+        refs += [inputs[i] for i in getattr(self.task, "mutated_inputs", ()) or ()]
+        outs = [o.to(r.device) for o, r in zip(outs, refs, strict=False)] + outs[len(refs):]
+        stats = checks.compare_outputs(outs, refs, self.tol.atol, self.tol.rtol)
+        if isinstance(stats, str):
+            raise JudgeFailure("wrong_result", f"({label}) on fresh inputs: {stats}", label)
+        verdict = checks.shape_verdict(stats, self.tol.max_bias)
+        if verdict:
+            raise JudgeFailure(verdict, "on fresh inputs, " + checks.describe_failure(
+                verdict, label, stats, self.tol.max_bias), label)
+        seen["spot_checked"].append(label)
+        del inputs, ref, refs, outs
+
+    def check_clock(self, report: dict[str, Any], seen: dict[str, Any]) -> None:
+        """The judge's own clock over back-to-back calls of both kernels, on the shapes
+        where the GPU sets the pace: the reported figures must agree with it."""
+        alone = (report.get("gpu") or {}).get("alone") or {}
+        comparison = (report.get("gpu") or {}).get("comparison") or {}
+        compared = comparison.get("shapes") or {}
+        for label, figures in alone.items():
+            reported = _positive(figures[0] if figures else None)
+            if reported is None:
+                raise JudgeFailure("cheat_timer", f"({label}): no usable GPU time reported")
+            shape = self.task.parse_shape(label)
+            calls = max(5, min(500, math.ceil(TIMED_MS / max(reported, 1e-3))))
+            mine = self.timed(shape, label, "candidate", calls)
+            seen["timed"][label] = {"candidate_ms": mine, "reported_ms": reported}
+            if mine < GPU_BOUND_MS:
+                continue  # launch-bound: wall time says nothing of GPU time here
+            if reported < REPORTED_SHARE * mine:
+                raise JudgeFailure("cheat_timer", (
+                    f"({label}) the worker reported {reported:.4f} ms of GPU time; the "
+                    f"judge's clock saw {mine:.4f} ms per call back to back"), label)
+            claimed = _positive((compared.get(label) or {}).get("ratio"))
+            if claimed is not None and claimed > 1.0:
+                try:
+                    theirs = self.timed(shape, label, "incumbent", calls)
+                except JudgeFailure as failure:  # it ran in the comparison: it must here
+                    raise JudgeFailure("cheat_timer", f"({label}) the claimed gain cannot "
+                                       f"be checked: the incumbent did not run ({failure})"
+                                       ) from None
+                seen["timed"][label]["incumbent_ms"] = theirs
+                if claimed > CLAIM_SLACK * theirs / mine:
+                    raise JudgeFailure("cheat_timer", (
+                        f"({label}) the comparison claims {claimed:.2f}x over the "
+                        f"incumbent; the judge's clock saw {theirs / mine:.2f}x"), label)
+
+    def timed(self, shape: tuple[int, ...], label: str, who: str, calls: int) -> float:
+        """ms per call: the lower of two passes, each timed by the judge from question
+        to answer (the worker synchronises before it answers)."""
+        from optimizer.sandbox.gpu_turns import GpuTurns
+
+        turns = GpuTurns(self.request.get("gpu_gate_fd"), self.request.get("gpu_lock_fd"))
+        question = {"op": "time", "who": who, "shape": list(shape), "calls": calls,
+                    "seed": secrets.randbelow(2**30), "label": label}
+        best = math.inf
+        with turns.exclusive():
+            self.ask({**question, "calls": 1})  # inputs made, kernels loaded and warm
+            for _ in range(2):
+                began = time.perf_counter()
+                self.ask(question)
+                best = min(best, (time.perf_counter() - began) * 1e3 / calls)
+        return best
+
+
+def _input_bytes(task: Any, shape: tuple[int, ...], dtype: torch.dtype) -> int:
+    try:
+        return int(task.bytes_moved(shape, dtype))
+    except Exception:  # noqa: BLE001 - a task without a byte count: assume it fits
+        return 0
+
+
+def _positive(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) and number > 0 else None
+
+
+def _exit_code(status: int | None) -> int:
+    """The worker's death as the entry process's exit status (128 + signal)."""
+    if status is None:
+        return 1
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1
+

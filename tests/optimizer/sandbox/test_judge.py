@@ -1,0 +1,91 @@
+"""The judge (optimizer/sandbox/judge.py): the result the runner reads is decided in a
+process the candidate cannot reach, from checks it made itself.
+
+Each planted candidate beats the worker's own checks, which live in the candidate's
+process; the judge must still give the right verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernels.base import get_task
+from optimizer.sandbox import evaluate
+from optimizer.sandbox.judge import Judge, JudgeFailure
+
+BAD = Path(__file__).parents[2] / "bad_kernels"
+
+
+def _evaluate(name: str):
+    return evaluate("softmax", (BAD / name).read_text(), shapes="cpu", seeds=1)
+
+
+def test_a_check_rewritten_in_the_candidate_process_does_not_fool_the_judge() -> None:
+    result = _evaluate("swaps_check_code.py")
+    assert not result.ok
+    assert result.error_kind == "wrong_result", result.text
+    # the worker's checks passed it: the failure is the judge's, on inputs drawn now
+    assert result.error_message.startswith("the judge: on fresh inputs"), result.error_message
+    assert result.failing_shapes and result.failing_shapes[0] in result.error_message
+
+
+def test_a_forged_report_is_not_a_result() -> None:
+    result = _evaluate("forges_report.py")
+    assert not result.ok, result.text
+    assert result.error_kind == "crash"
+    assert "the judge" in result.error_message
+
+
+def test_the_judge_is_out_of_the_candidates_reach() -> None:
+    result = _evaluate("reads_judge.py")
+    assert result.error_kind == "runtime_error", result.text
+    found = result.error_message.split("RuntimeError: ", 1)[-1].splitlines()[0]
+    assert found.count("denied (") == 3 and "open" not in found, found
+
+
+def test_an_honest_kernel_passes_and_says_what_the_judge_checked() -> None:
+    task = get_task("softmax")
+    result = evaluate("softmax", task.template, shapes="cpu", seeds=1)
+    assert result.ok, result.text
+    labels = {task.shape_label(s) for s in task.cpu_shapes}
+    assert result.judge["spot_checked"] and set(result.judge["spot_checked"]) <= labels
+    assert "judge: re-ran" in result.text
+
+
+class _Clocked(Judge):
+    """The clock rule alone: the judge's own figures scripted per side."""
+
+    def __init__(self, mine: float, theirs: float) -> None:
+        self.task = get_task("softmax")
+        self.figures = {"candidate": mine, "incumbent": theirs}
+
+    def timed(self, shape, label, who, calls):
+        return self.figures[who]
+
+
+def _report(reported: float, claimed: float | None) -> dict:
+    label = "rows=4096,cols=4096"
+    gpu = {"alone": {label: [reported, 0.0, 0.02]}}
+    if claimed is not None:
+        gpu["comparison"] = {"shapes": {label: {"ratio": claimed}}}
+    return {"gpu": gpu}
+
+
+@pytest.mark.parametrize(("mine", "theirs", "reported", "claimed", "caught"), [
+    (1.00, 1.00, 0.98, None, False),   # GPU-bound, figures agree
+    (1.00, 1.00, 0.30, None, True),    # reported GPU time far under the judge's clock
+    (1.00, 1.50, 0.95, 1.45, False),   # a real gain: the judge's ratio shows it
+    (1.00, 1.05, 0.70, 1.60, True),    # a claimed gain the judge's clock does not show
+    (0.02, 0.02, 0.004, 3.0, False),   # launch-bound: wall time says nothing, no verdict
+])
+def test_the_judges_clock(mine, theirs, reported, claimed, caught) -> None:
+    seen = {"timed": {}}
+    judge = _Clocked(mine, theirs)
+    if caught:
+        with pytest.raises(JudgeFailure) as failure:
+            judge.check_clock(_report(reported, claimed), seen)
+        assert failure.value.kind == "cheat_timer" and "judge's clock" in str(failure.value)
+    else:
+        judge.check_clock(_report(reported, claimed), seen)
+        assert seen["timed"]["rows=4096,cols=4096"]["candidate_ms"] == mine
