@@ -28,7 +28,7 @@ import torch
 
 from kernels.base import DTYPES, Task, get_task, load_candidate
 from kernels.discovery import load_origin
-from optimizer.sandbox import checks, compare, provenance, tamper, timing
+from optimizer.sandbox import checks, compare, jit_globals, provenance, tamper, timing
 from optimizer.sandbox.errors import classify_exception, exception_message, trim
 from optimizer.sandbox.gpu_turns import GpuTurns
 
@@ -135,6 +135,11 @@ class Worker:
             self.fail(stage, kind, exception_message(err, CANDIDATE_FILE), traceback.format_exc())
             return
         self.tracker.candidate_file = getattr(module, "__file__", "") or ""
+        if os.environ.get("TRITON_INTERPRET") == "1":
+            refused = jit_globals.non_constexpr_globals(module)
+            if refused:
+                self.fail("compile", "compile_error", jit_globals.message(refused))
+                return
         try:
             self.guard("after the import")
             self.check_all(module)
