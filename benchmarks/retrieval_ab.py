@@ -400,7 +400,10 @@ def plot(report: dict[str, Any], path: Path) -> None:
             ax.axhline(target / (1 + report["config"]["tolerance"]), color="gray",
                        linestyle="--", linewidth=0.8, label="within 3% of the best")
         else:
-            ax.text(0.5, 0.5, "nothing timed (no GPU)", ha="center", va="center",
+            runs = [r for r in report["runs"] if r["task"] == task]
+            why = "no run started" if runs and all(r.get("returncode") for r in runs) \
+                else "nothing timed"
+            ax.text(0.5, 0.5, why, ha="center", va="center",
                     transform=ax.transAxes, color="gray")
         ax.set(title=task, xlabel="evaluation (baseline = 1)",
                ylabel="best-so-far speedup vs naive")
