@@ -17,6 +17,8 @@ from typing import Any
 
 HELP = "optimize a task's kernel with an agent, writing experiences back"
 progress = logging.getLogger("kernelkb.progress")
+GPU_MAX_ITERS = 100
+CPU_MAX_ITERS = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,7 +28,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="offline catalog agent (default), an LLM, or the knob tuner")
     parser.add_argument("--search", choices=("grid", "tpe"), default="grid",
                         help="tuner agent: grid or TPE-like search over the knobs")
-    parser.add_argument("--max-iters", type=int, default=100)
+    parser.add_argument("--max-iters", type=int, default=None,
+                        help=f"rounds at most (default {GPU_MAX_ITERS} on a GPU; "
+                             f"{CPU_MAX_ITERS} on a CPU, where nothing is timed: a short "
+                             "check of the loop)")
+    parser.add_argument("--keep-untimed", action="store_true",
+                        help="on a CPU, store the run's untimed rounds as experiences too "
+                             "(default: they go to the run's journal only)")
     parser.add_argument("--patience", type=int, default=6)
     parser.add_argument("--budget-s", type=float, default=None,
                         help="stop after this many seconds of evaluation (GPU) time")
@@ -53,7 +61,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "store's home)")
     parser.add_argument("--journal", type=Path, default=None,
                         help="journal path when the service is down (default: in the run)")
-    parser.add_argument("--model", default=None, help="LLM model (else settings)")
+    parser.add_argument("--model", default=None, help="LLM model (else KERNELKB_LLM_MODEL)")
+    parser.add_argument("--base-url", default=None, metavar="URL",
+                        help="OpenAI-compatible endpoint of --agent llm, e.g. vLLM "
+                             "http://localhost:8000/v1 or Ollama http://localhost:11434/v1 "
+                             "(else KERNELKB_LLM_BASE_URL or OPENAI_BASE_URL)")
     parser.add_argument("--seed", type=int, default=0)
 
 
@@ -74,6 +86,11 @@ def run(args: argparse.Namespace) -> int:
 
     log = logging.getLogger(__name__)
     settings = Settings()
+    import torch
+
+    on_gpu = torch.cuda.is_available()
+    if args.max_iters is None:
+        args.max_iters = GPU_MAX_ITERS if on_gpu else CPU_MAX_ITERS
     try:  # every argument checked before the store opens or the model loads
         task_name = check_arguments(args)
         policy = PolicyConfig(patience=args.patience, max_iters=args.max_iters,
@@ -97,6 +114,13 @@ def run(args: argparse.Namespace) -> int:
     from kb.terminal import progress as progress_bar
 
     knowledge, write_back = make_knowledge(settings)
+    if not on_gpu:
+        progress.info("no GPU here: the CPU interpreter checks correctness only, nothing will "
+                      "be timed, and every round's verdict is neutral (untimed); %d rounds "
+                      "(--max-iters), kept in the run's journal%s", args.max_iters,
+                      " and the store (--keep-untimed)" if args.keep_untimed else
+                      ", not the store (--keep-untimed stores them)")
+        write_back = write_back and args.keep_untimed
     interrupt_on_sigterm()
     with progress_bar(f"optimize {task_name}: baseline and round 1") as bar:
         def on_round(outcome: Any) -> None:
@@ -191,7 +215,13 @@ def make_agent(args: argparse.Namespace, settings: Any) -> Any:
     model = args.model or settings.llm_model
     if not model:
         raise ValueError("--agent llm needs a model: --model or KERNELKB_LLM_MODEL")
-    return LLMAgent(LLMSettings(base_url=settings.llm_base_url, model=model,
+    base_url = getattr(args, "base_url", None) or settings.llm_base_url
+    if not base_url and not settings.llm_api_key:
+        raise ValueError(
+            "--agent llm needs an endpoint: --base-url URL for a local server (vLLM: "
+            "http://localhost:8000/v1, Ollama: http://localhost:11434/v1), or an API key "
+            "(KERNELKB_LLM_API_KEY or OPENAI_API_KEY) for the public OpenAI endpoint")
+    return LLMAgent(LLMSettings(base_url=base_url, model=model,
                                 api_key=settings.llm_api_key))
 
 

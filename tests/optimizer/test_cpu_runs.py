@@ -110,6 +110,12 @@ def test_a_cpu_optimize_run_checks_its_cpu_shapes_and_says_nothing_was_timed(
                           "--out", str(tmp_path / "runs")],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
     assert run.returncode == 0, run.stderr[-3000:]
+    said = run.stdout + run.stderr
+    # said before the first round, not only at the end; untimed rounds stay out of the store
+    assert said.index("nothing will be timed") < said.index("nothing was timed")
+    assert "not the store (--keep-untimed stores them)" in said
+    (journal,) = (tmp_path / "runs").glob("*/journal.jsonl")
+    assert journal.read_text().strip()
     (report,) = (tmp_path / "runs").glob("*/report.md")
     text = report.read_text()
     assert "**Nothing in this report was timed.**" in text

@@ -126,3 +126,30 @@ def test_an_endpoint_failing_mid_run_stops_it_and_keeps_only_real_rounds(
     assert store.stats()["experiences"] == 2
     report = result.report_path.read_text()
     assert "**agent_unavailable** (the LLM endpoint" in report
+
+
+def test_without_an_endpoint_or_a_key_the_cli_says_how_to_give_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """No silent default to the public endpoint: a local server's URL, or a key."""
+    monkeypatch.setenv("KERNELKB_HOME", str(tmp_path / "home"))
+    for name in ("KERNELKB_LLM_BASE_URL", "KERNELKB_LLM_API_KEY", "OPENAI_BASE_URL",
+                 "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    status = main(["optimize", "softmax", "--agent", "llm", "--model", "m"])
+    assert status == 2
+    assert "--base-url URL" in caplog.text and "Ollama" in caplog.text
+    assert not (tmp_path / "home").exists()
+
+
+def test_base_url_names_the_endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                     caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("KERNELKB_HOME", str(tmp_path / "home"))
+    for name in ("KERNELKB_LLM_BASE_URL", "KERNELKB_LLM_API_KEY", "OPENAI_BASE_URL",
+                 "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    port = closed_port()
+    status = main(["optimize", "softmax", "--agent", "llm", "--model", "m",
+                   "--base-url", f"http://127.0.0.1:{port}/v1"])
+    assert status == 1  # asked, and it is down: the endpoint given is the one asked
+    assert f"127.0.0.1:{port}" in caplog.text
