@@ -63,7 +63,7 @@ POLICY_NOISE = PolicyConfig().min_noise  # the CLI runs the policy's default
 # repeat): no seconds, no evaluation
 UNEVALUATED = ("unusable_reply", "no_change", "repeat")
 EVALUATED = re.compile(r"optimizer\.loop: evaluated in ([0-9.]+) s")
-REGIME = re.compile(r"optimizer\.session: regime (\S+) \(\d+ of \d+\)")
+REGIME = re.compile(r"\bregime (\S+) \(\d+ of \d+\)")  # a progress line of the session
 STOPPED = re.compile(r"stopped by (\w+) after (\d+) rounds")
 # what decides where a run's store lives: replaced by the run's own
 STORE_VARS = ("KERNELKB_HOME", "KERNELKB_DATA_DIR", "KERNELKB_DB_URL", "KERNELKB_DATABASE_URL",
@@ -420,7 +420,7 @@ def optimize_command(task: str, arm: str, seed: int, out: Path, budget_s: float,
     command = [sys.executable, "-m", "kb.cli", "optimize", task, "--tasks-dir",
                str(TASKS_DIR), "--agent", "offline", "--budget-s", f"{budget_s:g}",
                "--max-iters", str(max_iters), "--no-peers", "--seed", str(seed),
-               "--out", str(out)]
+               "--out", str(out), "--verbose"]  # the loop's "evaluated in" lines: the seconds
     return command + (["--no-retrieval"] if arm == "no_retrieval" else [])
 
 

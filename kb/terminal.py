@@ -63,6 +63,28 @@ class _ConsoleHandler(logging.Handler):
             self.handleError(record)
 
 
+PROGRESS = "kernelkb.progress"  # a command's own lines to its user: printed as they are
+
+
+class _Formatter(logging.Formatter):
+    """A command's progress lines as plain sentences; every other line with its level
+    and logger, as logs are."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.name == PROGRESS and record.levelno == logging.INFO:
+            return record.getMessage()
+        return super().format(record)
+
+
+def quiet_own_logs() -> None:
+    """Without --verbose, a long command (optimize) shows its progress lines only: the
+    modules' INFO lines (each evaluation's steps, seeding, retrieval) are for -v."""
+    for name in OWN_LOGGERS:
+        if name != PROGRESS:
+            logging.getLogger(name).setLevel(logging.WARNING)
+    logging.getLogger(PROGRESS).setLevel(logging.INFO)
+
+
 def configure_logging(verbose: bool = False, fmt: str = FORMAT,
                       own: tuple[str, ...] = ()) -> None:
     """INFO lines of our packages and ``own`` loggers (DEBUG of everything with
@@ -76,7 +98,7 @@ def configure_logging(verbose: bool = False, fmt: str = FORMAT,
         root.removeHandler(handler)
     handler: logging.Handler = _ConsoleHandler() if interactive() else \
         logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(fmt, datefmt="%H:%M:%S"))
+    handler.setFormatter(_Formatter(fmt, datefmt="%H:%M:%S"))
     handler._kernelkb = True  # type: ignore[attr-defined]
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if verbose else logging.WARNING)

@@ -32,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"rounds at most (default {GPU_MAX_ITERS} on a GPU; "
                              f"{CPU_MAX_ITERS} on a CPU, where nothing is timed: a short "
                              "check of the loop)")
+    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="every module's log lines (each evaluation's steps, retrieval, "
+                             "seeding), not only a line a round and the summary")
     parser.add_argument("--keep-untimed", action="store_true",
                         help="on a CPU, store the run's untimed rounds as experiences too "
                              "(default: they go to the run's journal only)")
@@ -79,12 +82,15 @@ def tasks_dir_flag(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from kb.settings import Settings
+    from kb.terminal import quiet_own_logs
     from optimizer.agents.base import AgentUnavailable
     from optimizer.loop import LoopOptions, StartFailed
     from optimizer.policy import PolicyConfig, StopReason
     from optimizer.session import optimize
 
     log = logging.getLogger(__name__)
+    if not getattr(args, "verbose", False):
+        quiet_own_logs()
     settings = Settings()
     import torch
 

@@ -27,6 +27,7 @@ from optimizer.report import write_report
 from optimizer.writeback import Journal, Writeback
 
 log = logging.getLogger(__name__)
+progress = logging.getLogger("kernelkb.progress")  # the lines a user of the command reads
 # stops that end the whole run, not only the regime they happened in
 STOPPED_EARLY = (StopReason.interrupt, StopReason.agent_unavailable)
 UNTIMED_NOTE = ("**Nothing in this report was timed.** There is no GPU here: every kernel ran "
@@ -106,8 +107,8 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = No
                     evaluator=evaluator or sandbox.evaluate, writeback=writeback,
                     policy=Policy(share), knowledge=knowledge, options=sub_options,
                     baseline=baseline, on_round=on_round)
-        log.info("regime %s (%d of %d): %d round shapes, %d sweep shapes", regime, n + 1,
-                 len(plan), len(shapes), len(sweep))
+        progress.info("regime %s (%d of %d): %d round shapes, %d sweep shapes", regime,
+                      n + 1, len(plan), len(shapes), len(sweep))
         results[regime] = loop.run()
         stopped = results[regime].stop_reason
         if stopped in STOPPED_EARLY:
@@ -132,7 +133,7 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = No
     note = "" if env.arch != "cpu" else UNTIMED_NOTE
     result.report_path = write_report(result, run_dir, title_note=note)
     result.journal_path = journal.path if writeback.journaled else None
-    log.info("%s; report: %s", writeback.summary(), result.report_path)
+    progress.info("%s", writeback.summary())
     return result
 
 
