@@ -38,7 +38,9 @@ import os
 import random
 import secrets
 import select
+import sys
 import time
+import traceback
 from typing import Any
 
 import torch
@@ -89,7 +91,14 @@ def run(request: dict[str, Any], serve_worker: Any) -> int:
                           "judge": {"ask_fd": ask_r, "answer_fd": answer_w,
                                     "data_fd": data_fd}})
             code = 0
+        except BaseException:  # noqa: B036 - its traceback is the runner's only clue
+            traceback.print_exc()
         finally:
+            for stream in (sys.stdout, sys.stderr):  # os._exit flushes nothing
+                try:
+                    stream.flush()
+                except Exception:  # noqa: BLE001, S110 - a closed stream: nothing to keep
+                    pass
             os._exit(code)
     for fd in (ask_r, answer_w):
         os.close(fd)
@@ -261,10 +270,22 @@ class Judge:
 
         label = self.task.shape_label(shape)
         seed = secrets.randbelow(2**30)
-        answer = self.ask({"op": "run", "shape": list(shape), "seed": seed, "label": label})
+        # the first spot-check meets one of the input conditions the task declares, at
+        # random (a worker rewritten to skip them is caught where the kernel needs
+        # them); the others are plain draws
+        conditions = list(getattr(self.task, "input_conditions", ()) or ()) \
+            if self.request.get("conditions", True) else []
+        condition = random.SystemRandom().choice(conditions) \
+            if conditions and not seen["spot_checked"] else None
+        if condition is not None:
+            label = f"{label} [{condition.name}]"
+        answer = self.ask({"op": "run", "shape": list(shape), "seed": seed, "label": label,
+                           "condition": condition.name if condition else None})
         outs = self.tensors(answer)
         device = "cuda" if torch.cuda.is_available() else "cpu"
         inputs = list(self.task.make_inputs(shape, self.dtype, seed, device))
+        if condition is not None:
+            inputs = list(condition.apply(tuple(inputs), seed))
         ref = self.task.reference(*inputs)
         refs = checks.flatten_tensors(ref)
         refs += [inputs[i] for i in getattr(self.task, "mutated_inputs", ()) or ()]

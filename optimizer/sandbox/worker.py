@@ -205,7 +205,12 @@ class Worker:
                data_fd: int, timed: dict[tuple[str, str], Any]) -> dict[str, Any]:
         shape = tuple(int(d) for d in question["shape"])
         if question["op"] == "run":
-            inputs = self.make_inputs(shape, seed=int(question["seed"]))
+            seed = int(question["seed"])
+            inputs = self.make_inputs(shape, seed=seed)
+            if question.get("condition"):
+                (condition,) = [c for c in self.task.input_conditions
+                                if c.name == question["condition"]]
+                inputs = list(condition.apply(tuple(inputs), seed))
             out = module.run(*inputs)
             if self.device == "cuda":
                 torch.cuda.synchronize()

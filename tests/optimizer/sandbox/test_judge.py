@@ -49,7 +49,11 @@ def test_an_honest_kernel_passes_and_says_what_the_judge_checked() -> None:
     result = evaluate("softmax", task.template, shapes="cpu", seeds=1)
     assert result.ok, result.text
     labels = {task.shape_label(s) for s in task.cpu_shapes}
-    assert result.judge["spot_checked"] and set(result.judge["spot_checked"]) <= labels
+    checked = [label.split(" [")[0] for label in result.judge["spot_checked"]]
+    assert checked and set(checked) <= labels
+    # softmax declares input conditions: the first spot-check meets one of them
+    names = {c.name for c in task.input_conditions}
+    assert result.judge["spot_checked"][0].split(" [")[1].rstrip("]") in names
     assert "judge: re-ran" in result.text
 
 
@@ -89,3 +93,21 @@ def test_the_judges_clock(mine, theirs, reported, claimed, caught) -> None:
     else:
         judge.check_clock(_report(reported, claimed), seen)
         assert seen["timed"]["rows=4096,cols=4096"]["candidate_ms"] == mine
+
+
+def test_a_worker_told_to_skip_the_input_conditions_is_caught() -> None:
+    """A softmax without the row maximum passes the plain draw; the candidate switches
+    the worker's input conditions off through gc. The judge's spot-check meets one."""
+    result = _evaluate("skips_conditions.py")
+    assert result.error_kind in ("wrong_result", "bias"), result.text
+    assert result.error_message.startswith("the judge: on fresh inputs"), result.error_message
+
+
+def test_the_workers_prints_reach_the_logs() -> None:
+    """The worker is a forked child of the judge: a candidate's own prints still come
+    back in the logs the feedback shows."""
+    source = get_task("softmax").template.replace(
+        "def run(", "print('hello from the candidate', flush=False)\n\n\ndef run(", 1)
+    result = evaluate("softmax", source, shapes="cpu", seeds=1)
+    assert result.ok, result.text
+    assert "hello from the candidate" in result.artifacts["stdout_tail"]
