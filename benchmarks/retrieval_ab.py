@@ -45,11 +45,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from optimizer.loop import _score as loop_score  # noqa: E402
 from optimizer.policy import PolicyConfig  # noqa: E402
 from optimizer.verdict import MAX_NOISE, MIN_NOISE, relative_spread  # noqa: E402
 
@@ -118,14 +120,11 @@ def _ok(feedback: dict[str, Any]) -> bool:
 
 
 def _score(feedback: dict[str, Any], best: float | None) -> float | None:
-    """optimizer.loop._score on a record: the best's time over the measured ratio when
-    there is a comparison, else the candidate's own time; None untimed or untrusted."""
-    if not (_ok(feedback) and feedback.get("timing_available") and not feedback.get("suspect")):
-        return None
-    comparison = feedback.get("comparison")
-    if comparison and best:
-        return best / float(comparison["ratio"])
-    return feedback.get("time_ms")
+    """The loop's own score (optimizer.loop._score) on a stored record's feedback."""
+    return loop_score(SimpleNamespace(
+        ok=_ok(feedback), timing_available=bool(feedback.get("timing_available")),
+        suspect=bool(feedback.get("suspect")), comparison=feedback.get("comparison"),
+        time_ms=feedback.get("time_ms")), best)
 
 
 def _spread(feedback: dict[str, Any]) -> float:

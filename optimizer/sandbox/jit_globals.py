@@ -46,7 +46,7 @@ def _allowed(name: str, scope: dict[str, Any]) -> bool:
     value = scope[name]
     return (isinstance(value, (ModuleType, *JIT_TYPES, tl.constexpr, tl.dtype))
             or getattr(value, "__triton_builtin__", False)
-            or getattr(value, "__module__", "").startswith("triton.language")
+            or (getattr(value, "__module__", None) or "").startswith("triton.language")
             or (isinstance(value, tuple) and hasattr(value, "_fields")))
 
 

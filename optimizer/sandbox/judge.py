@@ -45,6 +45,8 @@ from typing import Any
 
 import torch
 
+from optimizer.sandbox.gpu_turns import GpuTurns
+
 log = logging.getLogger("optimizer.sandbox.judge")
 
 # shapes the judge re-checks, drawn at random; one under the CPU interpreter, where a
@@ -132,6 +134,7 @@ class Judge:
         self.tol = self.task.tolerances[request["dtype"]]
         self.status: int | None = None
         self._answers = b""
+        self.turns = GpuTurns(request.get("gpu_gate_fd"), request.get("gpu_lock_fd"))
 
     # -- following the worker ------------------------------------------------------
     def follow(self) -> int:
@@ -337,13 +340,10 @@ class Judge:
     def timed(self, shape: tuple[int, ...], label: str, who: str, calls: int) -> float:
         """ms per call: the lower of two passes, each timed by the judge from question
         to answer (the worker synchronises before it answers)."""
-        from optimizer.sandbox.gpu_turns import GpuTurns
-
-        turns = GpuTurns(self.request.get("gpu_gate_fd"), self.request.get("gpu_lock_fd"))
         question = {"op": "time", "who": who, "shape": list(shape), "calls": calls,
                     "seed": secrets.randbelow(2**30), "label": label}
         best = math.inf
-        with turns.exclusive():
+        with self.turns.exclusive():
             self.ask({**question, "calls": 1})  # inputs made, kernels loaded and warm
             for _ in range(2):
                 began = time.perf_counter()

@@ -79,6 +79,8 @@ class Worker:
         self.tracker: provenance.Tracker | None = None
         self.snapshot: tamper.Snapshot | None = None
         self.expected_launches: dict[str, tuple[int, set[tuple[Any, ...]]]] = {}
+        # the incumbent, loaded once when first timed (the comparison, the judge's clock)
+        self.parent_run = _ParentRunner(request.get("parent_source"))
         # checks share the GPU with other evaluations; timing has it alone (gpu_turns.py)
         self.turns = GpuTurns(request.get("gpu_gate_fd"), request.get("gpu_lock_fd"),
                               report=self._waited)
@@ -188,7 +190,6 @@ class Worker:
         """Answer the judge's questions (judge.py) until it says bye: run the kernel on
         inputs it names, or time calls back to back for its own clock."""
         fds = self.request["judge"]
-        parent_run = _ParentRunner(self.request.get("parent_source"))
         timed: dict[tuple[str, str], Any] = {}
         with os.fdopen(fds["ask_fd"], "rb") as questions:
             for line in questions:
@@ -196,13 +197,13 @@ class Worker:
                     question = json.loads(line)
                     if question.get("op") == "bye":
                         break
-                    answer = self.answer(module, parent_run, question, fds["data_fd"], timed)
+                    answer = self.answer(module, question, fds["data_fd"], timed)
                 except Exception as err:  # noqa: BLE001 - the judge decides what it means
                     answer = {"error": trim(f"{type(err).__name__}: {err}")}
                 os.write(fds["answer_fd"], (json.dumps(answer) + "\n").encode())
 
-    def answer(self, module: ModuleType, parent_run: _ParentRunner, question: dict[str, Any],
-               data_fd: int, timed: dict[tuple[str, str], Any]) -> dict[str, Any]:
+    def answer(self, module: ModuleType, question: dict[str, Any], data_fd: int,
+               timed: dict[tuple[str, str], Any]) -> dict[str, Any]:
         shape = tuple(int(d) for d in question["shape"])
         if question["op"] == "run":
             seed = int(question["seed"])
@@ -221,7 +222,7 @@ class Worker:
             if key not in timed:
                 sets = [self.make_inputs(shape, seed=int(question["seed"]))]
                 call = timing.rotating(module.run, sets) if key[0] == "candidate" \
-                    else parent_run.call(sets)
+                    else self.parent_run.call(sets)
                 if call is None:
                     raise RuntimeError("the incumbent does not load")
                 timed[key] = call
@@ -377,7 +378,7 @@ class Worker:
         parent = self.request.get("parent_timings") or {}
         peaks = self.request.get("peaks") or {}
         timings, reasons, retimed, graphs = {}, [], {}, {}
-        parent_run = _ParentRunner(self.request.get("parent_source"))
+        parent_run = self.parent_run
         self.out["settle"] = compare.settle(max_s=float(self.request.get("settle_s", 3.0))
                                             ).to_dict()
         all_sets: dict[str, list[list[Any]]] = {}
