@@ -46,6 +46,7 @@ from typing import Any
 import torch
 
 from optimizer.sandbox.gpu_turns import GpuTurns
+from optimizer.sandbox.limits import SPOT_MAX_BYTES
 
 log = logging.getLogger("optimizer.sandbox.judge")
 
@@ -53,7 +54,6 @@ log = logging.getLogger("optimizer.sandbox.judge")
 # shape's run costs seconds (the worker checked every shape; the judge is there for a
 # worker the candidate rewrote, which is wrong everywhere it is wrong)
 SPOT_SHAPES = 1 if os.environ.get("TRITON_INTERPRET") == "1" else 2
-SPOT_MAX_BYTES = 4 * 2**30  # larger inputs are left to the worker's check (memory)
 ANSWER_TIMEOUT_S = 60.0  # for one answer of the worker to one question
 GPU_BOUND_MS = 0.5  # per call back to back: above this the GPU sets the pace, not the
 # host (a Python call with several launches costs up to ~0.2 ms of host time)

@@ -32,7 +32,13 @@ ROOT = "/sys/fs/cgroup"
 DEFAULT_CPU_MEM_LIMIT_MB = 8192
 HOST_MEM_MB = {False: 8192, True: 32768}  # resident memory of the tree, CPU / GPU host
 PIDS_MAX = 512  # processes and threads of the tree (torch starts one per core, and more)
-FILE_SIZE_MB = 1024  # the largest file any process of the tree may write
+# inputs of a shape the judge re-checks itself: larger ones are left to the worker's check
+SPOT_MAX_BYTES = 4 * 2**30
+# the largest file any process of the tree may write. The worker hands a re-checked
+# shape's outputs to the judge in one memfd (RoPE's q at batch 32 x 4096 tokens is 1 GiB),
+# so this is twice the inputs the judge re-checks; disk is bounded apart from this, by
+# the size of each writable tmpfs, and memory by the cgroup
+FILE_SIZE_MB = 2 * SPOT_MAX_BYTES // 2**20
 
 
 @dataclass
