@@ -115,6 +115,13 @@ def inductor_logs(out: Path) -> None:
             print("kept", dest.relative_to(out))
 
 
+def pack(out: Path) -> None:
+    """Everything made, in one archive beside the folders (hundreds of small files)."""
+    import tarfile
+    with tarfile.open(out.parent / f"{out.name}.tgz", "w:gz") as tar:
+        tar.add(out, arcname=out.name)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -131,6 +138,7 @@ def main() -> None:
         triton_cache(args.out)
     if args.only != "triton":
         inductor_logs(args.out)
+    pack(args.out)
 
 
 if __name__ == "__main__":

@@ -101,11 +101,51 @@ def known(knowledge: Any, task: Task, dtype: str, env: Environment,
                       for item in pred.items[:MAX_PREDICTED]], list(pred.items))
     # a configuration stored before a variant existed ran its first value: completed
     # (Task.complete), it can be adopted whole
-    return Known([item.model_copy(update={"config": task.complete(item.config)})
-                  for item in plan.items
-                  if item.kind == "config" and item.task_id == task.name
-                  and item.dtype == dtype and task.complete(item.config) is not None
-                  and (item.similarity or 0.0) >= MIN_SIMILARITY][:MAX_KNOWN])
+    own = [item.model_copy(update={"config": task.complete(item.config)})
+           for item in plan.items
+           if item.kind == "config" and item.task_id == task.name
+           and item.dtype == dtype and task.complete(item.config) is not None
+           and (item.similarity or 0.0) >= MIN_SIMILARITY][:MAX_KNOWN]
+    return Known(own or related(knowledge, task, dtype, env, shapes))
+
+
+def related(knowledge: Any, task: Task, dtype: str, env: Environment,
+            shapes: list[str] | None = None) -> list[Any]:
+    """Where nothing of this task was measured on this GPU: the best configurations of its
+    declared related ops here (or on an alike GPU), cut to the knobs the two share, with
+    the task's defaults for the rest (on the H200 a LayerNorm written with RMSNorm's knob
+    names wins with RMSNorm's whole-row, 4-warp configuration). Only configurations whose
+    knobs are mostly this task's carry over; they are labelled as measured on the other op,
+    and the run measures them like any proposal."""
+    params = {p.name: p for p in (*task.knobs, *task.variants)}
+    out: list[Any] = []
+    for op in task.related_ops:
+        try:
+            plan = knowledge.bootstrap(env.model_dump(mode="json"), op_type=op,
+                                       include_own=True, limit=MAX_KNOWN, shapes=shapes)
+        except Exception as err:  # noqa: BLE001 - advisory, like the rest of recall
+            log.warning("no related configurations from %s (%s: %s)", op,
+                        type(err).__name__, err)
+            continue
+        for item in plan.items:
+            if item.kind != "config" or item.dtype != dtype or item.task_id == task.name \
+                    or (item.similarity or 0.0) < MIN_SIMILARITY:
+                continue
+            shared = {k: v for k, v in item.config.items()
+                      if k in params and v in params[k].values}
+            if not shared or 2 * len(shared) < len(item.config):
+                continue  # mostly knobs this task does not have: nothing whole carries
+            config = {**task.default_config, **shared}
+            if any(config == o.config for o in out):
+                continue
+            foreign = sorted(set(item.config) - set(shared))
+            note = f" (not carried: {', '.join(foreign)})" if foreign else ""
+            out.append(item.model_copy(update={
+                "kind": "related", "config": config, "task_id": task.name,
+                "evidence": f"{op}'s {item.evidence}; the knobs {task.name} shares{note}"}))
+            if len(out) >= MAX_KNOWN:
+                return out
+    return out
 
 
 def known_configs(knowledge: Any, task: Task, dtype: str, env: Environment,

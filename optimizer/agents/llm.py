@@ -111,7 +111,8 @@ def build_messages(context: AgentContext) -> list[dict[str, str]]:
                    for k in task.knobs]
     # every stored field below (GPU names in the evidence, configuration keys and values)
     # is quoted as the retrieved block is: a store writer must not open a turn here either
-    directions += [f"- {'predicted' if item.kind == 'predicted' else 'known'} configuration "
+    label = {"predicted": "predicted", "related": "a related op's best"}
+    directions += [f"- {label.get(item.kind, 'known')} configuration "
                    f"({inline(item.evidence)}"
                    + (f"; {inline(item.version_note)}" if item.version_note else "") + "): "
                    + _config_text(item.config)

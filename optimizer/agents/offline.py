@@ -176,6 +176,14 @@ class OfflineAgent:
                     categories=tuple(sorted({_category(task, k) for k in changed})),
                     rationale=f"ranker's order (nothing measured on this GPU yet): "
                               f"{item.evidence}")
+            if item.kind == "related":
+                return Proposal(
+                    source=source,
+                    summary=f"adopt a related op's best configuration: {listed}",
+                    categories=tuple(sorted({_category(task, k) for k in changed})),
+                    rationale=f"cross-task transfer (bootstrap plan of a related op): "
+                              f"{item.evidence} "
+                              f"[{', '.join(i[:10] for i in item.example_ids)}]")
             return Proposal(
                 source=source, summary=f"adopt a known best configuration: {listed}",
                 categories=tuple(sorted({_category(task, k) for k in changed})),

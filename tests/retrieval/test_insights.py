@@ -83,6 +83,50 @@ def test_the_optimizer_takes_only_this_tasks_configs_from_alike_gpus(
     assert known_configs(knowledge, softmax, "float16", cpu) == []
 
 
+def test_a_task_with_nothing_measured_here_adopts_its_related_ops_best(
+        knowledge: LocalKnowledge) -> None:
+    """Cross-task transfer of a whole configuration: a user's LayerNorm written with
+    RMSNorm's knob names, nothing of it measured yet, starts from RMSNorm's best on this
+    GPU cut to the knobs the two share; a related configuration made mostly of knobs the
+    task does not have carries nothing."""
+    import dataclasses
+
+    from kb_testdata import HARDWARE
+
+    from kb.record import Environment
+    from kernels.base import get_task
+    from optimizer.agents.base import AgentContext
+    from optimizer.agents.offline import OfflineAgent
+    from optimizer.recall import known_configs
+
+    rmsnorm = get_task("rmsnorm")
+    layernorm = dataclasses.replace(
+        rmsnorm, name="layernorm_user", op_type="layernorm_user", related_ops=("rmsnorm",),
+        knobs=tuple(k for k in rmsnorm.knobs if k.name != "NATIVE_WEIGHT_MUL"),
+        variants=tuple(v for v in rmsnorm.variants if v.name != "NATIVE_WEIGHT_MUL"))
+    best = {**rmsnorm.default_config, "BLOCK_SIZE": 1024, "NUM_WARPS": 8}
+    knowledge.ingest([
+        record_dict(op="rmsnorm", task="rmsnorm", hw="H200", summary="whole rows",
+                    speedup=12.0, config=best, run="rms"),
+        record_dict(op="rmsnorm", task="rmsnorm_foreign", hw="H200", summary="foreign",
+                    speedup=20.0, config={"A": 1, "B": 2, "C": 3, "NUM_WARPS": 8},
+                    run="foreign"),
+    ])
+    env = Environment(**HARDWARE["H200"], triton_version="3.6.0", torch_version="2.11")
+    items = known_configs(knowledge, layernorm, "float16", env)
+    carried = {k: v for k, v in best.items() if k != "NATIVE_WEIGHT_MUL"}
+    assert [(i.kind, i.config) for i in items] == [
+        ("related", {**layernorm.default_config, **carried})]
+    assert items[0].evidence.startswith("rmsnorm's ") and "NATIVE_WEIGHT_MUL" in \
+        items[0].evidence  # says what did not carry over
+    proposal = OfflineAgent(epsilon=0.0).propose(AgentContext(
+        task=layernorm, dtype="float16", iteration=1, round_kind="exploit",
+        best_source=layernorm.template, gpu_arch="sm_90", known_configs=items))
+    assert proposal.summary == "adopt a related op's best configuration: BLOCK_SIZE=1024, " \
+                               "NUM_WARPS=8" and "rmsnorm's" in proposal.rationale
+    assert known_configs(knowledge, rmsnorm, "float16", env)[0].kind == "config"  # own first
+
+
 def timed_record(shapes_ms: dict[str, float], **kwargs) -> dict:
     """A measured H200 record timed on ``shapes_ms`` (label -> median ms)."""
     record = record_dict(hw="H200", **kwargs)
