@@ -316,9 +316,9 @@ class Loop:
         return recalled
 
     def _regime_labels(self) -> list[str] | None:
-        """The shapes this loop tunes and sweeps, when it tunes one regime of several."""
-        if self.info.regime is None:
-            return None
+        """The shapes this loop tunes and sweeps (one regime's, or the task's): the known
+        configurations are the fastest measured there, not the largest speedup over some
+        run's slow start on other shapes."""
         shapes = [s for group in (self.options.shapes, self.options.sweep_shapes)
                   if not isinstance(group, str) for s in group]
         return list(dict.fromkeys(self.task.shape_label(s) for s in shapes)) or None
