@@ -320,7 +320,7 @@ class Loop:
         configurations are the fastest measured there, not the largest speedup over some
         run's slow start on other shapes."""
         shapes = [s for group in (self.options.shapes, self.options.sweep_shapes)
-                  if not isinstance(group, str) for s in group]
+                  if not isinstance(group, str) for s in group] or self.task.sweep_shapes
         return list(dict.fromkeys(self.task.shape_label(s) for s in shapes)) or None
 
     def _context(self, state: _State, iteration: int, kind: str,

@@ -205,5 +205,10 @@ def test_a_regime_loop_adopts_the_fastest_on_its_own_shapes(knowledge: LocalKnow
     loop = Loop(softmax, agent=None, info=info, evaluator=None, writeback=None, policy=None,
                 knowledge=knowledge, options=LoopOptions(shapes=[short], sweep_shapes=[short]))
     assert loop._regime_labels() == [label(short)]
+    whole = Loop(softmax, agent=None, info=RunInfo("run", softmax, "float16", "auto", env,
+                                                   "offline", None, "test"),
+                 evaluator=None, writeback=None, policy=None, knowledge=knowledge,
+                 options=LoopOptions())  # one regime, "auto" shapes: the task's sweep
+    assert whole._regime_labels() == [label(s) for s in softmax.sweep_shapes]
     assert [i.config for i in known_configs(knowledge, softmax, "float16", env,
                                             shapes=loop._regime_labels())][0] == fast_short
