@@ -202,14 +202,19 @@ def _run_seed(args: argparse.Namespace) -> int:
 # -- import ---------------------------------------------------------------------------
 def _add_import(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("paths", type=Path, nargs="+", metavar="PATH",
-                        help="files or folders (*.json, *.json.gz are read)")
-    parser.add_argument("--format", dest="fmt", choices=("auto", "kernel-tuner", "t4"),
+                        help="files or folders (*.json, *.json.gz, *.log, *.txt are read; "
+                             "see docs/importing.md)")
+    parser.add_argument("--format", dest="fmt",
+                        choices=("auto", "kernel-tuner", "t4", "triton-autotune", "inductor"),
                         default="auto",
-                        help="auto (default): sniff each file; kernel-tuner or t4: only those")
-    parser.add_argument("--gpu", help="GPU of files that name none (or one the table lacks)")
+                        help="auto (default): sniff each file; or only files of that format")
+    parser.add_argument("--gpu", help="GPU of files that name none (or one the table lacks); "
+                                      "needed for Triton autotune caches and Inductor logs")
     parser.add_argument("--license", help="licence of the data (default: the LICENSE file "
                                           "in its folder or above, else 'unknown')")
-    parser.add_argument("--kernel", help="kernel name where a file names none (T4)")
+    parser.add_argument("--kernel", help="kernel name where a file names none (T4); for a "
+                                         "Triton autotune cache, the name to use instead of "
+                                         "its file's (matmul maps it onto the matmul task)")
     parser.add_argument("--source", help="data set name for record sources (default: the "
                                          "folder holding the LICENSE file, else PATH)")
     _json_flag(parser)
@@ -577,7 +582,8 @@ for _command in (
     Command("serve", "run the HTTP service (loads seeds into an empty store)",
             _add_serve, _run_serve),
     Command("ingest", "ingest a JSONL file of experience records", _add_ingest, _run_ingest),
-    Command("import", "import Kernel Tuner / T4 tuning data as experiences", _add_import,
+    Command("import", "import Kernel Tuner, T4, Triton autotune or Inductor tuning data as "
+            "experiences", _add_import,
             _run_import),
     Command("query", "retrieve experiences and print the few-shot block", _add_query, _run_query),
     Command("insights", "what worked: aggregate by edit category", _add_insights,

@@ -1,5 +1,6 @@
-"""Importers of other people's tuning data (Kernel Tuner caches, T4 results) as
-experiences: ``iter_import(path, fmt)`` yields ("file:position", record or why not)."""
+"""Importers of other people's tuning data (Kernel Tuner caches, T4 results, Triton
+autotune caches, Inductor max-autotune logs) as experiences: ``iter_import(path, fmt)``
+yields ("file:position", record or why not). See docs/importing.md."""
 
 from kb.importers.dispatch import FORMATS, Item, import_file, iter_files, iter_import
 from kb.importers.records import ImportNote, ImportRejection

@@ -5,17 +5,23 @@ The GPU of a file: the device name it writes when the facts table knows it; else
 ``--gpu``; else its file name (MI250X.json.gz). A file name that names only a family
 (A100) takes the part a Kernel Tuner cache in the same folder names, if exactly one
 does (a T4 file converted from that cache sits beside it); else the family's usual part.
+Triton autotune caches and Inductor logs name no GPU and their file names are the tool's
+(a cache hash could read as "a100"): they need ``--gpu``.
+
+JSON files are sniffed by their top level; text files (*.log, *.txt, or a file given by
+path that does not open with JSON) are read line by line as Inductor logs.
 """
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from kb import gpu_facts
 from kb.gpu_facts import GpuFacts
-from kb.importers import files, kernel_tuner, t4
+from kb.importers import files, inductor, kernel_tuner, t4, triton_autotune
 from kb.importers.records import (
     FileContext,
     ImportNote,
@@ -25,16 +31,16 @@ from kb.importers.records import (
 )
 from kb.record import ExperienceRecord
 
-FORMATS = ("auto", kernel_tuner.FORMAT, t4.FORMAT)
+FORMATS = ("auto", kernel_tuner.FORMAT, t4.FORMAT, triton_autotune.FORMAT, inductor.FORMAT)
 Item = ExperienceRecord | ImportRejection | ImportNote
-_MODULES = (kernel_tuner, t4)
+_MODULES = (kernel_tuner, t4, triton_autotune)  # the JSON formats, sniffed in this order
 
 
 def iter_import(path: str | Path, fmt: str = "auto", *, gpu: str | None = None,
                 license: str | None = None, source: str | None = None,
                 kernel: str | None = None) -> Iterator[tuple[str, Item]]:
     """Records of every data file under ``path`` as ("file:position", item). ``fmt``:
-    auto (sniff each file), kernel-tuner or t4 (other files are skipped with a note).
+    auto (sniff each file), or one of ``FORMATS`` (other files are skipped with a note).
     ``gpu`` / ``kernel`` stand in where a file does not say; ``license`` overrides the
     LICENSE file; ``source`` replaces the data set's folder name in record sources.
     Raises ValueError for an unknown format or ``gpu``, FileNotFoundError for no path."""
@@ -60,7 +66,8 @@ def iter_files(path: str | Path, fmt: str = "auto", *, gpu: str | None = None,
         raise FileNotFoundError(f"no such file or folder: {root}")
     if not (root.is_file() or root.is_dir()):
         raise ValueError(f"{root}: not a regular file or a folder (a pipe or a device)")
-    for cached in (files.license_file, files.sibling_spec, files.sibling_devices):
+    for cached in (files.license_file, files.sibling_spec, files.sibling_devices,
+                   files.triton_versions):
         cached.cache_clear()  # files may have changed since an earlier import
     for file in files.walk(root):
         yield files.source_name(file, root, source), import_file(
@@ -76,18 +83,28 @@ def import_file(file: Path, root: Path, fmt: str, *, gpu: GpuFacts | None = None
         yield name, ImportRejection(name, (("<folder>", "cannot be listed: permission "
                                             "denied, or it went away"),))
         return
+    if files.is_text(file):
+        yield from _import_log(file, name, fmt, gpu=gpu, license=license)
+        return
     try:
         data = files.load_json(file)
     except ValueError as exc:
         yield name, ImportRejection(name, (("<file>", str(exc)),))
         return
     module = next((m for m in _MODULES if m.matches(data)), None)
+    if module is None and triton_autotune.kernel_name_of(file.name):  # damaged, not other
+        keys = ", ".join(list(data)[:6]) if isinstance(data, dict) else type(data).__name__
+        yield name, ImportRejection(name, (("<file>", "named as a Triton autotune cache, but "
+                                            "it holds no 'key' and 'configs_timings' list "
+                                            f"(top level: {keys})"),))
+        return
     if module is None or fmt not in ("auto", module.FORMAT):
         yield name, ImportNote(name, _skip_reason(data, fmt, module))
         return
     try:
         ctx, notes = _context(file, name, data, module, gpu=gpu, license=license,
                               kernel=kernel)
+        entries = _entries(module, data, ctx)
     except ValueError as exc:
         field, _, reason = str(exc).partition(": ")
         yield name, ImportRejection(name, ((field, reason),))
@@ -97,11 +114,26 @@ def import_file(file: Path, root: Path, fmt: str, *, gpu: GpuFacts | None = None
         return
     for note in notes:
         yield name, ImportNote(name, note)
-    entries = kernel_tuner.measurements(data) if module is kernel_tuner \
-        else t4.measurements(data, t4.time_unit(data))
+    yield from _items(name, ctx, module, entries)
+
+
+def _entries(module: Any, data: dict[str, Any], ctx: FileContext) -> Iterator[Any]:
+    if module is kernel_tuner:
+        return kernel_tuner.measurements(data)
+    if module is t4:
+        return t4.measurements(data, t4.time_unit(data))
+    return triton_autotune.measurements(data, triton_autotune.header(data, ctx.kernel_name))
+
+
+def _items(name: str, ctx: FileContext, module: Any, entries: Iterator[Any]
+           ) -> Iterator[tuple[str, Item]]:
+    """The file's entries as records, rejections and notes (a str entry is a note)."""
     measured_any = False
     try:
         for entry in entries:
+            if isinstance(entry, str):
+                yield name, ImportNote(name, entry)
+                continue
             measured_any = True
             if isinstance(entry, Measurement):
                 item = to_record(ctx, entry)
@@ -114,11 +146,48 @@ def import_file(file: Path, root: Path, fmt: str, *, gpu: GpuFacts | None = None
     except _MALFORMED as exc:  # the entries read so far stand; the rest of the file is one
         yield name, ImportRejection(name, (("<file>", _unreadable(module, exc)),))
         return
-    if not measured_any:  # said, so that a run that imported nothing shows why
+    except _UNREADABLE as exc:  # a log cut short in its gzip stream, a disk error
+        yield name, ImportRejection(name, (("<file>", f"cannot read further: {exc}"),))
+        return
+    if not measured_any and module is not inductor:  # said, so that a run that imported
+        # nothing shows why (an Inductor log says it with its own note)
         yield name, ImportNote(name, f"no entries: the {module.FORMAT} file measures nothing")
 
 
+def _import_log(file: Path, name: str, fmt: str, *, gpu: GpuFacts | None,
+                license: str | None) -> Iterator[tuple[str, Item]]:
+    """A text file: an Inductor log if it holds an AUTOTUNE table, else a note."""
+    if fmt not in ("auto", inductor.FORMAT):
+        yield name, ImportNote(name, f"skipped: a text file, and --format is {fmt}")
+        return
+    try:
+        is_log = any(inductor.is_header(line) for line in files.read_lines(file))
+    except _UNREADABLE as exc:
+        yield name, ImportRejection(name, (("<file>", f"cannot read: {exc}"),))
+        return
+    if not is_log:
+        yield name, ImportNote(name, "skipped: a text file with no 'AUTOTUNE op(...)' table "
+                                     "(not an Inductor max-autotune log)")
+        return
+    if gpu is None:
+        yield name, ImportRejection(name, (_no_gpu(inductor),))
+        return
+    ctx = FileContext(
+        source=name, tool=inductor.TOOL, agent=inductor.AGENT, fmt=inductor.FORMAT,
+        kernel_name=inductor.KERNEL, problem_size="unspecified", facts=gpu, device=None,
+        gpu_from="--gpu", license=license or files.license_id(files.license_file(file.parent)),
+        sha8=files.file_sha8(file), task_id="matmul", triton_version="unknown",
+        torch_version="unknown", options=f"--gpu {gpu.name!r}")
+    yield from _items(name, ctx, inductor, inductor.measurements(files.read_lines(file)))
+
+
 _MALFORMED = (TypeError, KeyError, AttributeError, IndexError, OverflowError, ValueError)
+_UNREADABLE = (OSError, EOFError, zlib.error)
+
+
+def _no_gpu(module: Any) -> tuple[str, str]:
+    return ("env.gpu_name", f"a {module.TOOL} file does not name the GPU it was measured "
+            "on: pass --gpu NAME, the GPU that ran it (e.g. --gpu 'NVIDIA H200')")
 
 
 def _unreadable(module: Any, exc: Exception) -> str:
@@ -136,6 +205,8 @@ def _context(file: Path, name: str, data: dict[str, Any], module: Any, *,
              gpu: GpuFacts | None, license: str | None, kernel: str | None
              ) -> tuple[FileContext, list[str]]:
     """The file's shared facts; ValueError("field: reason") rejects the whole file."""
+    if module is triton_autotune:
+        return _triton_context(file, name, data, gpu=gpu, license=license, kernel=kernel)
     spec = files.sibling_spec(file.parent) or {}
     if module is kernel_tuner:
         head = kernel_tuner.header(data)
@@ -157,6 +228,37 @@ def _context(file: Path, name: str, data: dict[str, Any], module: Any, *,
         gpu_from=how, license=license or files.license_id(files.license_file(file.parent)),
         sha8=files.file_sha8(file),
     )
+    return ctx, notes
+
+
+def _triton_context(file: Path, name: str, data: dict[str, Any], *, gpu: GpuFacts | None,
+                    license: str | None, kernel: str | None
+                    ) -> tuple[FileContext, list[str]]:
+    """A Triton autotune file's context: its kernel from the file name (or --kernel), the
+    task it maps onto, the GPU from --gpu, the Triton version from the compiled kernels
+    beside it in the cache."""
+    kernel_name = kernel or triton_autotune.kernel_name_of(file.name)
+    if not kernel_name:
+        raise ValueError(f"kernel_name: the file name does not end in "
+                         f"{triton_autotune.SUFFIX} (<kernel>{triton_autotune.SUFFIX}); "
+                         "pass --kernel NAME")
+    head = triton_autotune.header(data, kernel_name)
+    if gpu is None:
+        raise ValueError(": ".join(_no_gpu(triton_autotune)))
+    notes = list(head.notes)
+    versions = files.triton_versions(file.parent.parent, kernel_name)
+    if len(versions) > 1:
+        notes.append(f"the cache holds {kernel_name} compiled by Triton {', '.join(versions)}:"
+                     " the version is recorded as unknown")
+    ctx = FileContext(
+        source=name, tool=triton_autotune.TOOL, agent=triton_autotune.AGENT,
+        fmt=triton_autotune.FORMAT, kernel_name=kernel_name,
+        problem_size=head.shape.removeprefix("problem_size="), facts=gpu, device=None,
+        gpu_from="--gpu", license=license or files.license_id(files.license_file(file.parent)),
+        sha8=files.file_sha8(file), task_id=head.task,
+        triton_version=versions[0] if len(versions) == 1 else "unknown",
+        torch_version="unknown",
+        options=f"--gpu {gpu.name!r}" + (f" --kernel {kernel!r}" if kernel else ""))
     return ctx, notes
 
 

@@ -1,4 +1,5 @@
-"""Files of an import: walking folders, reading (gzip) JSON, licence, source names.
+"""Files of an import: walking folders, reading (gzip) JSON and text logs, licence,
+source names.
 
 Pure file handling, no record logic: the format modules and the dispatcher build on it.
 """
@@ -19,6 +20,8 @@ from typing import Any
 from kb import limits
 
 DATA_SUFFIXES = (".json", ".json.gz")
+LOG_SUFFIXES = (".log", ".txt", ".log.gz", ".txt.gz")  # Inductor's stderr, as users keep it
+LINE_CHARS = 65536  # a longer line of a log is read in pieces (none of them a table line)
 _LICENSE_NAMES = ("LICENSE", "LICENSE.txt", "LICENSE.md", "LICENCE", "COPYING")
 # first lines of common licence texts -> SPDX ids; anything else keeps its first line
 _LICENSE_IDS = (
@@ -34,7 +37,43 @@ UNKNOWN_LICENSE = "unknown"
 
 
 def is_data_file(path: Path) -> bool:
-    return path.name.lower().endswith(DATA_SUFFIXES)
+    return path.name.lower().endswith(DATA_SUFFIXES) or is_log_file(path)
+
+
+def is_log_file(path: Path) -> bool:
+    """A text log by its name (licence texts are not)."""
+    return path.name.lower().endswith(LOG_SUFFIXES) and path.name not in _LICENSE_NAMES
+
+
+def is_text(path: Path) -> bool:
+    """Whether to read ``path`` as text lines rather than JSON: a log by name; a file named
+    neither way (given by path, e.g. ``inductor.stderr``) when it does not open with JSON."""
+    if path.name.lower().endswith(DATA_SUFFIXES):
+        return False
+    if is_log_file(path):
+        return True
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(2)
+            if head == b"\x1f\x8b":
+                with gzip.open(path) as unzipped:
+                    head = unzipped.read(512)
+            else:
+                head += handle.read(510)
+    except (OSError, EOFError, zlib.error):
+        return False  # the JSON reader says why
+    return head.lstrip()[:1] not in (b"{", b"[")
+
+
+def read_lines(path: Path) -> Iterator[str]:
+    """The file's lines without their ends, gunzipped by magic number, undecodable bytes
+    replaced; line by line, so a whole run's stderr is never all in memory. Raises OSError,
+    EOFError or zlib.error where the file cannot be read further."""
+    with path.open("rb") as handle:
+        gzipped = handle.read(2) == b"\x1f\x8b"
+    with gzip.open(path) if gzipped else path.open("rb") as handle:
+        while line := handle.readline(LINE_CHARS):
+            yield line.decode("utf-8", errors="replace").rstrip("\r\n")
 
 
 def walk(path: Path) -> Iterator[Path]:
@@ -85,8 +124,38 @@ def load_json(path: Path) -> Any:
 
 
 def file_sha8(path: Path) -> str:
-    """First 8 hex digits of the file's sha256: one file, one run id."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:8]
+    """First 8 hex digits of the file's sha256: one file, one run id (read in chunks: a
+    log can be large)."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(2**20):
+            digest.update(chunk)
+    return digest.hexdigest()[:8]
+
+
+@lru_cache(maxsize=64)
+def triton_versions(cache_root: Path, kernel_name: str) -> tuple[str, ...]:
+    """The Triton versions that compiled ``kernel_name`` into this Triton cache: the
+    ``triton_version`` of each ``<hash>/<kernel_name>.json`` metadata file under
+    ``cache_root`` (an autotune file's folder sits beside its compiled kernels' folders)."""
+    found = []
+    try:
+        candidates = sorted(cache_root.glob(f"*/{glob_escape(kernel_name)}.json"))[:256]
+    except OSError:
+        return ()
+    for candidate in candidates:
+        try:
+            data = json.loads(candidate.read_bytes()[:2**20])
+        except (OSError, ValueError):
+            continue
+        version = data.get("triton_version") if isinstance(data, dict) else None
+        if isinstance(version, str) and version.strip():
+            found.append(version.strip())
+    return tuple(dict.fromkeys(found))
+
+
+def glob_escape(name: str) -> str:
+    return re.sub(r"([*?\[])", r"[\1]", name)
 
 
 @lru_cache(maxsize=256)

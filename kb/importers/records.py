@@ -1,12 +1,16 @@
 """One measured configuration of someone else's tuning run -> an ``ExperienceRecord``.
 
-Both formats (Kernel Tuner caches, T4 results) reduce a configuration to a
-``Measurement``; this module maps it the same way for both, and validates through
-``kb.ingest.validate_batch``, so a bad value gets the same field message as ``ingest``.
+Every format (Kernel Tuner caches, T4 results, Triton autotune caches, Inductor logs)
+reduces a configuration to a ``Measurement``; this module maps it the same way for all,
+and validates through ``kb.ingest.validate_batch``, so a bad value gets the same field
+message as ``ingest``.
 
-These are CUDA / HIP kernels tuned outside Triton: the records say so with
-``triton_version`` and ``torch_version`` "none". What carries over is the configuration
-(raw, keys as in the file) measured on a known GPU, not Triton source.
+Kernel Tuner and T4 data are CUDA / HIP kernels tuned outside Triton: the records say so
+with ``triton_version`` and ``torch_version`` "none". Triton and Inductor files were
+compiled by Triton, but do not say which version: "unknown" unless the file's context
+tells. What carries over is the configuration measured on a known GPU, not source: as
+written in the file, or as a point of the project's task it maps onto (``task_id``,
+kb/importers/tasks.py), timed on that task's shape label.
 """
 
 from __future__ import annotations
@@ -67,6 +71,10 @@ class Measurement:
     gbps: float | None = None
     gflops: float | None = None
     timestamp: str | None = None
+    shape: str | None = None  # the shape it was timed on, when not the file's one
+    dtype: str | None = None  # "float16"; None: the file does not say
+    detail: str = ""  # for the feedback text: what the mapping left out or filled in
+    gpu_time: bool = False  # timed on the GPU alone (Triton's do_bench: events, L2 flushed)
 
 
 @dataclass(frozen=True)
@@ -84,9 +92,15 @@ class FileContext:
     gpu_from: str  # how the GPU was found, for the feedback text
     license: str
     sha8: str
+    task_id: str | None = None  # the project task the configurations are points of
+    triton_version: str = "none"
+    torch_version: str = "none"
+    options: str = ""  # what the import command needed besides the file, e.g. "--gpu ..."
 
     @property
     def task(self) -> str:
+        if self.task_id:
+            return self.task_id
         return self.kernel_name.removesuffix("_kernel") or self.kernel_name
 
     @property
@@ -134,21 +148,27 @@ def _feedback(ctx: FileContext, m: Measurement) -> tuple[dict[str, Any], str]:
         stage, kind, verdict = classify_failure(m.time)
         return {
             "stage": stage, "error_kind": kind, "error_message": m.time,
-            "text": f"{ctx.tool} recorded {m.time} for this configuration ({ctx.source})",
+            "text": f"{ctx.tool} recorded {m.time} for this configuration ({ctx.source})"
+                    + (f". {m.detail}" if m.detail else ""),
         }, verdict
     assert m.time is not None
     median = statistics.median(m.times) if m.times else m.time
     runs = f" over {len(m.times)} runs, median {median:.4g} ms" if m.times else ""
-    timing = {"shape": ctx.shape_set, "median_ms": median, "iqr_ms": _iqr(m.times)}
+    timing = {"shape": m.shape or ctx.shape_set, "median_ms": median, "iqr_ms": _iqr(m.times)}
+    gpu = {"time_basis": "gpu"} if m.gpu_time else {}
+    if m.gpu_time:
+        timing["gpu_ms"] = median
     # No parent: a point of a sweep is not an edit of another one, so "neutral" (the
     # ranker compares configurations within the file, not against a parent).
     return {
         "stage": "performance", "timing_available": True, "time_ms": m.time,
         "timings": [timing],
         "achieved_gbps": m.gbps,
-        "achieved_tflops": m.gflops / 1000 if m.gflops is not None else None,
-        "text": f"{ctx.tool} measured {m.time:.4g} ms{runs} on {ctx.facts.name} "
-                f"({ctx.source}; GPU from {ctx.gpu_from})",
+        "achieved_tflops": m.gflops / 1000 if m.gflops is not None else None, **gpu,
+        "text": f"{ctx.tool} measured {m.time:.4g} ms{runs} on {ctx.facts.name}"
+                + (f" at {m.shape}" if m.shape else "")
+                + f" ({ctx.source}; GPU from {ctx.gpu_from})"
+                + (f". {m.detail}" if m.detail else ""),
     }, "neutral"
 
 
@@ -167,9 +187,10 @@ def record_dict(ctx: FileContext, m: Measurement) -> dict[str, Any]:
     data: dict[str, Any] = {
         "run_id": f"import:{ctx.task}:{ctx.facts.name}:{ctx.sha8}",
         "iteration": m.iteration,
-        "task": {"op_type": ctx.task, "task_id": ctx.task, "dtype": "unspecified",
-                 "shape_set": ctx.shape_set},
-        "env": {**ctx.facts.to_env_fields(), "triton_version": "none", "torch_version": "none"},
+        "task": {"op_type": ctx.task, "task_id": ctx.task, "dtype": m.dtype or "unspecified",
+                 "shape_set": m.shape or ctx.shape_set},
+        "env": {**ctx.facts.to_env_fields(), "triton_version": ctx.triton_version,
+                "torch_version": ctx.torch_version},
         "edit": {
             "summary": f"{ctx.task} configuration from a {ctx.tool} sweep on {ctx.facts.name}",
             # a configuration point of these spaces is mostly block and tile sizes; the
@@ -185,7 +206,8 @@ def record_dict(ctx: FileContext, m: Measurement) -> dict[str, Any]:
         "provenance": {
             "agent": ctx.agent, "round_kind": "sweep", "source": ctx.source,
             "license": ctx.license, "device": ctx.device or None, "date": m.timestamp,
-            "command": f"kernelkb import {ctx.source} --format {ctx.fmt}",
+            "command": f"kernelkb import {ctx.source} --format {ctx.fmt}"
+                       + (f" {ctx.options}" if ctx.options else ""),
         },
     }
     if m.timestamp:
