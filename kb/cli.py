@@ -429,6 +429,8 @@ def _run_bootstrap(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(plan.model_dump(mode="json"))
         return 0
+    for warning in plan.warnings:
+        print(f"note: {warning}")
     _print_prediction(plan)
     for m in plan.similar_hardware:
         print(f"similar: {m.gpu_name} ({m.arch}) similarity {m.similarity:.2f}, "

@@ -76,17 +76,39 @@ class GpuFacts:
         return {**out, **self.to_env_fields()}
 
 
+# what follows from the architecture alone (CUDA's compute capability tables, AMD's ISA
+# guides): shared memory per SM and per block (KiB), 32-bit registers and threads per SM,
+# warp or wavefront width; and the architecture's name
+_ARCHITECTURES: dict[str, tuple[str, str, int, int, int, int, int]] = {
+    "sm_70": ("Volta", "nvidia", 96, 96, 65536, 2048, 32),
+    "sm_75": ("Turing", "nvidia", 64, 64, 65536, 1024, 32),
+    "sm_80": ("Ampere", "nvidia", 164, 163, 65536, 2048, 32),
+    "sm_86": ("Ampere", "nvidia", 100, 99, 65536, 1536, 32),
+    "sm_89": ("Ada", "nvidia", 100, 99, 65536, 1536, 32),
+    "sm_90": ("Hopper", "nvidia", 228, 227, 65536, 2048, 32),
+    "sm_100": ("Blackwell", "nvidia", 228, 227, 65536, 2048, 32),
+    "sm_120": ("Blackwell", "nvidia", 128, 99, 65536, 1536, 32),
+    "gfx908": ("CDNA", "amd", 64, 64, 131072, 2048, 64),
+    "gfx90a": ("CDNA2", "amd", 64, 64, 131072, 2048, 64),
+    "gfx942": ("CDNA3", "amd", 64, 64, 131072, 2048, 64),
+    "gfx950": ("CDNA4", "amd", 160, 160, 131072, 2048, 64),
+    "gfx1030": ("RDNA2", "amd", 64, 64, 65536, 1024, 32),
+    "gfx1032": ("RDNA2", "amd", 64, 64, 65536, 1024, 32),
+    "gfx1100": ("RDNA3", "amd", 64, 64, 98304, 1024, 32),
+}
+_FAMILY_FACTS = ("smem_per_sm_kib", "max_smem_per_block_kib", "regs_per_sm",
+                 "max_threads_per_sm", "warp_size")
+# what a part's datasheet says and its architecture does not: left unknown for a family
+PART_FACTS = ("sm_count", "mem_bandwidth_gbps", "memory_gib", "l2_mib", "boost_clock_mhz",
+              "peak_fp32_tflops", "peak_tflops")
+
+
 def _nvidia(name: str, arch: str, family: str, sms: int, gbps: float, mem: float,
             l2: float, mhz: int | None, fp32: float, tensor: float, *aliases: str,
             default: bool = False, note: str = "") -> GpuFacts:
-    # shared memory and threads per SM follow the architecture
-    smem, block, threads = {
-        "sm_80": (164, 163, 2048), "sm_86": (100, 99, 1536), "sm_89": (100, 99, 1536),
-        "sm_75": (64, 64, 1024), "sm_90": (228, 227, 2048), "sm_100": (228, 227, 2048),
-        "sm_120": (128, 99, 1536),
-    }[arch]
-    return GpuFacts(name, "nvidia", arch, family, sms, gbps, mem, smem, block, 65536, threads,
-                    32, l2, mhz, fp32, tensor, aliases, default, note)
+    _, _, smem, block, regs, threads, warp = _ARCHITECTURES[arch]
+    return GpuFacts(name, "nvidia", arch, family, sms, gbps, mem, smem, block, regs, threads,
+                    warp, l2, mhz, fp32, tensor, aliases, default, note)
 
 
 def _amd(name: str, arch: str, family: str, cus: int, gbps: float, mem: float, regs: int,
@@ -314,7 +336,8 @@ _ARCH_PATTERNS: tuple[tuple[str, str, str], ...] = (
     (r"\ba(100|800|30)\b", "sm_80", "nvidia"),
     (r"rtx\s*20\d\d|gtx\s*16\d\d|titan rtx|quadro rtx|\bt4\b", "sm_75", "nvidia"),
     (r"v100|titan v\b", "sm_70", "nvidia"),
-    (r"mi300", "gfx942", "amd"),
+    (r"mi35\d", "gfx950", "amd"),
+    (r"mi3\d\d", "gfx942", "amd"),
     (r"mi2[15]0", "gfx90a", "amd"),
     (r"mi100", "gfx908", "amd"),
 )
@@ -329,3 +352,21 @@ def arch_from_name(name: str) -> tuple[str, str | None]:
     vendor = "nvidia" if "nvidia" in text or "geforce" in text else \
         "amd" if "amd" in text or "radeon" in text else None
     return "unknown", vendor
+
+
+def family_facts(name: str) -> dict[str, Any] | None:
+    """For a part the table lacks: the facts its architecture fixes, from the name
+    ("NVIDIA GeForce RTX 4070 Ti SUPER" is Ada, sm_89; "sm_90" is Hopper), with
+    ``facts_from`` saying so and ``unknown_facts`` naming what only its datasheet would
+    give. None where the name implies no architecture we know."""
+    text = name.strip().lower()
+    direct = _ARCH.match(text)
+    arch = (f"sm_{direct.group(1)}" if direct.group(1) else direct.group(2)) if direct \
+        else arch_from_name(name)[0]
+    if arch not in _ARCHITECTURES:
+        return None
+    family, vendor, *values = _ARCHITECTURES[arch]
+    return {"gpu_name": name.strip(), "arch": arch, "vendor": vendor,
+            **dict(zip(_FAMILY_FACTS, values, strict=True)),
+            "facts_from": f"its architecture ({family}, {arch}): not in the facts table",
+            "unknown_facts": ", ".join(PART_FACTS)}

@@ -130,12 +130,44 @@ def similar_hardware(session: Session, target: dict[str, Any], top: int = 3,
         .group_by(Experience.hardware_id)).all())
     matches = [
         HardwareMatch(hardware_id=hw.id, gpu_name=hw.gpu_name, arch=hw.arch,
-                      similarity=similarity(target, hw), experiences=int(counts.get(hw.id, 0)))
+                      similarity=similarity(target, hw), experiences=int(counts.get(hw.id, 0)),
+                      sm_count=hw.sm_count, mem_bandwidth_gbps=hw.mem_bandwidth_gbps)
         for hw in session.exec(select(Hardware)).all()
         if counts.get(hw.id) and (include_own or hw.gpu_name != target.get("gpu_name"))
     ]
     matches.sort(key=lambda m: (-m.similarity, -m.experiences, m.hardware_id))
     return matches[:top]
+
+
+FAR = 0.7  # similarity under which the nearest GPU shares neither architecture nor scale
+
+
+def plan_warnings(target: Mapping[str, Any], similar: Sequence[HardwareMatch]) -> list[str]:
+    """What a plan stands on, in words: facts the target took from its architecture (and
+    which it lacks), and how far the nearest measured GPU is, fact by fact."""
+    name = target.get("gpu_name") or "the target"
+    out = []
+    if target.get("facts_from"):
+        lacking = target.get("unknown_facts")
+        out.append(f"{name}: facts from {target['facts_from']}" + (
+            f"; unknown: {lacking} (similarity and the ranker go without them; give them "
+            "to sharpen the plan)" if lacking else ""))
+    if not similar:
+        out.append(f"no measured GPU in the store: nothing here was measured near {name}")
+        return out
+    near = similar[0]
+    if near.similarity < FAR:
+        facts = [f"arch {target.get('arch') or '?'} vs {near.arch}"]
+        for label, key in (("SMs", "sm_count"), ("GB/s", "mem_bandwidth_gbps")):
+            mine, theirs = target.get(key), getattr(near, key)
+            if mine and theirs:
+                facts.append(f"{label} {mine:g} vs {theirs:g} ({mine / theirs:.2f}x)")
+            elif theirs:
+                facts.append(f"{label} unknown vs {theirs:g}")
+        out.append(f"the nearest measured GPU, {near.gpu_name}, is far from {name} "
+                   f"(similarity {near.similarity:.2f}; {', '.join(facts)}): every line "
+                   "below is a guess until measured there")
+    return out
 
 
 def bootstrap(

@@ -29,7 +29,7 @@ from typing import Any
 from sqlalchemy import or_
 from sqlmodel import Session, select
 
-from kb.gpu_facts import lookup, unknown_gpu_message
+from kb.gpu_facts import PART_FACTS, family_facts, lookup, unknown_gpu_message
 from kb.models import Experience
 from kb.record import ExperienceRecord
 from retrieval.launch import kernel_tuner_launch, parse_problem_size, record_launch
@@ -78,14 +78,26 @@ class Space:
 
 def resolve_target(target: Mapping[str, Any]) -> dict[str, Any]:
     """The bootstrap target with its facts: a known name fills in what the table knows
-    (explicit values win); an unknown name without explicit facts raises ``UnknownGpu``."""
+    (explicit values win); a name the table lacks takes what its architecture fixes
+    (``family_facts``: shared memory, registers, warp width; its SMs and bandwidth left
+    unknown and named so), under any facts given; only a name that implies no known
+    architecture and comes with no facts raises ``UnknownGpu``."""
     out = {k: v for k, v in target.items() if v is not None}
     explicit = any(k in out for k in FACT_KEYS)
     name = str(out.get("gpu_name") or "")
     found = lookup(name) if name else None
     if found is None:
+        family = family_facts(name) if name else None
+        if family is not None:
+            given = [k for k in PART_FACTS if k in out]
+            unknown = [k for k in PART_FACTS if k not in out]
+            return {**family, **out, "unknown_facts": ", ".join(unknown) or None,
+                    "facts_from": family["facts_from"]
+                    + (f"; given: {', '.join(given)}" if given else "")}
         if not explicit:
-            raise UnknownGpu(unknown_gpu_message(name))
+            raise UnknownGpu(unknown_gpu_message(name) + ". Or give its facts (arch, "
+                             "sm_count, mem_bandwidth_gbps, ...: see `kernelkb bootstrap "
+                             "--help`)")
         return out
     return {**found.facts(), **out, "gpu_name": found.name if not explicit else name}
 

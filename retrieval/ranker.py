@@ -161,6 +161,12 @@ def default_facts(env: Any) -> dict[str, Any]:
         found = lookup(env.gpu_name)
         if found is not None:
             facts.update(found if isinstance(found, Mapping) else found.facts())
+        else:  # a part the table lacks: what its architecture fixes
+            from kb.gpu_facts import family_facts
+
+            family = family_facts(env.gpu_name or "") or {}
+            facts.update({k: v for k, v in family.items()
+                          if k not in ("gpu_name", "facts_from", "unknown_facts")})
     for name in ("gpu_name", "arch", "sm_count", "mem_bandwidth_gbps", "smem_per_sm_kib",
                  "peak_tflops"):
         value = getattr(env, name, None)

@@ -75,6 +75,8 @@ class HardwareMatch(BaseModel):
     arch: str
     similarity: float
     experiences: int
+    sm_count: int | None = None
+    mem_bandwidth_gbps: float | None = None
 
 
 class PlanItem(BaseModel):
@@ -134,3 +136,6 @@ class BootstrapPlan(BaseModel):
     prediction: Prediction | None = Field(None, description="ranked configurations from "
                                           "the learned cost model (with an op)")
     prediction_note: str | None = Field(None, description="why there is no prediction")
+    warnings: list[str] = Field(default_factory=list, description="what the plan stands on "
+                                "and lacks: facts taken from the architecture, the nearest "
+                                "measured hardware far from the target")

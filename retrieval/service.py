@@ -35,6 +35,7 @@ from kb.settings import Settings
 from kb.vector_index import VectorIndex
 from retrieval.columns import snapshot
 from retrieval.hardware import bootstrap as bootstrap_plan
+from retrieval.hardware import plan_warnings
 from retrieval.insights import insights as insight_report
 from retrieval.names import UnknownName, match_gpu, match_name, store_names
 from retrieval.prediction import (
@@ -332,6 +333,7 @@ class LocalKnowledge:
         with self.session() as session:
             plan = bootstrap_plan(session, target, op_type=op_type, include_own=include_own,
                                   shapes=shapes)
+            plan.warnings = plan_warnings(target, plan.similar_hardware)
             if not op_type:
                 return plan
             key = json.dumps([snapshot(session).key, op_type, target, limit,

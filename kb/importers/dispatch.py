@@ -56,11 +56,14 @@ def iter_files(path: str | Path, fmt: str = "auto", *, gpu: str | None = None,
     """``iter_import`` one file at a time: (file's source name, its items)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
-    chosen = None
+    chosen: GpuFacts | gpu_facts.UnknownPart | None = None
     if gpu:
         chosen = gpu_facts.lookup(gpu)
-        if chosen is None:
-            raise ValueError(gpu_facts.unknown_gpu_message(gpu))
+        if chosen is None:  # a part the table lacks: under its name, its architecture's
+            family = gpu_facts.family_facts(gpu)
+            if family is None:
+                raise ValueError(gpu_facts.unknown_gpu_message(gpu))
+            chosen = gpu_facts.UnknownPart(gpu.strip(), family["arch"], family["vendor"])
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"no such file or folder: {root}")
@@ -262,7 +265,7 @@ def _triton_context(file: Path, name: str, data: dict[str, Any], *, gpu: GpuFact
     return ctx, notes
 
 
-def _gpu(file: Path, device: str, option: GpuFacts | None
+def _gpu(file: Path, device: str, option: GpuFacts | gpu_facts.UnknownPart | None
          ) -> tuple[GpuFacts | gpu_facts.UnknownPart, str, list[str]]:
     if device.strip():
         found = gpu_facts.lookup(device)

@@ -190,6 +190,11 @@ def test_a_gpu_the_table_lacks_is_kept_under_its_own_name_with_its_architecture(
     assert record.provenance.device == "Tesla V100-SXM2-16GB"
     with pytest.raises(ValueError, match="unknown GPU 'GTX 9999'"):
         next(iter_import(tmp_path / "d", gpu="GTX 9999"))
+    write(tmp_path / "e" / "cache.json", kt_cache(GOOD, device=""))  # --gpu the table lacks
+    result = run(knowledge, tmp_path / "e", gpu="NVIDIA RTX PRO 6000 Blackwell")["e/cache.json"]
+    assert result.accepted == 3, result.problems
+    assert ("NVIDIA RTX PRO 6000 Blackwell", "sm_120") in \
+        {(r.env.gpu_name, r.env.arch) for r in stored(knowledge).values()}
 
 
 def test_an_empty_device_name_is_read_from_the_file_name(

@@ -130,6 +130,26 @@ def test_an_imported_op_ranks_the_configurations_seen_in_the_store(tmp_path: Pat
     kb.close()
 
 
+def test_a_part_the_table_lacks_takes_its_architectures_facts(seeded: LocalKnowledge) -> None:
+    """Nothing is refused for a missing fact: a card named by its product line gets the
+    facts its architecture fixes, the plan says which it lacks and how far the nearest
+    measured GPU is; facts given on top are used and named."""
+    plan = seeded.bootstrap({"gpu_name": "NVIDIA GeForce RTX 4070 Ti SUPER"},
+                            op_type="softmax", space=task_space(SOFTMAX), limit=3)
+    assert (plan.target["arch"], plan.target["smem_per_sm_kib"]) == ("sm_89", 100)
+    assert "sm_count" not in plan.target and plan.prediction is not None
+    lacking, far = plan.warnings
+    assert "its architecture (Ada, sm_89)" in lacking and "unknown: sm_count" in lacking
+    assert far.startswith("the nearest measured GPU, NVIDIA H200, is far") \
+        and "arch sm_89 vs sm_90" in far and "SMs unknown vs 132" in far
+    given = seeded.bootstrap({"gpu_name": "NVIDIA GeForce RTX 4070 Ti SUPER",
+                              "sm_count": 66}, op_type="softmax")
+    assert given.target["sm_count"] == 66 and "given: sm_count" in given.warnings[0] \
+        and "sm_count" not in given.target["unknown_facts"]
+    near = seeded.bootstrap({"gpu_name": "NVIDIA H200"}, op_type="softmax", include_own=True)
+    assert near.warnings == []  # a known part, measured: nothing to warn of
+
+
 def test_cli_bootstrap_by_name(seeded: LocalKnowledge, monkeypatch, capsys) -> None:
     monkeypatch.setenv("KERNELKB_DATA_DIR", str(seeded.settings.data_dir))
     monkeypatch.setenv("KERNELKB_VECTORS", "false")
