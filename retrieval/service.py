@@ -11,6 +11,7 @@ implements the same methods over HTTP.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import logging
@@ -338,14 +339,16 @@ class LocalKnowledge:
                 return plan
             key = json.dumps([snapshot(session).key, op_type, target, limit,
                               space.task_id if space else None,
-                              len(space.configs) if space else None], sort_keys=True,
-                             default=str)
+                              len(space.configs) if space else None,
+                              list(shapes or ())], sort_keys=True, default=str)
             cached = self._predictions.get(key)
             records = measured_records(session, op_type) if cached is None else []
         if cached is None:
             try:
-                cached = predict(records, space or store_space(records, op_type), target,
-                                 limit=limit)
+                ranked = space or store_space(records, op_type)
+                if shapes:  # ranked for the shapes asked, not the op's most measured
+                    ranked = dataclasses.replace(ranked, shapes=tuple(shapes))
+                cached = predict(records, ranked, target, limit=limit)
             except NoEvidence as err:
                 cached = str(err)
             while len(self._predictions) >= PREDICTIONS_KEPT:

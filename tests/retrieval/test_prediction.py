@@ -150,6 +150,18 @@ def test_a_part_the_table_lacks_takes_its_architectures_facts(seeded: LocalKnowl
     assert near.warnings == []  # a known part, measured: nothing to warn of
 
 
+def test_bootstrap_ranks_for_the_shapes_asked(seeded: LocalKnowledge) -> None:
+    """With shapes, the ranker predicts over them, not over the op's most measured
+    shapes: one decode row and many short rows get different first configurations."""
+    def first(shape: str):
+        plan = seeded.bootstrap({"gpu_name": "NVIDIA L40S"}, op_type="softmax",
+                                space=task_space(SOFTMAX), limit=3, shapes=[shape])
+        assert plan.prediction is not None and plan.prediction.shapes == [shape]
+        return plan.prediction.items[0].config
+
+    assert first("rows=1,cols=32000") != first("rows=32768,cols=1024")
+
+
 def test_cli_bootstrap_by_name(seeded: LocalKnowledge, monkeypatch, capsys) -> None:
     monkeypatch.setenv("KERNELKB_DATA_DIR", str(seeded.settings.data_dir))
     monkeypatch.setenv("KERNELKB_VECTORS", "false")
