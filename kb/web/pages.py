@@ -1,11 +1,14 @@
-"""The page routes: index, what worked (per GPU and op), experiences, runs.
+"""The page routes: index, what worked (per GPU and op), experiences, runs (per regime,
+with their lineage), the comparison of GPUs for one op.
 
-Thin: data comes from kb/queries.py and the knowledge facade (insights), run folders
-from kb/web/runs.py, charts from kb/web/plots.py. Not part of the OpenAPI schema.
+Thin: data comes from kb/queries.py, kb/web/data.py and the knowledge facade
+(insights), run folders from kb/web/runs.py, charts from kb/web/plots.py. Not part of
+the OpenAPI schema.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -15,11 +18,12 @@ from kb import queries
 from kb.api.deps import KnowledgeDep
 from kb.limits import OFFSET_MAX, SHORT
 from kb.record import Verdict
-from kb.web import plots, runs
+from kb.web import data, plots, runs
 from kb.web.render import query_string, templates
 
 router = APIRouter(include_in_schema=False)
 TEMPLATES = templates()
+TEMPLATES.env.globals["safe_name"] = runs.safe_name  # a run id the run page can serve
 PAGE = 50
 Text = Annotated[str | None, Query(max_length=SHORT)]  # a filter value
 
@@ -44,13 +48,11 @@ def _choices(kb: Any) -> dict[str, list[str]]:
 def index(request: Request, kb: KnowledgeDep) -> HTMLResponse:
     stats = kb.stats()
     with kb.session() as session:
-        pairs = queries.op_gpu_counts(session)
+        grid = data.op_gpu_grid(session)
         recent = queries.list_runs(session, limit=8)
-    gpus = sorted({g for g, _, _ in pairs})
-    ops = sorted({o for _, o, _ in pairs})
-    grid = {(g, o): n for g, o, n in pairs}
-    return _page(request, "index.html", stats=stats, gpus=gpus, ops=ops, grid=grid,
-                 recent=recent)
+        per_regime = data.run_regime_best(session, [r.run_id for r in recent])
+    return _page(request, "index.html", stats=stats, grid=grid, recent=recent,
+                 per_regime=per_regime)
 
 
 @router.get("/ui/insights", response_class=HTMLResponse)
@@ -58,8 +60,10 @@ def insights_page(request: Request, kb: KnowledgeDep, op: Text = None,
                   gpu: Text = None, triton: Text = None) -> HTMLResponse:
     report = kb.insights(op_type=op or None, gpu_name=gpu or None,
                          triton_version=triton or None)
+    with kb.session() as session:
+        measured = data.measurements(session, op or None, gpu or None, triton or None)
     return _page(request, "insights.html", report=report, op=op, gpu=gpu, triton=triton,
-                 **_choices(kb))
+                 measured=measured, config_text=data.config_text, **_choices(kb))
 
 
 @router.get("/ui/plots/insights.png")
@@ -70,6 +74,30 @@ def insights_plot(kb: KnowledgeDep, op: Text = None, gpu: Text = None,
     title = " · ".join(x for x in (op or "every op", gpu or "every GPU",
                                    f"Triton {triton}" if triton else "every Triton version"))
     return Response(plots.category_wins(report.categories, title), media_type="image/png")
+
+
+@router.get("/ui/plots/measurements.png")
+def measurements_plot(kb: KnowledgeDep, op: Text = None, gpu: Text = None,
+                      triton: Text = None) -> Response:
+    with kb.session() as session:
+        measured = data.measurements(session, op or None, gpu or None, triton or None, top=1)
+    labels = Counter(s.label or s.run_id for s in measured.sources)
+    boxes = [((s.label or s.run_id) + (f" [{s.shape_set}]" if labels[s.label or s.run_id] > 1
+                                       else ""), box)
+             for s in measured.sources if (box := s.box())]
+    title = " · ".join(x for x in (op or "every op", gpu or "every GPU",
+                                   f"Triton {triton}" if triton else "every Triton version"))
+    return Response(plots.measurement_spread(boxes[:20], f"{title}: measured configurations"),
+                    media_type="image/png")
+
+
+@router.get("/ui/compare", response_class=HTMLResponse)
+def compare_page(request: Request, kb: KnowledgeDep, op: Text = None) -> HTMLResponse:
+    with kb.session() as session:
+        ops = data.compare_ops(session)
+        comparison = data.compare(session, op) if op else None
+    return _page(request, "compare.html", op=op, ops=ops, c=comparison,
+                 config_text=data.config_text)
 
 
 @router.get("/ui/experiences", response_class=HTMLResponse)
@@ -113,12 +141,13 @@ def _run_data(kb: Any, run_id: str) -> tuple[Any, Any, list[Any]]:
 def runs_page(request: Request, kb: KnowledgeDep) -> HTMLResponse:
     with kb.session() as session:
         stored = queries.list_runs(session)
+        per_regime = data.run_regime_best(session, [r.run_id for r in stored])
     known = {r.run_id for r in stored}
     folders = {f.run_id: f for f in runs.all_folders(kb.settings)}
     only_folders = [f for run_id, f in sorted(folders.items()) if run_id not in known]
     return _page(request, "runs.html", stored=stored, folders=folders,
                  only_folders=only_folders, roots=runs.run_roots(kb.settings),
-                 runs_dir=kb.settings.runs_dir)
+                 runs_dir=kb.settings.runs_dir, per_regime=per_regime)
 
 
 @router.get("/ui/runs/{run_id}", response_class=HTMLResponse)
@@ -129,12 +158,30 @@ def run_page(request: Request, run_id: str, kb: KnowledgeDep) -> HTMLResponse:
     if row is None and folder is None:
         return _not_found(request, f"run {run_id}")
     rounds = runs.rounds_of(records)
-    first = rounds[0] if rounds else None
-    best = runs.best_so_far(rounds)
+    figures = runs.regime_figures(records)
+    trees = []
+    for figure in figures:
+        own = [r for r in rounds if runs.regime_of(r) == figure.regime]
+        trees.append((figure, runs.tree_tokens(runs.lineage(own, _best_round(own, figure)))))
     return _page(request, "run.html", run_id=run_id, row=row, folder=folder, rounds=rounds,
-                 first=first, sweep=runs.sweep_of(records), best=best,
+                 first=rounds[0] if rounds else None, sweeps=runs.sweeps_of(records),
+                 figures=figures, trees=trees, regimes=len(figures) > 1 or any(
+                     f.regime for f in figures), config_text=data.config_text,
                  report=folder.report_sections() if folder else "",
-                 pngs=[p for p in folder.pngs() if p != "best_so_far.png"] if folder else [])
+                 pngs=[p for p in folder.pngs() if not p.startswith("best_so_far")]
+                 if folder else [])
+
+
+def _best_round(own: list[Any], figure: runs.RegimeFigure) -> str | None:
+    """The id of the round that made the regime's best kernel (the final sweep's
+    kernel is one a round made: its latest win, or the start)."""
+    if figure.best is None:
+        return None
+    if figure.best.provenance.round_kind != "sweep":
+        return figure.best.id
+    made = [r for r in own if r.edit.child_hash == figure.best.edit.child_hash]
+    won = [r for r in made if r.verdict == "improved" or r.provenance.round_kind == "baseline"]
+    return (won or made)[-1].id if made else None
 
 
 @router.get("/ui/runs/{run_id}/best.png")
@@ -142,8 +189,8 @@ def run_best_plot(run_id: str, kb: KnowledgeDep) -> Response:
     if not runs.safe_name(run_id):
         return Response(status_code=404)
     _, _, records = _run_data(kb, run_id)
-    rounds = runs.rounds_of(records)
-    png = plots.best_so_far(runs.best_so_far(rounds), len(rounds), f"{run_id}: best so far")
+    png = plots.best_so_far(runs.best_by_regime(runs.rounds_of(records)),
+                            f"{run_id}: best so far over the rounds")
     return Response(png, media_type="image/png")
 
 

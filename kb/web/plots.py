@@ -6,6 +6,7 @@ the same data draws the same PNG, new data a new one (no staleness to manage).""
 
 from __future__ import annotations
 
+import inspect
 import io
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -13,6 +14,7 @@ from typing import Any, NamedTuple
 import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 # titles and labels carry stored names (an op, a GPU, a Triton version): "$...$" in one is
 # text, not mathtext to parse (a name like "$\\frac{1}$" failed the whole chart)
@@ -92,24 +94,80 @@ def _category_wins(categories: tuple[_Row, ...], title: str) -> bytes:
     return _png(fig)
 
 
-def best_so_far(points: list[tuple[int, float]], rounds: int, title: str) -> bytes:
-    """The run's best time after each round (step plot)."""
-    return _best_so_far(tuple(points), rounds, title)
+REGIME_COLOURS = ("#2e7d32", "#1565c0", "#6a1b9a", "#e65100", "#00838f", "#5d4037")
+
+
+def best_so_far(series: list[tuple[str, list[tuple[int, float]]]], title: str) -> bytes:
+    """The run's best time after each round, one step line per regime (each regime's
+    rounds are numbered from 0 and timed on its own shapes: a line never crosses)."""
+    return _best_so_far(tuple((name, tuple(points)) for name, points in series), title)
 
 
 @lru_cache(maxsize=128)
-def _best_so_far(points: tuple[tuple[int, float], ...], rounds: int, title: str) -> bytes:
+def _best_so_far(series: tuple[tuple[str, tuple[tuple[int, float], ...]], ...],
+                 title: str) -> bytes:
     fig = Figure(figsize=(7, 3.2))
     fig.subplots_adjust(left=0.11, right=0.98, bottom=0.16, top=0.9)
     ax = fig.subplots()
-    if points:
-        xs, ys = zip(*points, strict=True)
-        ax.step(xs, ys, where="post", color=WIN, marker="o", markersize=4)
-        ax.set_xlim(-0.5, max(rounds - 0.5, max(xs) + 0.5))
-        ax.set_ylim(bottom=0)
-        ax.set(xlabel="round", ylabel="best time so far (ms)")
+    timed = [(name, points) for name, points in series if points]
+    if timed:
+        ys = [y for _, points in timed for _, y in points]
+        for i, (name, points) in enumerate(timed):
+            xs, values = zip(*points, strict=True)
+            label = f"{name or 'all shapes'}: {values[0] / values[-1]:.2f}x"
+            ax.step(xs, values, where="post", color=REGIME_COLOURS[i % len(REGIME_COLOURS)],
+                    marker="o", markersize=4, label=label)
+        last = max(x for _, points in timed for x, _ in points)
+        ax.set_xlim(-0.5, last + 0.5)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if max(ys) / min(ys) > 4:  # regimes a decade apart: each line keeps its shape
+            ax.set_yscale("log")
+            plain = FuncFormatter(lambda v, _: f"{v:g}")  # not mathtext: parse_math is off
+            ax.yaxis.set_major_formatter(plain)
+            ax.yaxis.set_minor_formatter(plain)
+        else:
+            ax.set_ylim(bottom=0)
+        ax.set(xlabel="round (of its regime)", ylabel="best time so far (ms)")
+        ax.legend(fontsize=8, loc="upper right")
     else:
         _empty(ax, "no GPU timing (CPU interpreter: correctness only)")
     ax.set_title(title, fontsize=11)
     return _png(fig)
 
+
+def measurement_spread(boxes: list[tuple[str, tuple[float, float, float, float, float]]],
+                       title: str) -> bytes:
+    """Per measurement source: min, quartiles and max of the measured times over its
+    fastest (1.0 = the fastest configuration), on a log axis: how much the configuration
+    matters there."""
+    return _measurement_spread(tuple(boxes), title)
+
+
+@lru_cache(maxsize=128)
+def _measurement_spread(boxes: tuple[tuple[str, tuple[float, float, float, float, float]], ...],
+                        title: str) -> bytes:
+    height = 0.4 * max(len(boxes), 3) + 1.3
+    fig = Figure(figsize=(9, height))
+    fig.subplots_adjust(left=0.3, right=0.98, bottom=0.7 / height, top=1 - 0.6 / height)
+    ax = fig.subplots()
+    if not boxes:
+        _empty(ax, "no timed configurations")
+    else:
+        stats = [{"label": label if len(label) <= 36 else label[:17] + "…" + label[-18:],
+                  "whislo": lo, "q1": q1, "med": med, "q3": q3, "whishi": hi, "fliers": []}
+                 for label, (lo, q1, med, q3, hi) in boxes][::-1]
+        # "orientation" from matplotlib 3.10 on ("vert", its older spelling, is deprecated)
+        sideways = {"orientation": "horizontal"} if "orientation" in \
+            inspect.signature(ax.bxp).parameters else {"vert": False}
+        ax.bxp(stats, **sideways, showfliers=False, patch_artist=True,
+               boxprops={"facecolor": "#c8e6c9"}, medianprops={"color": "black"})
+        ax.tick_params(axis="y", labelsize=8)
+        ax.set_xscale("log")
+        plain = FuncFormatter(lambda v, _: f"{v:g}")
+        ax.xaxis.set_major_formatter(plain)
+        ax.xaxis.set_minor_formatter(FuncFormatter(
+            lambda v, _: f"{v:g}" if f"{v:.0e}"[0] in "25" else ""))
+        ax.axvline(1.0, color=WIN, linewidth=0.8)
+        ax.set_xlabel("time / the fastest configuration's (whiskers: fastest and slowest)")
+    fig.suptitle(title, fontsize=11, y=1 - 0.12 / height)
+    return _png(fig)

@@ -21,18 +21,23 @@ sys.path.insert(0, str(ROOT / "tests" / "api"))
 
 from kb_testdata import make_knowledge  # noqa: E402
 from live_server import live_server  # noqa: E402
-from web_testdata import planted_record  # noqa: E402
+from web_testdata import import_hub, interpreter_record, planted_record, write_hub  # noqa: E402
 
 SEEDS = ROOT / "seeds"
+
+
 @pytest.fixture(scope="package")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
-    """The live server's base URL on a store holding the seeds and the planted record."""
+    """The live server's base URL on a store holding the seeds, the planted record, an
+    imported hub folder (web_testdata.write_hub) and a CPU-interpreter round."""
     root = tmp_path_factory.mktemp("web-store")
     # vectors off: the pages read SQL only, and this keeps seeding at seconds
     kb = make_knowledge(root, seeds_dir=SEEDS, vectors=False, runs_dir=root / "runs")
     kb.seed_if_empty()
     report = kb.ingest([planted_record()])
     assert report.accepted, report
+    assert import_hub(kb, write_hub(root)) == 24
+    assert kb.ingest([interpreter_record()]).accepted
     with live_server(kb) as port:
         yield {"base": f"http://127.0.0.1:{port}", "kb": kb, "planted": report.accepted[0]}
     kb.close()

@@ -12,10 +12,14 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from web_testdata import PLANT, PLANTED_RUN
+from sqlmodel import select
+from web_testdata import HUB_GPUS, HUB_OP, PLANT, PLANTED_RUN, hub_fastest
 
+from kb.models import Hardware
 from kb.queries import list_runs
 from kb.web import runs as run_folders
+from retrieval.hardware import gpu_similarity
+from retrieval.ranker import default_facts
 
 # a real browser and server; skipped with the reason where no chromium is installed
 # (CI installs it and sets KERNELKB_REQUIRE_BROWSER, which turns the skip into a failure)
@@ -82,9 +86,14 @@ def test_index_counts_and_grid(browser, site, shots) -> None:
         assert gpu in grid
     for op in stats["by_op"]:
         assert op in grid
+    # the CPU interpreter's rows are in the grid, marked, but it is not counted as a GPU
+    assert "cpu-interpreter" in stats["by_gpu"]
+    assert _one(browser, "#stat-gpus").text == str(len(stats["by_gpu"]) - 1)
+    assert "cpu-interpreter" in _one(browser, "#grid tr.interpreter").text
+    assert "cpu-interpreter" in _one(browser, "#interpreter-note").text
     _shot(browser, shots, "index")
     # a grid cell leads to what worked for that op on that GPU
-    link = _one(browser, "#grid a")
+    link = _one(browser, "#grid td a")
     _follow(browser, link)
     query = parse_qs(urlparse(browser.current_url).query)
     assert query["op"] and query["gpu"] and "/ui/insights" in browser.current_url
@@ -158,7 +167,7 @@ def test_untrusted_text_is_shown_as_text(browser, site, shots) -> None:
     assert PLANT in _one(browser, "#diff").text
     _shot(browser, shots, "planted")
     for path in ("/ui/experiences?op=softmax", f"/ui/runs/{PLANTED_RUN}", "/ui/runs",
-                 "/ui/insights?op=softmax"):
+                 "/ui/insights?op=softmax", "/ui/compare?op=softmax"):
         browser.get(site["base"] + path)
         _no_planted_code(browser)
     browser.get(site["base"] + f"/ui/runs/{PLANTED_RUN}")
@@ -183,9 +192,10 @@ def test_runs_show_rounds_best_so_far_and_the_sweep_against_peers(browser, site,
     assert len(rows) == len(rounds)
     assert [r.find_elements("css selector", "td")[-1].text for r in rows] == \
         [r.id for r in rounds]
-    best = run_folders.best_so_far(rounds)
-    assert best, "a GPU run has timed rounds"
-    assert f"{best[0][1] / best[-1][1]:.2f}x" in _one(browser, "#best-line").text
+    assert run_folders.best_so_far(rounds), "a GPU run has timed rounds"
+    figures = run_folders.regime_figures(records)
+    assert len(figures) == 1 and figures[0].ratio  # a run of one regime: one figure
+    assert _one(browser, "#regime-best .ratio").text == f"{figures[0].ratio:.2f}x"
     assert _loaded_image(browser, "#best-plot") > 0
     folder = run_folders.find_folder(kb.settings, run_id)
     assert folder is not None and folder.stop_reason()
@@ -212,3 +222,140 @@ def test_api_docs_render_with_no_internet(browser, site, shots) -> None:
         ".map(e => e.src || e.href)")
     assert sources and all(s.startswith(site["base"]) for s in sources), sources
     _shot(browser, shots, "docs")
+
+
+MULTI_REGIME_RUN = "softmax-20261130T195004-f7639e"  # a shipped run over three regimes
+
+
+def _report_vs_start(folder) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """The "vs start" column of the run report's per-regime table (optimizer/report.py)."""
+    out = {}
+    text = folder.report.read_text()
+    table = text[text.index("## Per regime"):text.index("# Regime ")]
+    for line in table.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 8 and cells[6].endswith("x"):
+            out[cells[0]] = cells[6]
+    return out
+
+
+def test_a_multi_regime_run_is_shown_per_regime_with_its_lineage(browser, site, shots) -> None:
+    """The header once said 4.27x (one regime's best over another's start): each regime
+    now has its own figure, the one the run's report gives where its final sweep was
+    timed; the rounds say their regime, and the lineage links parent to child."""
+    kb = site["kb"]
+    records = kb.list(run_id=MULTI_REGIME_RUN, limit=1000).items
+    folder = run_folders.find_folder(kb.settings, MULTI_REGIME_RUN)
+    assert folder is not None and records
+    browser.get(site["base"] + f"/ui/runs/{MULTI_REGIME_RUN}")
+    _no_planted_code(browser)  # no script on the page: the tree is plain nested lists
+    rows = _by(browser, "#regime-best tr[data-regime]")
+    regimes = [r.get_attribute("data-regime") for r in rows]
+    assert regimes == ["short_rows", "medium_rows", "long_rows"]
+    report = _report_vs_start(folder)
+    figures = {f.regime: f for f in run_folders.regime_figures(records)}
+    for row in rows:
+        regime = row.get_attribute("data-regime")
+        shown = row.find_element("css selector", ".ratio").text
+        assert shown == f"{figures[regime].ratio:.2f}x"
+        if figures[regime].basis == "final sweep":  # the report's figure, on the same shapes
+            assert shown == report[regime], (regime, shown, report)
+    assert {r for r, f in figures.items() if f.basis == "final sweep"} == \
+        {"short_rows", "long_rows"}
+
+    rounds = run_folders.rounds_of(records)
+    cells = [td.text for td in _by(browser, "#rounds td.regime")]
+    assert cells == [r.task.regime for r in rounds]
+    assert cells.index("medium_rows") > cells.index("short_rows")  # a regime at a time
+    assert _loaded_image(browser, "#best-plot") > 0
+
+    # the lineage: every round once, under the round that made its parent kernel
+    by_id = {r.id: r for r in records}
+    for regime in regimes:
+        nodes = _by(browser, f'#lineage section[data-regime="{regime}"] li.node')
+        assert sorted(n.get_attribute("data-exp") for n in nodes) == \
+            sorted(r.id for r in rounds if r.task.regime == regime)
+        parents = browser.execute_script(
+            "return [...document.querySelectorAll(arguments[0])].map(li => "
+            "[li.dataset.exp, li.parentElement.closest('li.node')?.dataset.exp || null])",
+            f'#lineage section[data-regime="{regime}"] li.node')
+        roots = [child for child, parent in parents if parent is None]
+        assert [by_id[r].provenance.round_kind for r in roots] == ["baseline"]
+        for child, parent in parents:
+            if parent is not None:
+                assert by_id[parent].edit.child_hash == by_id[child].edit.parent_hash
+                assert by_id[parent].iteration < by_id[child].iteration
+        best = _by(browser, f'#lineage section[data-regime="{regime}"] li.node.best')
+        assert len(best) == 1
+        sweep = run_folders.sweeps_of(records).get(regime)
+        if sweep is not None:  # the best node made the kernel the final sweep timed
+            assert by_id[best[0].get_attribute("data-exp")].edit.child_hash == \
+                sweep.edit.child_hash
+    _shot(browser, shots, "run_regimes_lineage")
+
+    target = _one(browser, '#lineage section[data-regime="long_rows"] li.node.best > a')
+    exp_id = target.find_element("xpath", "..").get_attribute("data-exp")
+    _follow(browser, target)
+    assert browser.current_url.endswith(f"/ui/experiences/{exp_id}")
+    assert _one(browser, "#regime").text == "long_rows"
+
+    browser.get(site["base"] + "/ui/runs")
+    row = next(tr for tr in _by(browser, "#runs tr") if MULTI_REGIME_RUN in tr.text)
+    spans = [s.text for s in row.find_elements("css selector", ".best-speedup .per-regime")]
+    assert [s.split()[0] for s in spans] == regimes
+
+
+def test_gpus_compared_for_one_op(browser, site, shots) -> None:
+    """From the index's op header: per GPU the fastest configuration (the fabricated
+    hub's, by construction), how the bests differ and the ranker's similarity."""
+    browser.get(site["base"] + "/")
+    _follow(browser, next(a for a in _by(browser, "#grid a.compare-link") if a.text == HUB_OP))
+    assert parse_qs(urlparse(browser.current_url).query)["op"] == [HUB_OP]
+    gpus = [tr.get_attribute("data-gpu") for tr in _by(browser, "#gpus tr[data-gpu]")]
+    assert sorted(gpus) == sorted(HUB_GPUS.values())
+    cells = _by(browser, "#fastest tr[data-shape] td.cell")
+    assert len(cells) == 2
+    for gpu, cell in zip(gpus, cells, strict=True):
+        config, ms = hub_fastest(gpu)
+        assert cell.find_element("css selector", ".time").text == f"{ms:.4f}"
+        assert ", ".join(f"{k}={v}" for k, v in config.items()) in cell.text
+    (a_config, _), (b_config, _) = (hub_fastest(g) for g in gpus)
+    differ = _one(browser, "#differences").text
+    for knob in a_config:
+        if a_config[knob] != b_config[knob]:
+            assert knob in differ
+    with site["kb"].session() as session:
+        facts = {h.gpu_name: default_facts(h) for h in session.exec(select(Hardware)).all()}
+    pair = f"{gpus[0]}|{gpus[1]}"
+    assert _one(browser, f'#similarity td[data-pair="{pair}"]').text == \
+        f"{gpu_similarity(facts[gpus[0]], facts[gpus[1]]):.2f}"
+    _shot(browser, shots, "compare_convolution")
+
+    # the CPU interpreter's softmax round is no GPU here either
+    browser.get(site["base"] + "/ui/compare?op=softmax")
+    assert [tr.get_attribute("data-gpu") for tr in _by(browser, "#gpus tr[data-gpu]")] == \
+        ["NVIDIA H200"]
+    assert _by(browser, "#fastest tr[data-shape]") and _by(browser, "#no-shared")
+
+
+def test_imported_tuning_data_reads_as_measurements(browser, site, shots) -> None:
+    """Kernel Tuner configurations are not edits: no win rate, but the fastest
+    configurations and the spread of the times; edits keep their win rates."""
+    gpu = HUB_GPUS["A100.json"]
+    browser.get(site["base"] + "/ui/insights?" + f"op={HUB_OP}&gpu={gpu}")
+    page = _one(browser, "main").text
+    assert "win rate" not in page and not _by(browser, "#categories")
+    assert _by(browser, "#no-edits")
+    source = _one(browser, "section.source")
+    configs, timed, failed = (td.text for td in source.find_elements(
+        "css selector", "table.spread td")[:3])
+    assert (configs, timed, failed) == ("12", "11", "1")  # one fails to compile
+    config, ms = hub_fastest(gpu)
+    first = source.find_elements("css selector", "table.fastest tr")[1].text
+    assert ", ".join(f"{k}={v}" for k, v in config.items()) in first and f"{ms:.4f}" in first
+    assert _loaded_image(browser, "#measured-plot") > 0
+    _shot(browser, shots, "insights_imported_convolution")
+
+    browser.get(site["base"] + "/ui/insights?op=softmax&gpu=NVIDIA+H200")
+    assert "win rate" in _one(browser, "#categories").text  # edits: still win rates
+    assert _by(browser, "section.source")  # and the space measurement's fastest

@@ -3,10 +3,13 @@ serve, on the live server of conftest.py."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 
 RUN = "rope-20261129T144940-8e7697"  # a shipped run folder (benchmarks/runs)
+MULTI_REGIME_RUN = "softmax-20261130T195004-f7639e"  # one over three regimes
 
 
 @pytest.mark.parametrize("path", [
@@ -26,7 +29,10 @@ def test_paths_outside_the_runs_and_unknown_ids_are_not_found(site: dict, path: 
 def test_plots_are_pngs_and_pages_are_not_in_the_api_schema(site: dict) -> None:
     base = site["base"]
     for path in (f"/ui/runs/{RUN}/best.png", f"/ui/runs/{RUN}/files/shape_speedup.png",
-                 "/ui/plots/insights.png?op=rope&gpu=NVIDIA+H200&triton=3.6.0"):
+                 "/ui/plots/insights.png?op=rope&gpu=NVIDIA+H200&triton=3.6.0",
+                 f"/ui/runs/{MULTI_REGIME_RUN}/best.png",
+                 "/ui/plots/measurements.png?op=convolution&gpu=NVIDIA+RTX+A6000",
+                 "/ui/plots/measurements.png?op=no-such-op"):
         response = httpx.get(base + path, timeout=60)
         assert response.status_code == 200, path
         assert response.headers["content-type"] == "image/png"
@@ -80,10 +86,66 @@ def test_links_do_not_follow_the_host_header(site: dict) -> None:
     """Pages link by path: a client's Host header (cache poisoning, links to elsewhere)
     never ends up in them."""
     for path in ("/", "/ui/insights?op=softmax&gpu=NVIDIA+H200", "/ui/experiences",
-                 "/ui/runs", f"/ui/runs/{RUN}"):
+                 "/ui/runs", f"/ui/runs/{RUN}", "/ui/compare?op=convolution",
+                 "/ui/insights?op=convolution&gpu=NVIDIA+RTX+A6000"):
         # (a foreign name is refused on a server without a token: kb/api/same_machine.py)
         response = httpx.get(site["base"] + path, headers={"Host": "127.0.0.2:9"},
                              timeout=60)
         assert response.status_code == 200, path
         assert "127.0.0.2" not in response.text, path
         assert 'href="/ui/experiences"' in response.text, path
+
+
+def test_the_comparison_page_without_an_op_or_with_an_unknown_one(site: dict) -> None:
+    base = site["base"]
+    page = httpx.get(base + "/ui/compare", timeout=60)
+    assert page.status_code == 200 and 'id="filter-op"' in page.text
+    assert '<option value="convolution"' in page.text  # measured ops are the choices
+    assert '<option value="cpu-interpreter"' not in page.text
+    page = httpx.get(base + "/ui/compare", params={"op": "no-such-op"}, timeout=60)
+    assert page.status_code == 200 and 'id="no-gpus"' in page.text
+    long = httpx.get(base + "/ui/compare", params={"op": "x" * 5000}, timeout=60)
+    assert long.status_code == 422  # filter values are bounded, as on every page
+
+
+def _journal_line(iteration: int, parent: str | None, child: str) -> str:
+    """A journal line as the loop writes it, less the id (a reader fills it in)."""
+    from kb_testdata import record_dict
+
+    rec = record_dict(run="lineage-run", iteration=iteration, summary=f"step {iteration}",
+                      config={"STEP": iteration})
+    rec["edit"].update(parent_hash=parent, child_hash=child)
+    rec["task"]["regime"] = "short_rows"
+    if parent is None:
+        rec["provenance"]["round_kind"] = "baseline"
+    return json.dumps(rec)
+
+
+def test_a_deep_lineage_and_a_hash_loop_render_as_a_tree(site: dict) -> None:
+    """A chain of rounds nests as deep as it is long (no recursion to overflow), and
+    hashes that loop (a round's parent kernel made only by a later round) cannot make
+    a cycle: only an earlier round is a parent."""
+    folder = site["kb"].settings.runs_dir / "lineage-run"
+    folder.mkdir(parents=True, exist_ok=True)
+    depth = 1200
+    lines = [_journal_line(0, None, "h00000000")]
+    lines += [_journal_line(i, f"h{i - 1:08d}", f"h{i:08d}") for i in range(1, depth)]
+    lines.append(_journal_line(depth, "h99999999", "hloop0000"))  # made by no earlier round
+    lines.append(_journal_line(depth + 1, "hloop0000", "h99999999"))
+    (folder / "journal.jsonl").write_text("\n".join(lines) + "\n")
+    page = httpx.get(site["base"] + "/ui/runs/lineage-run", timeout=60)
+    assert page.status_code == 200
+    lineage = page.text[page.text.index('id="lineage"'):]
+    assert lineage.count('<li class="node') == depth + 2
+    # a list for the forest, one under each round of the chain but its last, one under
+    # the loop's first round (whose child is the loop's second): all closed
+    assert lineage.count("<ul") == lineage.count("</ul>") == 1 + (depth - 1) + 1
+    assert lineage.count("from no earlier round") == 1  # the loop's first round
+
+
+def test_the_importers_of_one_problem_size_per_file_are_the_ones_named() -> None:
+    """The measurements view skips reading the JSON of these agents' rows."""
+    from kb.importers import kernel_tuner, t4
+    from kb.web.data import ONE_SHAPE_PER_FILE
+
+    assert ONE_SHAPE_PER_FILE == (kernel_tuner.AGENT, t4.AGENT)
