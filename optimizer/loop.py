@@ -27,6 +27,7 @@ from optimizer.agents.base import (
 )
 from optimizer.diffcheck import check
 from optimizer.experience import RunInfo, build_record, unevaluated_feedback
+from optimizer.live import LiveStatus
 from optimizer.policy import Policy, StopReason
 from optimizer.recall import Known, Recalled, known, recall
 from optimizer.sandbox.evaluator import resolve_shapes, sweep_shape_set, work_timeout_s
@@ -125,8 +126,10 @@ class Loop:
     def __init__(self, task: Task, agent: Agent, *, info: RunInfo, evaluator: Evaluator,
                  writeback: Writeback, policy: Policy, knowledge: Any = None,
                  options: LoopOptions | None = None, baseline: Any = None,
-                 on_round: Callable[[RoundOutcome], None] | None = None) -> None:
+                 on_round: Callable[[RoundOutcome], None] | None = None,
+                 live: LiveStatus | None = None) -> None:
         self.task, self.agent, self.info, self.evaluate = task, agent, info, evaluator
+        self.live = live  # the run folder's live.json (optimizer/live.py), or None
         self.writeback, self.policy, self.knowledge = writeback, policy, knowledge
         self.options = options or LoopOptions(dtype=info.dtype)
         self.baseline, self.on_round = baseline, on_round
@@ -209,7 +212,12 @@ class Loop:
         return max(self.options.timeout_s,
                    work_timeout_s(count, self.options.seeds, on_gpu=on_gpu))
 
+    def _evaluating(self, iteration: int, kind: str, summary: str) -> None:
+        if self.live is not None:
+            self.live.evaluating(iteration, kind, summary, self.info.regime)
+
     def _baseline_round(self, source: str) -> _State:
+        self._evaluating(0, "baseline", f"starting kernel of {self.task.name}")
         result, spent = self._evaluate(source, None, first=True)
         if not result.ok:
             raise StartFailed(self.task.name, result.error_kind, result.error_message)
@@ -241,6 +249,7 @@ class Loop:
             return self._not_evaluated(state, iteration, kind, proposal, diff.diff,
                                        Verdict.invalid, "repeat", message)
         state.tried[source_hash(proposal.source)] = iteration
+        self._evaluating(iteration, kind, proposal.summary)
         result, spent = self._evaluate(proposal.source, state.best_result, parent_source=parent)
         noise = noise_threshold(result, state.best_result)
         verdict = judge(result, state.best_result, claimed_gain=proposal.claimed_gain,
@@ -289,6 +298,8 @@ class Loop:
                                record.id)
         self.rounds.append(outcome)
         log.debug("round %d written (%s): %s", iteration, where, record.id)
+        if self.live is not None:
+            self.live.round_done()
         if self.on_round:
             self.on_round(outcome)
 
@@ -340,6 +351,8 @@ class Loop:
     def _sweep(self, result: RunResult, iteration: int) -> None:
         """Best kernel vs the starting kernel over the full sweep, regressions flagged."""
         shapes = sweep_shape_set(self.options.sweep_shapes, self.info.env.arch != "cpu")
+        self._evaluating(iteration, "sweep", "final sweep: the start and the best kernel "
+                         "over the sweep shapes")
         start, _ = self._evaluate(result.start_source, None, shapes)
         result.start_sweep = start
         if result.best_source == result.start_source:

@@ -21,6 +21,7 @@ from kernels.base import DTYPES, Shape, get_task
 from optimizer.agents.base import Agent
 from optimizer.experience import RunInfo
 from optimizer.export import export_module
+from optimizer.live import LiveStatus
 from optimizer.loop import Loop, LoopOptions, RoundOutcome, RunResult
 from optimizer.policy import Policy, PolicyConfig, StopReason
 from optimizer.report import write_report
@@ -87,6 +88,8 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = No
     env = Environment(**sandbox.detect_environment(_measured_peaks()))
     journal = Journal(journal_path or run_dir / "journal.jsonl")
     writeback = Writeback(knowledge if write_back else None, journal)
+    live = LiveStatus(run_dir, run_id, task.name)  # what the live run page reads
+    live.start()
     baseline = sandbox.measure_baseline(
         task.name, options.dtype, sandbox.sweep_shape_set(options.sweep_shapes, True)) \
         if measure_baseline else None
@@ -106,10 +109,15 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = No
         loop = Loop(task, (agent_factory or (lambda: agent))() if n else agent, info=info,
                     evaluator=evaluator or sandbox.evaluate, writeback=writeback,
                     policy=Policy(share), knowledge=knowledge, options=sub_options,
-                    baseline=baseline, on_round=on_round)
+                    baseline=baseline, on_round=on_round, live=live)
         progress.info("regime %s (%d of %d): %d round shapes, %d sweep shapes", regime,
                       n + 1, len(plan), len(shapes), len(sweep))
-        results[regime] = loop.run()
+        live.start(regime)
+        try:
+            results[regime] = loop.run()
+        except BaseException:
+            live.finish("failed")  # no report follows: the page stops calling it live
+            raise
         stopped = results[regime].stop_reason
         if stopped in STOPPED_EARLY:
             why = ("interrupted" if stopped is StopReason.interrupt
@@ -133,6 +141,7 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = No
     note = "" if env.arch != "cpu" else UNTIMED_NOTE
     result.report_path = write_report(result, run_dir, title_note=note)
     result.journal_path = journal.path if writeback.journaled else None
+    live.finish()
     progress.info("%s", writeback.summary())
     return result
 

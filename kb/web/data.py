@@ -403,3 +403,118 @@ def compare(session: Session, op: str) -> Comparison:
     return Comparison(op, gpus, shapes[:SHAPES_SHOWN], cells, differences,
                       dict(sorted(knob_values.items())), similarity,
                       max(0, len(shapes) - SHAPES_SHOWN))
+
+
+# -- the configuration landscape of (op, GPU, shape) -----------------------------------
+LANDSCAPE_ROWS = 3000  # measured rows loaded for one shape, fastest first
+
+
+@dataclass(frozen=True)
+class Point:
+    config: dict[str, Any]
+    time_ms: float
+    exp_id: str | None  # None: a prediction
+    programs: int | None = None  # launch features, where the op's launch model gives them
+    threads: int | None = None
+
+
+@dataclass
+class Landscape:
+    op: str
+    gpu: str
+    shape: str
+    measured: list[Point]  # fastest first
+    knobs: list[str]
+    truncated: bool  # more rows measured the shape than were loaded
+    predicted: list[Point] = field(default_factory=list)
+    prediction_note: str = ""
+
+    @property
+    def best(self) -> Point | None:
+        return self.measured[0] if self.measured else None
+
+
+def _landscape_where(op: str, gpu: str) -> list[Any]:
+    return [Experience.op_type == op, Experience.gpu_name == gpu,
+            Experience.evidence == "measured", Experience.time_ms.is_not(None),
+            on_hardware()]
+
+
+def landscape_gpus(session: Session, op: str) -> list[str]:
+    """GPUs with a measured experience of ``op`` (the landscape's GPU choices)."""
+    return sorted(str(g) for g in session.exec(
+        select(Experience.gpu_name).where(Experience.op_type == op,
+                                          Experience.evidence == "measured", on_hardware())
+        .distinct()).all())
+
+
+def landscape_shapes(session: Session, op: str, gpu: str
+                     ) -> tuple[list[tuple[str, int]], dict[str, list[str]]]:
+    """The shapes measured for ``op`` on ``gpu``, most measured first, with how many rows
+    timed each; and per shape the run ids that timed it. One record per (run, shape set)
+    group is read (the rows of a group time the same shapes), never every row's JSON."""
+    shape_col = shape_set_column(session)
+    groups = session.exec(select(func.min(Experience.id), Experience.run_id, func.count())
+                          .where(*_landscape_where(op, gpu))
+                          .group_by(Experience.run_id, shape_col)).all()
+    sample = {row.id: row for row in session.exec(select(Experience).where(
+        Experience.id.in_([g[0] for g in groups])))} if groups else {}
+    counts: Counter[str] = Counter()
+    runs_of: dict[str, list[str]] = defaultdict(list)
+    for exp_id, run_id, n in groups:
+        record = load_or_skip(sample[exp_id]) if exp_id in sample else None
+        for shape in dict.fromkeys(t.shape for t in (record.feedback.timings if record else [])):
+            counts[shape] += int(n)
+            runs_of[shape].append(str(run_id))
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])), dict(runs_of)
+
+
+def landscape(session: Session, op: str, gpu: str, shape: str, run_ids: list[str],
+              launch_of: Any = None) -> Landscape:
+    """Every configuration measured on ``shape`` (``run_ids``: the runs that timed it)
+    with its median time there, fastest first; ``launch_of(record, shape)`` gives launch
+    facts (programs, threads per program) where the op's launch model knows them."""
+    rows = session.exec(select(Experience).where(
+        *_landscape_where(op, gpu), Experience.run_id.in_(run_ids))
+        .order_by(Experience.time_ms, Experience.id).limit(LANDSCAPE_ROWS + 1)).all()
+    points: list[Point] = []
+    for row in rows[:LANDSCAPE_ROWS]:
+        record = load_or_skip(row)
+        if record is None or record.feedback.suspect or not record.edit.config:
+            continue
+        t = next((t for t in record.feedback.timings if t.shape == shape), None)
+        if t is None:
+            continue
+        points.append(Point(dict(record.edit.config), t.median_ms, record.id,
+                            *_launch(launch_of, record, shape)))
+    points.sort(key=lambda p: (p.time_ms, p.exp_id or ""))
+    knobs = sorted({k for p in points for k in p.config})
+    return Landscape(op, gpu, shape, points, knobs, len(rows) > LANDSCAPE_ROWS)
+
+
+def _launch(launch_of: Any, subject: Any, shape: str) -> tuple[int | None, int | None]:
+    if launch_of is None:
+        return None, None
+    try:
+        facts = launch_of(subject, shape)
+    except Exception:  # noqa: BLE001 - a launch model that cannot read this config
+        return None, None
+    if facts is None:
+        return None, None
+    return int(facts.programs), int(facts.threads_per_program)
+
+
+def predicted_points(prediction: Any, best_ms: float | None, launch_of_config: Any = None,
+                     shape: str = "") -> list[Point]:
+    """The ranker's predicted configurations as points: predicted_rel_time is time over
+    the target's best measured time, so a point's time is that ratio x the best time on
+    the shape (none without a measured best to scale by)."""
+    if prediction is None or not best_ms:
+        return []
+    out = []
+    for item in prediction.items:
+        if item.predicted_rel_time is None or not item.config:
+            continue
+        out.append(Point(dict(item.config), item.predicted_rel_time * best_ms, None,
+                         *_launch(launch_of_config, item.config, shape)))
+    return out

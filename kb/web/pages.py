@@ -25,6 +25,7 @@ router = APIRouter(include_in_schema=False)
 TEMPLATES = templates()
 TEMPLATES.env.globals["safe_name"] = runs.safe_name  # a run id the run page can serve
 PAGE = 50
+LIVE_REFRESH_S = 3  # a live run's page reloads itself this often (no script)
 Text = Annotated[str | None, Query(max_length=SHORT)]  # a filter value
 
 
@@ -132,8 +133,9 @@ def _run_data(kb: Any, run_id: str) -> tuple[Any, Any, list[Any]]:
         row = queries.get_run(session, run_id)
     folder = runs.find_folder(kb.settings, run_id)
     records = kb.list(run_id=run_id, limit=1000).items if row is not None else []
-    if not records and folder is not None:
-        records = folder.journal_records()
+    if folder is not None:  # a run whose store went down mid-run journaled the rest
+        stored = {r.id for r in records}
+        records = records + [r for r in folder.journal_records() if r.id not in stored]
     return row, folder, records
 
 
@@ -163,7 +165,9 @@ def run_page(request: Request, run_id: str, kb: KnowledgeDep) -> HTMLResponse:
     for figure in figures:
         own = [r for r in rounds if runs.regime_of(r) == figure.regime]
         trees.append((figure, runs.tree_tokens(runs.lineage(own, _best_round(own, figure)))))
+    live = folder.live() if folder is not None else None
     return _page(request, "run.html", run_id=run_id, row=row, folder=folder, rounds=rounds,
+                 live=live, refresh_s=LIVE_REFRESH_S,
                  first=rounds[0] if rounds else None, sweeps=runs.sweeps_of(records),
                  figures=figures, trees=trees, regimes=len(figures) > 1 or any(
                      f.regime for f in figures), config_text=data.config_text,
@@ -202,3 +206,119 @@ def run_file(run_id: str, name: str, kb: KnowledgeDep) -> Response:
     if path is None:
         return Response(status_code=404)
     return Response(path.read_bytes(), media_type="image/png")
+
+
+# -- the configuration landscape of (op, GPU, shape) -----------------------------------
+PREDICTED_SHOWN = 50  # the ranker's first configurations drawn as predicted points
+
+
+def _launch_models(op: str) -> tuple[Any, Any, Any]:
+    """(the op's space or None, launch_of_record, launch_of_config): the task's launch
+    model, else Kernel Tuner's conventions (imported ops, retrieval/launch.py)."""
+    from optimizer.spaces import space_for_op
+    from retrieval.launch import kernel_tuner_launch, parse_problem_size, record_launch
+
+    space = space_for_op(op)
+    if space is not None:
+        return space, space.launch_of_record, space.launch_of_config
+    return None, record_launch, \
+        lambda config, shape: kernel_tuner_launch(config, parse_problem_size(shape))
+
+
+def _landscape(kb: Any, op: str | None, gpu: str | None, shape: str | None
+               ) -> tuple[dict[str, Any], int]:
+    """The page's context and status: pickers, the landscape, or what was not found
+    (with the closest known name)."""
+    from retrieval.names import closest_name
+
+    with kb.session() as session:
+        ops = data.compare_ops(session)
+        ctx: dict[str, Any] = {"op": op, "gpu": gpu, "shape": shape, "ops": ops, "gpus": [],
+                               "shapes": [], "land": None, "unknown": None}
+        if not op:
+            return ctx, 200
+        if op not in ops:
+            ctx["unknown"] = ("op", op, closest_name(op, ops), ops)
+            return ctx, 404
+        ctx["gpus"] = gpus = data.landscape_gpus(session, op)
+        if not gpu:
+            return ctx, 200
+        if gpu not in gpus:
+            ctx["unknown"] = ("GPU", gpu, closest_name(gpu, gpus), gpus)
+            return ctx, 404
+        shapes, runs_of = data.landscape_shapes(session, op, gpu)
+        ctx["shapes"] = shapes
+        names = [s for s, _ in shapes]
+        if not shape and names:
+            shape = ctx["shape"] = names[0]  # the most measured
+        if shape not in runs_of:
+            ctx["unknown"] = ("shape", shape or "", closest_name(shape or "", names), names)
+            return ctx, 404
+        space, of_record, of_config = _launch_models(op)
+        land = data.landscape(session, op, gpu, shape, runs_of[shape], of_record)
+    try:
+        plan = kb.bootstrap({"gpu_name": gpu}, op_type=op, space=space, shapes=[shape],
+                            limit=PREDICTED_SHOWN)
+        land.prediction_note = plan.prediction_note or ""
+        best = land.best.time_ms if land.best else None
+        land.predicted = data.predicted_points(plan.prediction, best, of_config, shape)
+        if plan.prediction is not None:
+            land.prediction_note = plan.prediction.note
+    except ValueError as err:  # a GPU the ranker has no facts for
+        land.prediction_note = f"no prediction: {err}"
+    ctx["land"] = land
+    return ctx, 200
+
+
+def _panels(land: data.Landscape) -> list[plots.Panel]:
+    def label(value: Any) -> str:
+        return str(value)
+
+    def order(values: set[str], raw: dict[str, Any]) -> list[str]:
+        numeric = all(isinstance(raw[v], int | float) for v in values)
+        return sorted(values, key=lambda v: (float(raw[v]), v) if numeric else (0.0, v))
+
+    best = land.best
+    panels = []
+    for knob in land.knobs:
+        raw = {label(p.config[knob]): p.config[knob]
+               for p in (*land.measured, *land.predicted) if knob in p.config}
+        ticks = order(set(raw), raw)
+        at = {v: i for i, v in enumerate(ticks)}
+
+        def xy(points: list[data.Point], knob: str = knob, at: dict = at) -> tuple:
+            return tuple((float(at[label(p.config[knob])]), p.time_ms) for p in points
+                         if knob in p.config)
+        mark = xy([best])[0] if best and knob in best.config else None
+        panels.append(plots.Panel(knob, tuple(ticks), xy(land.measured), mark,
+                                  xy(land.predicted)))
+    for name, attr in (("launch: programs", "programs"), ("launch: threads / program",
+                                                         "threads")):
+        def num(points: list[data.Point], attr: str = attr) -> tuple:
+            return tuple((float(getattr(p, attr)), p.time_ms) for p in points
+                         if getattr(p, attr))
+        measured = num(land.measured)
+        if measured:
+            mark = num([best])[0] if best and getattr(best, attr) else None
+            panels.append(plots.Panel(name, (), measured, mark, num(land.predicted)))
+    return panels
+
+
+@router.get("/ui/landscape", response_class=HTMLResponse)
+def landscape_page(request: Request, kb: KnowledgeDep, op: Text = None, gpu: Text = None,
+                   shape: Text = None) -> HTMLResponse:
+    ctx, status = _landscape(kb, op or None, gpu or None, shape or None)
+    return _page(request, "landscape.html", status_code=status, config_text=data.config_text,
+                 **ctx)
+
+
+@router.get("/ui/plots/landscape.png")
+def landscape_plot(kb: KnowledgeDep, op: Text = None, gpu: Text = None,
+                   shape: Text = None) -> Response:
+    ctx, status = _landscape(kb, op or None, gpu or None, shape or None)
+    land = ctx["land"]
+    if land is None:
+        return Response(status_code=404)
+    title = f"{land.op} · {land.gpu} · {land.shape}: {len(land.measured)} measured" + \
+        (f", {len(land.predicted)} predicted" if land.predicted else "")
+    return Response(plots.landscape(_panels(land), title), media_type="image/png")

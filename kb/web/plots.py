@@ -171,3 +171,77 @@ def _measurement_spread(boxes: tuple[tuple[str, tuple[float, float, float, float
         ax.set_xlabel("time / the fastest configuration's (whiskers: fastest and slowest)")
     fig.suptitle(title, fontsize=11, y=1 - 0.12 / height)
     return _png(fig)
+
+
+class Panel(NamedTuple):
+    """One knob (or launch feature) of the landscape, as drawn (hashable: the cache key).
+    Categorical: x is the index of the value in ``ticks``; numeric (launch features):
+    x is the value, on a log axis."""
+
+    name: str
+    ticks: tuple[str, ...]  # the values' labels (empty: a numeric axis)
+    measured: tuple[tuple[float, float], ...]  # (x, time ms)
+    best: tuple[float, float] | None
+    predicted: tuple[tuple[float, float], ...]
+
+
+PREDICTED = "#e65100"
+
+
+def landscape(panels: list[Panel], title: str) -> bytes:
+    """Measured time against each knob's values (a strip per value, jittered), the best
+    configuration starred and the ranker's predicted configurations as open triangles."""
+    return _landscape(tuple(panels), title)
+
+
+@lru_cache(maxsize=64)
+def _landscape(panels: tuple[Panel, ...], title: str) -> bytes:
+    cols = min(3, max(len(panels), 1))
+    rows = max(1, -(-len(panels) // cols))
+    fig = Figure(figsize=(3.6 * cols, 2.7 * rows + 0.6))
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.12 / rows + 0.06, top=1 - 0.5 /
+                        (2.7 * rows + 0.6), hspace=0.55, wspace=0.28)
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    if not panels:
+        _empty(axes[0], "nothing measured on this shape")
+    plain = FuncFormatter(lambda v, _: f"{v:g}")
+    for ax, p in zip(axes, panels, strict=False):
+        jitter = [((i * 0.618) % 1 - 0.5) * 0.35 if p.ticks else 0.0
+                  for i in range(len(p.measured))]
+        if p.measured:
+            ax.scatter([x + j for (x, _), j in zip(p.measured, jitter, strict=True)],
+                       [y for _, y in p.measured], s=12, color="#1565c0", alpha=0.55,
+                       linewidths=0, label="measured")
+        if p.predicted:
+            offset = 0.22 if p.ticks else 0.0
+            ax.scatter([x + offset for x, _ in p.predicted], [y for _, y in p.predicted],
+                       s=26, marker="^", facecolors="none", edgecolors=PREDICTED,
+                       linewidths=1.0, label="predicted")
+        if p.best:
+            ax.scatter([p.best[0]], [p.best[1]], s=110, marker="*", color=WIN, zorder=5,
+                       label="best measured")
+        if p.ticks:
+            ax.set_xticks(range(len(p.ticks)))
+            ax.set_xticklabels([t if len(t) <= 8 else t[:7] + "…" for t in p.ticks],
+                               fontsize=7, rotation=30 if len(p.ticks) > 5 else 0)
+            ax.set_xlim(-0.6, len(p.ticks) - 0.4)
+        else:
+            ax.set_xscale("log")
+            ax.xaxis.set_major_formatter(plain)
+            ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+            ax.tick_params(axis="x", labelsize=7)
+        ys = [y for _, y in (*p.measured, *p.predicted)]
+        if ys and min(ys) > 0 and max(ys) / min(ys) > 8:
+            ax.set_yscale("log")
+            ax.yaxis.set_major_formatter(plain)
+            ax.yaxis.set_minor_formatter(plain)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.set_title(p.name, fontsize=9)
+        ax.set_ylabel("ms", fontsize=8)
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    if panels:
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, loc="upper right", fontsize=8, ncol=3)
+    fig.suptitle(title, fontsize=10, x=0.02, ha="left")
+    return _png(fig)

@@ -8,10 +8,13 @@ run id under known roots only; a name that is not a plain folder name is refused
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -25,6 +28,18 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,199}$")
 REPORT_SECTIONS = ("## Shape sweep", "## Against the peers")
 _STOPPED = re.compile(r"stopped by \*\*([\w-]+)\*\*")
 _REGIME_SECTION = re.compile(r"^# Regime ", re.M)  # optimizer/report.py, one per regime
+
+
+LIVE_FILE = "live.json"  # optimizer/live.py: the candidate being evaluated, the state
+LIVE_STALE_S = 3600.0  # no record and no live.json write for this long: not live any more
+
+
+@dataclass(frozen=True)
+class Live:
+    """A run under way: how long ago it last wrote, the candidate it evaluates now."""
+
+    age_s: float
+    candidate: dict[str, Any] | None
 
 
 def safe_name(name: str) -> bool:
@@ -62,6 +77,37 @@ class RunFolder:
         if path.is_symlink() or not path.is_file():  # a link could lead out of the folder
             return None
         return path
+
+    @property
+    def live_file(self) -> Path:
+        return self.path / LIVE_FILE
+
+    def live_status(self) -> dict[str, Any]:
+        """The loop's live.json (optimizer/live.py): state, candidate; {} when absent or
+        unreadable (a run from before it, a run folder copied without it)."""
+        try:
+            found = json.loads(self.live_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return found if isinstance(found, dict) else {}
+
+    def last_write_age_s(self) -> float | None:
+        """Seconds since the journal or live.json last changed (None: neither is here)."""
+        times = [p.stat().st_mtime for p in (self.path / "journal.jsonl", self.live_file)
+                 if p.is_file()]
+        return max(0.0, time.time() - max(times)) if times else None
+
+    def live(self) -> Live | None:
+        """The run is under way: no report yet, the loop has not said it ended, and it
+        wrote within LIVE_STALE_S; None otherwise (done, or stopped without a report)."""
+        if self.report.is_file():
+            return None
+        status = self.live_status()
+        age = self.last_write_age_s()
+        if status.get("state", "running") != "running" or age is None or age > LIVE_STALE_S:
+            return None
+        candidate = status.get("candidate")
+        return Live(age, candidate if isinstance(candidate, dict) else None)
 
     def journal_records(self) -> list[ExperienceRecord]:
         """The run's records from its journal (written when the store was not)."""
@@ -103,12 +149,16 @@ class RunFolder:
         return "\n".join(line for line in body.splitlines() if not line.startswith("!["))
 
 
+def _is_run(path: Path) -> bool:
+    return any((path / name).is_file() for name in ("report.md", "journal.jsonl", LIVE_FILE))
+
+
 def find_folder(settings: Settings, run_id: str) -> RunFolder | None:
     if not safe_name(run_id):
         return None
     for root in run_roots(settings):
         path = root / run_id
-        if (path / "report.md").is_file() or (path / "journal.jsonl").is_file():
+        if _is_run(path):
             return RunFolder(run_id, path)
     return None
 
@@ -119,7 +169,7 @@ def all_folders(settings: Settings) -> list[RunFolder]:
     for root in run_roots(settings):
         for path in sorted(root.iterdir()):
             if path.is_dir() and safe_name(path.name) and path.name not in seen and \
-                    ((path / "report.md").is_file() or (path / "journal.jsonl").is_file()):
+                    _is_run(path):
                 seen[path.name] = RunFolder(path.name, path)
     return list(seen.values())
 

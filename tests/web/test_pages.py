@@ -359,3 +359,50 @@ def test_imported_tuning_data_reads_as_measurements(browser, site, shots) -> Non
     browser.get(site["base"] + "/ui/insights?op=softmax&gpu=NVIDIA+H200")
     assert "win rate" in _one(browser, "#categories").text  # edits: still win rates
     assert _by(browser, "section.source")  # and the space measurement's fastest
+
+
+def test_landscape_page_plots_measured_and_predicted(browser, site, shots) -> None:
+    """From the comparison page to the landscape of the A100: its plot loads, the
+    predicted configurations are listed apart from the measured, the shape picker works."""
+    browser.get(site["base"] + f"/ui/compare?op={HUB_OP}")
+    _follow(browser, _one(browser, f'tr[data-gpu="{HUB_GPUS["A100.json"]}"] a.landscape-link'))
+    assert "/ui/landscape" in browser.current_url
+    assert _loaded_image(browser, "#landscape-plot") > 0
+    _, fastest = hub_fastest(HUB_GPUS["A100.json"])
+    first = _one(browser, "#landscape-fastest tr.measured").text
+    assert f"{fastest:.4f}" in first
+    assert _by(browser, "#landscape-predicted tr.predicted")
+    _select(browser, "shape", "problem_size=4096x4096")
+    _follow(browser, _one(browser, "form.filters button"))
+    assert "shape=problem_size" in browser.current_url
+    _shot(browser, shots, "landscape_convolution_a100")
+
+
+def test_live_run_page_reloads_itself_until_the_report(browser, site, shots) -> None:
+    import json
+    import time
+
+    from kb_testdata import record_dict
+
+    run = "live-browser-run"
+    folder = site["kb"].settings.runs_dir / run
+    folder.mkdir(parents=True, exist_ok=True)
+    rec = record_dict(run=run, iteration=0, summary="starting kernel")
+    rec["provenance"]["round_kind"] = "baseline"
+    (folder / "journal.jsonl").write_text(json.dumps(rec) + "\n")
+    (folder / "live.json").write_text(json.dumps({"state": "running", "candidate": {
+        "iteration": 1, "kind": "explore", "summary": "widen BLOCK_SIZE"}}))
+    browser.get(f"{site['base']}/ui/runs/{run}")
+    assert "widen BLOCK_SIZE" in _one(browser, "#candidate").text
+    _shot(browser, shots, "run_live")
+    (folder / "journal.jsonl").write_text(json.dumps(rec) + "\n" + json.dumps(
+        record_dict(run=run, iteration=1, summary="widened BLOCK_SIZE")) + "\n")
+    deadline = time.time() + 12  # the page reloads itself (every 3 s)
+    while time.time() < deadline and "widened BLOCK_SIZE" not in \
+            _one(browser, "#rounds").text:
+        time.sleep(0.5)
+    assert "widened BLOCK_SIZE" in _one(browser, "#rounds").text
+    (folder / "report.md").write_text(f"# Run {run}\n")
+    time.sleep(4)
+    assert not _by(browser, "#live")
+    assert not _by(browser, 'meta[http-equiv="refresh"]')

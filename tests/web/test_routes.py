@@ -149,3 +149,57 @@ def test_the_importers_of_one_problem_size_per_file_are_the_ones_named() -> None
     from kb.web.data import ONE_SHAPE_PER_FILE
 
     assert ONE_SHAPE_PER_FILE == (kernel_tuner.AGENT, t4.AGENT)
+
+
+def test_the_landscape_page_its_plot_and_unknown_names(site: dict) -> None:
+    base = site["base"]
+    params = {"op": "softmax", "gpu": "NVIDIA H200", "shape": "rows=4096,cols=32768"}
+    page = httpx.get(base + "/ui/landscape", params=params, timeout=60)
+    assert page.status_code == 200 and 'id="landscape-plot"' in page.text
+    assert '<option value="rows=1,cols=32000"' in page.text  # the shape picker
+    plot = httpx.get(base + "/ui/plots/landscape.png", params=params, timeout=60)
+    assert plot.status_code == 200 and plot.content.startswith(b"\x89PNG")
+    for bad, closest in ((dict(params, op="sofmax"), "softmax"),
+                         (dict(params, gpu="H200"), "NVIDIA H200"),
+                         (dict(params, shape="rows=4096,cols=32767"), "rows=4096,cols=32768")):
+        page = httpx.get(base + "/ui/landscape", params=bad, timeout=60)
+        assert page.status_code == 404 and 'id="unknown"' in page.text, bad
+        assert f">{closest}</a>" in page.text, bad
+        assert httpx.get(base + "/ui/plots/landscape.png", params=bad,
+                         timeout=60).status_code == 404
+    links = httpx.get(base + "/ui/compare", params={"op": "softmax"}, timeout=60).text
+    assert 'class="landscape-link"' in links
+    worked = httpx.get(base + "/ui/insights", params={"op": "softmax", "gpu": "NVIDIA H200"},
+                       timeout=60).text
+    assert 'id="landscape-link"' in worked
+
+
+def test_a_live_run_shows_its_rounds_and_refreshes_until_its_report(site: dict) -> None:
+    """A run folder as `optimize` leaves it mid-run: a journal of two rounds and the
+    loop's live.json (the candidate under evaluation), no report: the page shows the
+    rounds, the best so far and the candidate, and reloads itself; with the report it
+    stops reloading."""
+    run = "live-run-1"
+    folder = site["kb"].settings.runs_dir / run
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [json.loads(_journal_line(0, None, "h0000000")),
+             json.loads(_journal_line(1, "h0000000", "h1111111"))]
+    for rec in lines:
+        rec["run_id"] = run
+    (folder / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    (folder / "live.json").write_text(json.dumps({
+        "run_id": run, "state": "running", "candidate": {
+            "iteration": 2, "kind": "explore", "summary": "try NUM_WARPS 8",
+            "regime": "short_rows"}}))
+    url = f"{site['base']}/ui/runs/{run}"
+    page = httpx.get(url, timeout=60).text
+    assert '<meta http-equiv="refresh" content="3">' in page
+    assert 'id="live"' in page and "2 rounds so far" in page
+    assert "try NUM_WARPS 8" in page[page.index('id="candidate"'):]
+    rounds = page[page.index('id="rounds"'):page.index("</table>", page.index('id="rounds"'))]
+    assert "step 0" in rounds and "step 1" in rounds
+    assert "Best so far" in page and 'id="regime-best"' in page
+    (folder / "report.md").write_text("# Run live-run-1\n\nstopped by **max_iters**\n")
+    page = httpx.get(url, timeout=60).text
+    assert "http-equiv" not in page and 'id="live"' not in page
+    assert 'id="stopped"' in page
