@@ -28,7 +28,15 @@ import torch
 
 from kernels.base import DTYPES, Task, get_task, load_candidate
 from kernels.discovery import load_origin
-from optimizer.sandbox import checks, compare, jit_globals, provenance, tamper, timing
+from optimizer.sandbox import (
+    checks,
+    compare,
+    guards,
+    jit_globals,
+    provenance,
+    tamper,
+    timing,
+)
 from optimizer.sandbox.errors import classify_exception, exception_message, trim
 from optimizer.sandbox.gpu_turns import GpuTurns
 
@@ -233,7 +241,12 @@ class Worker:
         raise ValueError(f"unknown question {question['op']!r}")
 
     def make_inputs(self, shape: tuple[int, ...], seed: int) -> list[Any]:
-        return list(self.task.make_inputs(shape, self.dtype, seed, self.device))
+        """The task's inputs; on a GPU each between poisoned guard regions (``guards``): a
+        kernel that reads past an input's end gets NaN there, not a neighbour's data.
+        The CPU interpreter checks every load against its tensor's storage and names the
+        line, which a guard would hide."""
+        inputs = list(self.task.make_inputs(shape, self.dtype, seed, self.device))
+        return [guards.guarded(x) for x in inputs] if self.device == "cuda" else inputs
 
     def check_shape(self, run: Any, shape: tuple[int, ...], label: str) -> None:
         """Every seed on the SAME input storage (fresh values copied in), so an output
@@ -251,7 +264,7 @@ class Worker:
             if isinstance(s, int):
                 fresh = self.make_inputs(shape, seed=self.seed_base + s)
                 if inputs is None:
-                    inputs = [x.clone() if isinstance(x, torch.Tensor) else x for x in fresh]
+                    inputs = [_own_copy(x) for x in fresh]
                 else:
                     for x, f in zip(inputs, fresh, strict=True):
                         if isinstance(x, torch.Tensor):
@@ -568,6 +581,15 @@ def measure_baseline(request: dict[str, Any]) -> dict[str, Any]:
         out[task.shape_label(shape)] = compare.gpu_profile(
             timing.rotating(task.reference, sets), clock)[0]
     return {"final": True, "timings": out, "settle": settled.to_dict()}
+
+
+def _own_copy(value: Any) -> Any:
+    """A tensor on storage of its own, guarded on a GPU where it can be (``guarded``
+    copies)."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    copy = guards.guarded(value) if value.is_cuda else value
+    return copy if copy is not value else value.clone()
 
 
 def _write_tensors(tensors: list[torch.Tensor], fd: int) -> list[dict[str, Any]]:

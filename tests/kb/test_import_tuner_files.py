@@ -320,7 +320,7 @@ def test_imported_configurations_reach_the_matmul_bootstrap(
     assert f"[config] tiling {fastest_at_m16()}: fastest measured matmul float16 config on " \
            "NVIDIA H200" in out
     assert f"from {expected} measurements on 1 other GPU" in out
-    assert "on NVIDIA H200 (similarity" in out  # a ranked item's evidence: imported rows
+    assert "over M=16,N=4096,K=4096)" in out  # ranked for the shape asked
 
 
 def test_the_formats_are_offered_and_the_mapping_follows_the_task() -> None:

@@ -1,0 +1,46 @@
+"""Inputs placed between poisoned guard regions.
+
+On a GPU a load past the end of a tensor is silent: it reads whatever the allocator put
+next to it, often another input of the same shape, and an unmasked tail can still come
+out right. Each checked input is therefore copied into the middle of a larger buffer whose
+two ends hold NaN (floating types) or the type's largest value (integers), so a read past
+either end changes the answer and the shape fails its check. Alignment is kept: the guard
+is a whole number of 64 KiB, more than any vector or TMA alignment asks. The worker
+guards GPU inputs only: the CPU interpreter checks every load against its tensor's
+storage and names the line, which a guard inside that storage would hide.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+GUARD_BYTES = 64 * 1024
+
+
+def poison_value(dtype: torch.dtype) -> float | int | None:
+    """What the guard holds for ``dtype``; None where no value would show (bool, complex)."""
+    if dtype.is_floating_point:
+        return float("nan")
+    if dtype.is_complex or dtype == torch.bool:
+        return None
+    return torch.iinfo(dtype).max
+
+
+def guarded(value: Any) -> Any:
+    """A contiguous tensor as a view into the middle of a poisoned buffer (a copy: the
+    caller's tensor is untouched); anything else as it is."""
+    if not isinstance(value, torch.Tensor) or value.numel() == 0 \
+            or not value.is_contiguous():
+        return value
+    poison = poison_value(value.dtype)
+    if poison is None:
+        return value
+    guard = GUARD_BYTES // value.element_size()
+    buffer = torch.empty(value.numel() + 2 * guard, dtype=value.dtype, device=value.device)
+    buffer[:guard].fill_(poison)
+    buffer[-guard:].fill_(poison)
+    inner = buffer[guard:guard + value.numel()]
+    inner.copy_(value.reshape(-1))
+    return inner.view(value.shape)
