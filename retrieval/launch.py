@@ -15,6 +15,12 @@ convention-based, not a reading of each kernel:
 - ``vector``/``vec`` parameters give the vector width, ``loop_unroll_factor*`` / ``unroll``
   the unrolling (0 = the compiler's choice, counted as 1).
 
+CLBlast's GEMM vocabulary (CLBlast's own tuners and the GEMM of the BAT / Kernel Tuner
+benchmark hubs) is read as what it means instead: ``MWG`` x ``NWG`` outputs per work-group
+(``WGD`` x ``WGD`` for the direct kernel), ``MDIMC`` x ``NDIMC`` threads (``MDIMCD`` x
+``NDIMCD``), ``KWG`` the K step, ``VWM``/``VWN`` vector widths, ``KWI`` the unroll, ``SA``/``SB``
+the A and B tiles staged in local (shared) memory; the problem size is (M, N, K).
+
 A kernel that breaks these conventions gets features that are wrong by its own factor;
 the raw parameters (namespaced features) are kept beside them for that reason.
 """
@@ -53,6 +59,9 @@ def _int(value: Any, default: int = 1) -> int:
 def kernel_tuner_launch(params: Mapping[str, Any], problem_size: Sequence[int],
                         bytes_per_element: int = 4) -> LaunchFacts:
     """The launch of one Kernel Tuner configuration on a problem size (see the module)."""
+    clblast = clblast_gemm_launch(params, problem_size, bytes_per_element)
+    if clblast is not None:
+        return clblast
     tuned_blocks = any(f"block_size_{a}" in params for a in AXES)
     programs, outputs, threads, per_thread = 1, 1, 1, 1
     for i, axis in enumerate(AXES):
@@ -71,6 +80,39 @@ def kernel_tuner_launch(params: Mapping[str, Any], problem_size: Sequence[int],
                        elements_per_program=outputs, bytes_per_element=bytes_per_element,
                        tile_bytes=tile_bytes, smem_bytes=tile_bytes if shared else 0,
                        vector_width=max(1, vector), unroll=max(1, unroll))
+
+
+# (outputs per work-group in M and N, threads in M and N, K step, vectors, unroll) names
+# of CLBlast's two GEMM kernels: the tiled one, then the direct one
+_CLBLAST = (("MWG", "NWG", "MDIMC", "NDIMC", "KWG", ("VWM", "VWN"), "KWI"),
+            ("WGD", "WGD", "MDIMCD", "NDIMCD", "WGD", ("VWMD", "VWND"), "KWID"))
+
+
+def clblast_gemm_launch(params: Mapping[str, Any], problem_size: Sequence[int],
+                        bytes_per_element: int = 4) -> LaunchFacts | None:
+    """The launch of a configuration in CLBlast's GEMM vocabulary (see the module); None
+    for any other vocabulary."""
+    names = {k.upper(): v for k, v in params.items()}
+    vocabulary = next((v for v in _CLBLAST if all(n in names for n in v[:4])), None)
+    if vocabulary is None:
+        return None
+    mwg, nwg, mdim, ndim, kwg, vectors, unroll = vocabulary
+    tile_m, tile_n = max(1, _int(names[mwg])), max(1, _int(names[nwg]))
+    step = max(1, _int(names.get(kwg), 1))
+    m = int(problem_size[0]) if problem_size else 1
+    n = int(problem_size[1]) if len(problem_size) > 1 else 1
+    staged = (tile_m * step if _int(names.get("SA"), 0) else 0) + \
+        (step * tile_n if _int(names.get("SB"), 0) else 0)
+    if mwg == "WGD":  # the direct kernel always stages both tiles
+        staged = (tile_m + tile_n) * step
+    return LaunchFacts(
+        programs=max(1, math.ceil(m / tile_m)) * max(1, math.ceil(n / tile_n)),
+        threads_per_program=max(1, _int(names[mdim]) * _int(names[ndim])),
+        elements_per_program=tile_m * tile_n, bytes_per_element=bytes_per_element,
+        tile_bytes=tile_m * tile_n * bytes_per_element,
+        smem_bytes=staged * bytes_per_element,
+        vector_width=max(1, *(_int(names.get(v), 1) for v in vectors)),
+        unroll=max(1, _int(names.get(unroll), 1)))
 
 
 def record_launch(record: Any, shape: str) -> LaunchFacts | None:

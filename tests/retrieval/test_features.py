@@ -136,3 +136,18 @@ def test_facts_past_any_device_give_no_feature_not_an_error() -> None:
         features = shape_features(facts, bytes_moved=1e9, flops=1e12)
         assert math.isnan(features["intensity_vs_balance"])
         assert math.isnan(features["memory_bound"])
+
+
+def test_clblast_gemm_knobs_are_read_as_tiles_threads_and_vectors():
+    """CLBlast's GEMM vocabulary (MWG/NWG outputs, MDIMC/NDIMC threads, VWM/VWN, KWI,
+    SA/SB) maps onto the launch features, not onto Kernel Tuner's 256-thread default."""
+    params = {"MWG": 64, "NWG": 128, "KWG": 32, "MDIMC": 16, "NDIMC": 8, "VWM": 2,
+              "VWN": 4, "KWI": 2, "SA": 1, "SB": 0, "STRM": 0}
+    ln = kernel_tuner_launch(params, (4096, 4096, 4096))
+    assert (ln.programs, ln.threads_per_program, ln.elements_per_program) == \
+        (64 * 32, 128, 64 * 128)
+    assert (ln.vector_width, ln.unroll, ln.smem_bytes) == (4, 2, 64 * 32 * 4)
+    direct = kernel_tuner_launch({"WGD": 32, "MDIMCD": 8, "NDIMCD": 8, "VWMD": 1,
+                                  "VWND": 2, "KWID": 2}, (1000, 1000, 1000))
+    assert (direct.programs, direct.threads_per_program, direct.smem_bytes) == \
+        (32 * 32, 64, (32 + 32) * 32 * 4)
