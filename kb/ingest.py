@@ -27,7 +27,7 @@ from sqlalchemy.exc import OperationalError, StatementError
 from sqlmodel import Session, select
 
 from kb.crashpoints import crash_point
-from kb.db import add_lexical_rows, begin_write
+from kb.db import add_lexical_rows, begin_write, lexical_row
 from kb.embedder import Embedder
 from kb.limits import SHORT, printable
 from kb.models import (
@@ -40,7 +40,6 @@ from kb.models import (
     hardware_id,
     hardware_row,
     kernel_row,
-    lexical_text,
 )
 from kb.queries import iter_records, load_or_skip
 from kb.record import ExperienceRecord, parse_record
@@ -191,11 +190,7 @@ def store_records(session: Session, records: Sequence[ExperienceRecord],
     for kernel in kernels.values():
         if session.get(KernelSource, kernel.hash) is None:
             session.add(kernel)
-    add_lexical_rows(
-        session,
-        ((r.id or "", r.task.op_type, r.env.arch,
-          f"{r.env.gpu_name}|{r.env.arch}", lexical_text(r)) for r in records),
-    )
+    add_lexical_rows(session, map(lexical_row, records))
 
 
 def _merge_hardware(session: Session, hid: str, group: list[ExperienceRecord]) -> None:

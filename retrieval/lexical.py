@@ -1,12 +1,17 @@
-"""The lexical side: BM25 (SQLite FTS5) over diffs, identifiers and summaries.
+"""The lexical side: full-text ranking over diffs, identifiers and summaries.
 
 Embeddings of natural language handle code identifiers poorly (``BLOCK_SIZE``,
-``tl.max``, ``num_warps``); BM25 over the diff catches them. The query keeps the most
-distinctive identifiers of the kernel source and words of the feedback, OR-ed together.
+``tl.max``, ``num_warps``); full-text search over the diff catches them. The query keeps
+the most distinctive identifiers of the kernel source and words of the feedback, OR-ed
+together. SQLite: BM25 of FTS5. PostgreSQL: its own full-text search (``tsvector`` with a
+GIN index, kb/db.py), each term a ``phraseto_tsquery`` (an identifier is a phrase of its
+``_``-separated parts there), ordered by ``ts_rank``. Both give the ranker the same thing:
+exp_id -> rank, 0 = best. Elsewhere the lexical side is off, and says so once (a warning).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections import Counter
@@ -15,7 +20,9 @@ from collections.abc import Sequence
 from sqlalchemy import text
 from sqlmodel import Session
 
-from kb.db import FTS_TABLE, FTS_VOCAB
+from kb.db import FTS_TABLE, FTS_VOCAB, lexical_enabled
+
+log = logging.getLogger(__name__)
 
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 # every alternative starts at a word boundary: a match is tried once per word, so a
@@ -82,10 +89,7 @@ class _DocCounts:
                  if v is not None and total <= self.GROWTH * max(v[1], 1)}
         stale = [t for t in terms if t not in fresh]
         if stale:
-            names = ",".join(f":t{i}" for i in range(len(stale)))
-            read = dict(session.connection().execute(
-                text(f"SELECT term, doc FROM {FTS_VOCAB} WHERE term IN ({names})"),
-                {f"t{i}": t for i, t in enumerate(stale)}).all())
+            read = _read_doc_counts(session, stale, limit)
             read = {t: int(read.get(t, 0)) for t in stale}
             with self._lock:
                 self._counts.update(((db, t), (n, total)) for t, n in read.items() if n > limit)
@@ -94,6 +98,23 @@ class _DocCounts:
 
 
 _DOC_COUNTS = _DocCounts()
+
+
+def _read_doc_counts(session: Session, terms: Sequence[str], limit: int) -> dict[str, int]:
+    """Documents per term. FTS5: its vocabulary table. PostgreSQL: a count through the GIN
+    index, stopped at twice the limit (above the limit is all that matters, and twice it
+    stays above while the cache keeps the figure: the table grows a tenth at most)."""
+    params = {f"t{i}": t for i, t in enumerate(terms)}
+    conn = session.connection()
+    if conn.dialect.name == "postgresql":
+        counts = " UNION ALL ".join(
+            f"SELECT :t{i} AS term, (SELECT count(*) FROM (SELECT 1 FROM {FTS_TABLE} "
+            f"WHERE tsv @@ phraseto_tsquery('simple', :t{i}) LIMIT :cap) AS m) AS doc"
+            for i in range(len(terms)))
+        return dict(conn.execute(text(counts), {**params, "cap": 2 * limit + 1}).all())
+    names = ",".join(f":t{i}" for i in range(len(terms)))
+    return dict(conn.execute(
+        text(f"SELECT term, doc FROM {FTS_VOCAB} WHERE term IN ({names})"), params).all())
 
 
 def has_code(*texts: str | None) -> bool:
@@ -106,18 +127,42 @@ def bm25_ranks(
     session: Session, terms: Sequence[str], op_types: Sequence[str], limit: int = 400
 ) -> dict[str, int]:
     """Rank (0 = best) of the best-matching experiences of the given ops."""
-    if not terms or session.get_bind().dialect.name != "sqlite":
+    if not terms or not op_types:
+        return {}
+    if not lexical_enabled(session.get_bind()):
+        _say_off_once(session)
         return {}
     terms = distinctive(session, terms)
     if not terms:
         return {}
-    match = " OR ".join(f'"{t}"' for t in terms)
     ops = ",".join(f":op{i}" for i in range(len(op_types)))
     params: dict[str, object] = {f"op{i}": op for i, op in enumerate(op_types)}
-    params.update(match=match, limit=limit)
-    rows = session.connection().execute(
-        text(f"SELECT exp_id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :match "
-             f"AND op_type IN ({ops}) ORDER BY bm25({FTS_TABLE}) LIMIT :limit"),
-        params,
-    ).all()
+    params["limit"] = limit
+    if session.get_bind().dialect.name == "postgresql":
+        params.update({f"t{i}": t for i, t in enumerate(terms)})
+        query = " || ".join(f"phraseto_tsquery('simple', :t{i})" for i in range(len(terms)))
+        sql = (f"SELECT exp_id FROM {FTS_TABLE} CROSS JOIN (SELECT {query} AS q) AS query "
+               f"WHERE tsv @@ q AND op_type IN ({ops}) "
+               "ORDER BY ts_rank(tsv, q, 1) DESC, rowid LIMIT :limit")
+    else:
+        params["match"] = " OR ".join(f'"{t}"' for t in terms)
+        sql = (f"SELECT exp_id FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH :match "
+               f"AND op_type IN ({ops}) ORDER BY bm25({FTS_TABLE}) LIMIT :limit")
+    rows = session.connection().execute(text(sql), params).all()
     return {row[0]: rank for rank, row in enumerate(rows)}
+
+
+_OFF_SAID: set[str] = set()
+_OFF_LOCK = threading.Lock()
+
+
+def _say_off_once(session: Session) -> None:
+    """Lexical search unavailable on this database: a warning, once per database."""
+    bind = session.get_bind()
+    db = bind.url.render_as_string(hide_password=True)
+    with _OFF_LOCK:
+        if db in _OFF_SAID:
+            return
+        _OFF_SAID.add(db)
+    log.warning("lexical search is not available on %s (%s): retrieval ranks by vectors "
+                "only", bind.dialect.name, db)

@@ -1,6 +1,6 @@
 """The query plan: ladder candidates (in-memory columns, checked against SQL) -> cosine on
-those ids (numpy) + BM25 (FTS5) -> fusion and evidence weights -> diversity -> few-shot
-block.
+those ids (numpy) + full-text rank (SQLite FTS5 BM25 / PostgreSQL ts_rank:
+retrieval/lexical.py) -> fusion and evidence weights -> diversity -> few-shot block.
 
 Chroma's ``where`` is not on the hot path (59 ms p50 at 100k); see kb/vector_index.py.
 """

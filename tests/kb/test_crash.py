@@ -112,8 +112,7 @@ def test_two_ingests_at_once_lose_and_duplicate_nothing(tmp_path: Path,
     assert _counts(data, store_backend) == (ids, ids)
     kb = make_knowledge(data, **store_backend)
     assert kb.list(limit=1).total == 300
-    if kb.engine.dialect.name == "sqlite":  # one FTS row per record (no FTS on PostgreSQL)
-        with kb.session() as session:
-            assert session.connection().exec_driver_sql(
-                "SELECT count(*) FROM experience_fts").scalar() == 300
+    with kb.session() as session:  # one full-text row per record (FTS5 / PostgreSQL's)
+        assert session.connection().exec_driver_sql(
+            "SELECT count(*) FROM experience_fts").scalar() == 300
     kb.close()

@@ -1,10 +1,17 @@
-"""The lexical side: when BM25 runs, and that cached term counts never hide a new term."""
+"""The lexical side: when BM25 runs, and that cached term counts never hide a new term;
+on both backends (SQLite FTS5, PostgreSQL full-text search) through the real store."""
 
 from __future__ import annotations
 
-from kb_testdata import record_dict
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kb_testdata import make_knowledge, record_dict
+from sqlalchemy import text
 from sqlmodel import Session
 
+from kb.db import FTS_TABLE, make_engine
 from retrieval.lexical import distinctive, has_code
 from retrieval.query import RetrievalQuery
 from retrieval.service import LocalKnowledge
@@ -52,3 +59,60 @@ def test_no_warnings_when_none_are_asked_for(knowledge: LocalKnowledge) -> None:
     ])
     assert knowledge.retrieve(RetrievalQuery(**H200, max_warnings=0)).warnings == []
     assert len(knowledge.retrieve(RetrievalQuery(**H200, max_warnings=1)).warnings) == 1
+
+
+# close in meaning to the first two records, but none of its words is in any record
+FEEDBACK = "hold the rowwise max in regs between blocks rather than redoing it"
+
+
+def _lexical_store(tmp_path: Path, backend: dict[str, Any]) -> LocalKnowledge:
+    """Prose records close to FEEDBACK, and one whose diff alone holds an identifier."""
+    knowledge = make_knowledge(tmp_path, **backend)
+    knowledge.ingest([
+        record_dict(summary="keep the row maximum in registers across tiles instead of "
+                    "recomputing it for every tile", config={"BLOCK_SIZE": 512}),
+        record_dict(summary="recompute the row maximum once per tile", config={"BLOCK_SIZE": 256}),
+        record_dict(summary="unroll the inner loop", categories=("algorithm",),
+                    diff="-acc = 0\n+SPLIT_REDUCE_STRIDE: tl.constexpr = 4\n+acc = tl.zeros",
+                    config={"SPLIT_REDUCE_STRIDE": 4}),
+    ])
+    return knowledge
+
+
+def test_the_lexical_path_finds_an_identifier_on_both_backends(
+        tmp_path: Path, store_backend: dict[str, Any]) -> None:
+    """The query's words are only in one record's diff: vectors rank a prose record first,
+    the lexical side (FTS5 on SQLite, tsvector + ts_rank on PostgreSQL) ranks it first."""
+    knowledge = _lexical_store(tmp_path, store_backend)
+    try:
+        result = knowledge.retrieve(RetrievalQuery(
+            **H200, feedback_text=FEEDBACK,
+            kernel_source="for k in range(0, n, SPLIT_REDUCE_STRIDE):\n  pass"))
+        by_summary = {h.record.edit.summary: h for h in result.hits}
+        target = by_summary["unroll the inner loop"]
+        assert target.lexical_rank == 0
+        assert [h.lexical_rank for h in result.hits if h is not target] == [None, None]
+        closest = max(result.hits, key=lambda h: h.similarity or -1.0)
+        assert closest is not target  # not the vectors' first: the lexical path found it
+        assert result.hits[0] is target  # and fused, it ranks first
+        assert "lexical" in result.timings_ms
+    finally:
+        knowledge.close()
+
+
+@pytest.mark.postgres
+def test_a_postgres_store_made_before_full_text_search_is_indexed_on_open(
+        tmp_path: Path, team_backend: dict[str, Any]) -> None:
+    knowledge = _lexical_store(tmp_path, team_backend)
+    with knowledge.engine.begin() as conn:  # as a store of an earlier version: no table
+        conn.execute(text(f"DROP TABLE {FTS_TABLE}"))
+    knowledge.close()
+    engine = make_engine(team_backend["db_url"])
+    try:
+        with Session(engine) as session:
+            assert session.connection().execute(
+                text(f"SELECT count(*) FROM {FTS_TABLE}")).scalar() == 3
+            assert distinctive(session, ["split_reduce_stride", "never_seen_here"]) == [
+                "split_reduce_stride"]
+    finally:
+        engine.dispose()
