@@ -18,6 +18,11 @@ ranker's zero-shot order (no updates) is shown beside it. Per case: E@3% (evalua
 one is within 3% of the target's best), the first proposal's time / best, best-so-far /
 best after 1, 5, 10 and 20 evaluations. A failed configuration costs an evaluation.
 
+Intervals (leave-one-GPU-out only): how often the held-out GPU's measured relative time
+of a configuration falls inside the ranker's 80% interval of its zero-shot prediction
+(``CostModel.interval``, calibrated on the training GPUs alone), over every configuration
+with a time and over the first 10 of the ranking (what bootstrap shows).
+
     python benchmarks/transfer_gpus.py [--data PATH] [--seeds 20] [--objective regression]
 
 Writes benchmarks/results/transfer_gpus.{md,json,png}.
@@ -56,6 +61,7 @@ ROOT = HERE.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "benchmark_hub"
 CHECKPOINTS = (1, 5, 10, 20)
 TOLERANCE = 1.03
+SHOWN = 10  # the head of a ranking, as bootstrap shows it: its intervals are counted apart
 
 
 def log(message: str) -> None:
@@ -266,6 +272,67 @@ def ranker_walk(case: Case, model: CostModel, updates: bool = True,
     return walked + remaining
 
 
+def interval_coverage(case: Case, model: CostModel) -> dict[str, Any]:
+    """Covered / counted of the zero-shot 80% intervals against the case's measured
+    relative times (geomean over the shapes of time / that shape's best, as the model
+    predicts them), over all timed configurations and over the first SHOWN ranked."""
+    started = time.time()
+    calibration = model.calibration  # refits on first use: timed apart
+    calibration_s = time.time() - started
+    best: dict[str, float] = {}
+    logs: dict[str, list[float]] = defaultdict(list)
+    for r in case.rows:
+        if r.time_ms and not r.failed:
+            best[r.shape] = min(best.get(r.shape, math.inf), r.time_ms)
+    for r in case.rows:
+        if r.time_ms and not r.failed:
+            logs[r.key].append(math.log(r.time_ms / best[r.shape]))
+    measured = {k: math.exp(float(np.mean(v))) for k, v in logs.items()
+                if case.truth.get(k) is not None}
+    candidates = [ExperienceRow(op=r.op, shape=r.shape, gpu=r.gpu, config=r.config,
+                                time_ms=None, launch=r.launch, gpu_facts=r.gpu_facts,
+                                bytes_moved=r.bytes_moved, flops=r.flops) for r in case.rows]
+    model.update([])
+    out = {"all": [0, 0], "shown": [0, 0], "widths": [], "note": calibration.note,
+           "method": calibration.method, "held_out": list(calibration.held_out),
+           "widened": {s: calibration.widened.get((case.op, s)) for s in ("head", "rest")},
+           "held_out_coverage": {s: calibration.held_out_coverage.get((case.op, s))
+                                 for s in ("head", "rest")},
+           "_calibration_seconds": round(calibration_s, 1)}
+    for position, ranked in enumerate(model.rank(candidates, evidence_for=0)):
+        key = config_key(ranked.config)
+        bounds = model.interval(case.op, ranked.predicted_rel_time, position + 1)
+        if key not in measured or bounds is None:
+            continue
+        inside = bounds[0] <= measured[key] <= bounds[1]
+        for part in ("all", "shown") if position < SHOWN else ("all",):
+            out[part][0] += inside
+            out[part][1] += 1
+        out["widths"].append(bounds[1] / bounds[0])
+    widths = out.pop("widths")
+    out["median_width"] = float(np.median(widths)) if widths else None
+    return out
+
+
+def coverage_rows(gpu_cases: Sequence[dict[str, Any]]) -> list[tuple[str, dict[str, list[int]]]]:
+    """(target GPU or "overall", {"all": [covered, counted], "shown": [...]}), summed over
+    the target's cases."""
+    totals: dict[str, dict[str, list[int]]] = defaultdict(lambda: {"all": [0, 0],
+                                                                  "shown": [0, 0]})
+    for c in gpu_cases:
+        for name in (c["gpu"], "overall"):
+            for part in ("all", "shown"):
+                for i in (0, 1):
+                    totals[name][part][i] += c["interval"][part][i]
+    names = sorted(n for n in totals if n != "overall")
+    return [(n, totals[n]) for n in (*names, "overall") if n in totals]
+
+
+def fmt_cover(pair: Sequence[int]) -> str:
+    covered, counted = pair
+    return f"{100 * covered / counted:.0f}% ({covered} of {counted})" if counted else "n/a"
+
+
 # -- the studies ------------------------------------------------------------------------
 def run_case(case: Case, train: Sequence[ExperienceRow], model: CostModel, seeds: int,
              baselines: bool) -> dict[str, Any]:
@@ -321,6 +388,7 @@ def leave_one_gpu_out(rows: Sequence[ExperienceRow], make_model: Callable[[], Co
         for op in sorted({r.op for r in held}):
             case = make_case(f"{op} on {target}", "gpu", [r for r in held if r.op == op])
             result = run_case(case, train, model, seeds, baselines=True)
+            result["interval"] = interval_coverage(case, model)
             result["_fit_seconds"] = round(fit_s, 1)
             result["_objective"] = model.chosen_objective
             result["_selection"] = model.selection
@@ -330,7 +398,9 @@ def leave_one_gpu_out(rows: Sequence[ExperienceRow], make_model: Callable[[], Co
                         "configs": len(case.truth), **result})
             log(f"  {case.name}: E@3% ranker {fmt_e3(result['ranker'])} | cold "
                 f"{fmt_e3(result['cold'])} | similar GPU {fmt_e3(result['most_similar_gpu'])} | "
-                f"mean rank {fmt_e3(result['mean_rank'])} ({result['_seconds']} s)")
+                f"mean rank {fmt_e3(result['mean_rank'])} ({result['_seconds']} s); 80% "
+                f"interval covers {fmt_cover(result['interval']['all'])}, first {SHOWN} "
+                f"{fmt_cover(result['interval']['shown'])}")
     return out
 
 
@@ -411,6 +481,14 @@ def goals(gpu_cases: list[dict[str, Any]], task_cases: list[dict[str, Any]]) -> 
             f"- Leave-one-task-out on the H200 ({label}): ranker E@3% below cold's median on "
             f"{len(better)} of {len(cases)} tasks ({', '.join(better) or 'none'}); goal >= 4: "
             f"{'met' if len(better) >= 4 else 'MISSED'}.")
+    if gpu_cases:
+        overall = coverage_rows(gpu_cases)[-1][1]
+        share = [c / n if n else math.nan for c, n in overall.values()]
+        lines.append(
+            f"- Coverage of the ranker's 80% interval on the held-out GPUs: "
+            f"{fmt_cover(overall['all'])} of the configurations with a time, "
+            f"{fmt_cover(overall['shown'])} of the first {SHOWN} of each ranking; goal 70-90%"
+            f": {'met' if all(0.7 <= v <= 0.9 for v in share) else 'MISSED'}.")
     return lines
 
 
@@ -440,6 +518,31 @@ def write_markdown(payload: dict[str, Any], path: Path) -> None:
                              + " | ".join(fmt_x(s['at'][n], s['runs']) for n in CHECKPOINTS)
                              + " |")
         lines.append("")
+    gpu_cases = [c for c in payload["cases"] if c["kind"] == "gpu" and "interval" in c]
+    if gpu_cases:
+        lines += ["## Intervals (80%, held-out GPUs)", "",
+                  f"Method: {gpu_cases[0]['interval']['method']}. A case is one configuration "
+                  "with a measured time on the held-out GPU; covered: its measured relative "
+                  "time inside the interval of its zero-shot prediction. The calibration sees "
+                  "the training GPUs only (each target's model is fit without it).", "",
+                  f"| target GPU | all configurations | first {SHOWN} of each ranking |",
+                  "|---|---|---|"]
+        lines += [f"| {name} | {fmt_cover(t['all'])} | {fmt_cover(t['shown'])} |"
+                  for name, t in coverage_rows(gpu_cases)]
+        lines += ["", f"| case | all | first {SHOWN} | median width (high / low) | widened "
+                  f"(first {SHOWN} / rest) | calibration GPUs' own coverage (first {SHOWN} / "
+                  "rest) |", "|---|---|---|---|---|---|"]
+        for c in gpu_cases:
+            iv = c["interval"]
+            width = f"{iv['median_width']:.2f}x" if iv["median_width"] else "n/a"
+            wide = " / ".join(f"{v:g}x" if v else "n/a" for v in iv["widened"].values())
+            own = " / ".join(f"{100 * v:.0f}%" if v is not None else "n/a"
+                             for v in iv["held_out_coverage"].values())
+            lines.append(f"| {c['case']} | {fmt_cover(iv['all'])} | {fmt_cover(iv['shown'])}"
+                         f" | {width} | {wide} | {own} |")
+        lines += ["", "Calibration GPUs' own coverage: each training GPU held out of the "
+                  "calibration in turn, the band of the others' residuals (widened) on its "
+                  "own; what the widening is chosen on, on training data alone.", ""]
     lines += ["## Notes", "", *[f"- {n}" for n in payload["notes"]], ""]
     path.write_text("\n".join(lines))
 

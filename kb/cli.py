@@ -39,12 +39,28 @@ def _no_arguments(parser: argparse.ArgumentParser) -> None:
     pass
 
 
+class _Regimes:
+    """``kernels.base.RecordRegimes``, imported on first use: the store asks it only for
+    rows stored without a regime, and importing the tasks costs seconds (torch) that a
+    query on a store whose regimes are all derived does not need."""
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        from kernels.base import RecordRegimes
+
+        return RecordRegimes().tasks
+
+    def of(self, record):  # type: ignore[no-untyped-def]
+        from kernels.base import RecordRegimes
+
+        return RecordRegimes().of(record)
+
+
 def _knowledge():  # type: ignore[no-untyped-def]
     from kb.settings import Settings
-    from kernels.base import RecordRegimes
     from retrieval.service import LocalKnowledge
 
-    return LocalKnowledge(Settings(), regimes=RecordRegimes())
+    return LocalKnowledge(Settings(), regimes=_Regimes())
 
 
 def _reader():  # type: ignore[no-untyped-def]
@@ -72,14 +88,25 @@ class UsageError(ValueError):
 
 def _registry_names() -> tuple[list[str], list[str]]:
     """(op types, task names) the task registry knows, for matching typed names."""
-    from kernels.base import all_tasks
+    from kernels.discovery import registry_summary
 
-    tasks = all_tasks()
-    return sorted({t.op_type for t in tasks.values()}), sorted(tasks)
+    summary = registry_summary()  # from disk while the task files are unchanged
+    return list(summary["ops"]), list(summary["tasks"])
 
 
 def _resolve(knowledge, **names: str | None) -> dict[str, str | None]:  # type: ignore[no-untyped-def]
-    """The store's spelling of the names a person typed (retrieval/names.py)."""
+    """The store's spelling of the names a person typed (retrieval/names.py). A typed op
+    or task that the store spells exactly is itself whatever the registry holds (an exact
+    spelling always wins), so the registry (every task module: torch) is read only when
+    one is not."""
+    from retrieval.names import UnknownName
+
+    try:
+        found = knowledge.resolve_names(**names)
+        if all(found[k] == names.get(k) for k in ("op_type", "task_id")):
+            return found
+    except UnknownName:
+        pass
     ops, tasks = _registry_names()
     return knowledge.resolve_names(known_ops=ops, known_tasks=tasks, **names)
 
@@ -312,10 +339,11 @@ def _add_query(parser: argparse.ArgumentParser) -> None:
 
 
 def _related_ops(op_type: str) -> list[str]:
-    """The op's declared relatives, from the kernels registry (Task.related_ops)."""
-    from kernels.base import related_ops_of
+    """The op's declared relatives, from the kernels registry (Task.related_ops; read
+    from disk while the task files are unchanged: kernels.discovery.registry_summary)."""
+    from kernels.discovery import registry_summary
 
-    return list(related_ops_of(op_type))
+    return list(registry_summary()["related"].get(op_type, ()))
 
 
 def _run_query(args: argparse.Namespace) -> int:
@@ -457,8 +485,13 @@ def _print_prediction(plan) -> None:  # type: ignore[no-untyped-def]
         return
     print(f"ranked configurations of {pred.task_id or pred.op_type} on {pred.target_gpu} "
           f"({pred.note}; over {', '.join(pred.shapes)}):")
+    if pred.interval_note:
+        print(f"  intervals: {pred.interval_note}")
     for item in pred.items:
         rel = f"{item.predicted_rel_time:.2f}x" if item.predicted_rel_time else "?"
+        if item.predicted_rel_low is not None and item.predicted_rel_high is not None:
+            rel += (f" ({100 * (pred.interval_level or 0):.0f}%: {item.predicted_rel_low:.2f}"
+                    f"-{item.predicted_rel_high:.2f}x)")
         config = ", ".join(f"{k}={v}" for k, v in item.config.items())
         print(f"{item.rank:3}. predicted {rel} the best | {config}")
         for line in item.evidence:

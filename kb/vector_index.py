@@ -225,7 +225,7 @@ class VectorIndex:
             part = list(ids[start : start + _PAGE])
             self._reconnecting(lambda c, part=part: c.delete(ids=part))
         with self._lock:
-            if self._loaded and ids:
+            if (self._loaded or self._ids) and ids:
                 gone = set(ids)
                 keep = [n for n, i in enumerate(self._ids) if i not in gone]
                 self._ids = [self._ids[n] for n in keep]
@@ -248,7 +248,7 @@ class VectorIndex:
                 metadatas=list(metadatas[start:end]) if metadatas else None,
             ))
         with self._lock:
-            if self._loaded:
+            if self._loaded or self._ids:  # the whole matrix, or the part read so far
                 self._add_to_matrix(ids, vectors)
 
     def close(self) -> None:
@@ -358,7 +358,8 @@ class VectorIndex:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Exact cosine top-n: positions into ``candidates`` (ids without a vector are
         skipped) and their scores, best first."""
-        self.ensure_loaded()
+        if not self._loaded:
+            self._load_some(candidates)
         rows = self._rows(candidates)
         if (rows < 0).any() and self._fetch_others([candidates[i]
                                                    for i in np.flatnonzero(rows < 0)]):
@@ -374,6 +375,34 @@ class VectorIndex:
         top = top[np.argsort(-scores[top], kind="stable")]
         return where[top], scores[top]
 
+
+    def _load_some(self, candidates: Sequence[str]) -> None:
+        """Before the whole matrix is loaded: read from Chroma the vectors of these
+        candidates that the matrix lacks (the same vectors ``ensure_loaded`` would read),
+        so a fresh process's first query reads a few thousand vectors, not every one
+        (100k: 8 s; by id: ~0.2 s per 5,000, where paging through all cost ~0.4 s per
+        5,000 on the 2-core VM). An id Chroma
+        has no vector for is noted as absent now (asked again after ``RECHECK_S``, as
+        after a full load)."""
+        with self._lock:
+            wanted = [i for i in dict.fromkeys(candidates)
+                      if i not in self._pos and i not in self._absent]
+        if not wanted:
+            return
+        now = time.monotonic()
+        for start in range(0, len(wanted), _PAGE):
+            part = wanted[start : start + _PAGE]
+            page = self._reconnecting(lambda c, part=part: c.get(ids=part,
+                                                                 include=["embeddings"]))
+            found = list(page["ids"])
+            with self._lock:
+                if self._loaded:  # a full load finished meanwhile: it has them all
+                    return
+                if found:
+                    self._add_to_matrix(found, np.asarray(page["embeddings"],
+                                                          dtype=np.float32))
+                for exp_id in set(part) - set(found):
+                    self._absent[exp_id] = now
 
     def _rows(self, ids: Sequence[str]) -> np.ndarray:
         """Matrix row of each id, -1 where it has none."""

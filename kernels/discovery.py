@@ -291,3 +291,65 @@ def _register_tasks(tasks: list[Any], origin: Origin) -> list[Any]:
                 register(task)
         _ORIGINS.setdefault(task.name, origin)
     return tasks
+
+
+# -- the registry's names without importing it ------------------------------------------
+def _sources_key() -> str:
+    """What the registry is built from, as files and entry points (path, size, mtime of
+    each task source; name, value and distribution version of each entry point): equal
+    keys, the same tasks. A change made elsewhere (a module a task file imports from
+    outside its folder, an entry point's package edited in place without a new version)
+    is not seen: ``KERNELKB_NO_TASK_CACHE=1`` reads the registry itself."""
+    import kernels
+
+    files: list[str] = []
+    for folder in [*kernels.__path__, *(str(f) for f in list(_FOLDERS))]:
+        for path in sorted(Path(folder).glob("*.py")):
+            stat = path.stat()
+            files.append(f"{path}:{stat.st_size}:{stat.st_mtime_ns}")
+    points = sorted(f"{ep.name}={ep.value}@{getattr(ep.dist, 'version', '')}"
+                    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
+    # (not sys.path itself: it differs between `kernelkb` and `python -m`; what it
+    # changes, the package's files and the entry points found, is in the key)
+    return hashlib.sha256("\n".join([*files, "--", *points]).encode()).hexdigest()
+
+
+def _summary_file() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "kernelkb" / "task_registry.json"
+
+
+def registry_summary() -> dict[str, Any]:
+    """``{"ops": [...], "tasks": [...], "related": {op: [...]}}`` of every registered task
+    (what an entry module needs to match a typed name and fill a query's related ops),
+    kept on disk under the sources' key: a `kernelkb query` reads it in a millisecond
+    instead of importing every task module (torch, ~2 s on a 2-core CPU)."""
+    import json
+
+    # a process that holds the registry already answers from it: tasks registered in
+    # code (``register``, tests) are not in any file; and it costs nothing more there
+    live = "kernels.base" in sys.modules or os.environ.get("KERNELKB_NO_TASK_CACHE")
+    key = None if live else _sources_key()
+    file = _summary_file()
+    if key is not None:
+        try:
+            cached = json.loads(file.read_text())
+            if cached.get("key") == key:
+                return cached["summary"]
+        except (OSError, ValueError, KeyError, AttributeError):
+            pass
+    from kernels.base import all_tasks, related_ops_of
+
+    tasks = all_tasks()
+    ops = sorted({t.op_type for t in tasks.values()})
+    summary = {"ops": ops, "tasks": sorted(tasks),
+               "related": {op: list(related_ops_of(op)) for op in ops}}
+    if key is not None:
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            tmp = file.with_name(f"{file.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps({"key": key, "summary": summary}))
+            os.replace(tmp, file)
+        except OSError:  # a read-only home: no cache, same answer
+            pass
+    return summary

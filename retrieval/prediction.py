@@ -174,9 +174,12 @@ def predict(records: Sequence[Any], space: Space, target: Mapping[str, Any],
     rows_of: dict[str, list[ExperienceRow]] = {}
     for row in candidates:
         rows_of.setdefault(row.key, []).append(row)
+    calibration = model.calibration
     items = [_item(n, r, [e for row in rows_of[config_key(r.config)]
-                          for e in model.evidence(row, NEIGHBOURS)])
+                          for e in model.evidence(row, NEIGHBOURS)],
+                   model.interval(space.op_type, r.predicted_rel_time, n))
              for n, r in enumerate(ranked[:limit], 1)]
+    calibrated = any(i.predicted_rel_low is not None for i in items)
     trained = Counter(r.gpu for r in timed)
     return Prediction(
         op_type=space.op_type, task_id=space.task_id, target_gpu=gpu,
@@ -187,7 +190,19 @@ def predict(records: Sequence[Any], space: Space, target: Mapping[str, Any],
               f"{len(trained)} other GPU(s)"
               + (f" and {len(own_timed)} on {gpu}" if own_timed else "")
               + ("" if mine else f"; nothing of {space.op_type} was measured on {gpu}: a "
-                 "hint, not a measurement")))
+                 "hint, not a measurement")),
+        interval_level=calibration.level if calibrated else None,
+        interval_method=calibration.method if calibrated else None,
+        interval_note=_interval_note(calibration.note, calibrated, bool(own_timed)))
+
+
+def _interval_note(note: str, calibrated: bool, updated: bool) -> str:
+    """The calibration's own note; with the target's measurements, a caveat: the intervals
+    were calibrated on zero-shot predictions, which those measurements may have moved."""
+    if calibrated and updated:
+        return note + "; calibrated on zero-shot predictions, before the target's own " \
+                      "measurements were taken in"
+    return note
 
 
 def _with_config(record: Any, config: Mapping[str, Any]) -> Any:
@@ -218,9 +233,11 @@ def _measured_shapes(rows: Sequence[ExperienceRow], space: Space) -> list[str]:
     return usable[:SHAPES] or [s for s, _ in counts.most_common(SHAPES)]
 
 
-def _item(rank: int, ranked: Any, found: Sequence[Any]) -> RankedItem:
+def _item(rank: int, ranked: Any, found: Sequence[Any],
+          bounds: tuple[float, float] | None = None) -> RankedItem:
     """``found``: the same configuration on the most similar GPUs, shape by shape; the
-    evidence lines name the most similar GPU's result on each shape."""
+    evidence lines name the most similar GPU's result on each shape. ``bounds``: the
+    prediction's calibrated interval (CostModel.interval)."""
     neighbours = [RankedNeighbour(gpu=n.gpu, similarity=round(n.similarity, 4),
                                   rel_time=_round(n.rel_time), rank_pct=round(n.rank_pct, 4),
                                   shape=n.shape) for n in found]
@@ -239,6 +256,8 @@ def _item(rank: int, ranked: Any, found: Sequence[Any]) -> RankedItem:
         evidence = ["not measured on any GPU: from the transferable features alone"]
     return RankedItem(rank=rank, config=dict(ranked.config),
                       predicted_rel_time=_round(ranked.predicted_rel_time),
+                      predicted_rel_low=_round(bounds[0]) if bounds else None,
+                      predicted_rel_high=_round(bounds[1]) if bounds else None,
                       measured_rel_time=_round(ranked.measured_rel_time),
                       evidence=evidence, neighbours=neighbours)
 

@@ -11,6 +11,8 @@ Public API (what bootstrap, the offline agent and the benchmarks code against)::
     ranked[0].config, ranked[0].predicted_rel_time     # e.g. {...}, 1.07 (x the best)
     ranked[0].evidence                                 # list[Neighbour]: the same config on
                                                        # other GPUs, rel time and rank there
+    model.interval("softmax", ranked[0].predicted_rel_time, 1)  # (low, high): its 80%
+                                                       # interval, or None
     model.update(measured_rows)                        # the target's own measurements
     ranked = model.rank(cands)                         # re-ordered with them
 
@@ -30,6 +32,11 @@ Public API (what bootstrap, the offline agent and the benchmarks code against)::
   shapes; NaN under the lambdarank objective, which predicts an order, not a time);
   ``evidence`` (first 20 only) lists ``Neighbour(gpu, similarity, rel_time, rank_pct,
   shape)``: the same configuration on the most similar training GPUs.
+- ``interval(op, predicted_rel_time, rank)``: the 80% interval of a zero-shot prediction
+  at that rank (1 = first), calibrated on the training GPUs each held out of a refit
+  (``calibration``: computed on first use, kept with the model; see ``Calibration``);
+  None where too few residuals exist (one training GPU, lambdarank), and
+  ``calibration.note`` says why.
 - ``update(rows)`` takes ALL the target's measurements so far on each call (``[]`` goes
   back to the zero-shot model); cheap (no retraining of the base model).
 - ``CostModel(objective="regression" | "regression_top" | "lambdarank" | "auto")``.
@@ -340,6 +347,43 @@ OBJECTIVES = ("regression", "regression_top", "lambdarank")
 INNER_FOLDS = 2  # objective="auto": held-out training GPUs (or ops) it compares on
 RESIDUAL_PRIOR = 8  # measurements at which the target's residual model counts half
 TOP_WEIGHT = 9.0  # regression_top: a row at the best weighs 10x, at 1.1x ~4.3x, at 2x ~1x
+INTERVAL_LEVEL = 0.8  # the predicted relative time's interval: its central 80%
+CALIBRATION_FOLDS = 5  # training GPUs held out in turn (one refit each) for its residuals
+HEAD_RANKS = 10  # a ranking's first 10 (what bootstrap shows) are calibrated apart
+CALIBRATION_CONFIGS = 2000  # configurations per (op, held-out GPU) scored for residuals
+MIN_RESIDUALS = 20  # per (op, stratum), from >= 2 held-out GPUs: fewer, no interval
+WIDEN = tuple(round(1.0 + 0.1 * i, 1) for i in range(31))  # the factors tried, 1x-4x
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The interval's multiplicative bounds per op and stratum ("head": the first
+    HEAD_RANKS of a ranking, "rest"): quantiles of log(measured / predicted relative time)
+    on training GPUs each held out of a refit, so they measure how far the model misses
+    on a GPU it never saw, not how well it fits its own rows. The head is apart because
+    it was picked for its low predictions: there the model misses less, and upwards.
+
+    A GPU's residuals miss together (one GPU is faster at everything big, another flat),
+    so a band fit to a few GPUs' residuals covers a new GPU less often than its level
+    says: it is widened about its median by the least factor of WIDEN at which each
+    held-out GPU, left out of the band in turn, is covered ``level`` on average."""
+
+    level: float
+    bounds: dict[tuple[str, str], tuple[float, float]]  # (op, stratum) -> log-ratio bounds
+    residuals: dict[tuple[str, str], int]  # (op, stratum) -> residuals they are taken over
+    held_out: tuple[str, ...]  # the training GPUs held out
+    note: str  # what the interval stands on, or why there is none
+    widened: dict[tuple[str, str], float] = field(default_factory=dict)
+    # (op, stratum) -> mean coverage of a held-out GPU by the band of the others, widened
+    held_out_coverage: dict[tuple[str, str], float] = field(default_factory=dict)
+
+    @property
+    def method(self) -> str:
+        return (f"split-conformal, leave-one-GPU-out: the {int(100 * self.level)}% band of "
+                f"log(measured / predicted relative time) over {len(self.held_out)} "
+                f"training GPU(s) each held out of a refit, the first {HEAD_RANKS} of a "
+                "ranking apart from the rest, widened until it covers each of those GPUs "
+                "left out of it")
 
 
 class CostModel:
@@ -374,6 +418,8 @@ class CostModel:
         self._static: dict[tuple[str, str, str, str],
                            tuple[dict[str, float], dict[str, float]]] = {}
         self._similarity: dict[tuple[str, str], float] = {}
+        self._rows: list[ExperienceRow] = []
+        self._calibration: Calibration | None = None
 
     def similarity(self, a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
         """gpu_similarity, memoised by the two GPUs' names."""
@@ -485,6 +531,7 @@ class CostModel:
         self._sample_rows = self._sample(rows)
         self._models = {True: self._train(self._sample_rows, objective)}
         self._measured, self._weights, self._residual = [], None, None
+        self._rows, self._calibration = list(rows), None
         return self
 
     def _select_objective(self, rows: Sequence[ExperienceRow]) -> str:
@@ -525,6 +572,111 @@ class CostModel:
             top = np.argsort(scores, kind="stable")[:k]
             regrets.append(min(labels[i] for i in top))
         return float(np.mean(regrets)) if regrets else math.nan
+
+    # the interval ----------------------------------------------------------------------
+    @property
+    def calibration(self) -> Calibration:
+        """Computed on first use and kept with the model: up to CALIBRATION_FOLDS refits."""
+        if self._calibration is None:
+            self._calibration = self._calibrate(self._rows)
+        return self._calibration
+
+    def interval(self, op: str, predicted_rel: float, rank: int) -> tuple[float, float] | None:
+        """The INTERVAL_LEVEL interval of a zero-shot predicted relative time at ``rank``
+        (1 = first) of its ranking; None where the calibration has too few residuals. It
+        always holds the prediction and never goes below 1x unless the prediction does
+        (nothing beats the best)."""
+        stratum = "head" if rank <= HEAD_RANKS else "rest"
+        bounds = self.calibration.bounds.get((op, stratum))
+        if bounds is None or not math.isfinite(predicted_rel) or predicted_rel <= 0:
+            return None
+        low, high = _interval_logs(np.array([math.log(predicted_rel)]), bounds)
+        return math.exp(low[0]), math.exp(high[0])
+
+    def _calibrate(self, rows: Sequence[ExperienceRow]) -> Calibration:
+        """Leave-one-GPU-out residuals over up to CALIBRATION_FOLDS training GPUs (spread
+        over the sorted list), each from a model of the same settings fit without it."""
+        gpus = sorted({r.gpu for r in rows})
+        if self.chosen_objective == "lambdarank":
+            return Calibration(INTERVAL_LEVEL, {}, {}, (), "no interval: the lambdarank "
+                               "objective predicts an order, not a time")
+        if len(gpus) < 2:
+            return Calibration(INTERVAL_LEVEL, {}, {}, tuple(gpus), "no interval: trained on "
+                               f"one GPU ({', '.join(gpus) or 'none'}), none to hold out to "
+                               "measure how far the model misses on a new one")
+        picks = range(len(gpus)) if len(gpus) <= CALIBRATION_FOLDS else sorted(
+            {round(i * (len(gpus) - 1) / (CALIBRATION_FOLDS - 1))
+             for i in range(CALIBRATION_FOLDS)})
+        held_out = tuple(gpus[i] for i in picks)
+        found = self._held_out_pairs(rows, held_out)
+        counts = {k: sum(len(v) for v in groups.values()) for k, groups in found.items()}
+        bands = {k: _gpu_band([np.array(v) for v in groups.values()])
+                 for k, groups in found.items() if counts[k] >= MIN_RESIDUALS}
+        return Calibration(INTERVAL_LEVEL, {k: b[0] for k, b in bands.items()}, counts,
+                           held_out, _calibration_note(held_out, counts, bands),
+                           {k: b[1] for k, b in bands.items()},
+                           {k: b[2] for k, b in bands.items()})
+
+    def _held_out_pairs(self, rows: Sequence[ExperienceRow], held_out: Sequence[str]
+                        ) -> dict[tuple[str, str], dict[str, list[tuple[float, float]]]]:
+        """(op, stratum) -> held-out GPU -> (predicted, measured) log relative times, each
+        GPU's from this model refit without it (``_without``)."""
+        found: dict[tuple[str, str], dict[str, list[tuple[float, float]]]] = defaultdict(
+            lambda: defaultdict(list))
+        for held in held_out:
+            inner = self._without(held)
+            by_op: dict[str, list[ExperienceRow]] = defaultdict(list)
+            for r in rows:
+                if r.gpu == held:
+                    by_op[r.op].append(r)
+            for op, members in by_op.items():
+                for rank, predicted, measured in inner._held_out_ranks(members):
+                    stratum = "head" if rank <= HEAD_RANKS else "rest"
+                    found[(op, stratum)][held].append((predicted, measured))
+        return found
+
+    def _without(self, gpu: str) -> CostModel:
+        """This model refit without one training GPU: its groups' tables and its sample of
+        rows less that GPU's (a group's table and sample do not depend on the other
+        groups), trained afresh with the same settings; the row facts cache is shared."""
+        inner = CostModel(objective=self.chosen_objective or "regression",
+                          n_estimators=self.n_estimators,
+                          max_rows_per_group=self.max_rows_per_group, seed=self.seed,
+                          threads=self.threads)
+        inner._static, inner._similarity = self._static, self._similarity
+        inner.tables = {key: kept for key, tables in self.tables.items()
+                        if (kept := {g: t for g, t in tables.items() if g != gpu})}
+        inner._sample_rows = [(r, lab) for r, lab in self._sample_rows if r.gpu != gpu]
+        inner.train_gpus = self.train_gpus - {gpu}
+        inner.train_ops = {r.op for r, _ in inner._sample_rows}
+        inner.chosen_objective = self.chosen_objective or "regression"
+        inner._models = {True: inner._train(inner._sample_rows, inner.chosen_objective)}
+        return inner
+
+    def _held_out_ranks(self, rows: Sequence[ExperienceRow]
+                        ) -> list[tuple[int, float, float]]:
+        """(rank, predicted, measured log relative time) per timed configuration of one op
+        on one GPU the model did not see, ranked as rank() orders them (by the mean over
+        its shapes) among that GPU's configurations, failed ones too: at most
+        CALIBRATION_CONFIGS of them, drawn at random (scoring them all is what would cost)."""
+        best: dict[str, float] = {}
+        for r in rows:
+            if r.time_ms and not r.failed:
+                best[r.shape] = min(best.get(r.shape, math.inf), r.time_ms)
+        keys = sorted({r.key for r in rows})
+        if len(keys) > CALIBRATION_CONFIGS:
+            drawn = set(random.Random(self.seed).sample(keys, CALIBRATION_CONFIGS))
+            rows = [r for r in rows if r.key in drawn]
+        scores: dict[str, list[float]] = defaultdict(list)
+        measured: dict[str, list[float]] = defaultdict(list)
+        for r, p in zip(rows, self._predict_with(rows, None, None, 0), strict=True):
+            scores[r.key].append(float(p))
+            if r.time_ms and not r.failed:
+                measured[r.key].append(math.log(r.time_ms / best[r.shape]))
+        mean = {k: sum(v) / len(v) for k, v in scores.items()}
+        order = sorted(mean, key=lambda k: (round(mean[k], 9), k))
+        return [(rank, mean[k], sum(measured[k]) / len(measured[k]))
+                for rank, k in enumerate(order, 1) if k in measured]
 
     # prediction ------------------------------------------------------------------------
     def predict(self, rows: Sequence[ExperienceRow]) -> np.ndarray:
@@ -688,6 +840,78 @@ class CostModel:
                   "force_row_wise": True, "lambda_l2": 1.0}
         rounds = min(30, 2 * len(rows))
         return lgb.train(params, lgb.Dataset(x, residual), rounds), with_raw
+
+
+def _conformal_band(values: Sequence[float], level: float = INTERVAL_LEVEL
+                    ) -> tuple[float, float]:
+    """The central ``level`` band of held-out residuals with split conformal's finite-sample
+    correction (each tail's quantile taken at (n + 1) / n of its level), so a band of few
+    residuals is not too narrow."""
+    n = len(values)
+    high = min(1.0, (1 - (1 - level) / 2) * (n + 1) / n)
+    return (float(np.quantile(values, 1 - high, method="lower")),
+            float(np.quantile(values, high, method="higher")))
+
+
+def _calibration_note(held_out: Sequence[str], counts: Mapping[tuple[str, str], int],
+                      bands: Mapping[tuple[str, str], tuple[Any, float, float]]) -> str:
+    """What the intervals stand on: residuals, GPUs, widening; where there are none and
+    where even the widest band fell short on the held-out GPUs."""
+    short = sorted(f"{op} ({stratum})" for op, stratum in counts if (op, stratum) not in bands)
+    narrow = [f"{op} ({stratum}), {100 * b[2]:.0f}%" for (op, stratum), b in bands.items()
+              if b[2] < INTERVAL_LEVEL]
+    widest = max((b[1] for b in bands.values()), default=1.0)
+    return (f"{int(100 * INTERVAL_LEVEL)}% intervals from {sum(counts.values())} residuals on "
+            f"{len(held_out)} held-out training GPU(s) ({', '.join(held_out)})"
+            + (f", widened up to {widest:g}x because one GPU's misses go together"
+               if widest > 1 else "")
+            + (f"; none for {', '.join(short)}: under {MIN_RESIDUALS} residuals"
+               if short else "")
+            + (f"; held-out GPUs covered under {int(100 * INTERVAL_LEVEL)}% even at "
+               f"{WIDEN[-1]:g}x for {'; '.join(narrow)}: too narrow there" if narrow else ""))
+
+
+def _widened(band: tuple[float, float], centre: float, factor: float) -> tuple[float, float]:
+    return centre + factor * (band[0] - centre), centre + factor * (band[1] - centre)
+
+
+def _interval_logs(predicted: np.ndarray, band: tuple[float, float]
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Log bounds of the intervals of log predictions under a log-ratio band: they hold
+    the prediction, and the low end stays at or above 0 (1x) unless the prediction is
+    below."""
+    low = np.minimum(predicted, np.maximum(0.0, predicted + band[0]))
+    return low, np.maximum(predicted, predicted + band[1])
+
+
+def _gpu_band(groups: Sequence[np.ndarray], level: float = INTERVAL_LEVEL
+              ) -> tuple[tuple[float, float], float, float]:
+    """(band, factor, held-out coverage) from (predicted, measured) log pairs, one array
+    per held-out GPU: the pooled conformal band widened by the least factor of WIDEN at
+    which the band of the other GPUs covers each GPU's pairs ``level`` on average (see
+    Calibration)."""
+    def residuals(parts: Sequence[np.ndarray]) -> np.ndarray:
+        both = np.concatenate(parts)
+        return both[:, 1] - both[:, 0]
+
+    groups = [g for g in groups if len(g)]
+    pooled = residuals(groups)
+    folds = []  # (band, median) of the other GPUs', and this GPU's pairs
+    for i, group in enumerate(groups):
+        others = residuals([g for j, g in enumerate(groups) if j != i]) if len(groups) > 1 \
+            else pooled
+        folds.append((_conformal_band(others, level), float(np.median(others)), group))
+    coverage = 0.0
+    for factor in WIDEN:
+        shares = []
+        for band, centre, group in folds:
+            low, high = _interval_logs(group[:, 0], _widened(band, centre, factor))
+            shares.append(float(np.mean((low <= group[:, 1]) & (group[:, 1] <= high))))
+        coverage = float(np.mean(shares))
+        if coverage >= level:
+            break
+    return (_widened(_conformal_band(pooled, level), float(np.median(pooled)), factor),
+            factor, coverage)
 
 
 def _labels_by_shape(rows: Sequence[ExperienceRow]) -> list[float]:

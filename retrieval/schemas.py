@@ -109,6 +109,11 @@ class RankedItem(BaseModel):
     predicted_rel_time: float | None = Field(
         description="predicted time / the target's best time (geomean over the shapes); "
                     "a model's estimate, not a measurement")
+    predicted_rel_low: float | None = Field(None, description="low end of the prediction's "
+                                            "interval (Prediction.interval_level); None: "
+                                            "no calibrated interval (interval_note says why)")
+    predicted_rel_high: float | None = Field(None, description="high end of the same "
+                                             "interval")
     measured_rel_time: float | None = Field(None, description="measured on the target, "
                                             "where it was")
     evidence: list[str]
@@ -127,6 +132,13 @@ class Prediction(BaseModel):
     target_measurements: int = Field(description="configurations measured on the target")
     items: list[RankedItem]
     note: str
+    interval_level: float | None = Field(None, description="share of measured relative "
+                                         "times the items' intervals are calibrated to hold "
+                                         "(0.8); None: no interval")
+    interval_method: str | None = Field(None, description="how the intervals were "
+                                        "calibrated")
+    interval_note: str | None = Field(None, description="what the intervals stand on, or "
+                                      "why there are none")
 
 
 class BootstrapPlan(BaseModel):

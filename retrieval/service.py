@@ -74,7 +74,7 @@ def derive_regimes(engine: Any, regimes: RegimeSource, batch: int = 2000) -> int
     shapes for a task ``regimes`` knows, "" otherwise (not derivable: never retried). Runs
     before the store's first read, so the column snapshot sees the values; the records
     themselves (and their ids) are unchanged. Returns the rows filled."""
-    known = set(regimes.tasks)
+    known: set[str] | None = None  # the registered tasks: read only when a row needs them
     filled = 0
     while True:
         with Session(engine) as session:
@@ -83,6 +83,8 @@ def derive_regimes(engine: Any, regimes: RegimeSource, batch: int = 2000) -> int
                                 .where(Experience.regime.is_(None)).limit(batch)).all()
             if not rows:
                 return filled
+            if known is None:  # (reading them may import every task module: torch)
+                known = set(regimes.tasks)
             values = []
             for exp_id, task_id, record_json in rows:
                 regime = ""
