@@ -129,7 +129,10 @@ def test_evaluate_writes_back_like_the_loop_and_is_retrieved(mcp: SyncClient,
         "categories": ["warps_stages"], "shapes": SHAPES, "agent": "test-agent"}))
     # the interpreter checks correctness only: correct and untimed is 'neutral'
     assert out["ok"] and out["verdict"] == "neutral" and out["written"] == "stored"
-    assert out["feedback"]["stage"] == "correctness" and out["feedback"]["max_abs_err"] == 0
+    # fresh inputs every evaluation: the fp32 reference and the kernel may differ by an ulp
+    tolerance = get_task("softmax").tolerances["float16"]
+    assert out["feedback"]["stage"] == "correctness" \
+        and out["feedback"]["max_abs_err"] <= tolerance.atol
     assert "correctness: pass on 2 shapes" in out["feedback_text"]
     assert out["baseline_record_id"]  # the run's first call wrote its starting kernel too
     hits = _data(mcp.tool("retrieve_experiences", {
