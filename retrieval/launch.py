@@ -115,11 +115,17 @@ def clblast_gemm_launch(params: Mapping[str, Any], problem_size: Sequence[int],
         unroll=max(1, _int(names.get(unroll), 1)))
 
 
-def record_launch(record: Any, shape: str) -> LaunchFacts | None:
-    """``launch_of`` for imported Kernel Tuner records: config + problem size in the shape
-    label (task.shape_set). None when the label carries no problem size."""
+def config_launch(config: Mapping[str, Any], shape: str) -> LaunchFacts | None:
+    """``launch_of_config`` for an op with no task: a configuration on the problem size in
+    a shape label. None when the label carries no problem size."""
     try:
         size = parse_problem_size(shape)
     except ValueError:
         return None
-    return kernel_tuner_launch(record.edit.config, size)
+    return kernel_tuner_launch(config, size)
+
+
+def record_launch(record: Any, shape: str) -> LaunchFacts | None:
+    """``launch_of`` for imported Kernel Tuner records: config + problem size in the shape
+    label (task.shape_set). None when the label carries no problem size."""
+    return config_launch(record.edit.config, shape)

@@ -32,7 +32,7 @@ from sqlmodel import Session, select
 from kb.gpu_facts import PART_FACTS, family_facts, lookup, unknown_gpu_message
 from kb.models import Experience
 from kb.record import ExperienceRecord
-from retrieval.launch import kernel_tuner_launch, parse_problem_size, record_launch
+from retrieval.launch import config_launch, record_launch
 from retrieval.ranker import (
     CostModel,
     ExperienceRow,
@@ -132,15 +132,8 @@ def store_space(records: Sequence[ExperienceRecord], op_type: str) -> Space:
     for record in records:
         if record.edit.config:
             seen.setdefault(repr(sorted(record.edit.config.items())), dict(record.edit.config))
-
-    def launch_of_config(config: Mapping[str, Any], shape: str) -> Any:
-        try:
-            return kernel_tuner_launch(config, parse_problem_size(shape))
-        except ValueError:
-            return None
-
     return Space(op_type=op_type, task_id=None, configs=list(seen.values()),
-                 launch_of_config=launch_of_config, launch_of_record=record_launch)
+                 launch_of_config=config_launch, launch_of_record=record_launch)
 
 
 def predict(records: Sequence[Any], space: Space, target: Mapping[str, Any],

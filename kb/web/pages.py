@@ -216,13 +216,12 @@ def _launch_models(op: str) -> tuple[Any, Any, Any]:
     """(the op's space or None, launch_of_record, launch_of_config): the task's launch
     model, else Kernel Tuner's conventions (imported ops, retrieval/launch.py)."""
     from optimizer.spaces import space_for_op
-    from retrieval.launch import kernel_tuner_launch, parse_problem_size, record_launch
+    from retrieval.launch import config_launch, record_launch
 
     space = space_for_op(op)
     if space is not None:
         return space, space.launch_of_record, space.launch_of_config
-    return None, record_launch, \
-        lambda config, shape: kernel_tuner_launch(config, parse_problem_size(shape))
+    return None, record_launch, config_launch
 
 
 def _landscape(kb: Any, op: str | None, gpu: str | None, shape: str | None
