@@ -27,17 +27,18 @@ from pathlib import Path
 _IN_PROCESS = r"""
 import json, sys, time
 t0 = time.perf_counter()
-from kb.settings import Settings
-from retrieval.query import RetrievalQuery
-from retrieval.service import LocalKnowledge
-from kb.cli import _knowledge, _related_ops, _resolve
+from kernelkb.kb.settings import Settings
+from kernelkb.retrieval.query import RetrievalQuery
+from kernelkb.kb.service import LocalKnowledge
+from kernelkb.kb.entry.cli.common import knowledge
+from kernelkb.kb.entry.operations import related_ops, resolve
 t1 = time.perf_counter()
-kb = _knowledge()
+kb = knowledge()
 t2 = time.perf_counter()
 op, gpu = sys.argv[1], sys.argv[2]
-names = _resolve(kb, op_type=op, gpu_name=gpu)
+names = resolve(kb, op_type=op, gpu_name=gpu)
 query = RetrievalQuery(op_type=names["op_type"], gpu_name=names["gpu_name"],
-                       related_ops=_related_ops(names["op_type"]))
+                       related_ops=related_ops(names["op_type"]))
 t3 = time.perf_counter()
 first = kb.retrieve(query)
 t4 = time.perf_counter()
@@ -63,7 +64,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     env = {**os.environ, "KERNELKB_DATA_DIR": str(args.store)}
-    cli = [sys.executable, "-m", "kb.cli"] if not (Path(sys.executable).parent
+    cli = [sys.executable, "-m", "kernelkb"] if not (Path(sys.executable).parent
                                                   / "kernelkb").exists() \
         else [str(Path(sys.executable).parent / "kernelkb")]
     command = [*cli, "query", "--op", args.op, "--gpu", args.gpu]

@@ -11,7 +11,7 @@ import triton
 from triton.testing import do_bench
 
 sys.path.insert(0, os.getcwd())
-from kernels.base import get_task, load_candidate  # noqa: E402
+from kernelkb.kernels.base import get_task, load_candidate  # noqa: E402
 
 out = {"torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda}
 props = torch.cuda.get_device_properties(0)

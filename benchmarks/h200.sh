@@ -23,15 +23,15 @@ for stage in "$@"; do
     final:*) t=${stage#final:}; timeout $(( $(left) - 20 )) python3 benchmarks/variants.py final --choice benchmarks/results/variants_explore_h200.json --tasks ${t//,/ } --tag "_${t//,/_}" --budget-s $(( $(left) - 60 )) --out benchmarks/results > "$OUT/final.log" 2>&1; echo "rc=$?" >> "$OUT/final.log" ;;
     peers) timeout $(( $(left) - 30 )) python3 benchmarks/peers.py --runs benchmarks/runs > "$OUT/peers.log" 2>&1; echo "rc=$?" >> "$OUT/peers.log" ;;
     space) timeout $(( $(left) - 20 )) python3 benchmarks/measure_space.py --workers 14 --tasks ${SPACE_TASKS:-attention rmsnorm softmax swiglu rope matmul} > "$OUT/space.log" 2>&1 ;;
-    smoke) timeout $(( $(left) - 30 )) python3 -m kb.cli optimize softmax --no-retrieval --max-iters 3 --out runs_smoke 2>&1 | tail -30 ;;
-    optimize:*) t=${stage#optimize:}; timeout $(( $(left) - 30 )) python3 -m kb.cli optimize "$t" ${OPT_FLAGS-} --max-iters ${ITERS:-25} --patience 6 --budget-s ${TASK_BUDGET_S:-120} --out benchmarks/runs 2>&1 | grep --line-buffered -v Warning | tee -a "$OUT/optimize.log" | tail -40 ;;
+    smoke) timeout $(( $(left) - 30 )) python3 -m kernelkb optimize softmax --no-retrieval --max-iters 3 --out runs_smoke 2>&1 | tail -30 ;;
+    optimize:*) t=${stage#optimize:}; timeout $(( $(left) - 30 )) python3 -m kernelkb optimize "$t" ${OPT_FLAGS-} --max-iters ${ITERS:-25} --patience 6 --budget-s ${TASK_BUDGET_S:-120} --out benchmarks/runs 2>&1 | grep --line-buffered -v Warning | tee -a "$OUT/optimize.log" | tail -40 ;;
     vs:*) t=${stage#vs:}; timeout $(( $(left) - 20 )) python3 benchmarks/peers.py --tasks ${t//,/ } --runs benchmarks/runs --tag "_optimized_${t//,/_}" 2>&1 | grep --line-buffered -v Warning | tail -80 > "$OUT/vs.log" ;;
     overhead) timeout $(( $(left) - 20 )) python3 benchmarks/sandbox_overhead.py --runs ${RUNS:-5} > "$OUT/overhead.log" 2>&1; echo "rc=$?" >> "$OUT/overhead.log" ;;
     # DRAM bytes per kernel from hardware counters (torch.profiler / CUPTI): why a miss
     dram) timeout $(( $(left) - 20 )) python3 benchmarks/dram_traffic.py --out "$OUT" > "$OUT/dram.log" 2>&1; echo "rc=$?" >> "$OUT/dram.log" ;;
     hostcost) timeout $(( $(left) - 20 )) python3 benchmarks/host_cost.py --out "$OUT" > "$OUT/host_cost.log" 2>&1; echo "rc=$?" >> "$OUT/host_cost.log" ;;
     launch) timeout $(( $(left) - 20 )) python3 benchmarks/launch_bound.py --runs benchmarks/runs > "$OUT/launch.log" 2>&1; echo "rc=$?" >> "$OUT/launch.log" ;;
-    revalidate:*) t=${stage#revalidate:}; KERNELKB_DATA_DIR=/tmp/kkb_revalidate timeout $(( $(left) - 20 )) python3 -m kb.cli revalidate --task "$t" --top ${TOP:-3} --journal "benchmarks/results/revalidate_${t}_h200.jsonl" 2>&1 | grep --line-buffered -v 'Warning\|INFO' | tee -a "$OUT/revalidate.log" ;;
+    revalidate:*) t=${stage#revalidate:}; KERNELKB_DATA_DIR=/tmp/kkb_revalidate timeout $(( $(left) - 20 )) python3 -m kernelkb revalidate --task "$t" --top ${TOP:-3} --journal "benchmarks/results/revalidate_${t}_h200.jsonl" 2>&1 | grep --line-buffered -v 'Warning\|INFO' | tee -a "$OUT/revalidate.log" ;;
     # the structural variants beside the checked peers: explore candidates, then the winners (~500 s)
     variants) timeout $(( $(left) / 2 )) python3 benchmarks/variants.py explore --budget-s $(( $(left) / 2 - 60 )) --out benchmarks/results > "$OUT/variants.log" 2>&1; timeout $(( $(left) - 20 )) python3 benchmarks/variants.py final --choice benchmarks/results/variants_explore_h200.json --budget-s $(( $(left) - 80 )) --out benchmarks/results >> "$OUT/variants.log" 2>&1 ;;
     confirm) timeout $(( $(left) - 20 )) python3 benchmarks/transfer.py --confirm 2>&1 | grep --line-buffered -v Warning | tail -40 > "$OUT/confirm.log" ;;

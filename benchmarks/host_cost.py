@@ -54,12 +54,12 @@ if not ON_GPU:  # before triton is imported: the kernels run in the interpreter
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernels.base import DTYPES, Task, all_tasks, header_constants, load_candidate  # noqa: E402
-from kernels.peers import Peer, peers_for  # noqa: E402
-from optimizer.dispatch import add_gpu, entry, new_table, read_table  # noqa: E402
-from optimizer.export import BEGIN, END, export_module  # noqa: E402
-from optimizer.peers import check_peer, graph_ms  # noqa: E402
-from optimizer.sandbox import detect_environment  # noqa: E402
+from kernelkb.kernels.base import DTYPES, Task, all_tasks, header_constants, load_candidate  # noqa: E402
+from kernelkb.kernels.peers import Peer, peers_for  # noqa: E402
+from kernelkb.optimizer.dispatch import add_gpu, entry, new_table, read_table  # noqa: E402
+from kernelkb.optimizer.export import BEGIN, END, export_module  # noqa: E402
+from kernelkb.optimizer.peers import check_peer, graph_ms  # noqa: E402
+from kernelkb.optimizer.sandbox import detect_environment  # noqa: E402
 
 log = logging.getLogger("host_cost")
 RESULTS = Path(__file__).resolve().parent / "results"

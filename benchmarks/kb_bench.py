@@ -25,12 +25,12 @@ from pathlib import Path
 import numpy as np
 from sqlmodel import Session
 
-from kb.ingest import ingest, store_records
-from kb.record import ExperienceRecord, parse_record
-from kb.settings import Settings
-from kernels.base import all_tasks, related_ops_of
-from retrieval.query import RetrievalQuery
-from retrieval.service import LocalKnowledge
+from kernelkb.kb.ingest import ingest, store_records
+from kernelkb.kb.record import ExperienceRecord, parse_record
+from kernelkb.kb.service import LocalKnowledge
+from kernelkb.kb.settings import Settings
+from kernelkb.kernels.base import all_tasks, related_ops_of
+from kernelkb.retrieval.query import RetrievalQuery
 
 OPS = sorted({task.op_type for task in all_tasks().values()})  # the registered tasks' ops
 HW = [

@@ -37,11 +37,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.peers import our_kernels  # noqa: E402
-from kernels.base import DTYPES, Task, all_tasks  # noqa: E402
-from kernels.peers import Peer, peers_for  # noqa: E402
-from optimizer.peers import check_peer  # noqa: E402
-from optimizer.sandbox import detect_environment  # noqa: E402
-from optimizer.sandbox.timing import graph_ms, measure, rotating  # noqa: E402
+from kernelkb.kernels.base import DTYPES, Task, all_tasks  # noqa: E402
+from kernelkb.kernels.peers import Peer, peers_for  # noqa: E402
+from kernelkb.optimizer.peers import check_peer  # noqa: E402
+from kernelkb.optimizer.sandbox import detect_environment  # noqa: E402
+from kernelkb.optimizer.sandbox.timing import graph_ms, measure, rotating  # noqa: E402
 
 log = logging.getLogger("launch_bound")
 RESULTS = Path(__file__).resolve().parent / "results"

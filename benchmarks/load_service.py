@@ -113,7 +113,7 @@ class Server:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def _cli(self, *args: str) -> None:
-        subprocess.run([sys.executable, "-m", "kb.cli", *args], cwd=REPO, env=self.env,
+        subprocess.run([sys.executable, "-m", "kernelkb", *args], cwd=REPO, env=self.env,
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
     def start(self) -> None:
@@ -131,7 +131,7 @@ class Server:
             self._cli("ingest", str(path))
 
     def _serve(self) -> None:
-        cmd = [sys.executable, "-m", "kb.cli", "serve", "--port", str(self.port)]
+        cmd = [sys.executable, "-m", "kernelkb", "serve", "--port", str(self.port)]
         if self.workers:
             cmd += ["--workers", str(self.workers)]
         self.log = open(self.data / "serve.log", "wb")  # noqa: SIM115  (closed in stop)

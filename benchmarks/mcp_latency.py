@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 def _server(store: Path) -> StdioServerParameters:
     env = {"KERNELKB_DATA_DIR": str(store), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO),
            "TRITON_INTERPRET": os.environ.get("TRITON_INTERPRET", "1")}
-    return StdioServerParameters(command=sys.executable, args=["-m", "kb.cli", "mcp"],
+    return StdioServerParameters(command=sys.executable, args=["-m", "kernelkb", "mcp"],
                                  env=env, cwd=str(REPO))
 
 
@@ -40,7 +40,7 @@ async def _timed(call) -> float:  # type: ignore[no-untyped-def]
 
 
 async def _tools(client: Client, calls: int) -> dict[str, list[float]]:
-    from kernels.base import get_task
+    from kernelkb.kernels.base import get_task
 
     asks = {
         "retrieve_experiences": ("retrieve_experiences", {

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import os
 import sys
 import time
@@ -41,19 +40,16 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kb.terminal import configure_logging, tracked  # noqa: E402
-from kernels.base import DTYPES, Task, all_tasks, load_candidate  # noqa: E402
-from optimizer.sandbox import checks, detect_environment, evaluate  # noqa: E402
-from optimizer.sandbox.compiled_info import kernel_resources  # noqa: E402
-from optimizer.sandbox.hardware import measure_peaks  # noqa: E402
-from optimizer.sandbox.timing import measure, rotating  # noqa: E402
+from kernelkb.kb.terminal import configure_logging, tracked  # noqa: E402
+from kernelkb.kernels.base import DTYPES, Task, all_tasks, load_candidate  # noqa: E402
+from kernelkb.kernels.shared.stats import geomean  # noqa: E402
+from kernelkb.optimizer.sandbox import checks, detect_environment, evaluate  # noqa: E402
+from kernelkb.optimizer.sandbox.compiled_info import kernel_resources  # noqa: E402
+from kernelkb.optimizer.sandbox.hardware import measure_peaks  # noqa: E402
+from kernelkb.optimizer.sandbox.timing import measure, rotating  # noqa: E402
 
 log = logging.getLogger("measure_space")
 SPACE_DIR = Path(__file__).resolve().parent / "space"
-
-
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def check_all(task: Task, dtype: str, configs: list[dict], shapes: list, workers: int,

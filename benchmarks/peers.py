@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,12 +26,13 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernels.base import DTYPES, Task, all_tasks, load_candidate  # noqa: E402
-from kernels.peers import Peer, peers_for  # noqa: E402
-from optimizer.peers import below_floor, time_peers, trustworthy  # noqa: E402
-from optimizer.sandbox import detect_environment  # noqa: E402
-from optimizer.sandbox.hardware import measure_peaks  # noqa: E402
-from optimizer.sandbox.timing import floor_ms  # noqa: E402
+from kernelkb.kernels.base import DTYPES, Task, all_tasks, load_candidate  # noqa: E402
+from kernelkb.kernels.peers import Peer, peers_for  # noqa: E402
+from kernelkb.kernels.shared.stats import geomean  # noqa: E402
+from kernelkb.optimizer.peers import below_floor, time_peers, trustworthy  # noqa: E402
+from kernelkb.optimizer.sandbox import detect_environment  # noqa: E402
+from kernelkb.optimizer.sandbox.hardware import measure_peaks  # noqa: E402
+from kernelkb.optimizer.sandbox.timing import floor_ms  # noqa: E402
 
 log = logging.getLogger("peers")
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -189,7 +189,7 @@ def markdown(rows: list[dict], env: dict, peaks: dict, dtype: str, how: dict,
         for col in derived:
             ratios = [r[col] for r in trows if col.split()[1] == "vs" and r.get(col)]
             if ratios:
-                gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+                gm = geomean(ratios)
                 lines += ["", f"geomean {col}: {gm:.2f}x over {len(ratios)} shapes"]
         peers_here = [n for n in impls if n not in OUR_COLUMNS]
         lines += ["", "Peers: " + "; ".join(f"**{n}**: {how.get(f'{task}/{n}', '?')}"

@@ -51,9 +51,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from optimizer.loop import _score as loop_score  # noqa: E402
-from optimizer.policy import PolicyConfig  # noqa: E402
-from optimizer.verdict import MAX_NOISE, MIN_NOISE, relative_spread  # noqa: E402
+from kernelkb.kernels.shared.stats import geomean  # noqa: E402
+from kernelkb.optimizer.loop import _score as loop_score  # noqa: E402
+from kernelkb.optimizer.policy import PolicyConfig  # noqa: E402
+from kernelkb.optimizer.verdict import MAX_NOISE, MIN_NOISE, relative_spread  # noqa: E402
 
 TASKS_DIR = ROOT / "benchmarks" / "new_tasks"
 TASKS = ("layernorm", "geglu")
@@ -191,16 +192,16 @@ def _regime(record: dict[str, Any]) -> str:
 def _speedup(chains: dict[str, dict[str, Any]], regimes: list[str]) -> float | None:
     """Geometric mean over the run's regimes of baseline / best so far (1 before a regime
     starts); None if a started regime was never timed."""
-    logs = []
+    ratios = []
     for regime in regimes:
         chain = chains.get(regime)
         if chain is None:
-            logs.append(0.0)
+            ratios.append(1.0)
         elif chain["base"] is None or chain["best"] is None:
             return None
         else:
-            logs.append(math.log(chain["base"] / chain["best"]))
-    return math.exp(statistics.fmean(logs))
+            ratios.append(chain["base"] / chain["best"])
+    return geomean(ratios)
 
 
 def _add_seconds(points: list[dict[str, Any]], regimes: list[str],
@@ -416,7 +417,7 @@ def plot(report: dict[str, Any], path: Path) -> None:
 # -- running (GPU) -----------------------------------------------------------------------
 def optimize_command(task: str, arm: str, seed: int, out: Path, budget_s: float,
                      max_iters: int) -> list[str]:
-    command = [sys.executable, "-m", "kb.cli", "optimize", task, "--tasks-dir",
+    command = [sys.executable, "-m", "kernelkb", "optimize", task, "--tasks-dir",
                str(TASKS_DIR), "--agent", "offline", "--budget-s", f"{budget_s:g}",
                "--max-iters", str(max_iters), "--no-peers", "--seed", str(seed),
                "--out", str(out), "--verbose"]  # the loop's "evaluated in" lines: the seconds
@@ -431,9 +432,9 @@ def store_env(base: dict[str, str], store: Path) -> dict[str, str]:
 
 
 SEED_STORE = """
-from kb.settings import Settings
-from optimizer.command import make_knowledge
-knowledge, _ = make_knowledge(Settings())
+from kernelkb.kb.settings import Settings
+from kernelkb.kb.entry.operations import open_for_runs
+knowledge, _ = open_for_runs(Settings())
 if knowledge is None:
     raise SystemExit("no knowledge store on this host: the retrieval arm would retrieve nothing")
 print(knowledge.count(), "experiences seeded")
@@ -482,7 +483,7 @@ def one_run(task: str, arm: str, repeat: int, seed: int, args: argparse.Namespac
         journal = folders[0] / "journal.jsonl"
         if not journal.exists():  # the records went to the store: export them
             journal = out / "export.jsonl"
-            subprocess.run([sys.executable, "-m", "kb.cli", "export", "-o", str(journal)],
+            subprocess.run([sys.executable, "-m", "kernelkb", "export", "-o", str(journal)],
                            cwd=ROOT, env=store_env(env, store), capture_output=True)
         if journal.exists():
             records = run_records(read_records(journal.read_text()), run["run_id"])

@@ -11,16 +11,16 @@ diff, the per-shape times and the verdict. Failed configurations become failure 
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
-import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kb.record import ExperienceRecord  # noqa: E402
-from kernels.base import DTYPES, Task, get_task  # noqa: E402
+from kernelkb.kb.record import ExperienceRecord  # noqa: E402
+from kernelkb.kernels.base import DTYPES, Task, get_task  # noqa: E402
+from kernelkb.kernels.shared.hashing import source_hash  # noqa: E402
+from kernelkb.kernels.shared.stats import geomean  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NOISE = 0.03  # speedups within 3% of 1.0 are neutral: the timing spread on the H200
@@ -42,10 +42,6 @@ def parent_of(task: Task, cfg: dict) -> tuple[dict, str] | None:
         if cfg[param.name] != default[param.name]:
             return dict(default), param.name
     return None
-
-
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def verdict(row: dict, speedup: float | None) -> str:
@@ -92,8 +88,8 @@ def build_records(space: dict) -> list[ExperienceRecord]:
                   "shape_set": "space:" + ";".join(space["shapes"])},
             env={k: v for k, v in space["env"].items()},
             edit={"summary": summary, "categories": [param.category], "diff": diff,
-                  "config": row["config"], "parent_hash": _hash(parent_src),
-                  "child_hash": _hash(child_src)},
+                  "config": row["config"], "parent_hash": source_hash(parent_src),
+                  "child_hash": source_hash(child_src)},
             feedback=feedback,
             verdict=verdict(row, feedback.get("speedup_vs_parent")),
             provenance={"agent": "sweep", "round_kind": "sweep", "command": space["command"],
@@ -139,10 +135,6 @@ def feedback_of(task: Task, space: dict, row: dict, parent: dict | None, base: d
             + f" · {gbps:.0f} GB/s")
     fb["text"] = text
     return fb
-
-
-def _hash(source: str) -> str:
-    return hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
 def main() -> None:

@@ -41,7 +41,7 @@ def run_benchmark(*, space_dir: Path, seeds_dir: Path, out_dir: Path, repeats: i
     from benchmarks.replay import report
     from benchmarks.replay.knowledge import ARMS, seed_records
     from benchmarks.replay.space import find_spaces, load_space
-    from kernels.base import all_tasks
+    from kernelkb.kernels.base import all_tasks
 
     unknown = sorted(set(arms) - set(ARMS))
     if unknown or repeats < 1:
@@ -75,7 +75,7 @@ def run_benchmark(*, space_dir: Path, seeds_dir: Path, out_dir: Path, repeats: i
                              f"{space.path.name}: no speedup can be stated")
                 continue
             if embedder is None and set(arms) - {"cold"}:
-                from kb.embedder import Embedder
+                from kernelkb.kb.embedder import Embedder
 
                 embedder = Embedder()
             payload["tasks"][name] = _task(space, spaces, seeds, arms, repeats, budget,
@@ -156,8 +156,8 @@ def confirm(results: Path, out_dir: Path, dtype: str) -> dict[str, Any]:
     """Re-time on the GPU each task's naive config and the replay's winners (H200 only)."""
     import torch
 
-    from kernels.base import get_task
-    from optimizer.sandbox import evaluate, measure_baseline
+    from kernelkb.kernels.base import get_task
+    from kernelkb.optimizer.sandbox import evaluate, measure_baseline
 
     if not torch.cuda.is_available():
         raise SystemExit("--confirm needs a CUDA GPU (run it on the H200 through the device "

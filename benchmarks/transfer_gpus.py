@@ -47,9 +47,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kb.terminal import tracked  # noqa: E402 - a bar on a terminal, nothing in a pipe
-from retrieval.hardware import gpu_similarity  # noqa: E402
-from retrieval.ranker import (  # noqa: E402
+from kernelkb.kb.terminal import tracked  # noqa: E402 - a bar on a terminal, nothing in a pipe
+from kernelkb.kernels.shared.stats import geomean  # noqa: E402
+from kernelkb.retrieval.hardware import gpu_similarity  # noqa: E402
+from kernelkb.retrieval.ranker import (  # noqa: E402
     CostModel,
     ExperienceRow,
     config_key,
@@ -70,8 +71,8 @@ def log(message: str) -> None:
 
 # -- GPU facts ------------------------------------------------------------------------
 def gpu_facts(name: str, hint: str | None = None) -> dict[str, Any] | None:
-    """Facts from kb.gpu_facts (the import branch's table)."""
-    from kb.gpu_facts import lookup
+    """Facts from kernels.shared.gpus (the import branch's table)."""
+    from kernelkb.kernels.shared.gpus import lookup
 
     found = lookup(name, hint)
     if found is None:
@@ -84,10 +85,10 @@ def load_kernel_tuner(data_dir: Path) -> list[ExperienceRow]:
     """Every Kernel Tuner / T4 file under data_dir as rows, read the way ``kernelkb import``
     reads them (kb.importers: validated ExperienceRecords), then rows_from_records with the
     convention-based launch."""
-    from kb.importers import iter_import
-    from kb.record import ExperienceRecord
-    from retrieval.launch import record_launch
-    from retrieval.ranker import rows_from_records
+    from kernelkb.kb.importers import iter_import
+    from kernelkb.kb.record import ExperienceRecord
+    from kernelkb.retrieval.launch import record_launch
+    from kernelkb.retrieval.ranker import rows_from_records
 
     records, problems = [], []
     for where, item in iter_import(data_dir):
@@ -161,7 +162,7 @@ def make_case(name: str, kind: str, rows: Sequence[ExperienceRow]) -> Case:
     truth: dict[str, float | None] = {}
     for key, members in by_key.items():
         times = [r.time_ms for r in members if r.time_ms and not r.failed]
-        truth[key] = math.exp(np.mean(np.log(times))) if len(times) == len(shapes) else None
+        truth[key] = geomean(times) if len(times) == len(shapes) else None
     return Case(name, kind, rows[0].gpu, rows[0].op, list(rows), truth)
 
 
@@ -280,15 +281,14 @@ def interval_coverage(case: Case, model: CostModel) -> dict[str, Any]:
     calibration = model.calibration  # refits on first use: timed apart
     calibration_s = time.time() - started
     best: dict[str, float] = {}
-    logs: dict[str, list[float]] = defaultdict(list)
+    ratios: dict[str, list[float]] = defaultdict(list)
     for r in case.rows:
         if r.time_ms and not r.failed:
             best[r.shape] = min(best.get(r.shape, math.inf), r.time_ms)
     for r in case.rows:
         if r.time_ms and not r.failed:
-            logs[r.key].append(math.log(r.time_ms / best[r.shape]))
-    measured = {k: math.exp(float(np.mean(v))) for k, v in logs.items()
-                if case.truth.get(k) is not None}
+            ratios[r.key].append(r.time_ms / best[r.shape])
+    measured = {k: geomean(v) for k, v in ratios.items() if case.truth.get(k) is not None}
     candidates = [ExperienceRow(op=r.op, shape=r.shape, gpu=r.gpu, config=r.config,
                                 time_ms=None, launch=r.launch, gpu_facts=r.gpu_facts,
                                 bytes_moved=r.bytes_moved, flops=r.flops) for r in case.rows]

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import os
 import sys
 import time
@@ -35,15 +34,16 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernels.base import (  # noqa: E402
+from kernelkb.kernels.base import (  # noqa: E402
     DTYPES,
     Task,
     all_tasks,
     load_candidate,
     set_header_constants,
 )
-from kernels.peers import Peer, peers_for  # noqa: E402
-from optimizer.peers import time_peers  # noqa: E402
+from kernelkb.kernels.peers import Peer, peers_for  # noqa: E402
+from kernelkb.kernels.shared.stats import geomean  # noqa: E402
+from kernelkb.optimizer.peers import time_peers  # noqa: E402
 
 log = logging.getLogger("variants")
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -253,7 +253,7 @@ def module_of(task: Task, label: str, config: dict):
 
 def smem_report(task: Task, label: str, config: dict, shape: tuple) -> dict:
     """Shared memory the compiled kernels of a module use vs the task's prediction."""
-    from optimizer.sandbox.compiled_info import kernel_resources
+    from kernelkb.optimizer.sandbox.compiled_info import kernel_resources
 
     used = kernel_resources(module_of(task, label, config))
     need = task.smem_need(config, (shape,), ("float16",))
@@ -356,7 +356,7 @@ def markdown(data: dict) -> str:
                 f"{_f(r['ratio'])} | {_f(r['ratio (eager)'])} | {_f(r.get('ours TB/s'))} | "
                 f"{_f(r.get('ours TFLOP/s'))} |")
         if ratios:
-            gm = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
+            gm = geomean(ratios)
             lines += ["", f"geomean ratio (GPU time): {gm:.3f} over {len(ratios)} shapes"]
         bad = [f"{r['shape']} {n}: used {s['used']} > predicted {s['predicted']}"
                for r in trows for n, s in r["smem"].items() if not s["ok"]]
@@ -405,7 +405,7 @@ def main() -> None:
     explored = {(r["task"], r["shape"]): {k[6:] for k in (*r["times"], *r["dropped"])
                                           if k.startswith("ours: ")} for r in explore["rows"]}
     torch._dynamo.config.cache_size_limit = 64
-    from optimizer.sandbox.hardware import measure_peaks
+    from kernelkb.optimizer.sandbox.hardware import measure_peaks
 
     peaks = measure_peaks(copy_mib=512, matmul_n=4096)
     env = {"gpu_name": torch.cuda.get_device_name(), "triton": triton.__version__,

@@ -31,9 +31,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.space_to_seeds import NOISE, _hash, geomean  # noqa: E402
-from kb.record import ExperienceRecord  # noqa: E402
-from kernels.base import Task, get_task, header_constants  # noqa: E402
+from benchmarks.space_to_seeds import NOISE  # noqa: E402
+from kernelkb.kb.record import ExperienceRecord  # noqa: E402
+from kernelkb.kernels.base import Task, get_task, header_constants  # noqa: E402
+from kernelkb.kernels.shared.hashing import source_hash  # noqa: E402
+from kernelkb.kernels.shared.stats import geomean  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -126,8 +128,8 @@ def build_records(task_name: str, entries: dict[str, dict[str, Any]],
             env=env,
             edit={"summary": summary,
                   "categories": sorted({params[k].category for k in changed if k in params}),
-                  "diff": diff, "config": entry["config"], "parent_hash": _hash(parent_src),
-                  "child_hash": _hash(child_src)},
+                  "diff": diff, "config": entry["config"], "parent_hash": source_hash(parent_src),
+                  "child_hash": source_hash(child_src)},
             feedback={"stage": "performance", "timing_available": True,
                       "timings": [{"shape": s, "median_ms": c, "graph_ms": g}
                                   for s, (c, g) in times.items()],

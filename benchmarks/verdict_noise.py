@@ -38,9 +38,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kernels.base import get_task  # noqa: E402
-from optimizer.sandbox import evaluate  # noqa: E402
-from optimizer.verdict import judge, noise_threshold  # noqa: E402
+from kernelkb.kernels.base import get_task  # noqa: E402
+from kernelkb.kernels.shared.stats import geomean  # noqa: E402
+from kernelkb.optimizer.sandbox import evaluate  # noqa: E402
+from kernelkb.optimizer.verdict import judge, noise_threshold  # noqa: E402
 
 TASKS = ("softmax", "rmsnorm", "swiglu", "rope", "attention", "matmul")
 PAD_SHARE = 0.10
@@ -88,8 +89,7 @@ def previous_rule(child, parent) -> str:
     if not (child.ok and child.timing_available and parent.timing_available):
         return "untimed"
     labels = list(child.timings)
-    geo = [math.exp(statistics.fmean(math.log(r.timings[k][0]) for k in labels))
-           for r in (child, parent)]
+    geo = [geomean(r.timings[k][0] for k in labels) for r in (child, parent)]
     spread = sum(statistics.median(iqr / med for med, iqr in r.timings.values())
                  for r in (child, parent))
     noise = min(0.10, max(0.02, spread))
@@ -129,7 +129,7 @@ def one(task: str, source: str, parent, parent_source: str | None, t0: float
 
 def _geo(timings: dict) -> float | None:
     meds = [m for m, _ in timings.values()]
-    return math.exp(statistics.fmean(math.log(m) for m in meds)) if meds else None
+    return geomean(meds) if meds else None
 
 
 def summarise(rows: list[dict], right: str) -> dict:

@@ -21,8 +21,8 @@ sys.path.insert(0, str(ROOT / "tests" / "api"))
 
 from live_server import live_server  # noqa: E402
 
-from kb.settings import Settings  # noqa: E402
-from retrieval.service import LocalKnowledge  # noqa: E402
+from kernelkb.kb.service import LocalKnowledge  # noqa: E402
+from kernelkb.kb.settings import Settings  # noqa: E402
 
 RUN = "rope-20261129T144940-8e7697"
 PAGES = ["/", "/ui/insights?op=softmax&gpu=NVIDIA+H200",

@@ -13,15 +13,16 @@ import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import cast
 
 from sqlalchemy import event, inspect, select, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import OperationalError, ProgrammingError
-from sqlmodel import Session, SQLModel, create_engine
+from sqlmodel import Session, SQLModel, col, create_engine
 
-from kb import models  # also registers the tables on SQLModel.metadata
-from kb.file_lock import file_lock
-from kb.record import ExperienceRecord
+from kernelkb.kb import models  # also registers the tables on SQLModel.metadata
+from kernelkb.kb.file_lock import file_lock
+from kernelkb.kb.record import ExperienceRecord
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +100,8 @@ def _create_pg_lexical(engine: Engine) -> None:
         filled, last = 0, ""
         while True:
             rows = conn.execute(
-                select(models.Experience.id, models.Experience.record_json)
-                .where(models.Experience.id > last).order_by(models.Experience.id)
+                select(col(models.Experience.id), col(models.Experience.record_json))
+                .where(col(models.Experience.id) > last).order_by(col(models.Experience.id))
                 .limit(BACKFILL_BATCH)).all()
             if not rows:
                 break
@@ -214,10 +215,17 @@ def store_writer_lock(engine: Engine) -> Iterator[None]:
         yield
 
 
+def engine_of(session: Session) -> Engine:
+    """The engine a store session reads through. ``get_bind()`` is typed Engine or
+    Connection; every session here is opened on the store's engine (``Session(engine)``),
+    never on a connection."""
+    return cast(Engine, session.get_bind())
+
+
 LEXICAL_DIALECTS = ("sqlite", "postgresql")  # FTS5; tsvector + GIN
 
 
-def lexical_enabled(engine: Engine) -> bool:
+def lexical_enabled(engine: Engine | Connection) -> bool:
     return engine.dialect.name in LEXICAL_DIALECTS
 
 

@@ -14,11 +14,11 @@ from datetime import datetime, timezone
 from pydantic import ValidationError
 from sqlalchemy import delete, insert, select, text
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col
 
-from kb.db import FTS_TABLE, lexical_enabled
-from kb.models import Experience, ExperienceCategory, QuarantinedRow
-from kb.record import ExperienceRecord
+from kernelkb.kb.db import FTS_TABLE, lexical_enabled
+from kernelkb.kb.models import Experience, ExperienceCategory, QuarantinedRow
+from kernelkb.kb.record import ExperienceRecord
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +31,8 @@ def bad_rows(engine: Engine) -> list[tuple[str, str]]:
     last = ""
     with engine.connect() as conn:
         while True:
-            rows = conn.execute(select(Experience.id, Experience.record_json)
-                                .where(Experience.id > last).order_by(Experience.id)
+            rows = conn.execute(select(col(Experience.id), col(Experience.record_json))
+                                .where(col(Experience.id) > last).order_by(col(Experience.id))
                                 .limit(_PAGE)).all()
             if not rows:
                 return out
@@ -53,18 +53,18 @@ def quarantine(engine: Engine, rows: list[tuple[str, str]]) -> int:
     with Session(engine) as session:
         conn = session.connection()
         for exp_id, reason in rows:
-            found = conn.execute(select(Experience.record_json)
-                                 .where(Experience.id == exp_id)).scalar()
+            found = conn.execute(select(col(Experience.record_json))
+                                 .where(col(Experience.id) == exp_id)).scalar()
             if found is None:
                 continue
             if session.get(QuarantinedRow, exp_id) is None:
                 conn.execute(insert(QuarantinedRow), [dict(
                     id=exp_id, record_json=found, reason=reason, quarantined_at=now)])
             conn.execute(delete(ExperienceCategory)
-                         .where(ExperienceCategory.experience_id == exp_id))
+                         .where(col(ExperienceCategory.experience_id) == exp_id))
             if lexical_enabled(engine):
                 conn.execute(text(f"DELETE FROM {FTS_TABLE} WHERE exp_id = :i"), {"i": exp_id})
-            conn.execute(delete(Experience).where(Experience.id == exp_id))
+            conn.execute(delete(Experience).where(col(Experience.id) == exp_id))
             moved += 1
         session.commit()
     log.warning("quarantined %d unreadable rows into table quarantinedrow", moved)
@@ -73,4 +73,4 @@ def quarantine(engine: Engine, rows: list[tuple[str, str]]) -> int:
 
 def sql_ids(engine: Engine) -> set[str]:
     with engine.connect() as conn:
-        return set(conn.execute(select(Experience.id)).scalars())
+        return set(conn.execute(select(col(Experience.id))).scalars())

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from kb.terminal import quiet_libraries
+from kernelkb.kb.terminal import quiet_libraries
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class Embedder:
         with self._lock:
             if self._query_model is None and self._onnx_queries:
                 try:
-                    from kb.onnx_minilm import OnnxMiniLM
+                    from kernelkb.kb.onnx_minilm import OnnxMiniLM
 
                     self._query_model = OnnxMiniLM(model_path(), self.cache_dir, MAX_TOKENS,
                                                    threads=1)

@@ -24,13 +24,13 @@ from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import insert
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import OperationalError, StatementError
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
-from kb.crashpoints import crash_point
-from kb.db import add_lexical_rows, begin_write, lexical_row
-from kb.embedder import Embedder
-from kb.limits import SHORT, printable
-from kb.models import (
+from kernelkb.kb.crashpoints import crash_point
+from kernelkb.kb.db import add_lexical_rows, begin_write, lexical_row
+from kernelkb.kb.embedder import Embedder
+from kernelkb.kb.limits import SHORT, printable
+from kernelkb.kb.models import (
     Experience,
     ExperienceCategory,
     Hardware,
@@ -41,9 +41,9 @@ from kb.models import (
     hardware_row,
     kernel_row,
 )
-from kb.queries import iter_records, load_or_skip
-from kb.record import ExperienceRecord, parse_record
-from kb.vector_index import VectorIndex
+from kernelkb.kb.queries import iter_records, load_or_skip
+from kernelkb.kb.record import ExperienceRecord, parse_record
+from kernelkb.kb.vector_index import VectorIndex
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +136,8 @@ def existing_ids(session: Session, ids: Iterable[str]) -> set[str]:
     found: set[str] = set()
     for start in range(0, len(ids), _IN_CHUNK):
         chunk = ids[start : start + _IN_CHUNK]
-        found.update(session.exec(select(Experience.id).where(Experience.id.in_(chunk))).all())
+        found.update(session.exec(select(Experience.id)
+                                  .where(col(Experience.id).in_(chunk))).all())
     return found
 
 
@@ -359,7 +360,8 @@ def sync_index(engine: Engine, embedder: Embedder, index: VectorIndex,
         with Session(engine) as session:
             for start in range(0, len(lacking), batch):
                 chunk = lacking[start : start + batch]
-                found = session.exec(select(Experience).where(Experience.id.in_(chunk))).all()
+                found = session.exec(select(Experience)
+                                     .where(col(Experience.id).in_(chunk))).all()
                 records = [r for r in map(load_or_skip, found) if r is not None]
                 added += _index_batch(index, embedder, records)
     if orphans or added:

@@ -54,13 +54,6 @@ def check_regime(value: str | None) -> str | None:
     return value
 
 
-def quoted(value: str, limit: int = 80) -> str:
-    """A typed value as an error message quotes it: at most ``limit`` characters (a
-    100,000-character name was once printed back whole)."""
-    return repr(value) if len(value) <= limit else \
-        repr(value[:limit]) + f"... ({len(value)} characters)"
-
-
 def check_name(value: str) -> str:
     """A name that filters and groups records (op, task, dtype, GPU, arch, versions), as
     written: names are matched in any case and spacing, so one padded with spaces, spelled

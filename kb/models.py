@@ -16,7 +16,8 @@ from typing import Any
 from sqlalchemy import Index
 from sqlmodel import Field, SQLModel
 
-from kb.record import ExperienceRecord, source_hash
+from kernelkb.kb.record import ExperienceRecord
+from kernelkb.kernels.shared.hashing import source_hash
 
 # Columns the ladder reads for every candidate; the two covering indexes below answer a
 # rung (op + GPU + Triton, or op + arch) without touching the wide rows (75 ms -> a few

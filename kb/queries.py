@@ -8,10 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 from sqlalchemy import func
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
-from kb.models import Experience, Hardware, Run
-from kb.record import ExperienceRecord
+from kernelkb.kb.models import Experience, Hardware, Run
+from kernelkb.kb.record import ExperienceRecord
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ def _filtered(filters: dict[str, Any], category: str | None) -> Any:
         if value is not None:
             stmt = stmt.where(getattr(Experience, name) == value)
     if category:
-        stmt = stmt.where(Experience.categories.contains(f"|{category}|", autoescape=True))
+        stmt = stmt.where(col(Experience.categories).contains(f"|{category}|", autoescape=True))
     return stmt
 
 
@@ -100,7 +100,8 @@ def list_records(
     stmt = _filtered(filters, category)
     total = session.exec(select(func.count()).select_from(stmt.subquery())).one()
     rows = session.exec(
-        stmt.order_by(Experience.created_at.desc(), Experience.id).offset(offset).limit(limit)
+        stmt.order_by(col(Experience.created_at).desc(), col(Experience.id))
+        .offset(offset).limit(limit)
     ).all()
     skipped: list[str] = []
     items = [r for r in (load_or_skip(row, skipped) for row in rows) if r is not None]
@@ -147,7 +148,7 @@ def stats(session: Session) -> dict[str, Any]:
 
 def list_runs(session: Session, limit: int = 500) -> list[Run]:
     """Optimization runs in the store, newest first (one row per run, kept on ingest)."""
-    return list(session.exec(select(Run).order_by(Run.started_at.desc()).limit(limit)).all())
+    return list(session.exec(select(Run).order_by(col(Run.started_at).desc()).limit(limit)).all())
 
 
 def get_run(session: Session, run_id: str) -> Run | None:

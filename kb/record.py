@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime, timezone
-from enum import Enum
 from functools import cache
 from typing import Any, Literal, get_args
 
@@ -27,8 +26,8 @@ from pydantic import (
     model_validator,
 )
 
-from kb import limits
-from kb.limits import (
+from kernelkb.kb import limits
+from kernelkb.kb.limits import (
     BANDWIDTH_GBPS,
     COUNT_MAX,
     PEAK_TFLOPS,
@@ -38,40 +37,9 @@ from kb.limits import (
     TIME_MS,
     check_strings,
 )
-
-# Edit categories an experience may carry. A closed vocabulary, so that insights can
-# aggregate by category and a typo is a validation error rather than a new category.
-EDIT_CATEGORIES: tuple[str, ...] = (
-    "baseline",  # the starting kernel itself, measured once per run
-    "tiling",  # block / tile sizes
-    "warps_stages",  # num_warps, num_stages
-    "fusion",  # fusing ops or passes into one kernel
-    "precompute",  # hoisting work out of the kernel (e.g. RoPE sin/cos tables)
-    "vectorization",  # wider or hinted loads / stores
-    "masking",  # how bounds and masks are handled
-    "causal_skip",  # skipping fully masked causal blocks
-    "specialization",  # a branch specialised for even sizes, small shapes, ...
-    "algorithm",  # a different formulation (online vs two-pass softmax, split-k, ...)
-    "launch_shape",  # grid layout, rows per program, persistent programs
-    "precision",  # accumulator or operand precision
-    "memory_layout",  # strides, transposes, cache hints
-    "other",
-)
-
-
-class Verdict(str, Enum):
-    """What the edit did, judged against its parent."""
-
-    improved = "improved"
-    neutral = "neutral"
-    regressed = "regressed"
-    incorrect = "incorrect"  # compiled and ran, wrong numbers
-    failed = "failed"  # syntax / compile / runtime error, timeout, OOM
-    invalid = "invalid"  # no real change, or a claimed gain within noise
-
+from kernelkb.kernels.shared.vocabulary import EDIT_CATEGORIES, RoundKind, Verdict
 
 Stage = Literal["syntax", "compile", "run", "correctness", "performance"]
-RoundKind = Literal["baseline", "exploit", "explore", "tune", "sweep", "revalidate"]
 ConfigValue = int | float | str | bool
 
 
@@ -409,11 +377,6 @@ class ExperienceRecord(_Strict):
         if fb.error_kind:
             parts.append(f"{fb.error_kind}: {(fb.error_message or '')[:120]}")
         return " | ".join(parts)
-
-
-def source_hash(source: str) -> str:
-    """Content hash of a kernel source, the key of the kernels table."""
-    return hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
 def parse_record(data: dict[str, Any]) -> ExperienceRecord:

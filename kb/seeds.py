@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, overload
 
-from kb.ingest import IngestReport
-from kb.record import parse_record
+from kernelkb.kb.ingest import IngestReport
+from kernelkb.kb.record import parse_record
 
 log = logging.getLogger(__name__)
 

@@ -18,8 +18,15 @@ from pathlib import Path
 from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 APP_NAME = "kernelkb"
+
+
+def shipped_seeds() -> Path:
+    """The seeds folder inside the installed package (package data of ``kernelkb.seeds``),
+    so a wheel install loads them as a checkout does."""
+    from kernelkb import seeds
+
+    return Path(seeds.__file__).resolve().parent
 
 
 def default_home() -> Path:
@@ -54,7 +61,7 @@ class Settings(BaseSettings):
     # records per committed write (ingest) and per embedded reindex batch: a crash loses
     # at most one batch's vectors, repaired at the next start (kb/ingest.py sync_index)
     write_batch: int = Field(default=256, ge=1, le=100_000)
-    seeds_dir: Path = REPO_ROOT / "seeds"
+    seeds_dir: Path = Field(default_factory=lambda: shipped_seeds())
     # where `optimize` writes run folders and the web pages read them; default: home / "runs",
     # so runs, like the store, do not depend on the directory a command ran in
     runs_dir: Path | None = None

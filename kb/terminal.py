@@ -19,8 +19,7 @@ from contextlib import contextmanager
 from typing import Any, TextIO, TypeVar
 
 # our own packages log at INFO; everyone else's only from WARNING (unless -v)
-OWN_LOGGERS = ("kb", "retrieval", "optimizer", "kernels", "kernelkb", "benchmarks",
-               "__main__")
+OWN_LOGGERS = ("kernelkb", "benchmarks", "__main__")
 FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 _console: Any = None
@@ -94,8 +93,8 @@ def configure_logging(verbose: bool = False, fmt: str = FORMAT,
     root = logging.getLogger()
     if any(not getattr(h, "_kernelkb", False) for h in root.handlers):
         return  # the embedding program configured logging (as basicConfig, leave it)
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
+    for old in list(root.handlers):
+        root.removeHandler(old)
     handler: logging.Handler = _ConsoleHandler() if interactive() else \
         logging.StreamHandler(sys.stderr)
     handler.setFormatter(_Formatter(fmt, datefmt="%H:%M:%S"))

@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from kb.embedder import DIMENSION
-from kb.file_lock import file_lock
+from kernelkb.kb.embedder import DIMENSION
+from kernelkb.kb.file_lock import file_lock
 
 log = logging.getLogger(__name__)
 
@@ -361,7 +361,7 @@ class VectorIndex:
         if not self._loaded:
             self._load_some(candidates)
         rows = self._rows(candidates)
-        if (rows < 0).any() and self._fetch_others([candidates[i]
+        if (rows < 0).any() and self._fetch_others([candidates[int(i)]
                                                    for i in np.flatnonzero(rows < 0)]):
             rows = self._rows(candidates)
         with self._lock:

@@ -27,7 +27,7 @@ import math
 
 import torch
 
-from kernels.base import (
+from kernelkb.kernels.base import (
     DTYPES,
     Config,
     Knob,
@@ -42,7 +42,7 @@ from kernels.base import (
     register,
     vector_width,
 )
-from kernels.peers import Peer, attention_unfused
+from kernelkb.kernels.peers import Peer, attention_unfused
 
 ROPE_THETA = 10000.0
 CACHE_SLACK = 5  # cache slots past cache_len + seq_new that must stay untouched

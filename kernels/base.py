@@ -27,18 +27,18 @@ from typing import Any
 
 import torch
 
-from kernels.dispatch_runtime import HEADER_LINE, dispatch_render, header_literal
-from kernels.validation import MISSING, TaskDefinitionError, closest, validate
+from kernelkb.kernels.dispatch_runtime import HEADER_LINE, dispatch_render, header_literal
+from kernelkb.kernels.shared.errors import UserError
+from kernelkb.kernels.shared.launch import Launch
+from kernelkb.kernels.shared.vocabulary import DTYPE_NAMES
+from kernelkb.kernels.validation import MISSING, TaskDefinitionError, closest, validate
 
 Shape = tuple[int, ...]
 ConfigValue = int | float | str | bool
 Config = Mapping[str, ConfigValue]
 
-DTYPES: dict[str, torch.dtype] = {
-    "float32": torch.float32,
-    "float16": torch.float16,
-    "bfloat16": torch.bfloat16,
-}
+# the data types a task may run in, by their names (kernels/shared/vocabulary.py)
+DTYPES: dict[str, torch.dtype] = {name: getattr(torch, name) for name in DTYPE_NAMES}
 
 
 SCRATCH_PER_WARP = 1024  # shared memory of reductions / layout conversions, per warp
@@ -68,7 +68,7 @@ class Knob:
 
     name: str
     values: tuple[ConfigValue, ...]
-    category: str  # an EDIT_CATEGORIES entry: tiling, warps_stages, launch_shape, ...
+    category: str  # a KNOB_CATEGORIES entry: tiling, warps_stages, launch_shape, ...
     help: str = ""
 
     def __post_init__(self) -> None:
@@ -84,39 +84,8 @@ class Variant:
     # first value = the naive kernel's choice; for a variant added to a task later, also
     # the kernel as it was before (Task.complete: stored configurations without it mean it)
     values: tuple[ConfigValue, ...]
-    category: str  # an EDIT_CATEGORIES entry
+    category: str  # a KNOB_CATEGORIES entry (kernels/shared/vocabulary.py)
     help: str  # what it does and why it may help, shown to agents and in reports
-
-
-@dataclass(frozen=True)
-class Launch:
-    """How one configuration runs a shape, in units that mean the same for every task and
-    GPU: what the learned ranker (retrieval/features.py) derives its features from.
-
-    programs: grid size (all launches of the op together); threads_per_program: warps x 32
-    for Triton; elements_per_program: output elements (work) one program produces;
-    bytes_per_element: of the data type; tile_bytes: the on-chip working set of one program
-    (registers and shared memory, fp32 accumulators counted at 4 bytes); smem_bytes: the
-    part of it staged in shared memory; num_stages: software-pipelining depth (1 = none);
-    vector_width: contiguous elements one thread loads per access; unroll: loop unrolling
-    (1 = none); programs_per_sm_cap: a persistent grid launches at most this many programs
-    per SM (0 = no cap; the cap needs the GPU's SM count, so features apply it).
-    """
-
-    programs: int
-    threads_per_program: int
-    elements_per_program: float
-    bytes_per_element: int
-    tile_bytes: int
-    smem_bytes: int = 0
-    num_stages: int = 1
-    vector_width: int = 1
-    unroll: int = 1
-    programs_per_sm_cap: int = 0
-
-    def __post_init__(self) -> None:
-        if self.programs < 1 or self.threads_per_program < 1 or self.elements_per_program <= 0:
-            raise ValueError(f"launch needs programs, threads and work >= 1: {self}")
 
 
 REGIME_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
@@ -149,7 +118,8 @@ class Regimes:
         bounds = [bound for _, bound in self.classes]
         if bounds[-1] is not None or any(b is None for b in bounds[:-1]):
             raise ValueError("regimes: only the last class is unbounded (bound None)")
-        if any(a >= b for a, b in zip(bounds[:-2], bounds[1:-1], strict=False)):
+        finite = [b for b in bounds[:-1] if b is not None]  # all of them (checked above)
+        if any(a >= b for a, b in zip(finite[:-1], finite[1:], strict=False)):
             raise ValueError(f"regimes: bounds must increase: {bounds}")
         if len(self.inputs) != len(self.dims):
             raise ValueError("regimes: one (input index, tensor dim) per dim")
@@ -300,13 +270,15 @@ class Task:
     def default_config(self) -> dict[str, ConfigValue]:
         """The naive kernel's configuration, as written in the template."""
         header = header_constants(self.template)
-        return {p.name: header[p.name] for p in (*self.knobs, *self.variants)}
+        both: tuple[Knob | Variant, ...] = (*self.knobs, *self.variants)
+        return {p.name: header[p.name] for p in both}
 
     def complete(self, config: Config) -> dict[str, ConfigValue] | None:
         """A stored configuration as a whole point of the space: a variant missing from it
         (added to the task after it was measured) takes its first value, which is the
         kernel as it was; None if a knob is missing or a name is not the task's."""
-        names = {p.name for p in (*self.knobs, *self.variants)}
+        both: tuple[Knob | Variant, ...] = (*self.knobs, *self.variants)
+        names = {p.name for p in both}
         knobs = {k.name for k in self.knobs}
         if not set(config) <= names or not knobs <= set(config):
             return None
@@ -315,7 +287,7 @@ class Task:
     def space(self, smem_limit: int | None = None) -> Iterator[dict[str, ConfigValue]]:
         """Every legal point of variants x knobs (the exhaustive grid); with a GPU's
         shared-memory limit per block, only the points that fit it."""
-        params = (*self.variants, *self.knobs)
+        params: tuple[Knob | Variant, ...] = (*self.variants, *self.knobs)
         for values in itertools.product(*(p.values for p in params)):
             cfg = dict(zip((p.name for p in params), values, strict=True))
             if self.why_illegal(cfg, smem_limit) is None:
@@ -352,7 +324,8 @@ class Task:
 
     def render(self, config: Config) -> str:
         """Candidate source for a configuration: the template with its header rewritten."""
-        known = {p.name: p for p in (*self.knobs, *self.variants)}
+        both: tuple[Knob | Variant, ...] = (*self.knobs, *self.variants)
+        known = {p.name: p for p in both}
         for name, value in config.items():
             if name not in known:
                 raise KeyError(f"task {self.name}: unknown parameter {name}")
@@ -472,7 +445,7 @@ TASKS: dict[str, Task] = {}
 
 def register(task: Task) -> Task:
     """Add a task (a task module may call this, or just define a module-level Task)."""
-    from kernels import discovery
+    from kernelkb.kernels import discovery
 
     if TASKS.get(task.name) is task:
         return task
@@ -486,22 +459,30 @@ def register(task: Task) -> Task:
     return task
 
 
+class UnknownTask(UserError, KeyError):
+    """A task name nobody registered (a KeyError, as a registry lookup is)."""
+
+    def __str__(self) -> str:  # the message itself, not KeyError's quoted repr of it
+        return str(self.args[0]) if self.args else ""
+
+
 def get_task(name: str) -> Task:
-    """The task called ``name``; KeyError naming the known ones and the closest."""
+    """The task called ``name``; UnknownTask (a KeyError) naming the known ones and the
+    closest."""
     if name not in TASKS:
-        from kernels import discovery
+        from kernelkb.kernels import discovery
 
         discovery.discover()
     try:
         return TASKS[name]
     except KeyError:
-        raise KeyError(f"unknown task {name!r}{closest(name, TASKS) or ';'} known: "
-                       f"{', '.join(sorted(TASKS))}") from None
+        raise UnknownTask(f"unknown task {name!r}{closest(name, TASKS) or ';'} known: "
+                          f"{', '.join(sorted(TASKS))}") from None
 
 
 def all_tasks() -> dict[str, Task]:
     """Every task: this package's, the named folders', the installed entry points'."""
-    from kernels import discovery
+    from kernelkb.kernels import discovery
 
     discovery.discover()
     return dict(TASKS)
@@ -525,6 +506,7 @@ def record_launch(record: Any, shape_label: str) -> Launch | None:
     try:
         task = get_task(record.task.task_id)
         dtype = record.task.dtype if record.task.dtype in DTYPES else "float16"
+        assert task.launch is not None  # Task.__post_init__ always sets one
         return task.launch(dict(record.edit.config), task.parse_shape(shape_label), dtype)
     except (KeyError, ValueError, TypeError):
         return None

@@ -135,12 +135,12 @@ def discover() -> None:
 def _load_builtins() -> None:
     if "builtin" in _LOADED:
         return
-    import kernels
+    from kernelkb import kernels
 
     for info in pkgutil.iter_modules(kernels.__path__):
         if info.ispkg or info.name.startswith("_"):
             continue
-        name = f"kernels.{info.name}"
+        name = f"kernelkb.kernels.{info.name}"
         spec = importlib.util.find_spec(name)
         origin = Origin("builtin", name, spec.origin if spec and spec.origin else "")
         with _declaring(origin):
@@ -160,7 +160,7 @@ def load_file(path: str | os.PathLike[str]) -> ModuleType | None:
     file = str(Path(path).resolve())
     if file in _LOADED:
         return sys.modules.get(_private_name(file))
-    from kernels.validation import TaskDefinitionError
+    from kernelkb.kernels.validation import TaskDefinitionError
 
     name = _private_name(file)
     origin = Origin("folder", name, file)
@@ -197,7 +197,7 @@ def _load_entry_points() -> None:
     path = tuple(sys.path)
     if path == _scanned_path:
         return  # entry points are read from sys.path: the same path, the same entries
-    from kernels.validation import TaskDefinitionError
+    from kernelkb.kernels.validation import TaskDefinitionError
 
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         ident = f"ep:{ep.name}={ep.value}"
@@ -248,7 +248,7 @@ def load_origin(request: dict[str, str] | None) -> None:
     module = importlib.import_module(request["module"])
     name = request["module"]
     spec_file = getattr(module, "__file__", "") or ""
-    kind = "builtin" if name.startswith("kernels.") else "entry_point"
+    kind = "builtin" if name.startswith("kernelkb.kernels.") else "entry_point"
     origin = Origin(kind, name, spec_file, root or "")
     _register_module_tasks(module, origin)
 
@@ -264,7 +264,7 @@ def _declaring(origin: Origin) -> Iterator[None]:
 
 
 def _tasks_of(obj: Any) -> list[Any]:
-    from kernels.base import Task
+    from kernelkb.kernels.base import Task
 
     if isinstance(obj, Task):
         return [obj]
@@ -283,7 +283,7 @@ def _register_module_tasks(module: ModuleType, origin: Origin) -> list[Any]:
 def _register_tasks(tasks: list[Any], origin: Origin) -> list[Any]:
     """Register the tasks not registered yet; give those without an origin this one (a
     module imported before discovery registered its task with no origin known)."""
-    from kernels.base import TASKS, register
+    from kernelkb.kernels.base import TASKS, register
 
     for task in tasks:
         if TASKS.get(task.name) is not task:
@@ -300,7 +300,7 @@ def _sources_key() -> str:
     keys, the same tasks. A change made elsewhere (a module a task file imports from
     outside its folder, an entry point's package edited in place without a new version)
     is not seen: ``KERNELKB_NO_TASK_CACHE=1`` reads the registry itself."""
-    import kernels
+    from kernelkb import kernels
 
     files: list[str] = []
     for folder in [*kernels.__path__, *(str(f) for f in list(_FOLDERS))]:
@@ -328,7 +328,7 @@ def registry_summary() -> dict[str, Any]:
 
     # a process that holds the registry already answers from it: tasks registered in
     # code (``register``, tests) are not in any file; and it costs nothing more there
-    live = "kernels.base" in sys.modules or os.environ.get("KERNELKB_NO_TASK_CACHE")
+    live = "kernelkb.kernels.base" in sys.modules or os.environ.get("KERNELKB_NO_TASK_CACHE")
     key = None if live else _sources_key()
     file = _summary_file()
     if key is not None:
@@ -338,7 +338,7 @@ def registry_summary() -> dict[str, Any]:
                 return cached["summary"]
         except (OSError, ValueError, KeyError, AttributeError):
             pass
-    from kernels.base import all_tasks, related_ops_of
+    from kernelkb.kernels.base import all_tasks, related_ops_of
 
     tasks = all_tasks()
     ops = sorted({t.op_type for t in tasks.values()})

@@ -21,6 +21,7 @@ import math
 import os
 import re
 import tempfile
+import typing
 import warnings
 
 DISPATCH_FORMAT = "kernelkb.dispatch/1"
@@ -158,7 +159,7 @@ def _same_literal(text: str, value) -> bool:
     return type(current) is type(value) and current == value
 
 
-def dispatch_render(body: str, config: dict) -> str:
+def dispatch_render(body: str, config: typing.Mapping) -> str:
     """The kernel body with its header constants set to ``config``, trailing comments
     kept and unchanged lines byte for byte (so a configuration renders exactly as the
     task rendered it when it was evaluated). KeyError: a constant the body does not
@@ -187,13 +188,14 @@ def dispatch_load(source: str, name: str) -> object:
     with open(path, "w") as handle:
         handle.write(source)
     spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None  # a .py file: a source loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 # -- the launch cache ---------------------------------------------------------------------
-def _arg_key(value: object) -> object:
+def _arg_key(value: typing.Any) -> object:
     """What Triton specializes an argument on, cheaply: a tensor's dtype, device and 16-byte
     alignment, an int's value (sizes and strides: per shape), a float's type."""
     if hasattr(value, "data_ptr"):

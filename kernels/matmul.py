@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.base import (
+from kernelkb.kernels.base import (
     DTYPES,
     Config,
     Knob,
@@ -28,7 +28,7 @@ from kernels.base import (
     register,
     vector_width,
 )
-from kernels.peers import Peer
+from kernelkb.kernels.peers import Peer
 
 TEMPLATE = read_template(__file__)  # kernels/templates/matmul.py: the naive kernel
 

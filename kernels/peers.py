@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from kernels.base import Task
+from kernelkb.kernels.base import Task
 
 log = logging.getLogger(__name__)
 

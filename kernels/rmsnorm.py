@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.base import (
+from kernelkb.kernels.base import (
     DTYPES,
     ELEMENTWISE_TOLERANCES,
     Config,
@@ -33,7 +33,7 @@ from kernels.base import (
     register,
     vector_width,
 )
-from kernels.peers import Peer, eager_and_compiled, liger_rmsnorm, optional, rmsnorm_eager
+from kernelkb.kernels.peers import Peer, eager_and_compiled, liger_rmsnorm, optional, rmsnorm_eager
 
 EPS = 1e-6
 

@@ -17,9 +17,11 @@ cos/sin vs two launches; heads per program; warps.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import torch
 
-from kernels.base import (
+from kernelkb.kernels.base import (
     DTYPES,
     ELEMENTWISE_TOLERANCES,
     Config,
@@ -36,7 +38,7 @@ from kernels.base import (
     register,
     vector_width,
 )
-from kernels.peers import Peer, _rope_hf, liger_rope_peer, optional, rope_hf
+from kernelkb.kernels.peers import Peer, _rope_hf, liger_rope_peer, optional, rope_hf
 
 THETA = 10000.0
 
@@ -65,7 +67,7 @@ def make_inputs(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     batch, seq, n_heads, n_kv_heads, head_dim = shape
     gen = torch.Generator(device=device).manual_seed(seed)
-    f32 = {"generator": gen, "dtype": torch.float32, "device": device}
+    f32: dict[str, Any] = {"generator": gen, "dtype": torch.float32, "device": device}
     q = torch.randn((batch, seq, n_heads, head_dim), **f32)
     k = torch.randn((batch, seq, n_kv_heads, head_dim), **f32)
     # each sequence starts at its own offset, as in batched decoding with a KV cache
@@ -90,7 +92,7 @@ def flops(shape: Shape, dtype: torch.dtype) -> int:
 def constraint(cfg: Config) -> str | None:
     # a [heads, 64] tile (head_dim 128) has 64 * heads elements: more threads than
     # elements only replicates work
-    if cfg["NUM_WARPS"] * 32 > 64 * cfg["HEADS_PER_PROGRAM"]:
+    if cast(int, cfg["NUM_WARPS"]) * 32 > 64 * cast(int, cfg["HEADS_PER_PROGRAM"]):  # int knobs
         return "more threads than elements of a [heads, head_dim/2] tile at head_dim 128"
     return None
 def launch(cfg: Config, shape: Shape, dtype: str) -> Launch:

@@ -10,9 +10,11 @@ optionally with L2 residency hints (L2_HINTS) so the second pass re-reads from L
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 
-from kernels.base import (
+from kernelkb.kernels.base import (
     DTYPES,
     ELEMENTWISE_TOLERANCES,
     Config,
@@ -31,7 +33,7 @@ from kernels.base import (
     register,
     vector_width,
 )
-from kernels.peers import Peer, eager_and_compiled, liger_softmax, optional, softmax_eager
+from kernelkb.kernels.peers import Peer, eager_and_compiled, liger_softmax, optional, softmax_eager
 
 TEMPLATE = read_template(__file__)  # kernels/templates/softmax.py: the naive kernel
 
@@ -69,16 +71,18 @@ def constraint(cfg: Config) -> str | None:
         return "a whole row of the longest rows is too much for one warp's registers"
     if cfg["BLOCK_SIZE"] == 0 and cfg["NUM_STAGES"] != 1:
         return "NUM_STAGES only pipelines the chunk loop (BLOCK_SIZE > 0)"
-    if cfg["BLOCK_SIZE"] > 0 and cfg["ROWS_PER_PROGRAM"] != 1:
+    # the knobs compared below are integers (their Knob values); Config types any value
+    if cast(int, cfg["BLOCK_SIZE"]) > 0 and cfg["ROWS_PER_PROGRAM"] != 1:
         return "chunking is for long rows, which fill a program each"
     if cfg["LONG_ROW_BLOCK"] and cfg["BLOCK_SIZE"] != 0:
         return "LONG_ROW_BLOCK switches whole-row tiles to chunks on long rows; BLOCK_SIZE " \
                "already chunks every row"
     if cfg["L2_HINTS"] and not cfg["LONG_ROW_BLOCK"]:
         return "L2_HINTS marks the long-row path's two passes (LONG_ROW_BLOCK > 0)"
-    if cfg["LONG_ROW_BLOCK"] and cfg["NUM_WARPS"] < 8:
+    if cfg["LONG_ROW_BLOCK"] and cast(int, cfg["NUM_WARPS"]) < 8:
         return "a long-row chunk of 4096+ columns wants 8+ warps"
-    if cfg["LONG_ROW_BLOCK"] and cfg["LONG_ROW_BLOCK"] < 8 * 32 * cfg["NUM_WARPS"]:
+    if cfg["LONG_ROW_BLOCK"] and \
+            cast(int, cfg["LONG_ROW_BLOCK"]) < 8 * 32 * cast(int, cfg["NUM_WARPS"]):
         return "a long-row chunk under 8 columns a thread leaves the loads too narrow"
     return None
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.base import (
+from kernelkb.kernels.base import (
     DTYPES,
     ELEMENTWISE_TOLERANCES,
     Config,
@@ -30,7 +30,7 @@ from kernels.base import (
     register,
     vector_width,
 )
-from kernels.peers import Peer, eager_and_compiled, liger_swiglu, optional, swiglu_eager
+from kernelkb.kernels.peers import Peer, eager_and_compiled, liger_swiglu, optional, swiglu_eager
 
 TEMPLATE = read_template(__file__)  # kernels/templates/swiglu.py: the naive kernel
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, NoReturn
 
-from kernels.categories import KNOB_CATEGORIES
+from kernelkb.kernels.shared.errors import UserError
+from kernelkb.kernels.shared.vocabulary import KNOB_CATEGORIES
 
 
-class TaskDefinitionError(ValueError):
+class TaskDefinitionError(UserError):
     """A task's declaration is wrong; the message names the task and the field."""
 
     def __init__(self, task: str, field: str, problem: str):
@@ -54,7 +55,7 @@ def validate(task: Any, dtypes: Iterable[str], header_constants: Callable[[str],
     """Raise TaskDefinitionError for the first thing wrong with ``task``'s declaration."""
     name = task.name if isinstance(task.name, str) and task.name else "<unnamed>"
 
-    def fail(field: str, problem: str) -> None:
+    def fail(field: str, problem: str) -> NoReturn:
         raise TaskDefinitionError(name, field, problem)
 
     missing = [f for f in REQUIRED if getattr(task, f) is MISSING]
@@ -97,7 +98,7 @@ def validate(task: Any, dtypes: Iterable[str], header_constants: Callable[[str],
 def _check_regimes(task: Any, fail: Callable[[str, str], None]) -> None:
     """A Regimes declaration (its own rules are checked when it is built) whose dims are
     the task's shape names."""
-    from kernels.base import Regimes
+    from kernelkb.kernels.base import Regimes
 
     if not isinstance(task.regimes, Regimes):
         fail("regimes", f"must be a kernels.base.Regimes, got {type(task.regimes).__name__}")
@@ -145,7 +146,7 @@ def _check_template(task: Any, fail: Callable[[str, str], None]) -> None:
 
 
 def _check_params(task: Any, header_constants: Callable[[str], dict],
-                  fail: Callable[[str, str], None]) -> None:
+                  fail: Callable[[str, str], NoReturn]) -> None:
     header = header_constants(task.template)
     seen: set[str] = set()
     for field in ("knobs", "variants"):

@@ -22,8 +22,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from kernels.base import Task
-from kernels.dispatch_runtime import DISPATCH_FORMAT, dispatch_check
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.dispatch_runtime import DISPATCH_FORMAT, dispatch_check
 
 MERGE_RULES = (
     "tables merge only for the same task and the same regime rule (else: an error, "

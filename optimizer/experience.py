@@ -9,18 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kb.record import (
-    Edit,
-    Environment,
-    ExperienceRecord,
-    Feedback,
-    Provenance,
-    TaskInfo,
-    Verdict,
-    source_hash,
-)
-from kernels.base import Task, header_constants
-from optimizer.agents.base import Proposal
+from kernelkb.kb.record import Edit, Environment, ExperienceRecord, Feedback, Provenance, TaskInfo
+from kernelkb.kernels.base import Knob, Task, Variant, header_constants
+from kernelkb.kernels.shared.hashing import source_hash
+from kernelkb.kernels.shared.vocabulary import RoundKind, Verdict
+from kernelkb.optimizer.agents.base import Proposal
 
 
 @dataclass(frozen=True)
@@ -40,7 +33,8 @@ class RunInfo:
 
 def task_config(task: Task, source: str) -> dict[str, Any]:
     header = header_constants(source)
-    return {p.name: header[p.name] for p in (*task.knobs, *task.variants) if p.name in header}
+    both: tuple[Knob | Variant, ...] = (*task.knobs, *task.variants)
+    return {p.name: header[p.name] for p in both if p.name in header}
 
 
 def unevaluated_feedback(kind: str, message: str) -> Feedback:
@@ -48,7 +42,7 @@ def unevaluated_feedback(kind: str, message: str) -> Feedback:
     return Feedback(stage="syntax", error_kind=kind, error_message=message, text=message)
 
 
-def build_record(info: RunInfo, *, iteration: int, round_kind: str, proposal: Proposal,
+def build_record(info: RunInfo, *, iteration: int, round_kind: RoundKind, proposal: Proposal,
                  parent_source: str | None, diff: str, feedback: Feedback | dict[str, Any],
                  verdict: Verdict) -> ExperienceRecord:
     child = proposal.source if proposal.source is not None else proposal.raw or proposal.summary

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from kernels.base import DTYPES, Task
+from kernelkb.kernels.base import DTYPES, Task
 
 _SCALARS = {int: "int", float: "float", bool: "bool"}
 
@@ -106,7 +106,7 @@ def export_module(task: Task, source: str, path: Path, *, dtype: str = "float16"
     header = f'"""{title}\n\nCall {how} from PyTorch.{extra}\n"""\n'
     parts = [header, BEGIN, source.rstrip(), END, ""]
     if table:
-        from optimizer.dispatch import write_table
+        from kernelkb.optimizer.dispatch import write_table
 
         write_table(table, path.with_name(f"{path.stem}.dispatch.json"))
         parts.append(_dispatch_glue(task, path.stem, table, sources or {}))

@@ -17,18 +17,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kb.record import Environment, ExperienceRecord, Verdict, source_hash
-from kernels.base import DTYPES, Task, get_task
-from optimizer.agents.base import Proposal
-from optimizer.diffcheck import check
-from optimizer.experience import RunInfo, build_record, unevaluated_feedback
-from optimizer.verdict import judge, noise_threshold
-from optimizer.writeback import Journal, Writeback
+from kernelkb.kb.record import Environment, ExperienceRecord
+from kernelkb.kernels.base import DTYPES, Task, get_task
+from kernelkb.kernels.shared.errors import UserError
+from kernelkb.kernels.shared.hashing import source_hash
+from kernelkb.kernels.shared.vocabulary import Verdict
+from kernelkb.optimizer.agents.base import Proposal
+from kernelkb.optimizer.diffcheck import check
+from kernelkb.optimizer.experience import RunInfo, build_record, unevaluated_feedback
+from kernelkb.optimizer.verdict import judge, noise_threshold
+from kernelkb.optimizer.writeback import Journal, Writeback
 
 Evaluator = Callable[..., Any]  # optimizer.sandbox.evaluate's signature
 
 
-class BadCandidate(ValueError):
+class BadCandidate(UserError):
     """The call itself is wrong (unknown task, not a Python module, ...): nothing is run
     or written, the caller is told why."""
 
@@ -99,7 +102,7 @@ class ExternalRuns:
     def __init__(self, sink: Any, journal_dir: Path, *, evaluator: Evaluator | None = None,
                  env: Environment | None = None, timeout_s: float = 60.0,
                  seeds: int = 3) -> None:
-        from optimizer import sandbox
+        from kernelkb.optimizer import sandbox
 
         self.sink, self.journal_dir = sink, Path(journal_dir)
         self.evaluate_fn = evaluator or sandbox.evaluate
@@ -113,7 +116,7 @@ class ExternalRuns:
     def env(self) -> Environment:
         """This machine's fingerprint, detected on the first evaluation."""
         if self._env is None:
-            from optimizer import sandbox
+            from kernelkb.optimizer import sandbox
 
             self._env = Environment(**sandbox.detect_environment())
         return self._env
@@ -147,15 +150,16 @@ class ExternalRuns:
 
     def _new_run(self, task: Task, dtype: str, shapes: str | list[tuple[int, ...]],
                  agent: str, model: str | None) -> ExternalRun:
-        from optimizer import sandbox
-        from optimizer.session import new_run_id
+        from kernelkb.optimizer import sandbox
+        from kernelkb.optimizer.session import new_run_id
 
         try:
             shape_set, _ = sandbox.resolve_shapes(task, shapes, self.env.arch != "cpu")
         except ValueError as err:
             raise BadCandidate(str(err)) from None
         if shape_set == "custom":
-            shape_set = ";".join(task.shape_label(s) for s in shapes)  # type: ignore[union-attr]
+            assert not isinstance(shapes, str)  # "custom": the shapes were given as a list
+            shape_set = ";".join(task.shape_label(s) for s in shapes)
         run_id = new_run_id(task.name)
         info = RunInfo(run_id, task, dtype, shape_set, self.env, agent, model,
                        "kernelkb mcp: evaluate_kernel")

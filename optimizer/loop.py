@@ -13,11 +13,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kb.record import Environment, ExperienceRecord, Verdict, source_hash
-from kernels.base import Task, header_constants
-from optimizer.agents.base import (
+from kernelkb.kb.record import Environment, ExperienceRecord
+from kernelkb.kernels.base import Task, header_constants
+from kernelkb.kernels.shared.hashing import source_hash
+from kernelkb.kernels.shared.vocabulary import ProposalKind, RoundKind, Verdict
+from kernelkb.optimizer.agents.base import (
     Agent,
     AgentContext,
     AgentUnavailable,
@@ -25,14 +27,17 @@ from optimizer.agents.base import (
     RoundNote,
     SearchExhausted,
 )
-from optimizer.diffcheck import check
-from optimizer.experience import RunInfo, build_record, unevaluated_feedback
-from optimizer.live import LiveStatus
-from optimizer.policy import Policy, StopReason
-from optimizer.recall import Known, Recalled, known, recall
-from optimizer.sandbox.evaluator import resolve_shapes, sweep_shape_set, work_timeout_s
-from optimizer.verdict import judge, noise_threshold
-from optimizer.writeback import Writeback
+from kernelkb.optimizer.diffcheck import check
+from kernelkb.optimizer.experience import RunInfo, build_record, unevaluated_feedback
+from kernelkb.optimizer.policy import Policy, StopReason
+from kernelkb.optimizer.recall import Known, Recalled, known, recall
+from kernelkb.optimizer.run_file import RunFile
+from kernelkb.optimizer.sandbox.evaluator import resolve_shapes, sweep_shape_set, work_timeout_s
+from kernelkb.optimizer.verdict import judge, noise_threshold
+from kernelkb.optimizer.writeback import Writeback
+
+if TYPE_CHECKING:
+    from kernelkb.retrieval.protocol import Knowledge
 
 log = logging.getLogger(__name__)
 Evaluator = Callable[..., Any]  # optimizer.sandbox.evaluate's signature
@@ -124,12 +129,12 @@ FIRST_SETTLE_S = 15.0  # the run's first evaluation waits this long at most for 
 
 class Loop:
     def __init__(self, task: Task, agent: Agent, *, info: RunInfo, evaluator: Evaluator,
-                 writeback: Writeback, policy: Policy, knowledge: Any = None,
+                 writeback: Writeback, policy: Policy, knowledge: Knowledge | None = None,
                  options: LoopOptions | None = None, baseline: Any = None,
                  on_round: Callable[[RoundOutcome], None] | None = None,
-                 live: LiveStatus | None = None) -> None:
+                 live: RunFile | None = None) -> None:
         self.task, self.agent, self.info, self.evaluate = task, agent, info, evaluator
-        self.live = live  # the run folder's live.json (optimizer/live.py), or None
+        self.live = live  # the run folder's run.json (optimizer/run_file.py), or None
         self.writeback, self.policy, self.knowledge = writeback, policy, knowledge
         self.options = options or LoopOptions(dtype=info.dtype)
         self.baseline, self.on_round = baseline, on_round
@@ -149,8 +154,7 @@ class Loop:
         try:
             while self.policy.stop_reason() is None:
                 iteration += 1
-                kind = getattr(self.agent, "fixed_round_kind", None) or \
-                    self.policy.round_kind(iteration)
+                kind = self.agent.fixed_round_kind or self.policy.round_kind(iteration)
                 context = self._context(state, iteration, kind, recalled)
                 try:
                     proposal = self.agent.propose(context)
@@ -230,7 +234,8 @@ class Loop:
         state.tried[source_hash(source)] = 0
         return state
 
-    def _round(self, state: _State, iteration: int, kind: str, proposal: Proposal) -> bool:
+    def _round(self, state: _State, iteration: int, kind: ProposalKind,
+               proposal: Proposal) -> bool:
         parent = state.best_source
         if proposal.source is None:
             message = f"round {iteration}: your reply was unusable ({proposal.error}); " \
@@ -259,20 +264,20 @@ class Loop:
         compared = getattr(result, "comparison", None) is not None
         improved = self.policy.observe(score, spent_s=spent, noise=noise,
                                        improved=verdict is Verdict.improved if compared else None)
-        message = _reminder(iteration, verdict, result, noise)
-        if message:
-            state.reminders.append(message)
+        reminder = _reminder(iteration, verdict, result, noise)
+        if reminder:
+            state.reminders.append(reminder)
         self.agent.observe(proposal, _score(result), verdict.value)
         self._write(iteration, kind, proposal, parent, diff.diff, result.feedback_dict(),
-                    verdict, result.time_ms, improved=improved, message=message or "")
-        state.history.append(self._note(iteration, proposal, verdict, parent, message,
+                    verdict, result.time_ms, improved=improved, message=reminder or "")
+        state.history.append(self._note(iteration, proposal, verdict, parent, reminder,
                                         result.time_ms))
         state.context_feedback = result.text
         if improved:
             state.best_source, state.best_result = proposal.source, result
         return improved
 
-    def _not_evaluated(self, state: _State, iteration: int, kind: str, proposal: Proposal,
+    def _not_evaluated(self, state: _State, iteration: int, kind: RoundKind, proposal: Proposal,
                        diff: str, verdict: Verdict, error_kind: str, message: str) -> bool:
         state.reminders.append(message)
         self.policy.observe(None)
@@ -285,7 +290,7 @@ class Loop:
         state.context_feedback = message
         return False
 
-    def _write(self, iteration: int, kind: str, proposal: Proposal, parent: str | None,
+    def _write(self, iteration: int, kind: RoundKind, proposal: Proposal, parent: str | None,
                diff: str, feedback: Any, verdict: Verdict, time_ms: float | None, *,
                improved: bool, message: str) -> None:
         record = build_record(self.info, iteration=iteration, round_kind=kind,
@@ -323,7 +328,7 @@ class Loop:
         own = self.info.run_id
         recalled.experiences = [r for r in recalled.experiences if r.run_id != own]
         self.retrieved_ids.extend(r.id for r in recalled.experiences
-                                  if r.id not in self.retrieved_ids)
+                                  if r.id is not None and r.id not in self.retrieved_ids)
         return recalled
 
     def _regime_labels(self) -> list[str] | None:
@@ -334,7 +339,7 @@ class Loop:
                   if not isinstance(group, str) for s in group] or self.task.sweep_shapes
         return list(dict.fromkeys(self.task.shape_label(s) for s in shapes)) or None
 
-    def _context(self, state: _State, iteration: int, kind: str,
+    def _context(self, state: _State, iteration: int, kind: ProposalKind,
                  recalled: Recalled) -> AgentContext:
         return AgentContext(
             task=self.task, dtype=self.info.dtype, iteration=iteration, round_kind=kind,

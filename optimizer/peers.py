@@ -24,10 +24,10 @@ from typing import Any
 
 import torch
 
-from kernels.base import DTYPES, Shape, Task
-from kernels.peers import Peer, peers_for
-from optimizer.sandbox import checks
-from optimizer.sandbox.timing import floor_ms, graph_ms, measure, rotating
+from kernelkb.kernels.base import DTYPES, Shape, Task
+from kernelkb.kernels.peers import Peer, peers_for
+from kernelkb.optimizer.sandbox import checks
+from kernelkb.optimizer.sandbox.timing import floor_ms, graph_ms, measure, rotating
 
 log = logging.getLogger(__name__)
 

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kernelkb.kernels.shared.vocabulary import ProposalKind
 
 
 class StopReason(str, Enum):
@@ -57,7 +61,7 @@ class Policy:
         self.baseline_score = self.best_score = baseline_score
         self.spent_s += spent_s
 
-    def round_kind(self, iteration: int) -> str:
+    def round_kind(self, iteration: int) -> ProposalKind:
         """Iteration 1.. : every ``explore_every``-th round explores, the rest exploit; and
         the round that would run out of patience explores (once a round has failed). Why:
         with patience 6 under a cadence of 10, a stalled run stopped without ever trying a

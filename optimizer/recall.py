@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kb.record import Environment, ExperienceRecord
-from kernels.base import Task
+from kernelkb.kb.record import Environment, ExperienceRecord
+from kernelkb.kernels.base import Knob, Task, Variant
+
+if TYPE_CHECKING:
+    from kernelkb.retrieval.protocol import Knowledge
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +28,7 @@ def query_for(task: Task, dtype: str, env: Environment, *, source: str | None = 
     source of truth: ``Task.related_ops``), the hardware and Triton version it runs on,
     and the shape regime the round tunes (the op's own experiences from other regimes
     are left out: what wins on long rows is no evidence for short ones)."""
-    from retrieval.query import RetrievalQuery
+    from kernelkb.retrieval.query import RetrievalQuery
 
     return RetrievalQuery(op_type=task.op_type, task_id=task.name, dtype=dtype,
                           gpu_name=env.gpu_name, arch=env.arch,
@@ -35,7 +38,7 @@ def query_for(task: Task, dtype: str, env: Environment, *, source: str | None = 
                           regime=regime)
 
 
-def recall(knowledge: Any, task: Task, dtype: str, env: Environment, *, source: str,
+def recall(knowledge: Knowledge, task: Task, dtype: str, env: Environment, *, source: str,
            feedback: str, k: int = 8, regime: str | None = None) -> Recalled:
     """Hits and warnings as records, the few-shot block, and the op's category insights.
 
@@ -72,7 +75,7 @@ class Known:
     predicted: list[Any] = field(default_factory=list)
 
 
-def known(knowledge: Any, task: Task, dtype: str, env: Environment,
+def known(knowledge: Knowledge, task: Task, dtype: str, env: Environment,
           shapes: list[str] | None = None) -> Known:
     """The best measured configurations of this task on this GPU, or on the most alike
     known GPUs: an agent can adopt one whole instead of rediscovering it one edit at a
@@ -85,7 +88,7 @@ def known(knowledge: Any, task: Task, dtype: str, env: Environment,
     with the round."""
     if env.arch == "cpu":
         return Known()
-    from optimizer.spaces import task_space
+    from kernelkb.optimizer.spaces import task_space
 
     try:
         plan = knowledge.bootstrap(env.model_dump(mode="json"), op_type=task.op_type,
@@ -109,7 +112,7 @@ def known(knowledge: Any, task: Task, dtype: str, env: Environment,
     return Known(own or related(knowledge, task, dtype, env, shapes))
 
 
-def related(knowledge: Any, task: Task, dtype: str, env: Environment,
+def related(knowledge: Knowledge, task: Task, dtype: str, env: Environment,
             shapes: list[str] | None = None) -> list[Any]:
     """Where nothing of this task was measured on this GPU: the best configurations of its
     declared related ops here (or on an alike GPU), cut to the knobs the two share, with
@@ -117,7 +120,8 @@ def related(knowledge: Any, task: Task, dtype: str, env: Environment,
     names wins with RMSNorm's whole-row, 4-warp configuration). Only configurations whose
     knobs are mostly this task's carry over; they are labelled as measured on the other op,
     and the run measures them like any proposal."""
-    params = {p.name: p for p in (*task.knobs, *task.variants)}
+    both: tuple[Knob | Variant, ...] = (*task.knobs, *task.variants)
+    params = {p.name: p for p in both}
     out: list[Any] = []
     for op in task.related_ops:
         try:
@@ -148,18 +152,18 @@ def related(knowledge: Any, task: Task, dtype: str, env: Environment,
     return out
 
 
-def known_configs(knowledge: Any, task: Task, dtype: str, env: Environment,
+def known_configs(knowledge: Knowledge, task: Task, dtype: str, env: Environment,
                   shapes: list[str] | None = None) -> list[Any]:
     return known(knowledge, task, dtype, env, shapes).configs
 
 
 def predicted_item(task: Task, dtype: str, item: Any, gpu: str) -> Any:
     """A ranked configuration as a plan item an agent can adopt, saying it is predicted."""
-    from retrieval.schemas import PlanItem
+    from kernelkb.retrieval.schemas import PlanItem
 
     default = task.default_config
-    changed = sorted({p.category for p in (*task.knobs, *task.variants)
-                      if item.config.get(p.name) != default[p.name]})
+    both: tuple[Knob | Variant, ...] = (*task.knobs, *task.variants)
+    changed = sorted({p.category for p in both if item.config.get(p.name) != default[p.name]})
     rel = f"{item.predicted_rel_time:.2f}x" if item.predicted_rel_time else "?"
     why = f"; {item.evidence[0]}" if item.evidence else ""
     return PlanItem(kind="predicted", category=(changed or ["other"])[0],

@@ -12,13 +12,15 @@ from typing import Any
 
 import matplotlib
 
-from kernels.base import DTYPES
+from kernelkb.kernels.base import DTYPES
+from kernelkb.kernels.shared.vocabulary import Verdict
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-_COLOURS = {"improved": "tab:green", "neutral": "tab:gray", "regressed": "tab:orange",
-            "incorrect": "tab:red", "failed": "black", "invalid": "tab:purple"}
+_COLOURS = {Verdict.improved: "tab:green", Verdict.neutral: "tab:gray",
+            Verdict.regressed: "tab:orange", Verdict.incorrect: "tab:red",
+            Verdict.failed: "black", Verdict.invalid: "tab:purple"}
 
 
 def write_report(result: Any, out_dir: Path, *, title_note: str = "") -> Path:
@@ -61,7 +63,7 @@ def regime_lines(result: Any) -> list[str]:
              "exported kernel dispatches between the best configurations.", "",
              "| regime | sweep shapes | rounds | stopped by | start (ms) | best (ms) | "
              "vs start | best configuration |", "|---|---|---:|---|---:|---:|---:|---|"]
-    from optimizer.experience import task_config
+    from kernelkb.optimizer.experience import task_config
 
     for regime, sub in result.by_regime.items():
         start, best = sub.start_sweep, sub.best_sweep
@@ -167,7 +169,7 @@ def peer_lines(result: Any) -> list[str]:
     eager call (do_bench) and the GPU time alone (CUDA-graph replay), the speedup on the
     call figure; dropped peers with their reason; figures under the roofline floor listed
     as failures to explain, never as the best peer."""
-    from optimizer.peers import below_floor, best_peer, shape_floor
+    from kernelkb.optimizer.peers import below_floor, best_peer, shape_floor
 
     peers, best, task = result.peer_timings, result.best_sweep, result.task
     if not peers or best is None or not best.timing_available:
@@ -297,7 +299,14 @@ def _body(result: Any, plots: list[str]) -> list[str]:
                      f"{_cell(r.rationale, 100)} | "
                      f"{r.verdict}{' (new best)' if r.improved else ''} | {time_ms} | "
                      f"{_cell(r.message, 120)} |")
-    lines += ["", "## Shape sweep of the best kernel vs the start", ""]
+    lines += _sweep_lines(result)
+    lines += ["", *[f"![{p}]({p})" for p in plots], ""]
+    return lines
+
+
+def _sweep_lines(result: Any) -> list[str]:
+    """The shape sweep of the best kernel against the start, and the peers."""
+    lines = ["", "## Shape sweep of the best kernel vs the start", ""]
     sweep = result.best_sweep
     if sweep is None:
         lines.append("(no sweep)")
@@ -313,8 +322,19 @@ def _body(result: Any, plots: list[str]) -> list[str]:
                       "in fp32, so it can be slower than the framework's own fused op, which "
                       "is the peers' 'eager').", _peak_note(result.env)]
         lines += peer_lines(result)
-    lines += ["", *[f"![{p}]({p})" for p in plots], ""]
     return lines
+
+
+def sections_markdown(result: Any) -> str:
+    """The sweep and peer tables as the report has them (a multi-regime run: under each
+    regime's heading), for the run file the pages read."""
+    if not result.by_regime:
+        return "\n".join(_sweep_lines(result)).strip()
+    lines: list[str] = []
+    for regime, sub in result.by_regime.items():
+        lines += ["", f"# Regime {regime}"]
+        lines += ["#" + line if line.startswith("## ") else line for line in _sweep_lines(sub)]
+    return "\n".join(lines).strip()
 
 
 def measurement_line(result: Any) -> str | None:
@@ -358,7 +378,7 @@ def sweep_line(sweep: Any) -> str:
 def _peak_note(env: Any) -> str:
     """Which ceilings "share of peak" divides by: measured on this GPU, or the datasheet's
     (a run that could not measure them) — the two differ by ~12% on an H200's bandwidth."""
-    from optimizer.sandbox.hardware import datasheet
+    from kernelkb.optimizer.sandbox.hardware import datasheet
 
     figures = (f"{env.mem_bandwidth_gbps:.0f} GB/s copy, {env.peak_tflops:.0f} TFLOP/s bf16 "
                "matmul" if env.mem_bandwidth_gbps and env.peak_tflops else "none known")

@@ -13,28 +13,24 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kb.record import (
-    Edit,
-    Environment,
-    ExperienceRecord,
-    Feedback,
-    Provenance,
-    TaskInfo,
-    Verdict,
-    source_hash,
-)
-from kernels.base import Config, Shape, Task
-from optimizer.diffcheck import unified_diff
-from optimizer.sandbox.timing import LAUNCH_BOUND_MS
-from optimizer.spaces import parse_label
-from optimizer.verdict import judge, noise_threshold
+from kernelkb.kb.record import Edit, Environment, ExperienceRecord, Feedback, Provenance, TaskInfo
+from kernelkb.kernels.base import Config, Knob, Shape, Task, Variant
+from kernelkb.kernels.shared.hashing import source_hash
+from kernelkb.kernels.shared.stats import geomean
+from kernelkb.kernels.shared.vocabulary import RoundKind, Verdict
+from kernelkb.optimizer.diffcheck import unified_diff
+from kernelkb.optimizer.sandbox.timing import LAUNCH_BOUND_MS
+from kernelkb.optimizer.spaces import parse_label
+from kernelkb.optimizer.verdict import judge, noise_threshold
+
+if TYPE_CHECKING:
+    from kernelkb.kb.service import LocalKnowledge
 
 log = logging.getLogger(__name__)
 PAGE = 500
@@ -105,7 +101,7 @@ def _renders(task: Task, config: Config) -> bool:
     return True
 
 
-def stored_records(knowledge: Any, task: Task, dtype: str) -> list[ExperienceRecord]:
+def stored_records(knowledge: LocalKnowledge, task: Task, dtype: str) -> list[ExperienceRecord]:
     """Every measured experience of the task in the store (paged through ``list``)."""
     out: list[ExperienceRecord] = []
     offset = 0
@@ -118,7 +114,7 @@ def stored_records(knowledge: Any, task: Task, dtype: str) -> list[ExperienceRec
             return out
 
 
-def revalidate(task: Task, knowledge: Any, *, top: int = 5, dtype: str = "float16",
+def revalidate(task: Task, knowledge: LocalKnowledge, *, top: int = 5, dtype: str = "float16",
                shapes: str | list[Shape] = "auto", seeds: int = 3, timeout_s: float = 60.0,
                command: str | None = None,
                evaluate: Callable[..., Any] | None = None) -> RevalidationResult:
@@ -127,7 +123,7 @@ def revalidate(task: Task, knowledge: Any, *, top: int = 5, dtype: str = "float1
     on the interpreter), "stored", a named set of the task, or a list of shapes."""
     import torch
 
-    from optimizer import sandbox
+    from kernelkb.optimizer import sandbox
 
     evaluate = evaluate or sandbox.evaluate
     on_gpu = torch.cuda.is_available()
@@ -201,7 +197,7 @@ def _drift(known: Known, evaluated: Any, env: Environment) -> tuple[float | None
         # a launch-bound figure measures the host path and moves up to 5x between
         # processes: the drift summary counts the shapes that time the kernel, if any
         counted = [s for s in common if then[s] >= LAUNCH_BOUND_MS] or common
-        drift = math.exp(sum(math.log(ratio[s]) for s in counted) / len(counted))
+        drift = geomean(ratio[s] for s in counted)
         left_out = len(common) - len(counted)
         text = (f"{stored}: time {100 * (drift - 1):+.1f}% over {len(counted)} shapes"
                 + (f" ({left_out} launch-bound shape(s) under {1000 * LAUNCH_BOUND_MS:.0f} us "
@@ -217,15 +213,15 @@ def _drift(known: Known, evaluated: Any, env: Environment) -> tuple[float | None
 
 def _categories(task: Task, config: dict[str, Any]) -> list[str]:
     default = task.default_config
-    changed = {p.category for p in (*task.knobs, *task.variants)
-               if config.get(p.name) != default[p.name]}
+    both: tuple[Knob | Variant, ...] = (*task.knobs, *task.variants)
+    changed = {p.category for p in both if config.get(p.name) != default[p.name]}
     return sorted(changed) or ["other"]
 
 
 def _record(run_id: str, iteration: int, task: Task, dtype: str, env: Environment,
             shapes: list[Shape], parent: str, source: str, config: dict[str, Any],
             categories: list[str], summary: str, evaluated: Any, verdict: Verdict,
-            round_kind: str, command: str | None, drift: str | None) -> ExperienceRecord:
+            round_kind: RoundKind, command: str | None, drift: str | None) -> ExperienceRecord:
     feedback = evaluated.feedback_dict()
     if drift:
         feedback["text"] = f"{feedback['text']}\nrevalidation: {drift}".strip()

@@ -16,16 +16,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from kb.record import Environment
-from kernels.base import DTYPES, Shape, get_task
-from optimizer.agents.base import Agent
-from optimizer.experience import RunInfo
-from optimizer.export import export_module
-from optimizer.live import LiveStatus
-from optimizer.loop import Loop, LoopOptions, RoundOutcome, RunResult
-from optimizer.policy import Policy, PolicyConfig, StopReason
-from optimizer.report import write_report
-from optimizer.writeback import Journal, Writeback
+from kernelkb.kb.record import Environment
+from kernelkb.kernels.base import DTYPES, Shape, get_task
+from kernelkb.optimizer.agents.base import Agent
+from kernelkb.optimizer.experience import RunInfo
+from kernelkb.optimizer.export import export_module
+from kernelkb.optimizer.loop import Loop, LoopOptions, RoundOutcome, RunResult
+from kernelkb.optimizer.policy import Policy, PolicyConfig, StopReason
+from kernelkb.optimizer.report import sections_markdown, write_report
+from kernelkb.optimizer.run_file import RunFile
+from kernelkb.optimizer.writeback import Journal, Writeback
 
 log = logging.getLogger(__name__)
 progress = logging.getLogger("kernelkb.progress")  # the lines a user of the command reads
@@ -44,8 +44,8 @@ def new_run_id(task_name: str) -> str:
 def _peer_timings(task: Any, options: LoopOptions) -> Any:
     """The peers over the sweep shapes, checked then timed in this run (PeerTimes, or None:
     a failure costs the table, not the run)."""
-    from optimizer.peers import time_peers
-    from optimizer.sandbox.evaluator import resolve_shapes, sweep_shape_set
+    from kernelkb.optimizer.peers import time_peers
+    from kernelkb.optimizer.sandbox.evaluator import resolve_shapes, sweep_shape_set
 
     shapes = [s for s in resolve_shapes(task, sweep_shape_set(options.sweep_shapes, True),
                                         True)[1]
@@ -76,19 +76,17 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = No
     Raises AgentUnavailable (optimizer.agents.base) when the agent's endpoint fails its
     preflight: nothing is evaluated or stored then. Failing later, the run stops with
     ``StopReason.agent_unavailable`` and ``result.failure`` says why."""
-    from optimizer import sandbox
+    from kernelkb.optimizer import sandbox
 
     task = get_task(task_name)
-    preflight = getattr(agent, "preflight", None)
-    if preflight is not None:  # an endpoint that is down fails here, before any record
-        preflight()
+    agent.preflight()  # an endpoint that is down fails here, before any record
     options = options or LoopOptions()
     run_id = run_id or new_run_id(task.name)
     run_dir = Path(out_dir) / run_id
     env = Environment(**sandbox.detect_environment(_measured_peaks()))
     journal = Journal(journal_path or run_dir / "journal.jsonl")
     writeback = Writeback(knowledge if write_back else None, journal)
-    live = LiveStatus(run_dir, run_id, task.name)  # what the live run page reads
+    live = RunFile(run_dir, run_id, task.name)  # what the run pages read
     live.start()
     baseline = sandbox.measure_baseline(
         task.name, options.dtype, sandbox.sweep_shape_set(options.sweep_shapes, True)) \
@@ -141,7 +139,7 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = No
     note = "" if env.arch != "cpu" else UNTIMED_NOTE
     result.report_path = write_report(result, run_dir, title_note=note)
     result.journal_path = journal.path if writeback.journaled else None
-    live.finish()
+    live.finish(stop_reason=result.stop_reason.value, sections=sections_markdown(result))
     progress.info("%s", writeback.summary())
     return result
 
@@ -163,7 +161,7 @@ def regime_plan(task: Any, options: LoopOptions, on_gpu: bool
     shapes when they are the interpreter's own (cpu + edge), else it is left untuned (its
     sweep shapes are GPU sizes). A regime's sweep is its share of the options' sweep, else
     its round shapes."""
-    from optimizer.sandbox.evaluator import resolve_shapes, sweep_shape_set
+    from kernelkb.optimizer.sandbox.evaluator import resolve_shapes, sweep_shape_set
 
     rounds = task.shapes_by_regime(resolve_shapes(task, options.shapes, on_gpu)[1])
     sweep_set, sweep_shapes = resolve_shapes(
@@ -231,10 +229,10 @@ def dispatch_table(task: Any, dtype: str, env: Environment, result: RunResult
 
     A regime's entry is its best kernel where that kernel passed its full sweep, else its
     starting kernel (correct by the baseline round), marked so."""
-    from kb.record import source_hash
-    from kernels.dispatch_runtime import dispatch_render
-    from optimizer.dispatch import add_gpu, entry, new_table
-    from optimizer.experience import task_config
+    from kernelkb.kernels.dispatch_runtime import dispatch_render
+    from kernelkb.kernels.shared.hashing import source_hash
+    from kernelkb.optimizer.dispatch import add_gpu, entry, new_table
+    from kernelkb.optimizer.experience import task_config
 
     table, sources, entries = new_table(task, dtype), {}, {}
     for regime, sub in (result.by_regime or
@@ -270,7 +268,7 @@ def _measured_peaks() -> dict[str, float] | None:
     "share of peak" is of what the card reaches, not of its datasheet; None on a CPU."""
     import torch
 
-    from optimizer import sandbox
+    from kernelkb.optimizer import sandbox
 
     if not torch.cuda.is_available():
         return None

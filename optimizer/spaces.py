@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kb.record import ExperienceRecord
-from kernels.base import DTYPES, Shape, Task, all_tasks
-from retrieval.launch import record_launch
-from retrieval.prediction import Space
+from kernelkb.kb.record import ExperienceRecord
+from kernelkb.kernels.base import DTYPES, Knob, Shape, Task, Variant, all_tasks
+from kernelkb.retrieval.launch import record_launch
+from kernelkb.retrieval.prediction import Space
 
 
 def parse_label(task: Task, label: str) -> Shape:
@@ -29,9 +29,11 @@ def parse_label(task: Task, label: str) -> Shape:
 
 
 def task_space(task: Task, dtype: str = "float16") -> Space:
-    names = {p.name for p in (*task.knobs, *task.variants)}
+    both: tuple[Knob | Variant, ...] = (*task.knobs, *task.variants)
+    names = {p.name for p in both}
 
     def launch(config: Mapping[str, Any], label: str, dtype_name: str) -> Any:
+        assert task.launch is not None  # Task.__post_init__ always sets one
         try:
             return task.launch({k: v for k, v in config.items() if k in names},
                                parse_label(task, label), dtype_name)

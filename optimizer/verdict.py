@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from kb.record import Verdict
+from kernelkb.kernels.shared.vocabulary import Verdict
 
 MIN_NOISE = 0.02
 MAX_NOISE = 0.10

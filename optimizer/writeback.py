@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
-from kb.record import ExperienceRecord, parse_record
+from kernelkb.kb.record import ExperienceRecord, parse_record
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ def unavailable_errors() -> tuple[type[BaseException], ...]:
     """Exceptions meaning 'the service is not there' (not 'the record is bad')."""
     errors: list[type[BaseException]] = [ConnectionError, TimeoutError]
     try:
-        from retrieval.remote import ServiceUnavailable
+        from kernelkb.retrieval.remote import ServiceUnavailable
 
         errors.append(ServiceUnavailable)
     except ImportError:  # a bare GPU host without the retrieval package's dependencies

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, field_validator
 
-from kb.limits import BANDWIDTH_GBPS, COUNT_MAX, PEAK_TFLOPS, SHORT, check_strings
+from kernelkb.kb.limits import BANDWIDTH_GBPS, COUNT_MAX, PEAK_TFLOPS, SHORT, check_strings
 
 
 class BootstrapTarget(BaseModel):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import threading
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,8 @@ from sqlalchemy import bindparam, text
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from retrieval.row_cache import RowCache
+from kernelkb.kb.db import engine_of
+from kernelkb.retrieval.row_cache import RowCache
 
 CODED = ("op_type", "gpu_name", "arch", "triton_version", "task_id", "dtype", "verdict",
          "evidence", "categories", "regime", "confidence")
@@ -117,7 +119,7 @@ class ColumnStore:
             if snap is not None and key < snap.key:
                 # a reader whose transaction began before another thread's refresh: the
                 # snapshot is newer, not wrong. Only a fresh read below it means deletion.
-                with session.get_bind().connect() as fresh:
+                with engine_of(session).connect() as fresh:
                     if int(fresh.execute(text(key_sql)).scalar() or 0) >= snap.key:
                         return snap
             if snap is None or key < snap.key:
@@ -153,7 +155,7 @@ def _empty() -> Snapshot:
                     vocab={c: Vocab() for c in CODED}, key=0)
 
 
-def _extend(snap: Snapshot, rows: list[Any], key: int) -> Snapshot:
+def _extend(snap: Snapshot, rows: Sequence[Any], key: int) -> Snapshot:
     if not rows:
         return Snapshot(snap.ids, snap.coded, snap.floats, snap.vocab, key, snap.rows)
     cols = list(zip(*rows, strict=True))
@@ -181,9 +183,9 @@ def last_snapshot(engine: Engine) -> Snapshot | None:
 
 def snapshot(session: Session) -> Snapshot:
     """The current columns of the session's database (one store per engine)."""
-    engine = session.get_bind()
+    engine = engine_of(session)
     with _STORES_LOCK:
-        store = _STORES.get(engine)  # type: ignore[arg-type]
+        store = _STORES.get(engine)
         if store is None:
-            store = _STORES[engine] = ColumnStore(engine)  # type: ignore[index]
+            store = _STORES[engine] = ColumnStore(engine)
     return store.current(session)

@@ -4,9 +4,8 @@ A raw configuration (BLOCK_SIZE=1024, block_size_x=128) means something differen
 kernel; what it does to the hardware does not. The learned ranker (retrieval/ranker.py)
 sees these derived features, the GPU's facts and, namespaced by op, the raw values.
 
-Launch features (from a Launch: kernels.base.Launch for Triton tasks, retrieval.launch for
-Kernel Tuner data; ``LaunchFacts`` here has the same fields, since retrieval may not import
-kernels):
+Launch features (from a Launch, kernels/shared/launch.py: a task's for Triton tasks,
+retrieval.launch's for Kernel Tuner data):
 
 - ``threads``: threads per program. Latency hiding and scheduling granularity depend on it
   on any GPU.
@@ -55,37 +54,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
 from typing import Any
+
+from kernelkb.kernels.shared.launch import Launch
 
 NAN = float("nan")
 MAX_REGS_PER_THREAD = 255
 DEFAULT_MAX_PROGRAMS_PER_SM = 32  # resident blocks per SM (NVIDIA since Volta; AMD similar)
 ADDRESS_REGISTERS = 24
-
-
-@dataclass(frozen=True)
-class LaunchFacts:
-    """The fields of kernels.base.Launch (see there for their meaning), for retrieval."""
-
-    programs: int
-    threads_per_program: int
-    elements_per_program: float
-    bytes_per_element: int
-    tile_bytes: int
-    smem_bytes: int = 0
-    num_stages: int = 1
-    vector_width: int = 1
-    unroll: int = 1
-    programs_per_sm_cap: int = 0
-
-    @classmethod
-    def of(cls, launch: Any) -> LaunchFacts:
-        """Copy any object with Launch's attributes (kernels.base.Launch by duck typing)."""
-        if isinstance(launch, cls):
-            return launch
-        return cls(**{f.name: getattr(launch, f.name) for f in fields(cls)
-                      if hasattr(launch, f.name)})
 
 
 # GPU facts: canonical key first, then spellings other tables use.
@@ -136,7 +112,7 @@ def _log2(x: float) -> float:
 
 def launch_features(launch: Any, gpu: Mapping[str, Any]) -> dict[str, float]:
     """The launch features of the module docstring for one GPU."""
-    ln = LaunchFacts.of(launch)
+    ln = Launch.of(launch)
     warp = fact(gpu, "warp_size")
     warp = 32.0 if math.isnan(warp) else warp  # the one default: every part here has 32 or 64
     sms = fact(gpu, "sm_count")

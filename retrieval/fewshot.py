@@ -13,8 +13,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from retrieval.quoting import WRAP_CHARS, code_line, inline, wrap
-from retrieval.schemas import Hit
+from kernelkb.retrieval.quoting import WRAP_CHARS, code_line, inline, wrap
+from kernelkb.retrieval.schemas import Hit
 
 CHARS_PER_TOKEN = 4
 _DIFF_LINES = 14

@@ -20,15 +20,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import func
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
-from kb.models import Experience, Hardware
-from kb.queries import load_or_skip
-from retrieval.features import fact
-from retrieval.insights import insights
-from retrieval.schemas import BootstrapPlan, HardwareMatch, PlanItem
-from retrieval.untimed import on_hardware
-from retrieval.versions import other_version, version_note
+from kernelkb.kb.models import Experience, Hardware
+from kernelkb.kb.queries import load_or_skip
+from kernelkb.kernels.shared.stats import geomean
+from kernelkb.retrieval.features import fact
+from kernelkb.retrieval.insights import insights
+from kernelkb.retrieval.schemas import BootstrapPlan, HardwareMatch, PlanItem
+from kernelkb.retrieval.untimed import on_hardware
+from kernelkb.retrieval.versions import other_version, version_note
 
 # What makes a configuration's speed carry over, in order: same vendor (warp size, memory
 # system, compiler), same architecture generation, then the sizes the features scale by.
@@ -84,7 +85,7 @@ def _ratio(a: float | None, b: float | None) -> float:
 
 
 def gpu_similarity(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
-    """Similarity in [0, 1] of two GPUs from their facts (keys as in kb.gpu_facts and the
+    """Similarity in [0, 1] of two GPUs from their facts (keys as in kernels.shared.gpus and the
     Environment: vendor, arch, warp_size, mem_bandwidth_gbps, sm_count, smem_per_sm_kib,
     registers_per_sm), never from their names. A fact either side lacks counts half."""
     va, vb = _vendor(a), _vendor(b)
@@ -218,7 +219,7 @@ def _best_configs(session: Session, match: HardwareMatch, op_type: str | None,
     first: a config measured under another version stands only where none was under it."""
     stmt = select(Experience).where(
         Experience.hardware_id == match.hardware_id, Experience.verdict == "improved",
-        Experience.evidence == "measured", Experience.speedup_vs_baseline.is_not(None))
+        Experience.evidence == "measured", col(Experience.speedup_vs_baseline).is_not(None))
     if op_type:
         stmt = stmt.where(Experience.op_type == op_type)
     best: dict[tuple[str, str], Experience] = {}
@@ -263,7 +264,7 @@ def _fastest_on_shapes(session: Session, match: HardwareMatch, op_type: str | No
     wanted = set(shapes)
     stmt = select(Experience).where(
         Experience.hardware_id == match.hardware_id, Experience.evidence == "measured",
-        Experience.verdict.in_(("improved", "neutral", "regressed")))
+        col(Experience.verdict).in_(("improved", "neutral", "regressed")))
     if op_type:
         stmt = stmt.where(Experience.op_type == op_type)
     timed: dict[tuple[str, str], list[tuple[Any, dict[str, float]]]] = {}
@@ -308,4 +309,4 @@ def timed_on(record: Any, shapes: set[str]) -> dict[str, float]:
 def _relative_time(times: dict[str, float], fastest: dict[str, float]) -> float:
     """Geometric mean over the shapes of time / the fastest time there (1.0: fastest on
     every one)."""
-    return math.exp(sum(math.log(ms / fastest[s]) for s, ms in times.items()) / len(times))
+    return geomean(ms / fastest[s] for s, ms in times.items())

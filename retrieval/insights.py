@@ -18,13 +18,13 @@ import statistics
 from collections import defaultdict
 
 from sqlalchemy import func, or_
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
-from kb.models import Experience, ExperienceCategory
-from retrieval.ladder import LOSS_VERDICTS
-from retrieval.schemas import CategoryInsight, InsightReport
-from retrieval.untimed import asks_for_interpreter, on_hardware
-from retrieval.versions import other_version, version_note
+from kernelkb.kb.models import Experience, ExperienceCategory
+from kernelkb.retrieval.ladder import LOSS_VERDICTS
+from kernelkb.retrieval.schemas import CategoryInsight, InsightReport
+from kernelkb.retrieval.untimed import asks_for_interpreter, on_hardware
+from kernelkb.retrieval.versions import other_version, version_note
 
 EXAMPLES = 3
 BASIS = ("count: edits of the category (configurations measured with no parent kernel, "
@@ -45,26 +45,27 @@ def insights(
 ) -> InsightReport:
     """``regime``: leaves out experiences measured only on shapes of other regimes (a record
     over several regimes counts for each; one of unknown regime stays)."""
-    stmt = select(ExperienceCategory.category, Experience.id, Experience.verdict,
-                  Experience.evidence, Experience.speedup_vs_parent,
-                  Experience.triton_version, Experience.confidence).join(
-        Experience, Experience.id == ExperienceCategory.experience_id)
+    stmt = select(  # type: ignore[call-overload]  # sqlmodel's select() types 4 columns at most
+        ExperienceCategory.category, Experience.id, Experience.verdict,
+        Experience.evidence, Experience.speedup_vs_parent,
+        Experience.triton_version, Experience.confidence).join(
+        Experience, col(Experience.id) == col(ExperienceCategory.experience_id))
     for column, value in ((Experience.op_type, op_type), (Experience.gpu_name, gpu_name),
                           (Experience.arch, arch), (Experience.triton_version, triton_version)):
         if value is not None:
             stmt = stmt.where(column == value)
     if regime is not None:
         name = regime.replace("_", "\\_")  # "_" is LIKE's any-character
-        stmt = stmt.where(or_(Experience.regime == regime, Experience.regime.is_(None),
-                              Experience.regime == "",
-                              *(Experience.regime.like(p, escape="\\") for p in
+        stmt = stmt.where(or_(col(Experience.regime) == regime, col(Experience.regime).is_(None),
+                              col(Experience.regime) == "",
+                              *(col(Experience.regime).like(p, escape="\\") for p in
                                 (f"{name}+%", f"%+{name}", f"%+{name}+%"))))
     stmt = stmt.where(ExperienceCategory.category != "baseline")
     if not asks_for_interpreter(gpu_name, arch):
         stmt = stmt.where(on_hardware())
     # a sweep's measurement with no parent kernel (imported tuning data) is no edit: the
     # space measurement's points are edits of the naive kernel and stay
-    unparented = (Experience.round_kind == "sweep") & Experience.parent_hash.is_(None)
+    unparented = (col(Experience.round_kind) == "sweep") & col(Experience.parent_hash).is_(None)
     swept = stmt.where(unparented).subquery()
     sweeps = session.exec(select(func.count(func.distinct(swept.c.id)))).one()
     stmt = stmt.where(~unparented)

@@ -15,8 +15,8 @@ from functools import cached_property
 
 import numpy as np
 
-from retrieval.columns import Snapshot
-from retrieval.query import RetrievalQuery
+from kernelkb.retrieval.columns import Snapshot
+from kernelkb.retrieval.query import RetrievalQuery
 
 # How much a rung's evidence counts, relative to the exact match.
 RUNG_WEIGHT = {
@@ -122,8 +122,8 @@ def gather(snap: Snapshot, query: RetrievalQuery, enough: int) -> tuple[Candidat
         if wins >= enough:
             break
     rows = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-    rung = np.concatenate(labels) if labels else np.zeros(0, dtype=np.int32)
-    return Candidates(snap, rows, rung, ladder), used
+    rung_of = np.concatenate(labels) if labels else np.zeros(0, dtype=np.int32)
+    return Candidates(snap, rows, rung_of, ladder), used
 
 
 def _hardware_mask(snap: Snapshot, pool: np.ndarray, name: str, q: RetrievalQuery) -> np.ndarray:

@@ -32,7 +32,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from retrieval.features import LaunchFacts
+from kernelkb.kernels.shared.launch import Launch
 
 _SHARED = re.compile(r"(shmem|smem|shared|lds)", re.I)
 _VECTOR = re.compile(r"^(vector|vec)(_?size|_?width)?$|_vector$", re.I)
@@ -57,7 +57,7 @@ def _int(value: Any, default: int = 1) -> int:
 
 
 def kernel_tuner_launch(params: Mapping[str, Any], problem_size: Sequence[int],
-                        bytes_per_element: int = 4) -> LaunchFacts:
+                        bytes_per_element: int = 4) -> Launch:
     """The launch of one Kernel Tuner configuration on a problem size (see the module)."""
     clblast = clblast_gemm_launch(params, problem_size, bytes_per_element)
     if clblast is not None:
@@ -76,10 +76,10 @@ def kernel_tuner_launch(params: Mapping[str, Any], problem_size: Sequence[int],
     shared = any(_SHARED.search(k) and _int(v, 0) for k, v in params.items())
     vector = next((_int(v) for k, v in params.items() if _VECTOR.search(k)), 1)
     unroll = next((_int(v) for k, v in params.items() if _UNROLL.search(k)), 1)
-    return LaunchFacts(programs=programs, threads_per_program=max(1, threads),
-                       elements_per_program=outputs, bytes_per_element=bytes_per_element,
-                       tile_bytes=tile_bytes, smem_bytes=tile_bytes if shared else 0,
-                       vector_width=max(1, vector), unroll=max(1, unroll))
+    return Launch(programs=programs, threads_per_program=max(1, threads),
+                  elements_per_program=outputs, bytes_per_element=bytes_per_element,
+                  tile_bytes=tile_bytes, smem_bytes=tile_bytes if shared else 0,
+                  vector_width=max(1, vector), unroll=max(1, unroll))
 
 
 # (outputs per work-group in M and N, threads in M and N, K step, vectors, unroll) names
@@ -89,7 +89,7 @@ _CLBLAST = (("MWG", "NWG", "MDIMC", "NDIMC", "KWG", ("VWM", "VWN"), "KWI"),
 
 
 def clblast_gemm_launch(params: Mapping[str, Any], problem_size: Sequence[int],
-                        bytes_per_element: int = 4) -> LaunchFacts | None:
+                        bytes_per_element: int = 4) -> Launch | None:
     """The launch of a configuration in CLBlast's GEMM vocabulary (see the module); None
     for any other vocabulary."""
     names = {k.upper(): v for k, v in params.items()}
@@ -105,7 +105,7 @@ def clblast_gemm_launch(params: Mapping[str, Any], problem_size: Sequence[int],
         (step * tile_n if _int(names.get("SB"), 0) else 0)
     if mwg == "WGD":  # the direct kernel always stages both tiles
         staged = (tile_m + tile_n) * step
-    return LaunchFacts(
+    return Launch(
         programs=max(1, math.ceil(m / tile_m)) * max(1, math.ceil(n / tile_n)),
         threads_per_program=max(1, _int(names[mdim]) * _int(names[ndim])),
         elements_per_program=tile_m * tile_n, bytes_per_element=bytes_per_element,
@@ -115,7 +115,7 @@ def clblast_gemm_launch(params: Mapping[str, Any], problem_size: Sequence[int],
         unroll=max(1, _int(names.get(unroll), 1)))
 
 
-def config_launch(config: Mapping[str, Any], shape: str) -> LaunchFacts | None:
+def config_launch(config: Mapping[str, Any], shape: str) -> Launch | None:
     """``launch_of_config`` for an op with no task: a configuration on the problem size in
     a shape label. None when the label carries no problem size."""
     try:
@@ -125,7 +125,7 @@ def config_launch(config: Mapping[str, Any], shape: str) -> LaunchFacts | None:
     return kernel_tuner_launch(config, size)
 
 
-def record_launch(record: Any, shape: str) -> LaunchFacts | None:
+def record_launch(record: Any, shape: str) -> Launch | None:
     """``launch_of`` for imported Kernel Tuner records: config + problem size in the shape
     label (task.shape_set). None when the label carries no problem size."""
     return config_launch(record.edit.config, shape)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from sqlalchemy import text
 from sqlmodel import Session
 
-from kb.db import FTS_TABLE, FTS_VOCAB, lexical_enabled
+from kernelkb.kb.db import FTS_TABLE, FTS_VOCAB, engine_of, lexical_enabled
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class _DocCounts:
     def lookup(
         self, session: Session, terms: Sequence[str], total: int, limit: int
     ) -> dict[str, int]:
-        db = str(session.get_bind().url)
+        db = str(engine_of(session).url)
         with self._lock:
             known = {t: self._counts.get((db, t)) for t in terms}
         fresh = {t: v[0] for t, v in known.items()
@@ -158,7 +158,7 @@ _OFF_LOCK = threading.Lock()
 
 def _say_off_once(session: Session) -> None:
     """Lexical search unavailable on this database: a warning, once per database."""
-    bind = session.get_bind()
+    bind = engine_of(session)
     db = bind.url.render_as_string(hide_password=True)
     with _OFF_LOCK:
         if db in _OFF_SAID:

@@ -4,7 +4,7 @@ Why: a filter on ``gpu_name == "h200"`` matches nothing and answers with an empt
 and retrieval for an unknown GPU quietly falls back to other hardware; a typo must be
 told, not answered. A typed name matches a known one ignoring case, spaces, dashes and
 underscores ("RMS_Norm" is rmsnorm); a GPU also by the facts table's short forms
-("h200", "A100-80GB": kb.gpu_facts.lookup). A name nobody knows raises ``UnknownName``
+("h200", "A100-80GB": kernels.shared.gpus.lookup). A name nobody knows raises ``UnknownName``
 with the closest known name and the list.
 """
 
@@ -16,8 +16,8 @@ import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from kb.gpu_facts import lookup, unknown_gpu_message
-from kb.limits import quoted
+from kernelkb.kernels.shared.errors import UserError, quoted
+from kernelkb.kernels.shared.gpus import lookup, unknown_gpu_message
 
 if TYPE_CHECKING:  # matching needs no database: `optimize` uses it on a bare GPU host too
     from sqlmodel import Session
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # matching needs no database: `optimize` uses it on a bare GP
 _SEPARATORS = re.compile(r"[^0-9a-z]+")
 
 
-class UnknownName(ValueError):
+class UnknownName(UserError):
     """A typed name that matches no known op, task, GPU or architecture."""
 
 
@@ -72,7 +72,7 @@ def match_name(kind: str, name: str, known: Iterable[str], preferred: Iterable[s
 
 def match_gpu(name: str, stored: Iterable[str]) -> str:
     """The GPU name to filter by: a name in the store (any spelling), else the stored name
-    of the same part (kb.gpu_facts), else the facts table's name (a known card with no
+    of the same part (kernels.shared.gpus), else the facts table's name (a known card with no
     experiences here: an empty answer that the caller labels); else UnknownName."""
     stored = sorted(set(stored))
     part = lookup(name)
@@ -87,7 +87,7 @@ def match_gpu(name: str, stored: Iterable[str]) -> str:
             message += (f" This store also has: {', '.join(extra)}"
                         + (f" (closest: {near!r})" if near else "") + ".")
         raise UnknownName(message)
-    same_part = [s for s in stored if (found := lookup(s)) is not None and found.name == part.name]
+    same_part = [s for s in stored if (facts := lookup(s)) is not None and facts.name == part.name]
     return same_part[0] if same_part else part.name
 
 
@@ -96,9 +96,10 @@ def store_names(session: Session, fresh: bool = True) -> dict[str, list[str]]:
     column snapshot (kept current per query; no scan of the table per request).
     ``fresh=False``: the snapshot as last read, without a database round trip, when there
     is one (a name new since then is then not found; the caller asks again fresh)."""
-    from retrieval.columns import last_snapshot, snapshot
+    from kernelkb.kb.db import engine_of
+    from kernelkb.retrieval.columns import last_snapshot, snapshot
 
-    snap = None if fresh else last_snapshot(session.get_bind())
+    snap = None if fresh else last_snapshot(engine_of(session))
     snap = snap or snapshot(session)
     key = (id(snap.vocab), snap.key)
     with _NAMES_LOCK:

@@ -11,7 +11,7 @@ its whole legal space and ``Task.launch`` (optimizer/spaces.py; retrieval may no
 kernels); for an imported op with no task, ``store_space``: the configurations seen in the
 store and Kernel Tuner's launch conventions (retrieval/launch.py).
 
-The target is named by name (facts from kb.gpu_facts; an unknown name is an error that
+The target is named by name (facts from kernels.shared.gpus; an unknown name is an error that
 lists the known parts and the closest one) or by explicit facts, as the bootstrap plan
 always took them (``resolve_target``).
 """
@@ -27,13 +27,14 @@ from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import or_
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
-from kb.gpu_facts import PART_FACTS, family_facts, lookup, unknown_gpu_message
-from kb.models import Experience
-from kb.record import ExperienceRecord
-from retrieval.launch import config_launch, record_launch
-from retrieval.ranker import (
+from kernelkb.kb.models import Experience
+from kernelkb.kb.record import ExperienceRecord
+from kernelkb.kernels.shared.errors import UserError
+from kernelkb.kernels.shared.gpus import PART_FACTS, family_facts, lookup, unknown_gpu_message
+from kernelkb.retrieval.launch import config_launch, record_launch
+from kernelkb.retrieval.ranker import (
     CostModel,
     ExperienceRow,
     candidate_rows,
@@ -41,8 +42,8 @@ from retrieval.ranker import (
     default_facts,
     rows_from_records,
 )
-from retrieval.schemas import Prediction, RankedItem, RankedNeighbour
-from retrieval.untimed import on_hardware
+from kernelkb.retrieval.schemas import Prediction, RankedItem, RankedNeighbour
+from kernelkb.retrieval.untimed import on_hardware
 
 FACT_KEYS = ("arch", "vendor", "sm_count", "mem_bandwidth_gbps", "smem_per_sm_kib",
              "peak_tflops")
@@ -50,7 +51,7 @@ SHAPES = 3  # shapes a ranking is predicted over: the op's most measured ones
 NEIGHBOURS = 3
 
 
-class UnknownGpu(ValueError):
+class UnknownGpu(UserError):
     """A target named by a name the facts table does not know, with no facts given."""
 
 
@@ -109,7 +110,8 @@ def measured_records(session: Session, op_type: str) -> list[Any]:
     The CPU interpreter's rows (failures included) say nothing of any GPU: left out."""
     stmt = select(Experience.evidence, Experience.record_json).where(
         Experience.op_type == op_type, on_hardware()).where(or_(
-            Experience.evidence == "measured", Experience.verdict.in_(("failed", "incorrect"))))
+            col(Experience.evidence) == "measured",
+            col(Experience.verdict).in_(("failed", "incorrect"))))
     return [_view(evidence, json.loads(text)) for evidence, text in session.exec(stmt).all()]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
 
-from kb import limits
+from kernelkb.kb import limits
 
 
 class RetrievalQuery(BaseModel):

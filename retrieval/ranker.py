@@ -2,7 +2,7 @@
 
 Public API (what bootstrap, the offline agent and the benchmarks code against)::
 
-    from retrieval.ranker import CostModel, RankedConfig, candidate_rows, rows_from_records
+    from kernelkb.retrieval.ranker import CostModel, RankedConfig, candidate_rows, rows_from_records
 
     rows = rows_from_records(records, launch_of)      # ExperienceRecords -> ExperienceRow
     model = CostModel().fit(rows)                      # measured rows, many ops and GPUs
@@ -20,7 +20,7 @@ Public API (what bootstrap, the offline agent and the benchmarks code against)::
   -> (bytes, flops)`` are injected by the caller (retrieval may not import kernels): for
   Triton tasks ``kernels.base.record_launch`` / ``record_cost``; for imported Kernel Tuner
   data ``retrieval.launch.record_launch`` (no cost). ``facts_of(env)`` defaults to
-  ``default_facts``: kb.gpu_facts' table under the record's own fingerprint.
+  ``default_facts``: kernels.shared.gpus' table under the record's own fingerprint.
 - ``candidate_rows(op, configs, shape_labels, target_facts, launch_of_config,
   cost_of_shape)``: for a Triton task ``lambda c, s: task.launch(c, task.parse_shape(s))``
   and ``lambda s: (task.bytes_moved(task.parse_shape(s), dtype), task.flops(...))``;
@@ -95,12 +95,17 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from retrieval.features import LaunchFacts, derive_features, raw_features
-from retrieval.hardware import gpu_similarity
+from kernelkb.kernels.shared.launch import Launch
+from kernelkb.kernels.shared.stats import geomean
+from kernelkb.retrieval.features import derive_features, raw_features
+from kernelkb.retrieval.hardware import gpu_similarity
+
+if TYPE_CHECKING:
+    from kernelkb.kernels.shared.gpus import GpuFacts
 
 MAX_LOG_REL = math.log(20.0)  # clip: past 20x slower, how much slower no longer matters
 FAIL_FACTOR = math.log(2.0)  # a failed configuration: twice the group's slowest
@@ -120,7 +125,7 @@ class ExperienceRow:
     gpu: str
     config: dict[str, Any]
     time_ms: float | None
-    launch: LaunchFacts | None
+    launch: Launch | None
     gpu_facts: dict[str, Any]
     bytes_moved: float | None = None
     flops: float | None = None
@@ -157,11 +162,12 @@ class RankedConfig:
 
 # -- rows -----------------------------------------------------------------------------
 def default_facts(env: Any) -> dict[str, Any]:
-    """GPU facts of a record's environment: the facts table (kb.gpu_facts, when present)
+    """GPU facts of a record's environment: the facts table (kernels.shared.gpus, when present)
     under the fingerprint the record itself carries."""
     facts: dict[str, Any] = {}
+    lookup: Callable[[str | None], GpuFacts | None] | None
     try:
-        from kb.gpu_facts import lookup
+        from kernelkb.kernels.shared.gpus import lookup
     except ImportError:  # the facts table is optional: the fingerprint alone still works
         lookup = None
     if lookup is not None:
@@ -169,7 +175,7 @@ def default_facts(env: Any) -> dict[str, Any]:
         if found is not None:
             facts.update(found if isinstance(found, Mapping) else found.facts())
         else:  # a part the table lacks: what its architecture fixes
-            from kb.gpu_facts import family_facts
+            from kernelkb.kernels.shared.gpus import family_facts
 
             family = family_facts(env.gpu_name or "") or {}
             facts.update({k: v for k, v in family.items()
@@ -216,7 +222,7 @@ def rows_from_records(
                 first[key] = ExperienceRow(
                     op=record.task.op_type, shape=shape, gpu=gpu,
                     config=dict(record.edit.config), time_ms=None,
-                    launch=LaunchFacts.of(launch) if launch is not None else None,
+                    launch=Launch.of(launch) if launch is not None else None,
                     gpu_facts=facts_cache[gpu], bytes_moved=cost[0], flops=cost[1],
                     failed=time_ms is None)
             if time_ms is not None:
@@ -244,7 +250,7 @@ def candidate_rows(
             cost = cost_of_shape(shape) if cost_of_shape else (None, None)
             rows.append(ExperienceRow(
                 op=op, shape=shape, gpu=gpu, config=dict(config), time_ms=None,
-                launch=LaunchFacts.of(launch) if launch is not None else None,
+                launch=Launch.of(launch) if launch is not None else None,
                 gpu_facts=dict(gpu_facts), bytes_moved=cost[0], flops=cost[1]))
     return rows
 
@@ -484,13 +490,15 @@ class CostModel:
         dicts = [self._features(row, with_raw=with_raw) for row, _ in sample]
         columns = sorted({name for d in dicts for name in d})
         x = self._matrix(dicts, columns)
-        params = {"verbose": -1, "num_threads": self.threads, "learning_rate": 0.08,
-                  "num_leaves": 31, "min_data_in_leaf": 20, "feature_fraction": 0.9,
-                  "bagging_fraction": 0.8, "bagging_freq": 1, "seed": self.seed,
-                  "max_bin": 63, "deterministic": True, "force_row_wise": True}
+        params: dict[str, Any] = {  # lightgbm's parameters: numbers, flags, names
+            "verbose": -1, "num_threads": self.threads, "learning_rate": 0.08,
+            "num_leaves": 31, "min_data_in_leaf": 20, "feature_fraction": 0.9,
+            "bagging_fraction": 0.8, "bagging_freq": 1, "seed": self.seed,
+            "max_bin": 63, "deterministic": True, "force_row_wise": True}
         labels = np.array([lab for _, lab in sample])
         if objective == "lambdarank":
-            groups, sizes = [], []
+            groups: list[tuple[str, str, str]] = []
+            sizes: list[int] = []
             for row, _ in sample:
                 if groups and groups[-1] == row.group:
                     sizes[-1] += 1
@@ -746,11 +754,11 @@ class CostModel:
         for r in self._measured:
             if r.time_ms and not r.failed:
                 best[r.shape] = min(best.get(r.shape, math.inf), r.time_ms)
-        logs: dict[str, list[float]] = defaultdict(list)
+        ratios: dict[str, list[float]] = defaultdict(list)
         for r in self._measured:
             if r.time_ms and not r.failed:
-                logs[r.key].append(math.log(r.time_ms / best[r.shape]))
-        return {k: math.exp(float(np.mean(v))) for k, v in logs.items()}
+                ratios[r.key].append(r.time_ms / best[r.shape])
+        return {k: geomean(v) for k, v in ratios.items()}
 
     # updates ---------------------------------------------------------------------------
     def update(self, measurements: Sequence[ExperienceRow]) -> CostModel:
@@ -776,7 +784,9 @@ class CostModel:
         labels = _labels_by_shape(rows)
         keys = sorted({r.key for r in rows})
         folds = min(folds, len(keys))
-        updated, zero_shot, truth = [], [], []
+        updated: list[float] = []
+        zero_shot: list[float] = []
+        truth: list[float] = []
         for fold in range(folds):
             held = {k for i, k in enumerate(keys) if i % folds == fold}
             train = [r for r in rows if r.key not in held]
@@ -842,7 +852,7 @@ class CostModel:
         return lgb.train(params, lgb.Dataset(x, residual), rounds), with_raw
 
 
-def _conformal_band(values: Sequence[float], level: float = INTERVAL_LEVEL
+def _conformal_band(values: np.ndarray, level: float = INTERVAL_LEVEL
                     ) -> tuple[float, float]:
     """The central ``level`` band of held-out residuals with split conformal's finite-sample
     correction (each tail's quantile taken at (n + 1) / n of its level), so a band of few

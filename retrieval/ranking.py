@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from retrieval.ladder import Candidates
+from kernelkb.retrieval.ladder import Candidates
 
 RRF_K = 60
 EVIDENCE_WEIGHT = {"measured": 1.0, "verified": 0.55, "claimed": 0.3}

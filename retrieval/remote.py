@@ -11,11 +11,11 @@ from typing import Any
 
 import httpx
 
-from kb.ingest import IngestReport
-from kb.limits import BATCH_ITEMS
-from kb.record import ExperienceRecord
-from retrieval.query import RetrievalQuery
-from retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
+from kernelkb.kb.ingest import IngestReport
+from kernelkb.kb.limits import BATCH_ITEMS
+from kernelkb.kb.record import ExperienceRecord
+from kernelkb.retrieval.query import RetrievalQuery
+from kernelkb.retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
 
 
 class ServiceUnavailable(RuntimeError):
@@ -34,6 +34,9 @@ class RemoteKnowledge:
 
     def close(self) -> None:
         self._client.close()
+
+    def warm_up(self) -> None:
+        """Nothing to load on this side: the service warmed its own store at start-up."""
 
     def _call(self, method: str, path: str, **kwargs: Any) -> Any:
         try:

@@ -14,17 +14,17 @@ from functools import partial
 import numpy as np
 from sqlmodel import Session
 
-from kb.embedder import Embedder
-from kb.vector_index import VectorIndex
-from retrieval.columns import snapshot
-from retrieval.fewshot import render_block
-from retrieval.ladder import Candidates, Rung, gather
-from retrieval.lexical import bm25_ranks, has_code, query_terms
-from retrieval.query import RetrievalQuery
-from retrieval.ranking import best_first, rrf, score, support_counts, usefulness
-from retrieval.row_cache import ParsedRow, RowCache
-from retrieval.schemas import Hit, RetrievalResult
-from retrieval.versions import version_note
+from kernelkb.kb.embedder import Embedder
+from kernelkb.kb.vector_index import VectorIndex
+from kernelkb.retrieval.columns import snapshot
+from kernelkb.retrieval.fewshot import render_block
+from kernelkb.retrieval.ladder import Candidates, Rung, gather
+from kernelkb.retrieval.lexical import bm25_ranks, has_code, query_terms
+from kernelkb.retrieval.query import RetrievalQuery
+from kernelkb.retrieval.ranking import best_first, rrf, score, support_counts, usefulness
+from kernelkb.retrieval.row_cache import ParsedRow, RowCache
+from kernelkb.retrieval.schemas import Hit, RetrievalResult
+from kernelkb.retrieval.versions import version_note
 
 VECTOR_TOP = 300  # cosine ranks beyond this add nothing to RRF
 POOL = 8  # rows read back per wanted hit, to leave room for the diversity filter

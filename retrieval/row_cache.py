@@ -16,11 +16,11 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
-from kb.models import Experience
-from kb.queries import load_or_skip
-from kb.record import ExperienceRecord
+from kernelkb.kb.models import Experience
+from kernelkb.kb.queries import load_or_skip
+from kernelkb.kb.record import ExperienceRecord
 
 ROWS_KEPT = 8192  # ~3 KiB of JSON each
 
@@ -47,7 +47,7 @@ class ParsedRow:
 
 
 def _parse(row: Experience) -> ParsedRow:
-    from retrieval.ranking import edit_keys  # ranking -> ladder -> columns -> this module
+    from kernelkb.retrieval.ranking import edit_keys  # ranking -> ladder -> columns -> this module
 
     try:
         edit = json.loads(row.record_json)["edit"]
@@ -74,7 +74,7 @@ class RowCache:
         missing = [i for i in ids if i not in found]
         if missing:
             fresh = {r.id: _parse(r) for r in session.exec(
-                select(Experience).where(Experience.id.in_(missing)))}
+                select(Experience).where(col(Experience.id).in_(missing)))}
             for row in fresh.values():
                 session.expunge(row.row)  # kept past the session: plain data from now on
             found.update(fresh)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from kb.record import ExperienceRecord
+from kernelkb.kb.record import ExperienceRecord
 
 
 class Hit(BaseModel):
@@ -15,9 +15,9 @@ class Hit(BaseModel):
     lexical_rank: int | None = Field(default=None, description="BM25 rank among candidates")
     evidence: str
     support: int = Field(description="winning experiences with the same categories here")
-    related: bool = Field(False, description="from a related op, not the query's own: it "
+    related: bool = Field(default=False, description="from a related op, not the query's own: it "
                           "fills a slot the op's own experiences left empty")
-    version_note: str | None = Field(None, description="set when measured under another "
+    version_note: str | None = Field(default=None, description="set when measured under another "
                                      "Triton version than the query's")
     record: ExperienceRecord
 
@@ -35,7 +35,7 @@ class CategoryInsight(BaseModel):
     category: str
     count: int
     wins: int
-    significant_wins: int = Field(0, description="wins whose interleaved comparison's 95% "
+    significant_wins: int = Field(default=0, description="wins whose interleaved comparison's 95% "
                                   "interval cleared the noise floor (the rest: a single "
                                   "figure or no known spread)")
     win_rate: float
@@ -43,10 +43,10 @@ class CategoryInsight(BaseModel):
                                          "over the category's timed wins")
     best_speedup: float | None = Field(description="best speedup vs the parent kernel over "
                                        "the same wins")
-    gains: int = Field(0, description="how many timed wins the median and best are over")
+    gains: int = Field(default=0, description="how many timed wins the median and best are over")
     losses: int
     example_ids: list[str]
-    other_version: int = Field(0, description="rows measured under another Triton version "
+    other_version: int = Field(default=0, description="rows measured under another Triton version "
                                "than the report's current_triton")
     other_version_wins: int = 0
     version_note: str | None = None
@@ -64,7 +64,7 @@ class InsightReport(BaseModel):
     # what the figures are computed over (retrieval/insights.py), and why an answer is empty
     basis: str = ""
     note: str | None = None
-    sweep_measurements: int = Field(0, description="configurations measured with no parent "
+    sweep_measurements: int = Field(default=0, description="configurations measured with no parent "
                                     "kernel (imported tuning data) under the same filters: "
                                     "not edits, so not counted as tries that won or lost")
 
@@ -87,11 +87,12 @@ class PlanItem(BaseModel):
     evidence: str = Field(description="why: wins / tries, speedups, example ids")
     example_ids: list[str]
     score: float
-    task_id: str | None = Field(None, description="for a config: the task it was measured on")
+    task_id: str | None = Field(default=None,
+                                description="for a config: the task it was measured on")
     dtype: str | None = None
-    similarity: float | None = Field(None, description="of its hardware to the target")
-    triton_version: str | None = Field(None, description="for a config: its Triton version")
-    version_note: str | None = Field(None, description="set when measured under another "
+    similarity: float | None = Field(default=None, description="of its hardware to the target")
+    triton_version: str | None = Field(default=None, description="for a config: its Triton version")
+    version_note: str | None = Field(default=None, description="set when measured under another "
                                      "Triton version than the target's")
 
 
@@ -109,12 +110,12 @@ class RankedItem(BaseModel):
     predicted_rel_time: float | None = Field(
         description="predicted time / the target's best time (geomean over the shapes); "
                     "a model's estimate, not a measurement")
-    predicted_rel_low: float | None = Field(None, description="low end of the prediction's "
+    predicted_rel_low: float | None = Field(default=None, description="low end of the prediction's "
                                             "interval (Prediction.interval_level); None: "
                                             "no calibrated interval (interval_note says why)")
-    predicted_rel_high: float | None = Field(None, description="high end of the same "
+    predicted_rel_high: float | None = Field(default=None, description="high end of the same "
                                              "interval")
-    measured_rel_time: float | None = Field(None, description="measured on the target, "
+    measured_rel_time: float | None = Field(default=None, description="measured on the target, "
                                             "where it was")
     evidence: list[str]
     neighbours: list[RankedNeighbour] = Field(default_factory=list)
@@ -132,12 +133,12 @@ class Prediction(BaseModel):
     target_measurements: int = Field(description="configurations measured on the target")
     items: list[RankedItem]
     note: str
-    interval_level: float | None = Field(None, description="share of measured relative "
+    interval_level: float | None = Field(default=None, description="share of measured relative "
                                          "times the items' intervals are calibrated to hold "
                                          "(0.8); None: no interval")
-    interval_method: str | None = Field(None, description="how the intervals were "
+    interval_method: str | None = Field(default=None, description="how the intervals were "
                                         "calibrated")
-    interval_note: str | None = Field(None, description="what the intervals stand on, or "
+    interval_note: str | None = Field(default=None, description="what the intervals stand on, or "
                                       "why there are none")
 
 
@@ -145,9 +146,9 @@ class BootstrapPlan(BaseModel):
     target: dict[str, str | int | float | None]
     similar_hardware: list[HardwareMatch]
     items: list[PlanItem]
-    prediction: Prediction | None = Field(None, description="ranked configurations from "
+    prediction: Prediction | None = Field(default=None, description="ranked configurations from "
                                           "the learned cost model (with an op)")
-    prediction_note: str | None = Field(None, description="why there is no prediction")
+    prediction_note: str | None = Field(default=None, description="why there is no prediction")
     warnings: list[str] = Field(default_factory=list, description="what the plan stands on "
                                 "and lacks: facts taken from the architecture, the nearest "
                                 "measured hardware far from the target")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kb.models import Experience
+from kernelkb.kb.models import Experience
 
 INTERPRETER_ARCH = "cpu"
 

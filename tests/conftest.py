@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from kb.settings import default_home
+from kernelkb.kb.settings import default_home
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")

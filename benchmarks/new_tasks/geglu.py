@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.base import (
+from kernelkb.kernels.base import (
     DTYPES,
     ELEMENTWISE_TOLERANCES,
     InputCondition,
@@ -29,7 +29,7 @@ from kernels.base import (
     read_template,
     vector_width,
 )
-from kernels.peers import Peer, eager_and_compiled
+from kernelkb.kernels.peers import Peer, eager_and_compiled
 
 GELU_K = 1.5957691216057308  # 2 * sqrt(2 / pi): 0.5 * (1 + tanh(u)) = sigmoid(2 u)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.base import (
+from kernelkb.kernels.base import (
     DTYPES,
     ELEMENTWISE_TOLERANCES,
     InputCondition,
@@ -28,7 +28,7 @@ from kernels.base import (
     read_template,
     vector_width,
 )
-from kernels.peers import Peer, eager_and_compiled
+from kernelkb.kernels.peers import Peer, eager_and_compiled
 
 EPS = 1e-5
 

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.replay.space import Space, config_key
-from kb.record import source_hash
-from kernels.base import header_constants
-from optimizer.sandbox import feedback
-from optimizer.sandbox.evaluator import fill_timing
-from optimizer.sandbox.result import Baseline, EvalResult
+from kernelkb.kernels.base import header_constants
+from kernelkb.kernels.shared.hashing import source_hash
+from kernelkb.optimizer.sandbox import feedback
+from kernelkb.optimizer.sandbox.evaluator import fill_timing
+from kernelkb.optimizer.sandbox.result import Baseline, EvalResult
 
 UNMEASURED = "unmeasured"
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.replay.space import Space
-from kb.ingest import IngestReport
-from kb.record import ExperienceRecord, parse_record
+from kernelkb.kb.ingest import IngestReport
+from kernelkb.kb.record import ExperienceRecord, parse_record
 
 log = logging.getLogger(__name__)
 
@@ -100,8 +100,8 @@ class HeldOutKnowledge(MemorySink):
 
 def build_store(root: Path, records: list[ExperienceRecord], embedder: Any) -> Any:
     """A real LocalKnowledge (SQLite file + Chroma folder under ``root``) holding records."""
-    from kb.settings import Settings
-    from retrieval.service import LocalKnowledge
+    from kernelkb.kb.service import LocalKnowledge
+    from kernelkb.kb.settings import Settings
 
     settings = Settings(data_dir=root, seeds_dir=root / "no-seeds", service_url=None)
     store = LocalKnowledge(settings, embedder=embedder)

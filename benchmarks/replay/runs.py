@@ -17,13 +17,13 @@ from benchmarks.replay.evaluator import Call, ReplayEvaluator
 from benchmarks.replay.knowledge import MemorySink
 from benchmarks.replay.metrics import RunMetrics, run_metrics
 from benchmarks.replay.space import Space, config_key
-from kb.record import Environment
-from kernels.base import header_constants
-from optimizer.agents.offline import OfflineAgent
-from optimizer.experience import RunInfo
-from optimizer.loop import Loop, LoopOptions
-from optimizer.policy import Policy, PolicyConfig
-from optimizer.writeback import Journal, Writeback
+from kernelkb.kb.record import Environment
+from kernelkb.kernels.base import header_constants
+from kernelkb.optimizer.agents.offline import OfflineAgent
+from kernelkb.optimizer.experience import RunInfo
+from kernelkb.optimizer.loop import Loop, LoopOptions
+from kernelkb.optimizer.policy import Policy, PolicyConfig
+from kernelkb.optimizer.writeback import Journal, Writeback
 
 log = logging.getLogger(__name__)
 

@@ -9,12 +9,11 @@ The file format is the one benchmarks/measure_space.py writes. A space may be pa
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernels.base import ConfigValue, Task, get_task
+from kernelkb.kernels.base import ConfigValue, Task, get_task
 
 REQUIRED = ("task", "dtype", "shapes", "default", "env", "baseline_ms", "configs")
 
@@ -22,10 +21,6 @@ REQUIRED = ("task", "dtype", "shapes", "default", "env", "baseline_ms", "configs
 def config_key(config: dict[str, ConfigValue]) -> str:
     """The row key measure_space writes: ``NAME=value`` pairs, sorted, comma-joined."""
     return ",".join(f"{k}={v}" for k, v in sorted(config.items()))
-
-
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 @dataclass(frozen=True)

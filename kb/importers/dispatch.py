@@ -19,17 +19,17 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kb import gpu_facts
-from kb.gpu_facts import GpuFacts
-from kb.importers import files, inductor, kernel_tuner, t4, triton_autotune
-from kb.importers.records import (
+from kernelkb.kb.importers import files, inductor, kernel_tuner, t4, triton_autotune
+from kernelkb.kb.importers.records import (
     FileContext,
     ImportNote,
     ImportRejection,
     Measurement,
     to_record,
 )
-from kb.record import ExperienceRecord
+from kernelkb.kb.record import ExperienceRecord
+from kernelkb.kernels.shared import gpus
+from kernelkb.kernels.shared.gpus import GpuFacts
 
 FORMATS = ("auto", kernel_tuner.FORMAT, t4.FORMAT, triton_autotune.FORMAT, inductor.FORMAT)
 Item = ExperienceRecord | ImportRejection | ImportNote
@@ -56,14 +56,14 @@ def iter_files(path: str | Path, fmt: str = "auto", *, gpu: str | None = None,
     """``iter_import`` one file at a time: (file's source name, its items)."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
-    chosen: GpuFacts | gpu_facts.UnknownPart | None = None
+    chosen: GpuFacts | gpus.UnknownPart | None = None
     if gpu:
-        chosen = gpu_facts.lookup(gpu)
+        chosen = gpus.lookup(gpu)
         if chosen is None:  # a part the table lacks: under its name, its architecture's
-            family = gpu_facts.family_facts(gpu)
+            family = gpus.family_facts(gpu)
             if family is None:
-                raise ValueError(gpu_facts.unknown_gpu_message(gpu))
-            chosen = gpu_facts.UnknownPart(gpu.strip(), family["arch"], family["vendor"])
+                raise ValueError(gpus.unknown_gpu_message(gpu))
+            chosen = gpus.UnknownPart(gpu.strip(), family["arch"], family["vendor"])
     root = Path(path)
     if not root.exists():
         raise FileNotFoundError(f"no such file or folder: {root}")
@@ -77,9 +77,10 @@ def iter_files(path: str | Path, fmt: str = "auto", *, gpu: str | None = None,
             file, root, fmt, gpu=chosen, license=license, source=source, kernel=kernel)
 
 
-def import_file(file: Path, root: Path, fmt: str, *, gpu: GpuFacts | None = None,
-                license: str | None = None, source: str | None = None,
-                kernel: str | None = None) -> Iterator[tuple[str, Item]]:
+def import_file(file: Path, root: Path, fmt: str, *,
+                gpu: GpuFacts | gpus.UnknownPart | None = None, license: str | None = None,
+                source: str | None = None, kernel: str | None = None
+                ) -> Iterator[tuple[str, Item]]:
     """One file's items; a file it cannot use is one rejection or one note, never a raise."""
     name = files.source_name(file, root, source)
     if file.is_dir():  # walk() names the folders it could not list
@@ -157,7 +158,7 @@ def _items(name: str, ctx: FileContext, module: Any, entries: Iterator[Any]
         yield name, ImportNote(name, f"no entries: the {module.FORMAT} file measures nothing")
 
 
-def _import_log(file: Path, name: str, fmt: str, *, gpu: GpuFacts | None,
+def _import_log(file: Path, name: str, fmt: str, *, gpu: GpuFacts | gpus.UnknownPart | None,
                 license: str | None) -> Iterator[tuple[str, Item]]:
     """A text file: an Inductor log if it holds an AUTOTUNE table, else a note."""
     if fmt not in ("auto", inductor.FORMAT):
@@ -205,7 +206,8 @@ def _skip_reason(data: Any, fmt: str, module: Any) -> str:
 
 
 def _context(file: Path, name: str, data: dict[str, Any], module: Any, *,
-             gpu: GpuFacts | None, license: str | None, kernel: str | None
+             gpu: GpuFacts | gpus.UnknownPart | None, license: str | None,
+             kernel: str | None
              ) -> tuple[FileContext, list[str]]:
     """The file's shared facts; ValueError("field: reason") rejects the whole file."""
     if module is triton_autotune:
@@ -234,8 +236,9 @@ def _context(file: Path, name: str, data: dict[str, Any], module: Any, *,
     return ctx, notes
 
 
-def _triton_context(file: Path, name: str, data: dict[str, Any], *, gpu: GpuFacts | None,
-                    license: str | None, kernel: str | None
+def _triton_context(file: Path, name: str, data: dict[str, Any], *,
+                    gpu: GpuFacts | gpus.UnknownPart | None, license: str | None,
+                    kernel: str | None
                     ) -> tuple[FileContext, list[str]]:
     """A Triton autotune file's context: its kernel from the file name (or --kernel), the
     task it maps onto, the GPU from --gpu, the Triton version from the compiled kernels
@@ -265,10 +268,10 @@ def _triton_context(file: Path, name: str, data: dict[str, Any], *, gpu: GpuFact
     return ctx, notes
 
 
-def _gpu(file: Path, device: str, option: GpuFacts | gpu_facts.UnknownPart | None
-         ) -> tuple[GpuFacts | gpu_facts.UnknownPart, str, list[str]]:
+def _gpu(file: Path, device: str, option: GpuFacts | gpus.UnknownPart | None
+         ) -> tuple[GpuFacts | gpus.UnknownPart, str, list[str]]:
     if device.strip():
-        found = gpu_facts.lookup(device)
+        found = gpus.lookup(device)
         if found is not None:
             notes = [f"the file names {device!r}: --gpu {option.name!r} not used"] \
                 if option is not None and option.name != found.name else []
@@ -276,28 +279,28 @@ def _gpu(file: Path, device: str, option: GpuFacts | gpu_facts.UnknownPart | Non
         if option is not None:
             return option, "--gpu", [f"device {device!r} is not in the facts table: "
                                      f"took --gpu {option.name!r}"]
-        arch, vendor = gpu_facts.arch_from_name(device)
-        part = gpu_facts.UnknownPart(device.strip(), arch, vendor)
+        arch, vendor = gpus.arch_from_name(device)
+        part = gpus.UnknownPart(device.strip(), arch, vendor)
         return part, "the file's device_name (not in the facts table)", [
             f"device {device!r} is not in the facts table: imported under that name, "
             f"architecture {arch} (from the name), no other facts, so similarity and the "
             "ranker cannot place it; --gpu NAME takes a known part's facts instead"]
     if option is not None:
         return option, "--gpu", []
-    found = gpu_facts.lookup("", hint=file.name)
+    found = gpus.lookup("", hint=file.name)
     if found is None:
         raise ValueError("env.gpu_name: the file names no device and its file name names "
                          f"no known GPU; pass --gpu NAME (known: "
-                         f"{', '.join(gpu_facts.known_names())})")
-    family = [f for f in gpu_facts.TABLE if f.family == found.family]
+                         f"{', '.join(gpus.known_names())})")
+    family = [f for f in gpus.TABLE if f.family == found.family]
     if len(family) > 1:
         beside = {f.name for d in files.sibling_devices(file.parent)
-                  if (f := gpu_facts.lookup(d)) is not None and f.family == found.family}
+                  if (f := gpus.lookup(d)) is not None and f.family == found.family}
         if len(beside) == 1:
-            part = gpu_facts.lookup(beside.pop())
-            assert part is not None
-            return part, "the file name, part from a cache beside it", \
-                [f"GPU from the file name {file.name!r} and the cache beside it: {part.name}"]
+            known = gpus.lookup(beside.pop())
+            assert known is not None
+            return known, "the file name, part from a cache beside it", \
+                [f"GPU from the file name {file.name!r} and the cache beside it: {known.name}"]
         return found, "the file name", [
             f"GPU from the file name {file.name!r}: {found.name} (the {found.family} "
             f"family has {len(family)} parts; pass --gpu to choose another)"]

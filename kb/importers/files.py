@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from kb import limits
+from kernelkb.kb import limits
 
 DATA_SUFFIXES = (".json", ".json.gz")
 LOG_SUFFIXES = (".log", ".txt", ".log.gz", ".txt.gz")  # Inductor's stderr, as users keep it

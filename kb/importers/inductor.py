@@ -30,8 +30,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb.importers import tasks
-from kb.importers.records import Measurement
+from kernelkb.kb.importers import tasks
+from kernelkb.kb.importers.records import Measurement
 
 FORMAT = "inductor"
 TOOL = "PyTorch Inductor max-autotune"
@@ -66,7 +66,8 @@ class _Table:
     sizes: str
     dtypes: list[str] = field(default_factory=list)
     strides: str = ""
-    choices: list[tuple[int, str, str, str]] = field(default_factory=list)
+    # (line, name, time ms, config: None where the line prints none)
+    choices: list[tuple[int, str, str, str | None]] = field(default_factory=list)
     bad: list[tuple[int, str]] = field(default_factory=list)  # (line, text) not a choice
     benchmarked: int | None = None
 
@@ -93,7 +94,8 @@ def measurements(lines: Iterable[str]) -> Iterator[Event]:
         found = _FIELD.match(line)
         end = _END.search(line)
         if choice:
-            table.choices.append((number, *choice.group(1, 2, 4)))
+            name, time_text, desc = choice.group(1, 2, 4)
+            table.choices.append((number, name, time_text, desc))
         elif found and found.group(1) == "dtypes":
             table.dtypes = [d.strip() for d in found.group(2).split(",")]
         elif found:
@@ -125,7 +127,7 @@ def _table_events(table: _Table, serial: Iterator[int]) -> Iterator[Event]:
     try:
         m, n, k = _mnk(table.sizes)
     except ValueError as exc:
-        for number, *_ in table.choices or [(table.line,)]:
+        for number in [c[0] for c in table.choices] or [table.line]:
             yield str(number), next(serial), "task.shape_set", \
                 f"the table's header {table.title!r} at line {table.line}: {exc}"
         return

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kb.importers.records import Measurement, json_number
+from kernelkb.kb.importers.records import Measurement, json_number
 
 FORMAT = "kernel-tuner"
 TOOL = "Kernel Tuner"

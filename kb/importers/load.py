@@ -10,10 +10,10 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from kb.importers.dispatch import Item
-from kb.importers.records import ImportNote, ImportRejection
-from kb.record import ExperienceRecord
-from kb.seeds import IngestFn
+from kernelkb.kb.importers.dispatch import Item
+from kernelkb.kb.importers.records import ImportNote, ImportRejection
+from kernelkb.kb.record import ExperienceRecord
+from kernelkb.kb.seeds import IngestFn
 
 BATCH = 2000
 

@@ -22,9 +22,9 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb.gpu_facts import GpuFacts, UnknownPart
-from kb.ingest import validate_batch
-from kb.record import ExperienceRecord
+from kernelkb.kb.ingest import validate_batch
+from kernelkb.kb.record import ExperienceRecord
+from kernelkb.kernels.shared.gpus import GpuFacts, UnknownPart
 
 
 def json_number(value: Any) -> float | None:

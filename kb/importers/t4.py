@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from kb.importers.records import Measurement, json_number
+from kernelkb.kb.importers.records import Measurement, json_number
 
 FORMAT = "t4"
 TOOL = "T4"

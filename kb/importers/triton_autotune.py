@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kb.importers import tasks
-from kb.importers.records import Measurement, json_number
+from kernelkb.kb.importers import tasks
+from kernelkb.kb.importers.records import Measurement, json_number
 
 FORMAT = "triton-autotune"
 TOOL = "Triton autotuner"

@@ -9,12 +9,11 @@ interface this small lets the loop, the policy and the tests ignore which agent 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-from kb.record import EDIT_CATEGORIES, ExperienceRecord
-from kernels.base import ConfigValue, Task, header_constants
-
-RoundKind = Literal["exploit", "explore", "tune"]
+from kernelkb.kb.record import ExperienceRecord
+from kernelkb.kernels.base import ConfigValue, Knob, Task, Variant, header_constants
+from kernelkb.kernels.shared.vocabulary import EDIT_CATEGORIES, ProposalKind
 
 
 @dataclass(frozen=True)
@@ -36,7 +35,7 @@ class AgentContext:
     task: Task
     dtype: str
     iteration: int
-    round_kind: RoundKind
+    round_kind: ProposalKind
     best_source: str
     best_feedback: str = ""
     last_feedback: str = ""
@@ -56,7 +55,8 @@ class AgentContext:
     def best_config(self) -> dict[str, ConfigValue]:
         """The task parameters as the best kernel's header sets them."""
         header = header_constants(self.best_source)
-        names = [p.name for p in (*self.task.knobs, *self.task.variants)]
+        both: tuple[Knob | Variant, ...] = (*self.task.knobs, *self.task.variants)
+        names = [p.name for p in both]
         return {**self.task.default_config, **{n: header[n] for n in names if n in header}}
 
 
@@ -93,6 +93,15 @@ class AgentUnavailable(RuntimeError):
 class Agent(Protocol):
     name: str
     model: str | None
+    # the kind of every round this agent runs (the tuner's "tune"), or None: the
+    # policy's schedule of exploit and explore rounds
+    fixed_round_kind: ProposalKind | None
+
+    def preflight(self) -> None:
+        """Check, before the run, what the agent needs (an LLM endpoint); raises
+        AgentUnavailable so a run that cannot ask stores nothing. Once is enough: a
+        second call returns at once."""
+        ...
 
     def propose(self, context: AgentContext) -> Proposal: ...
 

@@ -13,8 +13,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from kb.record import ExperienceRecord, Verdict
-from kernels.base import ConfigValue, Task, _literal
+from kernelkb.kb.record import ExperienceRecord
+from kernelkb.kernels.base import ConfigValue, Task, _literal
+from kernelkb.kernels.shared.vocabulary import Verdict
 
 _ADDED_HEADER = re.compile(r"^\+([A-Z][A-Z0-9_]*)\s*=\s*(.+?)\s*(#.*)?$")
 
@@ -81,7 +82,9 @@ def context_weight(record: ExperienceRecord, config: dict[str, ConfigValue] | No
     1024-wide one), so "BLOCK_SIZE=1024 won" measured next to other settings speaks less
     for this candidate than the same edit measured in the same surroundings."""
     theirs = record.edit.config or {}
-    shared = [k for k in theirs if k != param and config is not None and k in config]
+    if config is None:
+        return CONTEXT_UNKNOWN
+    shared = [k for k in theirs if k != param and k in config]
     if not shared:
         return CONTEXT_UNKNOWN
     share = sum(theirs[k] == config[k] for k in shared) / len(shared)

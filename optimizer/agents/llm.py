@@ -19,11 +19,11 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from kb.record import EDIT_CATEGORIES
-from kernels.base import Task, header_constants
-from optimizer.agents.base import AgentContext, AgentUnavailable, Proposal
-from optimizer.prompting import render
-from retrieval.quoting import NAME_CHARS, inline
+from kernelkb.kernels.base import Knob, Task, Variant, header_constants
+from kernelkb.kernels.shared.vocabulary import EDIT_CATEGORIES, ProposalKind
+from kernelkb.optimizer.agents.base import AgentContext, AgentUnavailable, Proposal
+from kernelkb.optimizer.prompting import render
+from kernelkb.retrieval.quoting import NAME_CHARS, inline
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +84,8 @@ def parse_reply(reply: str, task: Task, parent_source: str) -> Proposal:
 def infer_categories(task: Task, parent: str, child: str) -> tuple[str, ...]:
     """Categories of the task parameters whose header value changed, else 'other'."""
     before, after = header_constants(parent), header_constants(child)
-    changed = {p.category for p in (*task.knobs, *task.variants)
-               if before.get(p.name) != after.get(p.name)}
+    both: tuple[Knob | Variant, ...] = (*task.knobs, *task.variants)
+    changed = {p.category for p in both if before.get(p.name) != after.get(p.name)}
     return tuple(sorted(changed)) or ("other",)
 
 
@@ -151,6 +151,7 @@ class LLMAgent:
     endpoint that fails is AgentUnavailable (the run stops; see the module docstring)."""
 
     name = "llm"
+    fixed_round_kind: ProposalKind | None = None  # the policy's exploit / explore schedule
 
     def __init__(self, settings: LLMSettings) -> None:
         import httpx
@@ -162,8 +163,12 @@ class LLMAgent:
         timeout = httpx.Timeout(settings.timeout_s, connect=settings.connect_timeout_s)
         self._client = openai.OpenAI(base_url=settings.base_url,
                                      api_key=settings.api_key or "not-needed",
-                                     timeout=timeout, max_retries=0)
+                                     # openai >= 3 types its timeout as httpx2's Timeout
+                                     # and converts an httpx one (openai/_httpx2.py)
+                                     timeout=timeout,  # type: ignore[arg-type]
+                                     max_retries=0)
         self.last_messages: list[dict[str, str]] = []
+        self._reachable = False  # preflight passed
 
     @property
     def endpoint(self) -> str:
@@ -173,6 +178,8 @@ class LLMAgent:
         """Ask the endpoint for its models once, before the run: down, a refused key or
         rate limits past the retries raise AgentUnavailable before anything is stored.
         An endpoint that lists no models (404/405/501) is taken as reachable."""
+        if self._reachable:
+            return
         oa = self._openai
         try:
             listed = self._call(lambda: [m.id for m in self._client.models.list()],
@@ -180,8 +187,10 @@ class LLMAgent:
         except AgentUnavailable as err:
             status = getattr(err.__cause__, "status_code", None)
             if isinstance(err.__cause__, oa.APIStatusError) and status in _NO_LISTING:
+                self._reachable = True
                 return
             raise
+        self._reachable = True
         if listed and self.settings.model not in listed:
             log.warning("model %r is not among those %s lists (%s); asking anyway",
                         self.settings.model, self.endpoint, ", ".join(listed[:10]))

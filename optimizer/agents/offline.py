@@ -17,11 +17,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kb.record import source_hash
-from kernels.base import ConfigValue, Task
-from kernels.resources import smem_limit
-from optimizer.agents.base import AgentContext, Proposal, SearchExhausted
-from optimizer.agents.evidence import Evidence, weigh
+from kernelkb.kernels.base import ConfigValue, Knob, Task, Variant
+from kernelkb.kernels.resources import smem_limit
+from kernelkb.kernels.shared.hashing import source_hash
+from kernelkb.kernels.shared.vocabulary import ProposalKind
+from kernelkb.optimizer.agents.base import AgentContext, Proposal, SearchExhausted
+from kernelkb.optimizer.agents.evidence import Evidence, weigh
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,8 @@ def catalog(task: Task, current: dict[str, ConfigValue],
 def _enabler(task: Task, config: dict[str, ConfigValue], fixed: str,
              smem_limit: int | None = None) -> dict | None:
     """The first single other change (catalog order) that makes ``config`` legal."""
-    for param in (*task.variants, *task.knobs):
+    params: tuple[Knob | Variant, ...] = (*task.variants, *task.knobs)
+    for param in params:
         if param.name == fixed:
             continue
         for value in param.values:
@@ -88,6 +90,7 @@ def _enabler(task: Task, config: dict[str, ConfigValue], fixed: str,
 class OfflineAgent:
     name = "offline"
     model: str | None = None
+    fixed_round_kind: ProposalKind | None = None  # the policy's exploit / explore schedule
 
     def __init__(self, *, epsilon: float = 0.1, seed: int = 0) -> None:
         self.epsilon = epsilon
@@ -191,6 +194,9 @@ class OfflineAgent:
                           f"[{', '.join(i[:10] for i in item.example_ids)}]")
         return None
 
+    def preflight(self) -> None:
+        """Nothing to check: no endpoint behind it."""
+
     def observe(self, proposal: Proposal, score: float | None, verdict: str) -> None:
         """Its memory is the run's history, which arrives through the context."""
 
@@ -198,21 +204,23 @@ class OfflineAgent:
 def _runner_ups(context: AgentContext) -> list[tuple[float, dict[str, ConfigValue]]]:
     """Correct, timed configs of this run other than the best, fastest first."""
     best, seen = context.best_config, set()
-    out = []
-    for note in sorted((n for n in context.history if n.time_ms is not None
-                        and n.verdict in ("improved", "neutral", "regressed")),
-                       key=lambda n: n.time_ms):
+    out: list[tuple[float, dict[str, ConfigValue]]] = []
+    timed = [(n.time_ms, n) for n in context.history if n.time_ms is not None
+             and n.verdict in ("improved", "neutral", "regressed")]
+    for time_ms, note in sorted(timed, key=lambda t: t[0]):
         default = context.task.default_config  # header constants that are not knobs stay
-        config = {**default, **{k: v for k, v in note.config.items() if k in default}}
+        config: dict[str, ConfigValue] = {
+            **default, **{k: v for k, v in note.config.items() if k in default}}
         key = tuple(sorted(config.items()))
         if config != best and key not in seen:
             seen.add(key)
-            out.append((note.time_ms, config))
+            out.append((time_ms, config))
     return out
 
 
 def _category(task: Task, name: str) -> str:
-    return next(p.category for p in (*task.knobs, *task.variants) if p.name == name)
+    params: tuple[Knob | Variant, ...] = (*task.knobs, *task.variants)
+    return next(p.category for p in params if p.name == name)
 
 
 def _history_vote(context: AgentContext, cand: Candidate) -> float:

@@ -18,10 +18,11 @@ import itertools
 import random
 from dataclasses import dataclass, field
 
-from kb.record import source_hash
-from kernels.base import ConfigValue, Task
-from kernels.resources import smem_limit
-from optimizer.agents.base import AgentContext, Proposal, SearchExhausted
+from kernelkb.kernels.base import ConfigValue, Task
+from kernelkb.kernels.resources import smem_limit
+from kernelkb.kernels.shared.hashing import source_hash
+from kernelkb.kernels.shared.vocabulary import ProposalKind
+from kernelkb.optimizer.agents.base import AgentContext, Proposal, SearchExhausted
 
 SEARCHES = ("grid", "tpe")
 
@@ -41,7 +42,7 @@ class TunerAgent:
     gamma: float = 0.25  # share of timed points that count as "good"
     name: str = "tuner"
     model: str | None = None
-    fixed_round_kind: str = "tune"
+    fixed_round_kind: ProposalKind = "tune"
     observations: list[_Observation] = field(default_factory=list)
     _pending: dict[str, ConfigValue] | None = None
 
@@ -88,6 +89,9 @@ class TunerAgent:
         return Proposal(source=task.render(config), summary=summary,
                         categories=tuple(sorted(categories)), claimed_gain=False,
                         rationale=f"{self.search} search with the structure fixed: {why}")
+
+    def preflight(self) -> None:
+        """Nothing to check: no endpoint behind it."""
 
     def observe(self, proposal: Proposal, score: float | None, verdict: str) -> None:
         if self._pending is not None:

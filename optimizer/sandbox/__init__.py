@@ -4,14 +4,14 @@ Imports nothing but torch, triton, numpy and the task contract (kernels.base), s
 runs on a bare GPU host. See evaluator.evaluate for the entry point.
 """
 
-from optimizer.sandbox.evaluator import (
+from kernelkb.optimizer.sandbox.evaluator import (
     evaluate,
     measure_baseline,
     resolve_shapes,
     sweep_shape_set,
 )
-from optimizer.sandbox.hardware import detect_environment, measure_peaks
-from optimizer.sandbox.result import ERROR_KINDS, Baseline, EvalResult
+from kernelkb.optimizer.sandbox.hardware import detect_environment, measure_peaks
+from kernelkb.optimizer.sandbox.result import ERROR_KINDS, Baseline, EvalResult
 
 __all__ = [
     "ERROR_KINDS",

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from optimizer.sandbox.errors import OutOfBoundsAccess
+from kernelkb.optimizer.sandbox.errors import OutOfBoundsAccess
 
 log = logging.getLogger(__name__)
 

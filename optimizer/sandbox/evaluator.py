@@ -5,7 +5,6 @@ against the baseline and the parent, roofline figures, the hint and the agent te
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -14,11 +13,13 @@ from typing import Any
 
 import torch
 
-from kernels.base import DTYPES, Shape, Task, get_task, header_constants
-from optimizer.sandbox import compare, feedback
-from optimizer.sandbox.hardware import detect_environment
-from optimizer.sandbox.result import Baseline, EvalResult
-from optimizer.sandbox.runner import run_worker
+from kernelkb.kernels.base import DTYPES, Shape, Task, get_task, header_constants
+from kernelkb.kernels.shared.hashing import source_hash
+from kernelkb.kernels.shared.stats import geomean
+from kernelkb.optimizer.sandbox import compare, feedback
+from kernelkb.optimizer.sandbox.hardware import detect_environment
+from kernelkb.optimizer.sandbox.result import Baseline, EvalResult
+from kernelkb.optimizer.sandbox.runner import run_worker
 
 log = logging.getLogger(__name__)
 
@@ -106,9 +107,9 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         shapes_checked=list(data.get("checked", [])),
         per_shape_errors=data.get("per_shape", {}), env=env,
         config=header_constants(source),
-        source_hash=hashlib.sha256(source.encode()).hexdigest()[:16],
+        source_hash=source_hash(source),
         wall_s=outcome.wall_s, containment=outcome.containment,
-        judge=data.get("judge") if isinstance(data.get("judge"), dict) else {},
+        judge=judge if isinstance(judge := data.get("judge"), dict) else {},
         artifacts={"stdout_tail": outcome.stdout_tail, "stderr_tail": outcome.stderr_tail,
                    "traceback": data.get("traceback", ""),
                    "wall_s": json.dumps(data.get("wall_s", {})),
@@ -139,12 +140,6 @@ def _fill_error_stats(result: EvalResult) -> None:
         result.max_abs_err = result.max_rel_err = None
 
 
-def _geomean(values: list[float], weights: list[float] | None = None) -> float:
-    weights = weights or [1.0] * len(values)
-    total = sum(weights)
-    return math.exp(sum(w * math.log(v) for v, w in zip(values, weights, strict=True)) / total)
-
-
 def fill_timing(result: EvalResult, task: Task, data: dict[str, Any], shapes: list[Shape],
                 parent: EvalResult | None, baseline: Baseline | None, on_gpu: bool = True,
                 do_time: bool = True, parent_source: str | None = None) -> None:
@@ -166,21 +161,21 @@ def fill_timing(result: EvalResult, task: Task, data: dict[str, Any], shapes: li
     result.settle = data.get("settle")
     figures = result.gpu_median() or result.timings_median()
     weights = [result.objective_weights.get(k, 1.0) for k in labels]
-    result.time_ms = _geomean([figures[k] for k in labels], weights)
+    result.time_ms = geomean([figures[k] for k in labels], weights)
     if baseline and all(k in baseline.timings for k in labels):
         result.baseline_timings = {k: baseline.timings[k] for k in labels}
-        result.baseline_ms = _geomean(list(result.baseline_timings.values()), weights)
+        result.baseline_ms = geomean(list(result.baseline_timings.values()), weights)
         result.speedup_vs_baseline = result.baseline_ms / result.time_ms
     retimed = {k: float(v) for k, v in (data.get("parent_retimed") or {}).items()
                if parent and k in parent.timings_median()}
-    if retimed:  # the parent's call time timed again beside the candidate (10x rule)
+    if retimed and parent is not None:  # the parent retimed beside the candidate (10x rule)
         result.parent_retimed = {k: parent.timings_median()[k] for k in retimed}
     if result.comparison is None and parent is not None:
         before = parent.gpu_median() if result.gpu_timings else \
             {**parent.timings_median(), **retimed}
         if all(k in before for k in labels):  # no comparison: figures shown, no verdict
             result.parent_timings = {k: before[k] for k in labels}
-            result.parent_ms = _geomean(list(result.parent_timings.values()), weights)
+            result.parent_ms = geomean(list(result.parent_timings.values()), weights)
             result.speedup_vs_parent = result.parent_ms / result.time_ms
     dtype = DTYPES[result.dtype]
     by_label = {task.shape_label(s): s for s in shapes}
@@ -219,12 +214,12 @@ def _fill_gpu(result: EvalResult, gpu: dict[str, Any], labels: list[str],
         return
     shapes = comparison.get("shapes") or {}
     if parent_source is not None:
-        comparison["incumbent_hash"] = hashlib.sha256(parent_source.encode()).hexdigest()[:16]
+        comparison["incumbent_hash"] = source_hash(parent_source)
     result.comparison = comparison
     weights = [result.objective_weights.get(k, 1.0) for k in labels]
     result.parent_timings = {k: float(shapes[k]["incumbent_ms"]) for k in labels if k in shapes}
     if len(result.parent_timings) == len(labels):
-        result.parent_ms = _geomean([result.parent_timings[k] for k in labels], weights)
+        result.parent_ms = geomean([result.parent_timings[k] for k in labels], weights)
     result.speedup_vs_parent = float(comparison["ratio"])
     floor = float(comparison["noise_floor"])
     result.regressions = {k: 1.0 / s["ratio"] - 1.0 for k, s in shapes.items()
@@ -233,7 +228,7 @@ def _fill_gpu(result: EvalResult, gpu: dict[str, Any], labels: list[str],
     drift = [result.parent_timings[k] / before[k] for k in result.parent_timings
              if before.get(k)]
     if drift:
-        result.incumbent_drift = _geomean(drift)
+        result.incumbent_drift = geomean(drift)
 
 
 def measure_baseline(task_name: str, dtype: str = "float16",

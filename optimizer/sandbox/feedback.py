@@ -6,9 +6,8 @@ shapes that failed or regressed, so the agent sees what to fix without a traceba
 
 from __future__ import annotations
 
-import math
-
-from optimizer.sandbox.result import EvalResult
+from kernelkb.kernels.shared.stats import geomean
+from kernelkb.optimizer.sandbox.result import EvalResult
 
 REGISTERS_PER_SM = 65536
 REGRESSION_SHARE = 0.05  # slower than the parent on a shape by more than this is named
@@ -45,10 +44,6 @@ def bottleneck_hint(result: EvalResult, *, compute_bound: bool,
             notes.append(f"occupancy: {result.smem_bytes // 1024} KiB smem allows "
                          f"{blocks} program(s) per SM")
     return "; ".join(notes)
-
-
-def _geo(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
 def _err_line(r: EvalResult) -> str:
@@ -96,9 +91,9 @@ def _render_layers(r: EvalResult) -> str:
         time_line += f" (max IQR {max(iqrs):.2g})"
     if r.gpu_timings and r.timings:
         calls = [med for med, _ in r.timings.values()]
-        time_line += f" · call time {_geo(calls):.4g} ms"
+        time_line += f" · call time {geomean(calls):.4g} ms"
     if r.host_timings:
-        time_line += f" · host {_geo(list(r.host_timings.values())):.3g} ms per call"
+        time_line += f" · host {geomean(list(r.host_timings.values())):.3g} ms per call"
     refs = []
     if r.baseline_ms:
         refs.append(f"baseline {r.baseline_ms:.4g} ms")

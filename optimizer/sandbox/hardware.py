@@ -1,8 +1,9 @@
 """The hardware fingerprint of this host, and the ceilings "share of peak" is taken against.
 
-Datasheet figures are a fallback; ``measure_peaks`` measures the two ceilings that
-matter for the roofline on the GPU itself (device-to-device copy bandwidth, a large
-bf16 matmul), and callers pass them to ``evaluate(peaks=...)``.
+Datasheet figures (``datasheet``, from the GPU table in kernels/shared/gpus.py) are a
+fallback; ``measure_peaks`` measures the two ceilings that matter for the roofline on the
+GPU itself (device-to-device copy bandwidth, a large bf16 matmul), and callers pass them
+to ``evaluate(peaks=...)``.
 """
 
 from __future__ import annotations
@@ -13,39 +14,9 @@ from typing import Any
 import torch
 import triton
 
+from kernelkb.kernels.shared.gpus import datasheet
+
 log = logging.getLogger(__name__)
-
-# name fragment -> (HBM GB/s, dense bf16 TFLOP/s), vendor datasheets; the longest
-# fragment a name holds is its row (datasheet()).
-DATASHEET: tuple[tuple[str, float, float], ...] = (
-    ("H200", 4800.0, 989.0),
-    ("GH200", 4000.0, 989.0),
-    ("H100 PCIe", 2000.0, 756.0),
-    ("H100 NVL", 3900.0, 835.0),
-    ("H100", 3350.0, 989.0),
-    ("H800", 3350.0, 989.0),
-    ("H20", 4000.0, 148.0),
-    ("B200", 8000.0, 2250.0),
-    ("A100-SXM4-80GB", 2039.0, 312.0),
-    ("A100 80GB PCIe", 1935.0, 312.0),
-    ("A100", 1555.0, 312.0),
-    ("A10G", 600.0, 70.0),
-    ("L40S", 864.0, 362.0),
-    ("L4", 300.0, 121.0),
-    ("RTX 4090", 1008.0, 165.0),
-    ("V100", 900.0, 125.0),
-    ("T4", 320.0, 65.0),
-)
-
-
-def datasheet(gpu_name: str) -> tuple[float | None, float | None]:
-    """The longest fragment the name holds wins ("GH200" over "H200", "L40S" over "L4"):
-    the first match in table order read a GH200 as an H200."""
-    found = [row for row in DATASHEET if row[0].lower() in gpu_name.lower()]
-    if not found:
-        return None, None
-    _, gbps, tflops = max(found, key=lambda row: len(row[0]))
-    return gbps, tflops
 
 
 def detect_environment(peaks: dict[str, float] | None = None) -> dict[str, Any]:

@@ -25,7 +25,8 @@ def non_constexpr_globals(module: ModuleType) -> list[str]:
     problems = []
     for value in vars(module).values():
         fn = getattr(value, "fn", None)
-        if isinstance(value, JIT_TYPES) and getattr(fn, "__module__", None) == module.__name__:
+        if isinstance(value, JIT_TYPES) and fn is not None \
+                and getattr(fn, "__module__", None) == module.__name__:
             for name in sorted(_loaded_globals(fn.__code__)):
                 if not _allowed(name, fn.__globals__):
                     problems.append(f"{fn.__name__}: {name}")

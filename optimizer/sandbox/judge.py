@@ -45,10 +45,10 @@ from typing import Any
 
 import torch
 
-from optimizer.sandbox.gpu_turns import GpuTurns
-from optimizer.sandbox.limits import SPOT_MAX_BYTES
+from kernelkb.optimizer.sandbox.gpu_turns import GpuTurns
+from kernelkb.optimizer.sandbox.limits import SPOT_MAX_BYTES
 
-log = logging.getLogger("optimizer.sandbox.judge")
+log = logging.getLogger("kernelkb.optimizer.sandbox.judge")
 
 # shapes the judge re-checks, drawn at random; one under the CPU interpreter, where a
 # shape's run costs seconds (the worker checked every shape; the judge is there for a
@@ -121,8 +121,8 @@ def _not_dumpable() -> None:
 class Judge:
     def __init__(self, request: dict[str, Any], pid: int, report_fd: int, data_fd: int,
                  ask_fd: int, answer_fd: int) -> None:
-        from kernels.base import DTYPES, get_task
-        from kernels.discovery import load_origin
+        from kernelkb.kernels.base import DTYPES, get_task
+        from kernelkb.kernels.discovery import load_origin
 
         load_origin(request.get("task_origin"))  # a user's task file, as the worker does
         self.request, self.pid = request, pid
@@ -156,7 +156,7 @@ class Judge:
         return 0
 
     def read_report(self) -> dict[str, Any]:
-        from optimizer.sandbox.runner import read_result
+        from kernelkb.optimizer.sandbox.runner import read_result
 
         return read_result(self.report_fd)
 
@@ -269,7 +269,7 @@ class Judge:
         return random.SystemRandom().sample(small, min(SPOT_SHAPES, len(small)))
 
     def spot_check(self, shape: tuple[int, ...], seen: dict[str, Any]) -> None:
-        from optimizer.sandbox import checks
+        from kernelkb.optimizer.sandbox import checks
 
         label = self.task.shape_label(shape)
         seed = secrets.randbelow(2**30)

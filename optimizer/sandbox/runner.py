@@ -37,14 +37,18 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.sandbox import jail, limits
-from optimizer.sandbox.errors import classify_exit
-from optimizer.sandbox.gpu_turns import MAX_WAIT_S
+from kernelkb.optimizer.sandbox import jail, limits
+from kernelkb.optimizer.sandbox.errors import classify_exit
+from kernelkb.optimizer.sandbox.gpu_turns import MAX_WAIT_S
 
 log = logging.getLogger(__name__)
 
 TAIL_CHARS = 4000
+# the project's folders: the checkout's root, or the installed package's folder
+# (kernelkb/__init__.py); and the folder the worker imports ``kernelkb`` from
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_PACKAGE = os.path.join(_PROJECT_ROOT, "kernelkb")
+_IMPORT_ROOT = _PROJECT_ROOT if os.path.isdir(_PACKAGE) else os.path.dirname(_PROJECT_ROOT)
 
 
 @dataclass
@@ -152,7 +156,7 @@ def _run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
         os.lseek(files.request, 0, os.SEEK_SET)
         run_id = uuid.uuid4().hex
         env = worker_env(os.environ, tmp, use_gpu=use_gpu, run_id=run_id)
-        argv = [sys.executable, "-m", "optimizer.sandbox.worker", f"fd:{files.request}"]
+        argv = [sys.executable, "-m", "kernelkb.optimizer.sandbox.worker", f"fd:{files.request}"]
         reason = jail.unavailable_reason()
         if reason is None:
             argv = jail.command(argv, workdir=tmp, cwd=env["HOME"], hide=hidden_paths(),
@@ -285,7 +289,7 @@ def worker_env(parent: Any, evaldir: str, *, use_gpu: bool, run_id: str) -> dict
     for name in ("home", "tmp", "triton"):
         os.makedirs(os.path.join(evaldir, name), exist_ok=True)
     env.update(HOME=os.path.join(evaldir, "home"), TMPDIR=os.path.join(evaldir, "tmp"),
-               TRITON_CACHE_DIR=os.path.join(evaldir, "triton"), PYTHONPATH=_PROJECT_ROOT,
+               TRITON_CACHE_DIR=os.path.join(evaldir, "triton"), PYTHONPATH=_IMPORT_ROOT,
                PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", **{RUN_ID_VAR: run_id})
     env.setdefault("PATH", os.defpath)
     if use_gpu:
@@ -316,8 +320,10 @@ def kept_paths() -> list[str]:
     import triton
 
     paths = [os.path.join(_PROJECT_ROOT, "kernels"), os.path.join(_PROJECT_ROOT, "optimizer"),
+             _PACKAGE if os.path.isdir(_PACKAGE) else _PROJECT_ROOT,
              sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))]
     for module in (torch, triton, numpy):
+        assert module.__file__ is not None  # packages imported from their folders
         paths.append(os.path.dirname(os.path.dirname(os.path.realpath(module.__file__))))
     return list(dict.fromkeys(paths))
 
@@ -332,10 +338,11 @@ def place_task(request: dict[str, Any], copy_dir: str) -> tuple[dict[str, str] |
     that is the working directory, with a .env in it). An installed entry point's
     top-level package is bound read-only where it lies (a single-file module is copied).
     """
-    from kernels.discovery import origin_request
+    from kernelkb.kernels.discovery import origin_request
 
     origin = request.get("task_origin") or origin_request(str(request.get("task")))
-    if not origin or (origin.get("module", "").startswith("kernels.") and not origin.get("root")):
+    builtin = origin.get("module", "").startswith("kernelkb.kernels.") if origin else False
+    if not origin or (builtin and not origin.get("root")):
         return origin, []
     if origin.get("file"):
         return {"file": _copy_task_file(origin["file"], copy_dir)}, [copy_dir]

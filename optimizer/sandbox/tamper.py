@@ -32,15 +32,15 @@ import torch
 
 # Modules whose callables the timing path looks up at call time (do_bench does).
 TIMING_MODULES = ("time", "triton.testing", "torch.cuda", "torch.cuda.streams",
-                  "torch.cuda.memory", "triton.runtime.driver", "optimizer.sandbox.timing",
+                  "torch.cuda.memory", "triton.runtime.driver", "kernelkb.optimizer.sandbox.timing",
                   "triton.backends.nvidia.driver")
 # Modules the checks and the worker rely on.
 HARNESS_MODULES = ("builtins", "torch", "torch.nn.functional", "torch.testing", "math",
-                   "json", "os", "random", "numpy", "optimizer.sandbox.checks",
-                   "optimizer.sandbox.worker", "optimizer.sandbox.streams",
-                   "optimizer.sandbox.provenance", "optimizer.sandbox.bounds",
-                   "optimizer.sandbox.errors", "optimizer.sandbox.tamper",
-                   "optimizer.sandbox.compiled_info", "kernels.base",
+                   "json", "os", "random", "numpy", "kernelkb.optimizer.sandbox.checks",
+                   "kernelkb.optimizer.sandbox.worker", "kernelkb.optimizer.sandbox.streams",
+                   "kernelkb.optimizer.sandbox.provenance", "kernelkb.optimizer.sandbox.bounds",
+                   "kernelkb.optimizer.sandbox.errors", "kernelkb.optimizer.sandbox.tamper",
+                   "kernelkb.optimizer.sandbox.compiled_info", "kernelkb.kernels.base",
                    "triton.runtime.jit", "triton.runtime.interpreter",
                    "triton.compiler.compiler", "triton.runtime.autotuner")
 # Classes whose methods the checks and the timer call.

@@ -28,7 +28,7 @@ import triton.language as tl
 from triton.testing import do_bench as _do_bench
 from triton.testing import do_bench_cudagraph as _do_bench_cudagraph
 
-from optimizer.sandbox.tamper import HELD_PERF_COUNTER
+from kernelkb.optimizer.sandbox.tamper import HELD_PERF_COUNTER
 
 log = logging.getLogger(__name__)
 # Held at import, before any candidate is: a candidate that rebinds
@@ -211,7 +211,7 @@ def _faster_than_parent(median: float, parent_ms: float | None) -> bool:
 
 def _too_good(median: float, parent_ms: float | None, floor_ms: float | None) -> list[str]:
     reasons = []
-    if _faster_than_parent(median, parent_ms):
+    if parent_ms is not None and _faster_than_parent(median, parent_ms):
         reasons.append(f"{parent_ms / median:.1f}x faster than the parent")
     if floor_ms is not None and median < floor_ms:
         reasons.append(f"faster than the GPU's peak allows ({median:.4f} < {floor_ms:.4f} ms)")
@@ -221,8 +221,9 @@ def _too_good(median: float, parent_ms: float | None, floor_ms: float | None) ->
 def floor_ms(nbytes: int, nflops: int, peaks: dict[str, float | None]) -> float | None:
     """Least possible time at the peak bandwidth and FLOP rate (the roofline floor)."""
     floors = []
-    if peaks.get("mem_bandwidth_gbps"):
-        floors.append(nbytes / (peaks["mem_bandwidth_gbps"] * 1e9) * 1e3)
-    if peaks.get("peak_tflops"):
-        floors.append(nflops / (peaks["peak_tflops"] * 1e12) * 1e3)
+    bandwidth_gbps, tflops = peaks.get("mem_bandwidth_gbps"), peaks.get("peak_tflops")
+    if bandwidth_gbps:
+        floors.append(nbytes / (bandwidth_gbps * 1e9) * 1e3)
+    if tflops:
+        floors.append(nflops / (tflops * 1e12) * 1e3)
     return max(floors) if floors else None

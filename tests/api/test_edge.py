@@ -15,7 +15,7 @@ import pytest
 from kb_testdata import make_knowledge, record_dict
 from live_server import live_server
 
-from kb.api.access import is_loopback, write_policy
+from kernelkb.kb.entry.api.access import is_loopback, write_policy
 
 TOKEN = "edge-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -173,7 +173,7 @@ def test_write_policy() -> None:
 def test_serve_refuses_a_public_bind_without_token(tmp_path: Path) -> None:
     env = {"KERNELKB_DATA_DIR": str(tmp_path), "KERNELKB_VECTORS": "false",
            "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run([sys.executable, "-m", "kb.cli", "serve", "--host", "0.0.0.0"],
+    proc = subprocess.run([sys.executable, "-m", "kernelkb", "serve", "--host", "0.0.0.0"],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "refusing to serve on 0.0.0.0 without a token" in proc.stderr
@@ -248,7 +248,7 @@ def test_a_chunked_body_over_the_limit_is_413() -> None:
     from fastapi import FastAPI
     from live_server import serving
 
-    from kb.api.body_limit import BodyLimit
+    from kernelkb.kb.entry.api.body_limit import BodyLimit
 
     app = FastAPI()
     app.add_middleware(BodyLimit, max_bytes=10_000)
@@ -335,7 +335,7 @@ def test_record_numbers_are_json_numbers(url: str, where: tuple, value: str) -> 
 
 def test_a_batch_is_bounded_and_answers_stay_small(url: str) -> None:
     """A 2 MB body of a million zeros once cost 26 s and a 79 MB answer of rejections."""
-    from kb.limits import BATCH_ITEMS
+    from kernelkb.kb.limits import BATCH_ITEMS
 
     r = _post(url, "/experiences/batch", "[" + ",".join(["0"] * (BATCH_ITEMS + 1)) + "]")
     assert r.status_code == 413 and str(BATCH_ITEMS) in r.text
@@ -367,7 +367,7 @@ def test_request_heads_are_bounded_in_size_and_time(
     and other clients are served meanwhile."""
     import time
 
-    from kb.api import http_protocol
+    from kernelkb.kb.entry.api import http_protocol
 
     monkeypatch.setattr(http_protocol, "HEAD_TIMEOUT_S", 2.0)
     kb = make_knowledge(tmp_path, vectors=False)
@@ -427,7 +427,7 @@ def test_connections_past_the_limit_get_503_at_once(tmp_path: Path) -> None:
 
     from live_server import serving
 
-    from kb.api.app import create_app
+    from kernelkb.kb.entry.api.app import create_app
 
     kb = make_knowledge(tmp_path, vectors=False)
     with serving(create_app(knowledge_=kb), limit_concurrency=8) as port:

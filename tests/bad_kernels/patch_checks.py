@@ -21,11 +21,11 @@ def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constex
 
 
 def _perfect(out, ref, atol, rtol):
-    checks = sys.modules['optimizer.sandbox.checks']
+    checks = sys.modules['kernelkb.optimizer.sandbox.checks']
     return checks.error_stats(ref, ref, atol, rtol)
 
 
-sys.modules['optimizer.sandbox.checks'].compare_outputs = _perfect
+sys.modules['kernelkb.optimizer.sandbox.checks'].compare_outputs = _perfect
 
 
 def run(x):

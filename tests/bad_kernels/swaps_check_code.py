@@ -10,7 +10,7 @@ import torch
 import triton
 import triton.language as tl
 
-from optimizer.sandbox import checks
+from kernelkb.optimizer.sandbox import checks
 
 RAN = builtins._probe_ran = [False]  # reachable from the swapped code's globals
 checks.shape_verdict.__code__ = (

@@ -7,6 +7,6 @@ import torch
 
 
 def run(x):
-    tracker = sys.modules["optimizer.sandbox.provenance"]._TRACKER
+    tracker = sys.modules["kernelkb.optimizer.sandbox.provenance"]._TRACKER
     tracker.depth += 1  # as if inside a Triton launch: nothing is recorded from here on
     return torch.softmax(x.float(), dim=-1).to(x.dtype)

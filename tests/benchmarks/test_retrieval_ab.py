@@ -40,7 +40,7 @@ from benchmarks.retrieval_ab import (
     store_env,
     summarise,
 )
-from kb.record import Comparison, Feedback, ShapeTiming, parse_record
+from kernelkb.kb.record import Comparison, Feedback, ShapeTiming, parse_record
 
 ROOT = Path(__file__).resolve().parents[2]
 H200_RUN = ROOT / "benchmarks" / "runs" / "matmul-20261201T122616-9ad21c"
@@ -256,13 +256,13 @@ def test_plot_writes_a_png(tmp_path: Path):
 def test_the_optimize_command_is_what_the_cli_parses(tmp_path: Path):
     import argparse
 
-    from optimizer import command as optimize
+    from kernelkb.kb.entry.cli import optimize as optimize
 
     parser = argparse.ArgumentParser()
     optimize.add_arguments(parser)
     for arm, off in (("retrieval", False), ("no_retrieval", True)):
         argv = optimize_command("geglu", arm, 2, tmp_path, 180.0, 20)
-        assert argv[:4] == [sys.executable, "-m", "kb.cli", "optimize"]
+        assert argv[:4] == [sys.executable, "-m", "kernelkb", "optimize"]
         args = parser.parse_args(argv[4:])
         assert (args.task, args.agent, args.seed, args.max_iters, args.budget_s) == \
             ("geglu", "offline", 2, 20, 180.0)
@@ -293,7 +293,7 @@ def test_a_new_task_keeps_the_contract_of_the_shipped_ones(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", TASKS)
 def test_a_new_task_passes_its_checks_in_the_sandbox(name):
-    done = subprocess.run([sys.executable, "-m", "kb.cli", "tasks", "--tasks-dir",
+    done = subprocess.run([sys.executable, "-m", "kernelkb", "tasks", "--tasks-dir",
                            str(TASKS_DIR), "--check", name, "--dtype", "float16",
                            "--dtype", "float32"], cwd=ROOT, capture_output=True, text=True,
                           timeout=600)

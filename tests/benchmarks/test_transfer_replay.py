@@ -19,9 +19,10 @@ from benchmarks.replay.evaluator import ReplayEvaluator
 from benchmarks.replay.knowledge import arm_records
 from benchmarks.replay.metrics import evaluations_to, summarize
 from benchmarks.replay.runs import replay_run
-from benchmarks.replay.space import config_key, geomean, load_space
+from benchmarks.replay.space import config_key, load_space
 from benchmarks.transfer import run_benchmark
-from kernels.base import get_task
+from kernelkb.kernels.base import get_task
+from kernelkb.kernels.shared.stats import geomean
 
 TASK = get_task("softmax")
 WARPS = {1: 1.6, 2: 1.3, 4: 1.0, 8: 0.8, 16: 0.9}

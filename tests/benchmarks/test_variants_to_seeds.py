@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from benchmarks.variants_to_seeds import build_records, measured
-from kernels.base import get_task
+from kernelkb.kernels.base import get_task
 
 SOFTMAX = get_task("softmax")
 LONG, WIDE = "rows=4096,cols=32768", "rows=1024,cols=128256"

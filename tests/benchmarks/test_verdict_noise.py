@@ -14,7 +14,7 @@ from benchmarks.verdict_noise import (
     slower_source,
     summarise,
 )
-from kernels.base import get_task
+from kernelkb.kernels.base import get_task
 
 
 def _row(interleaved: str, previous: str, ratio: float, *, ok: bool = True,

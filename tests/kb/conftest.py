@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from kb_testdata import make_knowledge
 
-from retrieval.service import LocalKnowledge
+from kernelkb.kb.service import LocalKnowledge
 
 
 @pytest.fixture

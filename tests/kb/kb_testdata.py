@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kb.embedder import Embedder
-from kb.record import ExperienceRecord, parse_record
-from kb.settings import Settings
-from retrieval.service import LocalKnowledge
+from kernelkb.kb.embedder import Embedder
+from kernelkb.kb.record import ExperienceRecord, parse_record
+from kernelkb.kb.service import LocalKnowledge
+from kernelkb.kb.settings import Settings
 
 HARDWARE: dict[str, dict[str, Any]] = {
     "H200": dict(gpu_name="NVIDIA H200", arch="sm_90", sm_count=132, mem_bandwidth_gbps=4800.0,

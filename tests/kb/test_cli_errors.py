@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kb.cli import main
+from kernelkb.kb.entry.cli.main import main
 
 
 @pytest.fixture
@@ -53,7 +53,7 @@ def test_optimize_refuses_bad_arguments_before_anything_loads(
 def test_a_task_name_in_another_case_is_the_task() -> None:
     import argparse
 
-    from optimizer.command import check_arguments
+    from kernelkb.kb.entry.cli.optimize import check_arguments
 
     args = argparse.Namespace(task="SoftMax", dtype="float16", shapes="cpu",
                               sweep_shapes="auto", seeds=1, timeout_s=60.0, agent="offline")
@@ -112,20 +112,20 @@ def test_export_writes_whole_or_not_at_all(home: Path, monkeypatch: pytest.Monke
     target = home.parent / "out.jsonl"
     target.write_text("the previous export\n")
 
-    import kb.queries
+    from kernelkb.kb import queries as kb_queries
 
-    real = kb.queries.iter_records
+    real = kb_queries.iter_records
 
     def half_then_stop(session, **kwargs):  # type: ignore[no-untyped-def]
         iterator = real(session, **kwargs)
         yield next(iterator)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(kb.queries, "iter_records", half_then_stop)
+    monkeypatch.setattr(kb_queries, "iter_records", half_then_stop)
     assert main(["export", "-o", str(target)]) == 130
     assert target.read_text() == "the previous export\n"
     assert [p.name for p in target.parent.iterdir() if p.name.endswith(".tmp")] == []
-    monkeypatch.setattr(kb.queries, "iter_records", real)
+    monkeypatch.setattr(kb_queries, "iter_records", real)
     assert main(["export", "-o", str(target)]) == 0
     assert len(target.read_text().splitlines()) == 2
     capsys.readouterr()

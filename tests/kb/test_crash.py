@@ -15,7 +15,7 @@ import pytest
 from kb_testdata import make_knowledge, record_dict
 from servers import backend_env
 
-from kb.doctor import sql_ids
+from kernelkb.kb.doctor import sql_ids
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow  # real processes, each loading the model
@@ -23,7 +23,7 @@ BATCH = 16  # KERNELKB_WRITE_BATCH: records per committed write; crash points co
 
 
 def _write(path: Path, first: int, last: int) -> set[str]:
-    from kb.record import parse_record
+    from kernelkb.kb.record import parse_record
 
     records = [record_dict(summary=f"crash record {n}", run=f"crash-{n // 50}",
                            iteration=n % 50, config={"B": n}) for n in range(first, last)]
@@ -39,7 +39,7 @@ def _cli(data: Path, *args: str, crash: str | None = None,
                **backend_env(backend or {}))
     if crash:
         env["KERNELKB_TEST_CRASH"] = crash
-    return subprocess.Popen([sys.executable, "-m", "kb.cli", *args], cwd=REPO, env=env,
+    return subprocess.Popen([sys.executable, "-m", "kernelkb", *args], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from kb_testdata import record, shared_embedder
 
-from kb.embedder import MAX_TOKENS
-from retrieval.query import RetrievalQuery
+from kernelkb.kb.embedder import MAX_TOKENS
+from kernelkb.retrieval.query import RetrievalQuery
 
 
 def test_duplicates_share_one_vector_and_order_is_kept() -> None:

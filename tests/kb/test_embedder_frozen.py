@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from kb_testdata import shared_embedder
 
-from kb.embedder import Embedder
+from kernelkb.kb.embedder import Embedder
 
 
 def test_frozen_graph_matches_fp32_on_other_shapes() -> None:

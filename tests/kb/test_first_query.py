@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from kb.vector_index import VectorIndex
-from kernels.base import all_tasks, related_ops_of
+from kernelkb.kb.vector_index import VectorIndex
+from kernelkb.kernels.base import all_tasks, related_ops_of
 
 
 def _unit(rng: np.random.Generator, n: int) -> np.ndarray:

@@ -14,12 +14,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kb import cli, gpu_facts
-from kb.importers import ImportNote, ImportRejection, iter_files, iter_import
-from kb.importers.load import FileImport, load_file
-from kb.queries import iter_records
-from kb.record import ExperienceRecord
-from retrieval.service import LocalKnowledge
+from kernelkb.kb.entry.cli import main as cli
+from kernelkb.kb.importers import ImportNote, ImportRejection, iter_files, iter_import
+from kernelkb.kb.importers.load import FileImport, load_file
+from kernelkb.kb.queries import iter_records
+from kernelkb.kb.record import ExperienceRecord
+from kernelkb.kb.service import LocalKnowledge
+from kernelkb.kernels.shared import gpus
 
 STAMP = "2024-01-02 03:04:05.000001+00:00"
 TIMES = [1.9, 2.0, 2.1, 2.4]
@@ -106,7 +107,7 @@ def test_kernel_tuner_configurations_become_experiences_with_provenance(
 
     assert ok.task.op_type == ok.task.task_id == "convolution"
     assert (ok.task.dtype, ok.task.shape_set) == ("unspecified", "problem_size=4096x4096")
-    a6000 = gpu_facts.lookup("NVIDIA RTX A6000")
+    a6000 = gpus.lookup("NVIDIA RTX A6000")
     assert a6000 is not None
     assert ok.env.model_dump(include=set(a6000.to_env_fields())) == a6000.to_env_fields()
     assert (ok.env.arch, ok.env.vendor, ok.env.triton_version) == ("sm_86", "nvidia", "none")
@@ -173,21 +174,21 @@ def test_a_gpu_the_table_lacks_is_kept_under_its_own_name_with_its_architecture(
     """A part missing from the facts table once lost the whole file ("unknown GPU"):
     now its measurements come in under the name the file gives, with the architecture
     the name implies and no other facts; --gpu still lends a known part's facts."""
-    write(tmp_path / "d" / "v100.json", kt_cache(GOOD, device="Tesla V100-SXM2-16GB"))
+    write(tmp_path / "d" / "v100.json", kt_cache(GOOD, device="Quadro GV100"))
     result = run(knowledge, tmp_path / "d")["d/v100.json"]
     assert (result.accepted, result.rejected) == (3, 0), result.problems
     assert "not in the facts table: imported under that name, architecture sm_70" \
         in result.notes[0]
     kept = next(iter(stored(knowledge).values()))
     assert (kept.env.gpu_name, kept.env.arch, kept.env.vendor, kept.env.sm_count) == \
-        ("Tesla V100-SXM2-16GB", "sm_70", "nvidia", None)
-    assert knowledge.insights(gpu_name="Tesla V100-SXM2-16GB").sweep_measurements == 3
+        ("Quadro GV100", "sm_70", "nvidia", None)
+    assert knowledge.insights(gpu_name="Quadro GV100").sweep_measurements == 3
 
     result = run(knowledge, tmp_path / "d", gpu="NVIDIA A100-PCIE-40GB")["d/v100.json"]
     assert result.accepted == 3 and "not in the facts table" in result.notes[0]
     record = next(r for r in stored(knowledge).values() if r.env.gpu_name != kept.env.gpu_name)
     assert record.env.gpu_name == "NVIDIA A100-PCIE-40GB"
-    assert record.provenance.device == "Tesla V100-SXM2-16GB"
+    assert record.provenance.device == "Quadro GV100"
     with pytest.raises(ValueError, match="unknown GPU 'GTX 9999'"):
         next(iter_import(tmp_path / "d", gpu="GTX 9999"))
     write(tmp_path / "e" / "cache.json", kt_cache(GOOD, device=""))  # --gpu the table lacks
@@ -379,7 +380,7 @@ def test_a_file_past_the_size_limit_is_refused_before_it_is_in_memory(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A small gzip can hold gigabytes: reading stops at the limit, and the file is one
     rejection naming it; the same for a plain file."""
-    from kb.importers import files
+    from kernelkb.kb.importers import files
 
     bomb = tmp_path / "bomb_A6000.json.gz"
     with gzip.open(bomb, "wb") as handle:
@@ -391,7 +392,7 @@ def test_a_file_past_the_size_limit_is_refused_before_it_is_in_memory(
         files.read_bytes(write(tmp_path / "big.json", {"x": "y" * 2**20}), limit=2**20)
     assert json.loads(files.read_bytes(bomb, limit=4 * 2**20)) == {"cache": {}}
     # through the importer: one rejection naming the limit
-    from kb import limits
+    from kernelkb.kb import limits
 
     monkeypatch.setattr(limits, "IMPORT_FILE_BYTES", 2**20)
     (_, item), = iter_import(bomb)

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from kb import cli
-from kb.importers import FORMATS, ImportNote, ImportRejection, iter_import
-from kb.importers import tasks as task_map
-from kb.record import ExperienceRecord
-from kernels.base import get_task
+from kernelkb.kb.entry.cli import main as cli
+from kernelkb.kb.importers import FORMATS, ImportNote, ImportRejection, iter_import
+from kernelkb.kb.importers import tasks as task_map
+from kernelkb.kb.record import ExperienceRecord
+from kernelkb.kernels.base import get_task
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tuner_files"
 LOG = DATA / "inductor_autotune.log"

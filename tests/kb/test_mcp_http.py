@@ -16,9 +16,9 @@ from kb_testdata import make_knowledge, record
 from mcp.client.streamable_http import streamable_http_client
 from mcp_sync import SyncClient
 
-from kb import cli
-from kb.mcp.http import http_app
-from kb.mcp.server import build_server
+from kernelkb.kb.entry.cli import main as cli
+from kernelkb.kb.entry.mcp.http import http_app
+from kernelkb.kb.entry.mcp.server import build_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
 from live_server import serving  # noqa: E402

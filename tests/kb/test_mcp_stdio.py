@@ -18,11 +18,12 @@ from mcp import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from mcp_sync import SyncClient, error_text
 
-from kb import limits
-from kb.record import ExperienceRecord, source_hash
-from kb.settings import Settings
-from kernels.base import all_tasks, get_task
-from retrieval.service import LocalKnowledge
+from kernelkb.kb import limits
+from kernelkb.kb.record import ExperienceRecord
+from kernelkb.kb.service import LocalKnowledge
+from kernelkb.kb.settings import Settings
+from kernelkb.kernels.base import all_tasks, get_task
+from kernelkb.kernels.shared.hashing import source_hash
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = {"retrieve_experiences", "insights", "bootstrap_plan", "evaluate_kernel",
@@ -42,7 +43,7 @@ def mcp(root: Path) -> Iterator[SyncClient]:
     shutil.copy(REPO / "seeds" / "space_softmax_float16.jsonl", seeds)
     env = {"KERNELKB_DATA_DIR": str(root / "store"), "KERNELKB_SEEDS_DIR": str(seeds),
            "TRITON_INTERPRET": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
-    server = StdioServerParameters(command=sys.executable, args=["-m", "kb.cli", "mcp"],
+    server = StdioServerParameters(command=sys.executable, args=["-m", "kernelkb", "mcp"],
                                    env=env, cwd=str(REPO))
     client = SyncClient(server)
     yield client
@@ -249,7 +250,7 @@ def test_every_unreadable_line_is_answered_and_the_session_goes_on(tmp_path: Pat
              '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"insig',
              "[1, 2]",
              '{"jsonrpc":"2.0","id":9,"method":"tools/list"}']
-    server = subprocess.Popen([sys.executable, "-m", "kb.cli", "mcp"], cwd=REPO, env=env,
+    server = subprocess.Popen([sys.executable, "-m", "kernelkb", "mcp"], cwd=REPO, env=env,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                               stderr=subprocess.DEVNULL, text=True)
     try:

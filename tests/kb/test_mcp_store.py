@@ -8,9 +8,9 @@ from pathlib import Path
 
 from mcp import Client
 
-from kb.mcp.command import WarmingUp
-from kb.mcp.server import build_server
-from kb.settings import Settings
+from kernelkb.kb.entry.cli.mcp import WarmingUp
+from kernelkb.kb.entry.mcp.server import build_server
+from kernelkb.kb.settings import Settings
 
 
 def test_a_store_that_cannot_open_is_a_tool_error(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import threading
 import numpy as np
 from kb_testdata import shared_embedder
 
-from kb.embedder import Embedder
+from kernelkb.kb.embedder import Embedder
 
 
 def test_concurrent_queries_share_batches_and_match_single_vectors() -> None:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from kb_testdata import make_knowledge
 
-from kb.record import ExperienceRecord
-from kernels.base import all_tasks
+from kernelkb.kb.record import ExperienceRecord
+from kernelkb.kernels.base import all_tasks
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 

@@ -17,11 +17,11 @@ import httpx
 import pytest
 import uvicorn
 
-from kb.api.app import create_app
-from kb.api.http_protocol import port_problem
-from kb.cli import main
-from kb.settings import Settings
-from retrieval.service import LocalKnowledge
+from kernelkb.kb.entry.api.app import create_app
+from kernelkb.kb.entry.api.http_protocol import port_problem
+from kernelkb.kb.entry.cli.main import main
+from kernelkb.kb.service import LocalKnowledge
+from kernelkb.kb.settings import Settings
 
 READ_COMMANDS = [["stats"], ["insights", "--op", "softmax"], ["query", "--op", "rmsnorm"],
                  ["export", "-o", "out.jsonl"], ["bootstrap", "--gpu", "h200"]]

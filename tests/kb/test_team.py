@@ -17,8 +17,8 @@ import pytest
 from kb_testdata import make_knowledge, record_dict
 from servers import backend_env
 
-from kb.doctor import sql_ids
-from kb.record import parse_record
+from kernelkb.kb.doctor import sql_ids
+from kernelkb.kb.record import parse_record
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "api"))
@@ -53,7 +53,7 @@ def test_running_server_sees_vectors_and_rows_another_process_wrote(
                                                timeout=60) as client:
         before = client.post("/retrieve", json=query).json()
         assert before["candidates"] == 20  # the matrix is loaded, the server is warm
-        proc = subprocess.run([sys.executable, "-m", "kb.cli", "ingest", str(path)], cwd=REPO,
+        proc = subprocess.run([sys.executable, "-m", "kernelkb", "ingest", str(path)], cwd=REPO,
                               env=_env(data, store_backend), capture_output=True, text=True,
                               timeout=300)
         assert proc.returncode == 0 and "12 accepted" in proc.stdout, proc.stderr[-2000:]
@@ -69,7 +69,7 @@ def test_running_server_sees_vectors_and_rows_another_process_wrote(
 
 _CLIENT = textwrap.dedent("""
     import json, sys
-    from retrieval.remote import RemoteKnowledge
+    from kernelkb.retrieval.remote import RemoteKnowledge
 
     records = [json.loads(line) for line in open(sys.argv[2])]
     service = RemoteKnowledge(sys.argv[1], timeout=300)
@@ -124,7 +124,7 @@ def test_running_server_survives_a_reindex_by_another_process(
     with live_server(kb) as port, httpx.Client(base_url=f"http://127.0.0.1:{port}",
                                                timeout=60) as client:
         assert client.get("/stats").json()["vectors"] == 30
-        proc = subprocess.run([sys.executable, "-m", "kb.cli", "reindex"], cwd=REPO,
+        proc = subprocess.run([sys.executable, "-m", "kernelkb", "reindex"], cwd=REPO,
                               env=_env(data, store_backend), capture_output=True, text=True,
                               timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from kb_testdata import record_dict
 
-from kb import terminal
+from kernelkb.kb import terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 NOISE = ("Loading weights", "ForCausalLMLoss", "loss_type", "it/s]", "Batches:",
@@ -43,7 +43,7 @@ def _records(tmp_path: Path, n: int = 3) -> Path:
 
 def test_a_piped_command_prints_no_bars_and_no_library_noise(tmp_path: Path) -> None:
     """Embedding loads the model (the source of the load bar); stdout keeps the result."""
-    done = subprocess.run([sys.executable, "-m", "kb.cli", "ingest", str(_records(tmp_path))],
+    done = subprocess.run([sys.executable, "-m", "kernelkb", "ingest", str(_records(tmp_path))],
                           capture_output=True, text=True, env=_env(tmp_path), timeout=300,
                           cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -74,7 +74,7 @@ def test_the_frozen_bf16_model_loads_without_warnings(tmp_path: Path) -> None:
 def test_on_a_terminal_the_command_draws_its_progress(tmp_path: Path) -> None:
     records = _records(tmp_path, n=300)
     leader, follower = pty.openpty()
-    proc = subprocess.Popen([sys.executable, "-m", "kb.cli", "ingest", str(records)],
+    proc = subprocess.Popen([sys.executable, "-m", "kernelkb", "ingest", str(records)],
                             stdin=follower, stdout=follower, stderr=follower,
                             env=_env(tmp_path), cwd=tmp_path)
     os.close(follower)

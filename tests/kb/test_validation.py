@@ -13,9 +13,9 @@ import pytest
 from kb_testdata import record_dict
 from pydantic import ValidationError
 
-from kb import limits
-from kb.ingest import validate_batch
-from kb.record import parse_record
+from kernelkb.kb import limits
+from kernelkb.kb.ingest import validate_batch
+from kernelkb.kb.record import parse_record
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -96,7 +96,7 @@ def test_a_record_the_database_refuses_is_rejected_alone(
     unstorable) costs its own record, named by position, not the batch."""
     from kb_testdata import make_knowledge
 
-    from kb import ingest as ingest_mod
+    from kernelkb.kb import ingest as ingest_mod
 
     kb = make_knowledge(tmp_path)
     items = [record_dict(summary=f"record {n}", run=f"refused-{n}") for n in range(3)]
@@ -134,7 +134,7 @@ def test_cli_ingest_names_file_and_line(tmp_path: Path) -> None:
                     json.dumps(bad).replace('"NaN"', "NaN") + "\n")
     env = {"KERNELKB_DATA_DIR": str(tmp_path / "store"), "KERNELKB_VECTORS": "false",
            "KERNELKB_LOAD_SEEDS_ON_START": "false", "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run([sys.executable, "-m", "kb.cli", "ingest", str(path)], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "kernelkb", "ingest", str(path)], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stderr
     assert "1 accepted" in proc.stdout
@@ -155,7 +155,7 @@ def test_cli_ingest_reads_any_json_lines_file(tmp_path: Path) -> None:
     path.write_bytes(b"\xef\xbb\xbf" + b"\r\n".join(lines) + b"\r\n")
     env = {"KERNELKB_DATA_DIR": str(tmp_path / "store"), "KERNELKB_VECTORS": "false",
            "KERNELKB_LOAD_SEEDS_ON_START": "false", "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run([sys.executable, "-m", "kb.cli", "ingest", str(path)], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "kernelkb", "ingest", str(path)], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -163,10 +163,10 @@ def test_cli_ingest_reads_any_json_lines_file(tmp_path: Path) -> None:
     assert f"{path}:3: <record>: not UTF-8 text" in proc.stdout
     assert f"{path}:4: <record>: invalid JSON: nested too deeply" in proc.stdout
     exported = tmp_path / "out.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "kb.cli", "export", "-o", str(exported)],
+    proc = subprocess.run([sys.executable, "-m", "kernelkb", "export", "-o", str(exported)],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     env["KERNELKB_DATA_DIR"] = str(tmp_path / "second")
-    proc = subprocess.run([sys.executable, "-m", "kb.cli", "ingest", str(exported)], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "kernelkb", "ingest", str(exported)], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "3 accepted" in proc.stdout, proc.stdout + proc.stderr

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-import retrieval.service as service
-from kb.settings import Settings
-from optimizer.command import make_knowledge
-from retrieval.query import RetrievalQuery
-from retrieval.service import LocalKnowledge
+import kernelkb.kb.service as service
+from kernelkb.kb.entry.operations import open_for_runs as make_knowledge
+from kernelkb.kb.service import LocalKnowledge
+from kernelkb.kb.settings import Settings
+from kernelkb.retrieval.query import RetrievalQuery
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from kernels.base import DTYPES, Shape, Task, load_candidate
-from optimizer.sandbox import provenance
+from kernelkb.kernels.base import DTYPES, Shape, Task, load_candidate
+from kernelkb.optimizer.sandbox import provenance
 
 # bytes moved (fp16) past which the CPU interpreter spends seconds per run of a shape
 INTERPRETER_HEAVY_BYTES = 1_000_000

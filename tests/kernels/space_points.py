@@ -22,10 +22,10 @@ def check_point(task_name: str, config: dict[str, Any], dtypes: tuple[str, ...],
     import torch
     from triton.runtime.errors import OutOfResources
 
-    from kernels.base import DTYPES, get_task, load_candidate
-    from kernels.resources import smem_limit
-    from optimizer.sandbox import checks
-    from optimizer.sandbox.compiled_info import kernel_resources
+    from kernelkb.kernels.base import DTYPES, get_task, load_candidate
+    from kernelkb.kernels.resources import smem_limit
+    from kernelkb.optimizer.sandbox import checks
+    from kernelkb.optimizer.sandbox.compiled_info import kernel_resources
 
     began = time.perf_counter()
     task, limit = get_task(task_name), smem_limit()

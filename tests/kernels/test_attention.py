@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 from kernel_checks import assert_task_close, candidate_for, naive_cases, run_tracked
 
-from kernels.attention import CACHE_SLACK, apply_rope, rope_cos_sin
-from kernels.base import DTYPES, Shape, get_task, load_candidate
+from kernelkb.kernels.attention import CACHE_SLACK, apply_rope, rope_cos_sin
+from kernelkb.kernels.base import DTYPES, Shape, get_task, load_candidate
 
 TASK = get_task("attention")
 SPACE = list(TASK.space())

@@ -13,7 +13,7 @@ import pytest
 import torch
 from triton.runtime.jit import KernelInterface
 
-from kernels.base import Launch, all_tasks, generic_launch, load_candidate
+from kernelkb.kernels.base import Launch, all_tasks, generic_launch, load_candidate
 
 TASKS = all_tasks()
 
@@ -104,10 +104,10 @@ def test_generic_launch_from_knob_names():
 
 
 def test_record_resolvers_for_the_ranker():
-    """kernels.base.record_launch / record_cost: what callers pass to rows_from_records."""
+    """kernelkb.kernels.base.record_launch / record_cost: what callers pass to rows_from_records."""
     from types import SimpleNamespace
 
-    from kernels.base import record_cost, record_launch
+    from kernelkb.kernels.base import record_cost, record_launch
 
     task = TASKS["softmax"]
     record = SimpleNamespace(task=SimpleNamespace(task_id="softmax", dtype="float16"),

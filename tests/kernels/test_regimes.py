@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from kernels.base import SINGLE_REGIME, Regimes, all_tasks, get_task, record_regime
+from kernelkb.kernels.base import SINGLE_REGIME, Regimes, all_tasks, get_task, record_regime
 
 
 def _expected(task, shape) -> str:
@@ -75,7 +75,7 @@ def test_a_regime_on_a_dim_the_task_lacks_is_refused() -> None:
 
 
 def _record(task_id: str, shape_set: str, timings: list[str], regime: str | None = None):
-    from kb.record import parse_record
+    from kernelkb.kb.record import parse_record
 
     return parse_record({
         "run_id": "r", "iteration": 1,

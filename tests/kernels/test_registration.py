@@ -16,12 +16,10 @@ from pathlib import Path
 import pytest
 from user_task_sample import isolated_registry, write_task
 
-from kb import cli
-from kb.record import EDIT_CATEGORIES
-from kernels import discovery
-from kernels.base import TASKS, Knob, Task, all_tasks, get_task, related_ops_of
-from kernels.categories import KNOB_CATEGORIES
-from kernels.validation import TaskDefinitionError
+from kernelkb.kb.entry.cli import main as cli
+from kernelkb.kernels import discovery
+from kernelkb.kernels.base import TASKS, Knob, Task, all_tasks, get_task, related_ops_of
+from kernelkb.kernels.validation import TaskDefinitionError
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 
@@ -32,15 +30,23 @@ def _registry():
         yield
 
 
-def test_knob_categories_are_the_stores_vocabulary_without_baseline() -> None:
-    assert KNOB_CATEGORIES == tuple(c for c in EDIT_CATEGORIES if c != "baseline")
+def test_a_knob_filed_under_baseline_is_refused() -> None:
+    """"baseline" is a store category (the starting kernel itself), never a knob's."""
+    softmax = get_task("softmax")
+    knobs = (dataclasses.replace(softmax.knobs[0], category="baseline"), *softmax.knobs[1:])
+    with pytest.raises(TaskDefinitionError) as err:
+        dataclasses.replace(softmax, knobs=knobs)
+    text = str(err.value)
+    assert f"({softmax.knobs[0].name}).category: 'baseline' is not an edit category" in text
+    assert "tiling" in text and ", baseline" not in text
 
 
 def test_every_task_module_of_the_package_is_found_with_its_template_file() -> None:
     modules = {p.stem for p in KERNELS.glob("*.py")
                if "\nTASK = " in p.read_text()}
     tasks = all_tasks()
-    assert {discovery.origin_of(n).module for n in tasks} >= {f"kernels.{m}" for m in modules}
+    assert {discovery.origin_of(n).module for n in tasks} >= \
+        {f"kernelkb.kernels.{m}" for m in modules}
     for task in tasks.values():
         path = Path(task.template_path)
         assert path.parent == KERNELS / "templates" and path.read_text() == task.template

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernels.base import all_tasks, get_task
-from kernels.resources import smem_limit
+from kernelkb.kernels.base import all_tasks, get_task
+from kernelkb.kernels.resources import smem_limit
 
 SPACES = Path(__file__).parents[2] / "benchmarks" / "space"
 H200 = smem_limit("NVIDIA H200")

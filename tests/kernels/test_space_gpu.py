@@ -33,7 +33,7 @@ import pytest
 import torch
 from space_points import check_point
 
-from kernels.base import Task, all_tasks
+from kernelkb.kernels.base import Task, all_tasks
 
 ON_GPU = torch.cuda.is_available()
 # a core for each other test process (pytest-xdist's workers, or this one alone)
@@ -84,7 +84,7 @@ def boundary_points(task: Task, share: float = BOUNDARY_SHARE) -> list[dict]:
     this GPU's limit per block (every point without a known limit): where a model error
     would flip run into refused or back. The rest are covered by the covering subset here
     and by every point in the interpreter."""
-    from kernels.resources import smem_limit
+    from kernelkb.kernels.resources import smem_limit
 
     limit = smem_limit()
     points = list(task.space())

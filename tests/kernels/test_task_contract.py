@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernels.base import all_tasks, header_constants
-from optimizer.task_command import SPACE_RULE
+from kernelkb.kb.entry.cli.tasks import SPACE_RULE
+from kernelkb.kernels.base import all_tasks, header_constants
 
 TASKS = sorted(all_tasks().values(), key=lambda t: t.name)
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from user_task_sample import isolated_registry, write_task
 
-from kb import cli
-from kernels import discovery
-from kernels.base import get_task
+from kernelkb.kb.entry.cli import main as cli
+from kernelkb.kernels import discovery
+from kernelkb.kernels.base import get_task
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 
@@ -54,7 +54,7 @@ def test_the_checks_catch_a_wrong_user_kernel(tmp_path: Path, capsys) -> None:
 
 @pytest.mark.slow
 def test_an_entry_point_task_is_evaluated_in_the_sandbox(tmp_path: Path, monkeypatch) -> None:
-    from optimizer.sandbox import evaluate
+    from kernelkb.optimizer.sandbox import evaluate
 
     site = tmp_path / "site"
     write_task(site / "kkb_demo_tasks", name="add_rmsnorm_ep")
@@ -75,15 +75,15 @@ def test_an_entry_point_task_is_evaluated_in_the_sandbox(tmp_path: Path, monkeyp
 @pytest.mark.slow
 def test_a_user_task_runs_through_optimize_on_cpu_with_its_related_ops_experiences(
         tmp_path: Path) -> None:
-    from kb.embedder import Embedder
-    from kb.settings import Settings
-    from optimizer.agents.base import AgentContext
-    from optimizer.agents.llm import build_messages
-    from optimizer.agents.offline import OfflineAgent
-    from optimizer.loop import LoopOptions
-    from optimizer.policy import PolicyConfig
-    from optimizer.session import optimize
-    from retrieval.service import LocalKnowledge
+    from kernelkb.kb.embedder import Embedder
+    from kernelkb.kb.service import LocalKnowledge
+    from kernelkb.kb.settings import Settings
+    from kernelkb.optimizer.agents.base import AgentContext
+    from kernelkb.optimizer.agents.llm import build_messages
+    from kernelkb.optimizer.agents.offline import OfflineAgent
+    from kernelkb.optimizer.loop import LoopOptions
+    from kernelkb.optimizer.policy import PolicyConfig
+    from kernelkb.optimizer.session import optimize
 
     class PromptKeeper(OfflineAgent):
         """The offline agent, keeping the prompt an LLM agent would have been sent."""

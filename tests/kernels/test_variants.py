@@ -18,7 +18,7 @@ import torch
 from kernel_checks import assert_task_close, check_config
 from triton.runtime.jit import KernelInterface
 
-from kernels.base import get_task, load_candidate
+from kernelkb.kernels.base import get_task, load_candidate
 
 RESULTS = Path(__file__).parents[2] / "benchmarks" / "results"
 

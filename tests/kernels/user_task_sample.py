@@ -40,7 +40,7 @@ def write_task(folder: Path, name: str = "add_rmsnorm", one_file: bool = False,
 @contextmanager
 def isolated_registry() -> Iterator[None]:
     """Snapshot the task registry and discovery state; restore them afterwards."""
-    from kernels import base, discovery
+    from kernelkb.kernels import base, discovery
 
     saved = (dict(base.TASKS), dict(discovery._ORIGINS), set(discovery._LOADED),
              list(discovery._FOLDERS), discovery._scanned_path, set(sys.modules))

@@ -18,9 +18,9 @@ _EMBEDDER: Any = None
 def make_local_knowledge(root: Path) -> Any:
     """A real LocalKnowledge (SQLite file + Chroma folder) with the model loaded once."""
     global _EMBEDDER
-    from kb.embedder import Embedder
-    from kb.settings import Settings
-    from retrieval.service import LocalKnowledge
+    from kernelkb.kb.embedder import Embedder
+    from kernelkb.kb.service import LocalKnowledge
+    from kernelkb.kb.settings import Settings
 
     if _EMBEDDER is None:
         _EMBEDDER = Embedder()

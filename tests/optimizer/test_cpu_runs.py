@@ -15,16 +15,18 @@ from pathlib import Path
 
 import pytest
 
-from kb.settings import REPO_ROOT, Settings
-from kernels.base import get_task
-from optimizer.report import sweep_line
-from optimizer.sandbox import resolve_shapes, sweep_shape_set
-from optimizer.sandbox.result import EvalResult
-from retrieval.prediction import measured_records
-from retrieval.service import LocalKnowledge
+from kernelkb.kb.service import LocalKnowledge
+from kernelkb.kb.settings import Settings
+from kernelkb.kernels.base import get_task
+from kernelkb.optimizer.report import sweep_line
+from kernelkb.optimizer.sandbox import resolve_shapes, sweep_shape_set
+from kernelkb.optimizer.sandbox.result import EvalResult
+from kernelkb.retrieval.prediction import measured_records
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kb"))  # the fabricated records
 from kb_testdata import record_dict  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 ROPE = get_task("rope")
 SWIGLU = get_task("swiglu")  # the whole-CLI run: its CPU sweep is the quickest (~35 s)
@@ -105,7 +107,7 @@ def test_a_cpu_optimize_run_checks_its_cpu_shapes_and_says_nothing_was_timed(
     and edge shapes, the report says nothing was timed, bootstrap never names the CPU."""
     env = {**os.environ, "KERNELKB_HOME": str(tmp_path / "home"), "KERNELKB_VECTORS": "false",
            "PYTHONPATH": str(REPO_ROOT)}
-    run = subprocess.run([sys.executable, "-m", "kb.cli", "optimize", "swiglu", "--max-iters",
+    run = subprocess.run([sys.executable, "-m", "kernelkb", "optimize", "swiglu", "--max-iters",
                           "1", "--shapes", "cpu", "--timeout-s", "600",
                           "--out", str(tmp_path / "runs")],
                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
@@ -125,7 +127,7 @@ def test_a_cpu_optimize_run_checks_its_cpu_shapes_and_says_nothing_was_timed(
     assert passed and sum(passed) == checked, (passed, checked)
     assert "FAIL" not in text
     assert not (tmp_path / ".kernelkb").exists()
-    plan = subprocess.run([sys.executable, "-m", "kb.cli", "bootstrap", "--op", "swiglu",
+    plan = subprocess.run([sys.executable, "-m", "kernelkb", "bootstrap", "--op", "swiglu",
                            "--gpu", "H100", "--json"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
     assert plan.returncode == 0, plan.stderr[-2000:]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kernels.base import get_task
-from optimizer.diffcheck import check, normalize
+from kernelkb.kernels.base import get_task
+from kernelkb.optimizer.diffcheck import check, normalize
 
 SOFTMAX = get_task("softmax").template
 

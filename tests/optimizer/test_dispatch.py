@@ -13,9 +13,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from kb.cli import main as cli_main
-from kernels.base import get_task
-from kernels.dispatch_runtime import (
+from kernelkb.kb.entry.cli.main import main as cli_main
+from kernelkb.kernels.base import get_task
+from kernelkb.kernels.dispatch_runtime import (
     Dispatcher,
     dispatch_check,
     dispatch_gpu_order,
@@ -23,8 +23,15 @@ from kernels.dispatch_runtime import (
     dispatch_render,
     dispatch_select,
 )
-from optimizer.dispatch import add_gpu, entry, merge_tables, new_table, read_table, write_table
-from optimizer.export import export_module
+from kernelkb.optimizer.dispatch import (
+    add_gpu,
+    entry,
+    merge_tables,
+    new_table,
+    read_table,
+    write_table,
+)
+from kernelkb.optimizer.export import export_module
 
 H200 = SimpleNamespace(gpu_name="NVIDIA H200", arch="sm_90", sm_count=132, vendor="nvidia",
                        mem_bandwidth_gbps=4000.0, smem_per_sm_kib=228, peak_tflops=900.0,

@@ -5,15 +5,16 @@ conditions that are cheap to prove with real evaluations (max-iters, patience, b
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from optimizer.agents.base import AgentContext
-from optimizer.agents.offline import OfflineAgent
-from optimizer.loop import LoopOptions
-from optimizer.policy import PolicyConfig, StopReason
-from optimizer.session import optimize
+from kernelkb.optimizer.agents.base import AgentContext
+from kernelkb.optimizer.agents.offline import OfflineAgent
+from kernelkb.optimizer.loop import LoopOptions
+from kernelkb.optimizer.policy import PolicyConfig, StopReason
+from kernelkb.optimizer.session import optimize
 
 pytestmark = pytest.mark.slow
 
@@ -54,6 +55,12 @@ def test_run_two_retrieves_and_uses_run_one(tmp_path: Path, local_knowledge) -> 
     report = second.report_path.read_text()
     assert "stopped by **patience**" in report
     assert used.rationale[:60].replace("|", "/") in report  # the rounds table says why
+    # the run file the pages read: what stopped it and the sweep, as fields, not prose
+    run_file = json.loads((second.report_path.parent / "run.json").read_text())
+    assert run_file["state"] == "finished" and run_file["stop_reason"] == "patience"
+    assert run_file["run_id"] == second.run_id and run_file["candidate"] is None
+    assert run_file["sections"].startswith("## Shape sweep of the best kernel vs the start")
+    assert "![" not in run_file["sections"] and "## Rounds" not in run_file["sections"]
 
 
 def test_budget_stops_the_run(tmp_path: Path) -> None:
@@ -82,6 +89,8 @@ def test_an_interrupted_run_keeps_its_rounds_and_writes_its_report(tmp_path: Pat
     assert len(result.rounds) == 2 and result.best_sweep is None  # baseline + round 1
     assert len(result.journal_path.read_text().splitlines()) == 2
     assert "stopped by **interrupt**" in result.report_path.read_text()
+    assert json.loads((result.report_path.parent / "run.json").read_text())[
+        "stop_reason"] == "interrupt"
     assert result.export_path.exists()
 
 
@@ -90,7 +99,7 @@ def test_sigterm_stops_a_run_as_ctrl_c_does() -> None:
     import signal
     import time
 
-    from optimizer.command import interrupt_on_sigterm
+    from kernelkb.kb.entry.cli.optimize import interrupt_on_sigterm
 
     previous = signal.getsignal(signal.SIGTERM)
     try:
@@ -98,7 +107,7 @@ def test_sigterm_stops_a_run_as_ctrl_c_does() -> None:
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(2)  # the handler raises at the next bytecode, well before this ends
-        from optimizer.command import SIGNALLED
+        from kernelkb.kb.entry.cli.optimize import SIGNALLED
 
         assert SIGNALLED["signum"] == signal.SIGTERM  # the command then exits 143
     finally:
@@ -115,7 +124,7 @@ def test_a_run_stopped_by_sigterm_is_written_up_and_exits_143(tmp_path) -> None:
 
     env = {**os.environ, "KERNELKB_HOME": str(tmp_path / "home"), "KERNELKB_VECTORS": "false",
            "KERNELKB_LOAD_SEEDS_ON_START": "false"}
-    proc = subprocess.Popen([sys.executable, "-m", "kb.cli", "optimize", "softmax",
+    proc = subprocess.Popen([sys.executable, "-m", "kernelkb", "optimize", "softmax",
                              "--no-retrieval", "--shapes", "cpu", "--sweep-shapes", "cpu",
                              "--max-iters", "50", "--patience", "50",
                              "--out", str(tmp_path / "runs")], env=env,

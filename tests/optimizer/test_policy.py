@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from optimizer.policy import Policy, PolicyConfig, StopReason
+from kernelkb.optimizer.policy import Policy, PolicyConfig, StopReason
 
 
 def run(policy: Policy, scores: list[float | None], spent: float = 0.0) -> int:
@@ -104,9 +104,9 @@ def test_bad_settings_are_refused(bad: dict) -> None:
 def test_candidate_timeout_scales_with_the_work_and_not_with_the_budget_left() -> None:
     from types import SimpleNamespace
 
-    from kernels.base import get_task
-    from optimizer.loop import Loop, LoopOptions
-    from optimizer.sandbox.evaluator import work_timeout_s
+    from kernelkb.kernels.base import get_task
+    from kernelkb.optimizer.loop import Loop, LoopOptions
+    from kernelkb.optimizer.sandbox.evaluator import work_timeout_s
 
     loop = Loop.__new__(Loop)  # only the task, policy, options and env matter here
     loop.task = get_task("softmax")

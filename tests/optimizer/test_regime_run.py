@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from optimizer.agents.offline import OfflineAgent
-from optimizer.loop import LoopOptions
-from optimizer.policy import PolicyConfig
-from optimizer.session import optimize, regime_plan, split_policy
+from kernelkb.optimizer.agents.offline import OfflineAgent
+from kernelkb.optimizer.loop import LoopOptions
+from kernelkb.optimizer.policy import PolicyConfig
+from kernelkb.optimizer.session import optimize, regime_plan, split_policy
 
 SHAPES = [(2, 64), (1, 2100)]  # short_rows and medium_rows of softmax
 
@@ -60,7 +60,7 @@ def test_each_regime_is_tuned_reported_and_dispatched(tmp_path: Path) -> None:
 
 
 def test_the_plan_and_the_budget_split() -> None:
-    from kernels.base import get_task
+    from kernelkb.kernels.base import get_task
 
     task = get_task("matmul")
     options = LoopOptions(shapes="auto", sweep_shapes="sweep")

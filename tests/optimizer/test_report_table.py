@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kernels.base import get_task
-from optimizer.report import _peak_note, _table_row, shape_table
+from kernelkb.kernels.base import get_task
+from kernelkb.optimizer.report import _peak_note, _table_row, shape_table
 
 SOFTMAX = get_task("softmax")
 
@@ -49,11 +49,12 @@ def test_the_footnote_says_whether_the_peaks_were_measured_or_from_the_datasheet
     assert "measured on this GPU" in note and "4219 GB/s" in note and "696 TFLOP/s" in note
 
 
-def test_the_datasheet_row_is_the_longest_fragment_a_name_holds() -> None:
-    from optimizer.sandbox.hardware import datasheet
+def test_the_datasheet_figures_are_the_gpu_tables_row_of_the_whole_name() -> None:
+    from kernelkb.optimizer.sandbox.hardware import datasheet
 
     assert datasheet("NVIDIA GH200 480GB") == (4000.0, 989.0)  # not the H200's row
     assert datasheet("NVIDIA H200") == (4800.0, 989.0)
     assert datasheet("NVIDIA L40S") == (864.0, 362.0) and datasheet("NVIDIA L4")[0] == 300.0
+    assert datasheet("NVIDIA L40") == (864.0, 181.0)  # a name fragment once read it as an L4
     assert datasheet("NVIDIA H100 PCIe") == (2000.0, 756.0)
     assert datasheet("some unknown part") == (None, None)

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from kb.record import ExperienceRecord
-from kb.seeds import read_jsonl
-from kb.settings import Settings
-from kernels.base import get_task
-from optimizer import revalidate_command
-from optimizer.revalidate import Known, _drift, best_known, revalidate, table
-from optimizer.sandbox.result import EvalResult
-from retrieval.service import LocalKnowledge
+from kernelkb.kb.entry.cli import revalidate as revalidate_command
+from kernelkb.kb.record import ExperienceRecord
+from kernelkb.kb.seeds import read_jsonl
+from kernelkb.kb.service import LocalKnowledge
+from kernelkb.kb.settings import Settings
+from kernelkb.kernels.base import get_task
+from kernelkb.optimizer.revalidate import Known, _drift, best_known, revalidate, table
+from kernelkb.optimizer.sandbox.result import EvalResult
 
 BASE = {"BLOCK_SIZE": 0, "NUM_WARPS": 4, "NUM_STAGES": 1, "ROWS_PER_PROGRAM": 1,
         "ONLINE": False}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kb.record import Verdict
-from optimizer.sandbox import EvalResult
-from optimizer.verdict import judge, noise_threshold
+from kernelkb.kernels.shared.vocabulary import Verdict
+from kernelkb.optimizer.sandbox import EvalResult
+from kernelkb.optimizer.verdict import judge, noise_threshold
 
 
 def timed(ms: float, iqr: float = 0.0) -> EvalResult:
@@ -60,8 +60,8 @@ def test_a_parent_retimed_beside_the_child_is_what_the_child_is_judged_against()
     """The worker re-times the parent where the child looked over 10x faster (see
     optimizer/sandbox/timing.py); its earlier, slow figure must not make a level child a
     win. fill_timing is the evaluator's own layer (the replay uses it too)."""
-    from kernels.base import get_task
-    from optimizer.sandbox.evaluator import fill_timing
+    from kernelkb.kernels.base import get_task
+    from kernelkb.optimizer.sandbox.evaluator import fill_timing
 
     task, shape = get_task("softmax"), (1024, 4096)
     label = task.shape_label(shape)

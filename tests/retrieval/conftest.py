@@ -10,7 +10,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kb"))
 
 from kb_testdata import make_knowledge  # noqa: E402
 
-from retrieval.service import LocalKnowledge  # noqa: E402
+from kernelkb.kb.service import LocalKnowledge  # noqa: E402
 
 
 @pytest.fixture

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
+from types import SimpleNamespace
 
 import pytest
 
-from kernels.base import Launch
-from retrieval.features import LaunchFacts, derive_features, raw_features
-from retrieval.hardware import gpu_similarity
-from retrieval.launch import kernel_tuner_launch, parse_problem_size
+from kernelkb.kernels.shared.launch import Launch
+from kernelkb.retrieval.features import derive_features, raw_features
+from kernelkb.retrieval.hardware import gpu_similarity
+from kernelkb.retrieval.launch import kernel_tuner_launch, parse_problem_size
 
 # a made-up NVIDIA-like part and an AMD-like one (wave64), facts only
 NV = {"gpu_name": "nv", "vendor": "nvidia", "arch": "sm_80", "sm_count": 100,
@@ -20,19 +20,25 @@ AMD = {**NV, "gpu_name": "amd", "vendor": "amd", "arch": "gfx90a", "warp_size": 
        "smem_per_sm_kib": 64}
 
 
-def launch(**kw) -> LaunchFacts:
+def launch(**kw) -> Launch:
     base = {"programs": 1000, "threads_per_program": 256, "elements_per_program": 1024,
             "bytes_per_element": 2, "tile_bytes": 0}
-    return LaunchFacts(**{**base, **kw})
+    return Launch(**{**base, **kw})
 
 
-def test_launch_facts_mirror_the_kernels_launch():
-    """retrieval may not import kernels: its copy must keep the same fields."""
-    assert [f.name for f in dataclasses.fields(LaunchFacts)] == \
-        [f.name for f in dataclasses.fields(Launch)]
+def test_features_read_a_launch_or_any_object_with_its_attributes():
+    """A user task's own launch type works by its attributes: the ones it lacks take
+    Launch's defaults, and its features are those of the same Launch."""
     k = Launch(programs=3, threads_per_program=64, elements_per_program=8, bytes_per_element=2,
                tile_bytes=16, num_stages=2)
-    assert LaunchFacts.of(k) == LaunchFacts(3, 64, 8, 2, 16, num_stages=2)
+    assert Launch.of(k) is k
+    own = SimpleNamespace(programs=3, threads_per_program=64, elements_per_program=8,
+                          bytes_per_element=2, tile_bytes=16, num_stages=2, colour="red")
+    assert Launch.of(own) == k
+    assert derive_features(own, NV) == derive_features(k, NV)
+    with pytest.raises(ValueError, match="launch needs programs"):
+        Launch.of(SimpleNamespace(programs=0, threads_per_program=64, elements_per_program=8,
+                                  bytes_per_element=2, tile_bytes=16))
 
 
 def test_threads_warps_and_lane_use_follow_the_warp_size():
@@ -129,7 +135,7 @@ def test_gpu_similarity_uses_facts_not_names():
 def test_facts_past_any_device_give_no_feature_not_an_error() -> None:
     """A GPU whose facts overflow the balance (peak 1e300 TFLOPS, 5e-324 GB/s) has no
     memory-bound class; it does not fail the feature table (and with it /bootstrap)."""
-    from retrieval.features import shape_features
+    from kernelkb.retrieval.features import shape_features
 
     for facts in ({"peak_tflops": 1e300, "mem_bandwidth_gbps": 4800.0},
                   {"peak_tflops": 989.0, "mem_bandwidth_gbps": 5e-324}):

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from kb_testdata import record_dict
 
-from kb.settings import Settings
-from kernels.base import get_task
-from optimizer.diffcheck import check
-from retrieval.fewshot import LEGEND, changed_lines
-from retrieval.query import RetrievalQuery
-from retrieval.quoting import CLOSE, OPEN
-from retrieval.service import LocalKnowledge
+from kernelkb.kb.service import LocalKnowledge
+from kernelkb.kb.settings import Settings
+from kernelkb.kernels.base import get_task
+from kernelkb.optimizer.diffcheck import check
+from kernelkb.retrieval.fewshot import LEGEND, changed_lines
+from kernelkb.retrieval.query import RetrievalQuery
+from kernelkb.retrieval.quoting import CLOSE, OPEN
 
 SOFTMAX = get_task("softmax")
 EDITS = [{"NUM_WARPS": 8}, {"ROWS_PER_PROGRAM": 4}, {"NUM_WARPS": 2, "ROWS_PER_PROGRAM": 2}]

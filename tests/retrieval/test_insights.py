@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kb_testdata import record_dict
 
-from retrieval.service import LocalKnowledge
+from kernelkb.kb.service import LocalKnowledge
 
 H200_TARGET = {"gpu_name": "NVIDIA H200", "arch": "sm_90", "sm_count": 132,
                "mem_bandwidth_gbps": 4800, "smem_per_sm_kib": 228}
@@ -62,9 +62,9 @@ def test_the_optimizer_takes_only_this_tasks_configs_from_alike_gpus(
         knowledge: LocalKnowledge) -> None:
     from kb_testdata import HARDWARE
 
-    from kb.record import Environment
-    from kernels.base import get_task
-    from optimizer.recall import known_configs
+    from kernelkb.kb.record import Environment
+    from kernelkb.kernels.base import get_task
+    from kernelkb.optimizer.recall import known_configs
 
     softmax = get_task("softmax")
     best = {**softmax.default_config, "NUM_WARPS": 8}
@@ -93,11 +93,11 @@ def test_a_task_with_nothing_measured_here_adopts_its_related_ops_best(
 
     from kb_testdata import HARDWARE
 
-    from kb.record import Environment
-    from kernels.base import get_task
-    from optimizer.agents.base import AgentContext
-    from optimizer.agents.offline import OfflineAgent
-    from optimizer.recall import known_configs
+    from kernelkb.kb.record import Environment
+    from kernelkb.kernels.base import get_task
+    from kernelkb.optimizer.agents.base import AgentContext
+    from kernelkb.optimizer.agents.offline import OfflineAgent
+    from kernelkb.optimizer.recall import known_configs
 
     rmsnorm = get_task("rmsnorm")
     layernorm = dataclasses.replace(
@@ -180,11 +180,11 @@ def test_a_regime_loop_adopts_the_fastest_on_its_own_shapes(knowledge: LocalKnow
     configuration it offers to adopt is the one measured fastest there."""
     from kb_testdata import HARDWARE
 
-    from kb.record import Environment
-    from kernels.base import get_task
-    from optimizer.experience import RunInfo
-    from optimizer.loop import Loop, LoopOptions
-    from optimizer.recall import known_configs
+    from kernelkb.kb.record import Environment
+    from kernelkb.kernels.base import get_task
+    from kernelkb.optimizer.experience import RunInfo
+    from kernelkb.optimizer.loop import Loop, LoopOptions
+    from kernelkb.optimizer.recall import known_configs
 
     softmax = get_task("softmax")
     fast_long = {**softmax.default_config, "NUM_WARPS": 16}

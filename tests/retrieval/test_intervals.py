@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from kb.record import ExperienceRecord
-from retrieval.prediction import predict, store_space
-from retrieval.ranker import CostModel, ExperienceRow, candidate_rows
+from kernelkb.kb.record import ExperienceRecord
+from kernelkb.retrieval.prediction import predict, store_space
+from kernelkb.retrieval.ranker import CostModel, ExperienceRow, candidate_rows
 
 SIGMA = 0.2  # the noise's log-normal width, per (GPU, configuration)
 CONFIGS = [{"block": b, "tile": t, "unroll": u} for b in (32, 64, 128, 256, 512, 1024)

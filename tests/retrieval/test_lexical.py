@@ -11,10 +11,10 @@ from kb_testdata import make_knowledge, record_dict
 from sqlalchemy import text
 from sqlmodel import Session
 
-from kb.db import FTS_TABLE, make_engine
-from retrieval.lexical import distinctive, has_code
-from retrieval.query import RetrievalQuery
-from retrieval.service import LocalKnowledge
+from kernelkb.kb.db import FTS_TABLE, make_engine
+from kernelkb.kb.service import LocalKnowledge
+from kernelkb.retrieval.lexical import distinctive, has_code
+from kernelkb.retrieval.query import RetrievalQuery
 
 H200 = dict(op_type="softmax", gpu_name="NVIDIA H200", arch="sm_90", triton_version="3.5.0")
 

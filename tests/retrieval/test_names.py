@@ -13,13 +13,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from kb.cli import main
-from kb.settings import REPO_ROOT, Settings
-from retrieval.names import UnknownName, match_gpu, match_name
-from retrieval.service import LocalKnowledge
+from kernelkb.kb.entry.cli.main import main
+from kernelkb.kb.service import LocalKnowledge
+from kernelkb.kb.settings import Settings
+from kernelkb.retrieval.names import UnknownName, match_gpu, match_name
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
 from live_server import live_server  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 H200 = "NVIDIA H200"
 

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from kb_testdata import make_knowledge
 
-from kb import cli
-from kernels.base import TASKS, all_tasks, get_task, related_ops_of
-from optimizer.recall import query_for, recall
-from retrieval.query import RetrievalQuery
-from retrieval.ranking import edit_keys
-from retrieval.schemas import Hit, RetrievalResult
-from retrieval.service import LocalKnowledge
+from kernelkb.kb.entry.cli import main as cli
+from kernelkb.kb.service import LocalKnowledge
+from kernelkb.kernels.base import TASKS, all_tasks, get_task, related_ops_of
+from kernelkb.optimizer.recall import query_for, recall
+from kernelkb.retrieval.query import RetrievalQuery
+from kernelkb.retrieval.ranking import edit_keys
+from kernelkb.retrieval.schemas import Hit, RetrievalResult
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 H200 = "NVIDIA H200"

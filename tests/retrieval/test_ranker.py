@@ -15,8 +15,8 @@ import random
 import numpy as np
 import pytest
 
-from retrieval.features import LaunchFacts
-from retrieval.ranker import (
+from kernelkb.kernels.shared.launch import Launch
+from kernelkb.retrieval.ranker import (
     OBJECTIVES,
     CostModel,
     ExperienceRow,
@@ -38,11 +38,11 @@ CONFIGS = [{"threads": t, "tile": w, "unused": u} for t in (32, 64, 96, 128, 256
            for w in (1, 2, 4, 8, 16) for u in (0, 1)]
 
 
-def launch_of(config: dict, _shape: str = "") -> LaunchFacts:
+def launch_of(config: dict, _shape: str = "") -> Launch:
     per_program = config["threads"] * config["tile"]
-    return LaunchFacts(programs=PROBLEM // per_program, threads_per_program=config["threads"],
-                       elements_per_program=per_program, bytes_per_element=4,
-                       tile_bytes=per_program * 4)
+    return Launch(programs=PROBLEM // per_program, threads_per_program=config["threads"],
+                  elements_per_program=per_program, bytes_per_element=4,
+                  tile_bytes=per_program * 4)
 
 
 def true_time(config: dict, facts: dict, noise: float = 0.03, seed: int = 0) -> float:
@@ -155,7 +155,7 @@ def test_failed_configurations_rank_last_in_training_labels():
     rows.append(ExperienceRow(op="synthetic", shape="n=4M", gpu=facts["gpu_name"],
                               config={"threads": 1, "tile": 1, "unused": 9}, time_ms=None,
                               launch=None, gpu_facts=facts, failed=True))
-    from retrieval.ranker import group_tables
+    from kernelkb.retrieval.ranker import group_tables
 
     table = group_tables(rows)[("synthetic", "n=4M")][facts["gpu_name"]]
     failed_key = rows[-1].key
@@ -165,7 +165,7 @@ def test_failed_configurations_rank_last_in_training_labels():
 def test_rows_from_records_splits_shapes_and_keeps_failures():
     from kb_testdata import record_dict
 
-    from kb.record import parse_record
+    from kernelkb.kb.record import parse_record
 
     good = parse_record(record_dict(config={"B": 1}))
     bad = parse_record(record_dict(config={"B": 2}, verdict="failed"))

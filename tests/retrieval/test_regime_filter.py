@@ -13,12 +13,12 @@ from kb_testdata import record_dict
 from sqlalchemy import text
 from sqlmodel import select
 
-from kb.models import Experience
-from kb.record import parse_record
-from kb.settings import Settings
-from kernels.base import RecordRegimes
-from retrieval.query import RetrievalQuery
-from retrieval.service import LocalKnowledge
+from kernelkb.kb.models import Experience
+from kernelkb.kb.record import parse_record
+from kernelkb.kb.service import LocalKnowledge
+from kernelkb.kb.settings import Settings
+from kernelkb.kernels.base import RecordRegimes
+from kernelkb.retrieval.query import RetrievalQuery
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
 from live_server import live_server  # noqa: E402

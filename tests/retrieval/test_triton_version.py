@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from kb_testdata import record_dict
 
-from retrieval.query import RetrievalQuery
-from retrieval.service import LocalKnowledge
+from kernelkb.kb.service import LocalKnowledge
+from kernelkb.retrieval.query import RetrievalQuery
 
 NOW, OLD = "3.6.0", "3.5.0"
 

@@ -15,11 +15,11 @@ import pytest
 from sqlmodel import select
 from web_testdata import HUB_GPUS, HUB_OP, PLANT, PLANTED_RUN, hub_fastest
 
-from kb.models import Hardware
-from kb.queries import list_runs
-from kb.web import runs as run_folders
-from retrieval.hardware import gpu_similarity
-from retrieval.ranker import default_facts
+from kernelkb.kb.entry.web import runs as run_folders
+from kernelkb.kb.models import Hardware
+from kernelkb.kb.queries import list_runs
+from kernelkb.retrieval.hardware import gpu_similarity
+from kernelkb.retrieval.ranker import default_facts
 
 # a real browser and server; skipped with the reason where no chromium is installed
 # (CI installs it and sets KERNELKB_REQUIRE_BROWSER, which turns the skip into a failure)
@@ -378,7 +378,7 @@ def test_landscape_page_plots_measured_and_predicted(browser, site, shots) -> No
     _shot(browser, shots, "landscape_convolution_a100")
 
 
-def test_live_run_page_reloads_itself_until_the_report(browser, site, shots) -> None:
+def test_live_run_page_reloads_itself_until_the_run_ends(browser, site, shots) -> None:
     import json
     import time
 
@@ -390,7 +390,7 @@ def test_live_run_page_reloads_itself_until_the_report(browser, site, shots) -> 
     rec = record_dict(run=run, iteration=0, summary="starting kernel")
     rec["provenance"]["round_kind"] = "baseline"
     (folder / "journal.jsonl").write_text(json.dumps(rec) + "\n")
-    (folder / "live.json").write_text(json.dumps({"state": "running", "candidate": {
+    (folder / "run.json").write_text(json.dumps({"state": "running", "candidate": {
         "iteration": 1, "kind": "explore", "summary": "widen BLOCK_SIZE"}}))
     browser.get(f"{site['base']}/ui/runs/{run}")
     assert "widen BLOCK_SIZE" in _one(browser, "#candidate").text
@@ -402,7 +402,8 @@ def test_live_run_page_reloads_itself_until_the_report(browser, site, shots) -> 
             _one(browser, "#rounds").text:
         time.sleep(0.5)
     assert "widened BLOCK_SIZE" in _one(browser, "#rounds").text
-    (folder / "report.md").write_text(f"# Run {run}\n")
+    (folder / "run.json").write_text(json.dumps({"state": "finished", "candidate": None,
+                                                 "stop_reason": "patience"}))
     time.sleep(4)
     assert not _by(browser, "#live")
     assert not _by(browser, 'meta[http-equiv="refresh"]')

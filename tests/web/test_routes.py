@@ -145,8 +145,8 @@ def test_a_deep_lineage_and_a_hash_loop_render_as_a_tree(site: dict) -> None:
 
 def test_the_importers_of_one_problem_size_per_file_are_the_ones_named() -> None:
     """The measurements view skips reading the JSON of these agents' rows."""
-    from kb.importers import kernel_tuner, t4
-    from kb.web.data import ONE_SHAPE_PER_FILE
+    from kernelkb.kb.entry.web.data import ONE_SHAPE_PER_FILE
+    from kernelkb.kb.importers import kernel_tuner, t4
 
     assert ONE_SHAPE_PER_FILE == (kernel_tuner.AGENT, t4.AGENT)
 
@@ -174,11 +174,11 @@ def test_the_landscape_page_its_plot_and_unknown_names(site: dict) -> None:
     assert 'id="landscape-link"' in worked
 
 
-def test_a_live_run_shows_its_rounds_and_refreshes_until_its_report(site: dict) -> None:
+def test_a_live_run_shows_its_rounds_and_refreshes_until_it_ends(site: dict) -> None:
     """A run folder as `optimize` leaves it mid-run: a journal of two rounds and the
-    loop's live.json (the candidate under evaluation), no report: the page shows the
-    rounds, the best so far and the candidate, and reloads itself; with the report it
-    stops reloading."""
+    loop's run.json (running, the candidate under evaluation): the page shows the rounds,
+    the best so far and the candidate, and reloads itself; once run.json says the run
+    finished, it stops reloading and names what stopped it."""
     run = "live-run-1"
     folder = site["kb"].settings.runs_dir / run
     folder.mkdir(parents=True, exist_ok=True)
@@ -187,7 +187,7 @@ def test_a_live_run_shows_its_rounds_and_refreshes_until_its_report(site: dict) 
     for rec in lines:
         rec["run_id"] = run
     (folder / "journal.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
-    (folder / "live.json").write_text(json.dumps({
+    (folder / "run.json").write_text(json.dumps({
         "run_id": run, "state": "running", "candidate": {
             "iteration": 2, "kind": "explore", "summary": "try NUM_WARPS 8",
             "regime": "short_rows"}}))
@@ -199,7 +199,9 @@ def test_a_live_run_shows_its_rounds_and_refreshes_until_its_report(site: dict) 
     rounds = page[page.index('id="rounds"'):page.index("</table>", page.index('id="rounds"'))]
     assert "step 0" in rounds and "step 1" in rounds
     assert "Best so far" in page and 'id="regime-best"' in page
-    (folder / "report.md").write_text("# Run live-run-1\n\nstopped by **max_iters**\n")
+    (folder / "run.json").write_text(json.dumps({  # the loop ends: run_file.finish
+        "run_id": run, "state": "finished", "candidate": None, "stop_reason": "max_iters",
+        "sections": ""}))
     page = httpx.get(url, timeout=60).text
     assert "http-equiv" not in page and 'id="live"' not in page
     assert 'id="stopped"' in page

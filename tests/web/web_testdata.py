@@ -67,8 +67,8 @@ def write_hub(root: Path) -> Path:
 
 def import_hub(kb: Any, hub: Path) -> int:
     """Import the folder as `kernelkb import` does; returns the records accepted."""
-    from kb.importers import iter_files
-    from kb.importers.load import load_file
+    from kernelkb.kb.importers import iter_files
+    from kernelkb.kb.importers.load import load_file
 
     return sum(load_file(source, items, kb.ingest).accepted
                for source, items in iter_files(hub))

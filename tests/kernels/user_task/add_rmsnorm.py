@@ -2,7 +2,7 @@
 
 import torch
 
-from kernels.base import ELEMENTWISE_TOLERANCES, Knob, Task, read_template
+from kernelkb.kernels.base import ELEMENTWISE_TOLERANCES, Knob, Task, read_template
 
 
 def reference(x, residual, weight, eps=1e-6):

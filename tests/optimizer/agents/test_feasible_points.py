@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from kernels.base import get_task
-from kernels.resources import smem_limit
-from optimizer.agents.offline import catalog
-from optimizer.agents.tuner import TunerAgent
+from kernelkb.kernels.base import get_task
+from kernelkb.kernels.resources import smem_limit
+from kernelkb.optimizer.agents.offline import catalog
+from kernelkb.optimizer.agents.tuner import TunerAgent
 
 ATTENTION = get_task("attention")
 H200 = smem_limit("sm_90")

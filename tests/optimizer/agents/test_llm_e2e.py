@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 from llm_server import ScriptedLLM, llm_server
 
-from kernels.base import get_task
-from optimizer.agents.llm import LLMAgent, LLMSettings
-from optimizer.loop import LoopOptions
-from optimizer.policy import PolicyConfig, StopReason
-from optimizer.session import optimize
-from optimizer.writeback import Journal
-from retrieval.remote import RemoteKnowledge
+from kernelkb.kernels.base import get_task
+from kernelkb.optimizer.agents.llm import LLMAgent, LLMSettings
+from kernelkb.optimizer.loop import LoopOptions
+from kernelkb.optimizer.policy import PolicyConfig, StopReason
+from kernelkb.optimizer.session import optimize
+from kernelkb.optimizer.writeback import Journal
+from kernelkb.retrieval.remote import RemoteKnowledge
 
 pytestmark = pytest.mark.slow
 TASK = get_task("softmax")

@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 from llm_server import ScriptedLLM, llm_server
 
-from kb.cli import main
-from kb.settings import Settings
-from kernels.base import get_task
-from optimizer.agents.base import AgentUnavailable
-from optimizer.agents.llm import LLMAgent, LLMSettings
-from optimizer.loop import LoopOptions
-from optimizer.policy import PolicyConfig, StopReason
-from optimizer.session import optimize
-from retrieval.service import LocalKnowledge
+from kernelkb.kb.entry.cli.main import main
+from kernelkb.kb.service import LocalKnowledge
+from kernelkb.kb.settings import Settings
+from kernelkb.kernels.base import get_task
+from kernelkb.optimizer.agents.base import AgentUnavailable
+from kernelkb.optimizer.agents.llm import LLMAgent, LLMSettings
+from kernelkb.optimizer.loop import LoopOptions
+from kernelkb.optimizer.policy import PolicyConfig, StopReason
+from kernelkb.optimizer.session import optimize
 
 TASK = get_task("softmax")
 TINY = LoopOptions(shapes=[(4, 128)], sweep_shapes=[(4, 128)], seeds=1, timeout_s=300)
@@ -84,7 +84,7 @@ def test_rate_limits_are_retried_a_stated_number_of_times(tmp_path: Path,
 
 def test_a_chat_call_that_is_refused_raises_instead_of_a_failed_round() -> None:
     """A round's own request: 401 is AgentUnavailable, never a 'failed' proposal."""
-    from optimizer.agents.base import AgentContext
+    from kernelkb.optimizer.agents.base import AgentContext
 
     context = AgentContext(task=TASK, dtype="float16", iteration=1, round_kind="exploit",
                            best_source=TASK.template)

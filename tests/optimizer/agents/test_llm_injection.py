@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from kernels.base import get_task
-from optimizer.agents.llm import LLMAgent, LLMSettings
-from optimizer.loop import LoopOptions
-from optimizer.policy import PolicyConfig
-from optimizer.session import optimize
-from retrieval.quoting import CLOSE, OPEN
+from kernelkb.kernels.base import get_task
+from kernelkb.optimizer.agents.llm import LLMAgent, LLMSettings
+from kernelkb.optimizer.loop import LoopOptions
+from kernelkb.optimizer.policy import PolicyConfig
+from kernelkb.optimizer.session import optimize
+from kernelkb.retrieval.quoting import CLOSE, OPEN
 
 pytestmark = pytest.mark.slow
 TASK = get_task("softmax")
@@ -67,7 +67,7 @@ def _injection_record(env: dict) -> dict:
 
 
 def test_injected_record_is_quoted_not_obeyed(tmp_path: Path, local_knowledge) -> None:
-    from optimizer.sandbox import detect_environment
+    from kernelkb.optimizer.sandbox import detect_environment
 
     env = {k: v for k, v in detect_environment().items() if v is not None}
     report = local_knowledge.ingest([_injection_record(env)])

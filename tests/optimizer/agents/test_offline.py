@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from kb.record import ExperienceRecord, source_hash
-from kernels.base import get_task, header_constants
-from optimizer.agents.base import AgentContext, SearchExhausted
-from optimizer.agents.offline import OfflineAgent, catalog
-from optimizer.diffcheck import unified_diff
+from kernelkb.kb.record import ExperienceRecord
+from kernelkb.kernels.base import get_task, header_constants
+from kernelkb.kernels.shared.hashing import source_hash
+from kernelkb.optimizer.agents.base import AgentContext, SearchExhausted
+from kernelkb.optimizer.agents.offline import OfflineAgent, catalog
+from kernelkb.optimizer.diffcheck import unified_diff
 
 RMSNORM = get_task("rmsnorm")
 SOFTMAX = get_task("softmax")
@@ -100,7 +101,7 @@ def test_tried_candidates_are_skipped_until_nothing_is_left() -> None:
 
 
 def test_with_the_best_exhausted_it_walks_on_from_the_runner_up() -> None:
-    from optimizer.agents.base import RoundNote
+    from kernelkb.optimizer.agents.base import RoundNote
 
     agent = OfflineAgent(epsilon=0.0)
     best = RMSNORM.default_config
@@ -117,7 +118,7 @@ def test_with_the_best_exhausted_it_walks_on_from_the_runner_up() -> None:
 
 
 def test_evidence_measured_in_the_same_surroundings_counts_more() -> None:
-    from optimizer.agents.evidence import CONTEXT_FLOOR, context_weight
+    from kernelkb.optimizer.agents.evidence import CONTEXT_FLOOR, context_weight
 
     def with_config(config: dict) -> ExperienceRecord:
         record = experience("rmsnorm", config, "improved", speedup=1.2)
@@ -132,7 +133,7 @@ def test_evidence_measured_in_the_same_surroundings_counts_more() -> None:
 
 
 def known(config: dict, similarity: float = 1.0):
-    from retrieval.schemas import PlanItem
+    from kernelkb.retrieval.schemas import PlanItem
 
     return PlanItem(kind="config", category="warps_stages", config=config,
                     from_hardware="NVIDIA H200|sm_90", evidence="best measured: 1.07x",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kb.record import source_hash
-from kernels.base import get_task
-from optimizer.agents.base import AgentContext
-from optimizer.agents.tuner import TunerAgent
+from kernelkb.kernels.base import get_task
+from kernelkb.kernels.shared.hashing import source_hash
+from kernelkb.optimizer.agents.base import AgentContext
+from kernelkb.optimizer.agents.tuner import TunerAgent
 
 TASK = get_task("softmax")
 

@@ -6,8 +6,8 @@ import signal
 
 import torch
 
-from optimizer.sandbox import checks
-from optimizer.sandbox.errors import classify_exit, trim_compiler_message
+from kernelkb.optimizer.sandbox import checks
+from kernelkb.optimizer.sandbox.errors import classify_exit, trim_compiler_message
 
 
 def test_stats_count_mismatches_and_name_the_first():
@@ -90,8 +90,8 @@ def test_chunked_stats_equal_one_pass(monkeypatch):
 
 
 def test_worker_times_the_sweep_shapes_not_the_edge_shapes(tmp_path):
-    from kernels.base import get_task
-    from optimizer.sandbox.worker import Worker
+    from kernelkb.kernels.base import get_task
+    from kernelkb.optimizer.sandbox.worker import Worker
 
     task = get_task("softmax")
     shapes = [*task.edge_shapes, *task.cpu_shapes]

@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from optimizer.sandbox import compare
+from kernelkb.optimizer.sandbox import compare
 
 
 class DriftingClock:

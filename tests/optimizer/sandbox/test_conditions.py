@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernels.base import get_task
-from optimizer.sandbox import evaluate
+from kernelkb.kernels.base import get_task
+from kernelkb.optimizer.sandbox import evaluate
 
 PLANTED = {
     "softmax": ("e = tl.exp(x - tl.max(x, 0))", "e = tl.exp(x)", "large logits"),

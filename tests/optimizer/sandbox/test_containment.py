@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from optimizer.sandbox import evaluate, jail
-from optimizer.sandbox.runner import _PROJECT_ROOT
+from kernelkb.optimizer.sandbox import evaluate, jail
+from kernelkb.optimizer.sandbox.runner import _PROJECT_ROOT
 
 BAD = Path(__file__).parents[2] / "bad_kernels"
 SECRETS = {"OPENAI_API_KEY": "sk-probe-secret", "KERNELKB_API_TOKEN": "kb-probe-token"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from kb.record import Environment, Feedback
-from kernels.base import get_task
-from optimizer.sandbox import detect_environment, evaluate, resolve_shapes
+from kernelkb.kb.record import Environment, Feedback
+from kernelkb.kernels.base import get_task
+from kernelkb.optimizer.sandbox import detect_environment, evaluate, resolve_shapes
 
 
 @pytest.fixture(scope="module")

@@ -3,10 +3,10 @@ figures themselves come from the H200 run, see test_gpu.py)."""
 
 from __future__ import annotations
 
-from kb.record import Feedback
-from optimizer.sandbox import EvalResult
-from optimizer.sandbox.feedback import bottleneck_hint, render
-from optimizer.sandbox.timing import _too_good, floor_ms
+from kernelkb.kb.record import Feedback
+from kernelkb.optimizer.sandbox import EvalResult
+from kernelkb.optimizer.sandbox.feedback import bottleneck_hint, render
+from kernelkb.optimizer.sandbox.timing import _too_good, floor_ms
 
 
 def _timed() -> EvalResult:

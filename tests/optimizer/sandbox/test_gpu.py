@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from kb.record import Environment, Feedback, Verdict
-from kernels.base import get_task
-from optimizer.sandbox import evaluate, measure_baseline, measure_peaks
-from optimizer.verdict import judge
+from kernelkb.kb.record import Environment, Feedback
+from kernelkb.kernels.base import get_task
+from kernelkb.kernels.shared.vocabulary import Verdict
+from kernelkb.optimizer.sandbox import evaluate, measure_baseline, measure_peaks
+from kernelkb.optimizer.verdict import judge
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
@@ -120,7 +121,7 @@ def test_candidates_run_contained_with_the_gpu_reachable(timed):
     """The timed clean candidate above ran inside the namespaces: the device nodes
     passed through (or, where namespaces are missing here, the feedback says so)."""
     result, _ = timed
-    from optimizer.sandbox import jail
+    from kernelkb.optimizer.sandbox import jail
 
     expected = "namespaces" if jail.unavailable_reason() is None else "uncontained"
     assert result.containment.startswith(expected), result.containment

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from optimizer.sandbox import gpu_turns, runner
-from optimizer.sandbox.gpu_turns import GpuTurns
+from kernelkb.optimizer.sandbox import gpu_turns, runner
+from kernelkb.optimizer.sandbox.gpu_turns import GpuTurns
 
 
 @pytest.fixture

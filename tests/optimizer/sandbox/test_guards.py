@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from optimizer.sandbox.guards import GUARD_BYTES, guarded
+from kernelkb.optimizer.sandbox.guards import GUARD_BYTES, guarded
 
 
 def test_an_input_sits_between_poisoned_guards_with_its_values_and_alignment() -> None:

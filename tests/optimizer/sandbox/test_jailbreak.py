@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from optimizer.sandbox import evaluate, jail, limits
+from kernelkb.optimizer.sandbox import evaluate, jail, limits
 
 BAD = Path(__file__).parents[2] / "bad_kernels"
 pytestmark = pytest.mark.skipif(jail.unavailable_reason() is not None,
@@ -88,7 +88,7 @@ def test_evaluations_at_once_are_capped_and_the_queue_is_bounded(monkeypatch):
     than one worker runs, and the fourth is refused with a clear error."""
     import threading
 
-    from optimizer.sandbox import runner
+    from kernelkb.optimizer.sandbox import runner
 
     monkeypatch.setenv("KERNELKB_SANDBOX_CONCURRENCY", "1")
     monkeypatch.setenv("KERNELKB_SANDBOX_QUEUE", "2")

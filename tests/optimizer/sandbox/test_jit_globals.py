@@ -7,9 +7,9 @@ import os
 
 import pytest
 
-from kernels.base import get_task, load_candidate
-from optimizer.sandbox import evaluate
-from optimizer.sandbox.jit_globals import non_constexpr_globals
+from kernelkb.kernels.base import get_task, load_candidate
+from kernelkb.optimizer.sandbox import evaluate
+from kernelkb.optimizer.sandbox.jit_globals import non_constexpr_globals
 
 KERNEL = '''
 import torch

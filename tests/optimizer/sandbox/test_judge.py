@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kernels.base import get_task
-from optimizer.sandbox import evaluate
-from optimizer.sandbox.judge import Judge, JudgeFailure
+from kernelkb.kernels.base import get_task
+from kernelkb.optimizer.sandbox import evaluate
+from kernelkb.optimizer.sandbox.judge import Judge, JudgeFailure
 
 BAD = Path(__file__).parents[2] / "bad_kernels"
 

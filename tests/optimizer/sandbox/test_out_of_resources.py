@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from triton.runtime.errors import OutOfResources
 
-from optimizer.sandbox.errors import classify_exception
+from kernelkb.optimizer.sandbox.errors import classify_exception
 
 
 def test_out_of_shared_memory_is_classified_as_out_of_resources() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from optimizer.sandbox import evaluate
+from kernelkb.optimizer.sandbox import evaluate
 
 BAD = Path(__file__).parents[2] / "bad_kernels"
 FULL, SHORT = "rows=4,cols=128", "rows=1,cols=7"

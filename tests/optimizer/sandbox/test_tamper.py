@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from optimizer.sandbox import evaluate, tamper
+from kernelkb.optimizer.sandbox import evaluate, tamper
 
 BAD = Path(__file__).parents[2] / "bad_kernels"
 
@@ -17,7 +17,7 @@ CASES = [
     ("patch_do_bench", "cheat_timer", ("triton.testing.do_bench", "after the import")),
     ("patch_clock_in_run", "cheat_timer", ("time.perf_counter", "torch.cuda.synchronize",
                                            "after a call on (rows=1,cols=7)")),
-    ("patch_checks", "cheat_tamper", ("optimizer.sandbox.checks.compare_outputs",)),
+    ("patch_checks", "cheat_tamper", ("kernelkb.optimizer.sandbox.checks.compare_outputs",)),
     ("open_mode", "cheat_tamper", ("mode stack",)),
     ("tracker_off", "cheat_tamper", ("the provenance tracker's state was changed",)),
 ]
@@ -51,8 +51,8 @@ def test_snapshot_sees_a_replaced_function_and_a_replaced_method():
 
 
 def _checked_worker(tmp_path, name: str):
-    from kernels.base import load_candidate
-    from optimizer.sandbox.worker import Worker
+    from kernelkb.kernels.base import load_candidate
+    from kernelkb.optimizer.sandbox.worker import Worker
 
     request = {"task": "softmax", "dtype": "float16", "shapes": [[4, 128]], "seeds": 1,
                "source": (BAD / f"{name}.py").read_text(),
@@ -69,8 +69,8 @@ def _checked_worker(tmp_path, name: str):
 def test_timed_calls_must_launch_what_the_checked_calls_launched(tmp_path, name, caught):
     """The mechanism behind the GPU test: under the clock, the launches per call (and a
     sample of their grids and arguments) are compared with the checked calls'."""
-    from optimizer.sandbox import timing
-    from optimizer.sandbox.worker import Tampered, _Counted
+    from kernelkb.optimizer.sandbox import timing
+    from kernelkb.optimizer.sandbox.worker import Tampered, _Counted
 
     worker, module = _checked_worker(tmp_path, name)
     sets = [worker.make_inputs((4, 128), seed=100 + k) for k in range(2)]
@@ -117,8 +117,8 @@ def test_time_all_plumbing_on_the_cpu(tmp_path, monkeypatch, name, kind):
     check run under the clock, and a timed result is written."""
     import json
 
-    from optimizer.sandbox import compare, timing
-    from optimizer.sandbox import tamper as tamper_mod
+    from kernelkb.optimizer.sandbox import compare, timing
+    from kernelkb.optimizer.sandbox import tamper as tamper_mod
 
     worker, module = _checked_worker(tmp_path, name)
 
@@ -137,7 +137,8 @@ def test_time_all_plumbing_on_the_cpu(tmp_path, monkeypatch, name, kind):
     monkeypatch.setattr(timing, "_SYNCHRONIZE", lambda: None)
     monkeypatch.setattr(compare, "settle", lambda max_s: compare.Settled(True, 0.0, 1.0, 1.0))
     monkeypatch.setattr(compare, "GpuClock", FixedClock)
-    worker.snapshot = tamper_mod.Snapshot(task_module="kernels.softmax")  # after the stand-ins
+    # after the stand-ins
+    worker.snapshot = tamper_mod.Snapshot(task_module="kernelkb.kernels.softmax")
     assert worker.time_all(module) is (kind is None)
     written = json.loads((tmp_path / "result.json").read_text())
     if kind is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from optimizer.sandbox import timing
+from kernelkb.optimizer.sandbox import timing
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from kernels.base import get_task
-from optimizer.sandbox import evaluate
-from optimizer.sandbox.worker import Worker
+from kernelkb.kernels.base import get_task
+from kernelkb.optimizer.sandbox import evaluate
+from kernelkb.optimizer.sandbox.worker import Worker
 
 BAD = Path(__file__).parents[2] / "bad_kernels"
 SHAPES = [[4, 128], [1, 7]]

@@ -1,0 +1,85 @@
+"""Add the experiences of optimizer runs to the shipped seeds (seeds/runs_h200.jsonl).
+
+Why: an H200 run writes each round into its folder's journal.jsonl (the host is lent: the
+journal is what comes back); the seeds are how those rounds reach every fresh store. Ids
+are content hashes, so a record already in the seed file is kept as it is and a journal
+line is added once, in the journal's order. Records whose run folder has no journal any
+more (the early runs kept only part of theirs) stay in the file; ``--check`` lists them.
+
+    python benchmarks/runs_to_seeds.py benchmarks/runs/<run id> [...]   # append new rounds
+    python benchmarks/runs_to_seeds.py --check                          # what has no journal
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+from kernelkb.kb.record import ExperienceRecord
+
+ROOT = Path(__file__).resolve().parents[1]
+SEED_FILE = ROOT / "seeds" / "runs_h200.jsonl"
+RUNS = ROOT / "benchmarks" / "runs"
+
+
+def journal_records(folder: Path) -> list[str]:
+    """The journal's lines that validate as records, as written (the seed keeps them so)."""
+    path = folder / "journal.jsonl"
+    if not path.is_file():
+        raise SystemExit(f"{folder}: no journal.jsonl")
+    lines = [line for line in path.read_text(encoding="utf-8").split("\n") if line.strip()]
+    for line in lines:
+        ExperienceRecord.model_validate_json(line)  # a bad line stops the run
+    return lines
+
+
+def _ids(lines: list[str]) -> list[str]:
+    return [json.loads(line)["id"] for line in lines]
+
+
+def append(folders: list[Path], seed_file: Path = SEED_FILE) -> int:
+    """Append the folders' journal records missing from the seed file; returns how many."""
+    kept = [line for line in seed_file.read_text(encoding="utf-8").split("\n") if line.strip()]
+    known = set(_ids(kept))
+    added = []
+    for folder in folders:
+        for line in journal_records(folder):
+            record_id = json.loads(line)["id"]
+            if record_id not in known:
+                known.add(record_id)
+                added.append(line)
+    seed_file.write_text("\n".join(kept + added) + "\n", encoding="utf-8")
+    return len(added)
+
+
+def without_journal(seed_file: Path = SEED_FILE, runs: Path = RUNS) -> Counter[str]:
+    """Seed records that no run folder's journal holds, counted by run id."""
+    journaled = {i for path in runs.glob("*/journal.jsonl")
+                 for i in _ids([x for x in path.read_text().split("\n") if x.strip()])}
+    lines = [x for x in seed_file.read_text(encoding="utf-8").split("\n") if x.strip()]
+    return Counter(json.loads(x)["run_id"] for x in lines
+                   if json.loads(x)["id"] not in journaled)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="*", type=Path, help="run folders with a journal")
+    parser.add_argument("--check", action="store_true", help="list records with no journal")
+    args = parser.parse_args(argv)
+    if args.check:
+        missing = without_journal()
+        for run_id, count in sorted(missing.items()):
+            print(f"{run_id}: {count} records with no journal line")
+        print(f"{sum(missing.values())} of the seed file's records have no journal")
+        return 0
+    if not args.folders:
+        parser.error("name run folders, or --check")
+    print(f"{append(args.folders)} records added to {SEED_FILE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,243 @@
+"""``kernelkb optimize TASK``: the CLI face of ``optimizer.session.optimize``.
+
+Light at import (argparse only) so ``kernelkb --help`` stays instant. Live progress is
+one log line per round on the ``kernelkb.progress`` logger, and on a terminal a spinner
+with the current round and best time (kb/terminal.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import shlex
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from kernelkb.kb.entry.cli.common import Command
+
+HELP = "optimize a task's kernel with an agent, writing experiences back"
+progress = logging.getLogger("kernelkb.progress")
+GPU_MAX_ITERS = 100
+CPU_MAX_ITERS = 3
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("task", help="task name, e.g. softmax")
+    tasks_dir_flag(parser)
+    parser.add_argument("--agent", choices=("offline", "llm", "tuner"), default="offline",
+                        help="offline catalog agent (default), an LLM, or the knob tuner")
+    parser.add_argument("--search", choices=("grid", "tpe"), default="grid",
+                        help="tuner agent: grid or TPE-like search over the knobs")
+    parser.add_argument("--max-iters", type=int, default=None,
+                        help=f"rounds at most (default {GPU_MAX_ITERS} on a GPU; "
+                             f"{CPU_MAX_ITERS} on a CPU, where nothing is timed: a short "
+                             "check of the loop)")
+    parser.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="every module's log lines (each evaluation's steps, retrieval, "
+                             "seeding), not only a line a round and the summary")
+    parser.add_argument("--keep-untimed", action="store_true",
+                        help="on a CPU, store the run's untimed rounds as experiences too "
+                             "(default: they go to the run's journal only)")
+    parser.add_argument("--patience", type=int, default=6)
+    parser.add_argument("--budget-s", type=float, default=None,
+                        help="stop after this many seconds of evaluation (GPU) time")
+    parser.add_argument("--target-speedup", type=float, default=None)
+    parser.add_argument("--explore-every", type=int, default=10)
+    parser.add_argument("--no-peers", action="store_true",
+                        help="skip timing eager / torch.compile / Liger at the end (GPU only)")
+    parser.add_argument("--no-retrieval", action="store_true",
+                        help="do not retrieve experiences (still writes them back)")
+    parser.add_argument("--dtype", default="float16")
+    parser.add_argument("--shapes", default="auto",
+                        help="shape set per round: auto, cpu, sweep, edge, all")
+    parser.add_argument("--sweep-shapes", default="auto",
+                        help="shape set of the final sweep: auto (every shape on a GPU; the "
+                             "cpu and edge shapes on a CPU), cpu, sweep, edge, all")
+    parser.add_argument("--regime", action="append", default=[], metavar="NAME",
+                        help="tune only this shape regime (repeatable; `kernelkb dispatch "
+                             "regimes` lists them); merge the tables of separate runs with "
+                             "`kernelkb dispatch merge`")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--timeout-s", type=float, default=60.0)
+    parser.add_argument("--out", type=Path, default=None,
+                        help="runs folder (default: KERNELKB_RUNS_DIR, else runs/ in the "
+                             "store's home)")
+    parser.add_argument("--journal", type=Path, default=None,
+                        help="journal path when the service is down (default: in the run)")
+    parser.add_argument("--model", default=None, help="LLM model (else KERNELKB_LLM_MODEL)")
+    parser.add_argument("--base-url", default=None, metavar="URL",
+                        help="OpenAI-compatible endpoint of --agent llm, e.g. vLLM "
+                             "http://localhost:8000/v1 or Ollama http://localhost:11434/v1 "
+                             "(else KERNELKB_LLM_BASE_URL or OPENAI_BASE_URL)")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def tasks_dir_flag(parser: argparse.ArgumentParser) -> None:
+    """--tasks-dir, on every command that takes a task (kb/cli.py reads it, with the
+    tasks_dir setting, before the command runs)."""
+    parser.add_argument("--tasks-dir", action="append", default=[], metavar="DIR",
+                        help="a folder of one's own task files (repeatable; adds to "
+                             "KERNELKB_TASKS_DIR)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from kernelkb.kb.entry.operations import open_for_runs
+    from kernelkb.kb.settings import Settings
+    from kernelkb.kb.terminal import quiet_own_logs
+    from kernelkb.optimizer.agents.base import AgentUnavailable
+    from kernelkb.optimizer.loop import LoopOptions, StartFailed
+    from kernelkb.optimizer.policy import PolicyConfig, StopReason
+    from kernelkb.optimizer.session import optimize
+
+    log = logging.getLogger(__name__)
+    if not getattr(args, "verbose", False):
+        quiet_own_logs()
+    settings = Settings()
+    import torch
+
+    on_gpu = torch.cuda.is_available()
+    if args.max_iters is None:
+        args.max_iters = GPU_MAX_ITERS if on_gpu else CPU_MAX_ITERS
+    try:  # every argument checked before the store opens or the model loads
+        task_name = check_arguments(args)
+        policy = PolicyConfig(patience=args.patience, max_iters=args.max_iters,
+                              target_speedup=args.target_speedup, budget_s=args.budget_s,
+                              explore_every=args.explore_every)
+        agent = make_agent(args, settings)
+    except ValueError as err:
+        log.error("%s", err)
+        return 2
+    try:
+        agent.preflight()  # before the store opens; optimize() asks again, at no cost
+    except AgentUnavailable as err:
+        log.error("%s", err)
+        return 1
+    options = LoopOptions(dtype=args.dtype, shapes=args.shapes, sweep_shapes=args.sweep_shapes,
+                          seeds=args.seeds, timeout_s=args.timeout_s,
+                          retrieval=not args.no_retrieval, peers=not args.no_peers,
+                          regimes=tuple(getattr(args, "regime", [])))
+    from kernelkb.kb.terminal import progress as progress_bar
+
+    knowledge, write_back = open_for_runs(settings)
+    if not on_gpu:
+        progress.info("no GPU here: the CPU interpreter checks correctness only, nothing will "
+                      "be timed, and every round's verdict is neutral (untimed); %d rounds "
+                      "(--max-iters), kept in the run's journal%s", args.max_iters,
+                      " and the store (--keep-untimed)" if args.keep_untimed else
+                      ", not the store (--keep-untimed stores them)")
+        write_back = write_back and args.keep_untimed
+    interrupt_on_sigterm()
+    with progress_bar(f"optimize {task_name}: baseline and round 1") as bar:
+        def on_round(outcome: Any) -> None:
+            log_round(outcome)
+            best = f"best {outcome.best_ms:.4f} ms" if outcome.best_ms is not None else ""
+            bar.update(description=f"optimize {task_name}: round {outcome.iteration + 1} "
+                                   f"(max {args.max_iters}) {best}")
+
+        try:
+            result = optimize(task_name, agent, out_dir=args.out or settings.runs_dir,
+                              knowledge=knowledge, write_back=write_back,
+                              policy=policy, options=options, journal_path=args.journal,
+                              command="kernelkb " + shlex.join(sys.argv[1:]),
+                              on_round=on_round, agent_factory=lambda: make_agent(args, settings))
+        except (StartFailed, AgentUnavailable) as err:
+            log.error("%s", err)
+            return 1
+    progress.info("stopped by %s after %d rounds; report %s; kernel %s",
+                  result.stop_reason.value, len(result.rounds) - 1, result.report_path,
+                  result.export_path)
+    if result.env.arch == "cpu":
+        progress.info("nothing was timed: no GPU here, the CPU interpreter checked "
+                      "correctness only")
+    if result.stop_reason is StopReason.agent_unavailable:
+        log.error("%s", result.failure)
+        return 1
+    if result.stop_reason is StopReason.interrupt:  # written up, but not a finished run
+        return 128 + (SIGNALLED.get("signum") or signal.SIGINT)
+    return 0
+
+
+def check_arguments(args: argparse.Namespace) -> str:
+    """The task's registered name (any case: "Softmax"); ValueError naming the flag for an
+    unknown task, a dtype the task lacks, an unknown shape set or a value out of range."""
+    import torch
+
+    from kernelkb.kernels.base import all_tasks
+    from kernelkb.optimizer.sandbox.evaluator import resolve_shapes, sweep_shape_set
+    from kernelkb.retrieval.names import match_name
+
+    tasks = all_tasks()
+    name = match_name("task", args.task, tasks)
+    task = tasks[name]
+    if args.dtype not in task.tolerances:
+        raise ValueError(f"--dtype {args.dtype!r}: {name} runs in "
+                         f"{', '.join(sorted(task.tolerances))}")
+    on_gpu = torch.cuda.is_available()
+    for flag, value in (("--shapes", args.shapes),
+                        ("--sweep-shapes", sweep_shape_set(args.sweep_shapes, on_gpu))):
+        try:
+            resolve_shapes(task, value, on_gpu)
+        except ValueError as err:
+            raise ValueError(f"{flag}: {err}") from err
+    names = task.regimes.names if task.regimes is not None else ()
+    for regime in getattr(args, "regime", []):
+        if regime not in names:
+            raise ValueError(f"--regime {regime!r}: {name}'s regimes are "
+                             f"{', '.join(names) or 'none'}")
+    for flag, value in (("--seeds", args.seeds), ("--timeout-s", args.timeout_s)):
+        if value <= 0:
+            raise ValueError(f"{flag} {value}: must be above 0")
+    if args.agent == "llm" and getattr(args, "model", None) == "":
+        raise ValueError("--model: empty")
+    return name
+
+
+SIGNALLED: dict[str, int] = {}  # the signal that stopped the run, for its exit status
+
+
+def interrupt_on_sigterm() -> None:
+    """Let SIGTERM (what `timeout` and job schedulers send) stop a run as Ctrl-C does: the
+    rounds done are written up (report, exported kernel, journal) instead of lost; the
+    command then exits 128 + the signal (143; 130 for Ctrl-C), as a shell reports it."""
+    def handler(signum: int, frame: Any) -> None:
+        SIGNALLED["signum"] = signum
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def make_agent(args: argparse.Namespace, settings: Any) -> Any:
+    if args.agent == "offline":
+        from kernelkb.optimizer.agents.offline import OfflineAgent
+
+        return OfflineAgent(seed=args.seed)
+    if args.agent == "tuner":
+        from kernelkb.optimizer.agents.tuner import TunerAgent
+
+        return TunerAgent(search=args.search, seed=args.seed)
+    from kernelkb.optimizer.agents.llm import LLMAgent, LLMSettings
+
+    model = args.model or settings.llm_model
+    if not model:
+        raise ValueError("--agent llm needs a model: --model or KERNELKB_LLM_MODEL")
+    base_url = getattr(args, "base_url", None) or settings.llm_base_url
+    if not base_url and not settings.llm_api_key:
+        raise ValueError(
+            "--agent llm needs an endpoint: --base-url URL for a local server (vLLM: "
+            "http://localhost:8000/v1, Ollama: http://localhost:11434/v1), or an API key "
+            "(KERNELKB_LLM_API_KEY or OPENAI_API_KEY) for the public OpenAI endpoint")
+    return LLMAgent(LLMSettings(base_url=base_url, model=model,
+                                api_key=settings.llm_api_key))
+
+
+def log_round(outcome: Any) -> None:
+    time_text = f"{outcome.time_ms:.4f} ms" if outcome.time_ms is not None else "untimed"
+    best = f"best {outcome.best_ms:.4f} ms" if outcome.best_ms is not None else "best -"
+    mark = " *new best*" if outcome.improved else ""
+    progress.info("round %3d %-8s %-9s %-10s %s | %s%s", outcome.iteration, outcome.kind,
+                  outcome.verdict, time_text, best, outcome.summary[:90], mark)
+
+
+COMMANDS = (Command("optimize", HELP, add_arguments, run),)

@@ -1,0 +1,82 @@
+"""``kernelkb revalidate --task T``: the CLI face of ``optimizer.revalidate``.
+
+Light at import (argparse only). Reads the store the way ``kernelkb optimize`` does (the
+service, the local store, or on a bare GPU host a local SQLite store seeded from seeds/),
+always writes the new experiences to a JSONL journal (``kernelkb ingest`` it into the real
+store), and also stores them where the store takes writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+from kernelkb.kb.entry.cli.common import Command
+from kernelkb.kb.entry.cli.optimize import tasks_dir_flag
+
+HELP = "re-time the store's best known configurations of a task on this GPU and Triton"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--task", required=True, help="task name, e.g. softmax")
+    tasks_dir_flag(parser)
+    parser.add_argument("--top", type=int, default=5,
+                        help="how many distinct configurations, best measured first")
+    parser.add_argument("--dtype", default="float16")
+    parser.add_argument("--shapes", default="auto",
+                        help="auto (GPU: each stored record's shapes; CPU: the task's cpu "
+                             "shapes), stored, or a shape set: cpu, edge, tune, sweep, all")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--timeout-s", type=float, default=120.0)
+    parser.add_argument("--journal", type=Path, default=None,
+                        help="JSONL output (default: runs/<run id>/journal.jsonl)")
+
+
+def execute(args: argparse.Namespace) -> tuple[int, str]:
+    """(exit status, what to print): the drift table and where the records went."""
+    from kernelkb.kb.entry.operations import open_for_runs
+    from kernelkb.kb.settings import Settings
+    from kernelkb.kernels.base import get_task
+    from kernelkb.optimizer.revalidate import revalidate, table
+    from kernelkb.optimizer.writeback import Journal
+
+    if args.top < 1:
+        return 2, "--top must be at least 1"
+    from kernelkb.kernels.base import all_tasks
+    from kernelkb.retrieval.names import UnknownName, match_name
+
+    try:
+        task = get_task(match_name("task", args.task, all_tasks()))
+    except UnknownName as err:
+        return 2, str(err)
+    knowledge, write_back = open_for_runs(Settings())
+    if knowledge is None:
+        return 2, "no knowledge store here to read the known configurations from"
+    try:
+        result = revalidate(task, knowledge, top=args.top, dtype=args.dtype,
+                            shapes=args.shapes, seeds=args.seeds, timeout_s=args.timeout_s,
+                            command="kernelkb " + shlex.join(sys.argv[1:]))
+    except (LookupError, ValueError) as err:
+        return 2, str(err)
+    run_id = result.records[0].run_id
+    journal = Journal(args.journal or Path("runs") / run_id / "journal.jsonl")
+    for record in result.records:
+        journal.append(record)
+    stored = ""
+    if write_back:
+        knowledge.ingest(result.records)
+        stored = " and stored"
+    return 0, (f"{table(result)}\n{len(result.records)} experiences written to "
+               f"{journal.path}{stored} (load them into the real store with: kernelkb "
+               f"ingest {journal.path})")
+
+
+def run(args: argparse.Namespace) -> int:
+    status, text = execute(args)
+    print(text, file=sys.stderr if status else sys.stdout)
+    return status
+
+
+COMMANDS = (Command("revalidate", HELP, add_arguments, run),)

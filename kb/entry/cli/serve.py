@@ -1,0 +1,54 @@
+"""``kernelkb serve``: the HTTP API and the web pages (loads seeds into an empty store)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from kernelkb.kb.entry.cli.common import Command
+
+
+def _add_serve(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default=None, help="default: KERNELKB_HOST or 127.0.0.1")
+    parser.add_argument("--port", type=int, default=None, help="default: KERNELKB_PORT or 8765")
+    parser.add_argument("--workers", type=int, default=1,
+                        help="server processes sharing the port and the store (default 1; "
+                             "2 on a 2-core host doubles what the GIL lets one answer)")
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from kernelkb.kb.entry.api.access import write_policy
+    from kernelkb.kb.entry.api.app import create_app
+    from kernelkb.kb.entry.api.http_protocol import port_problem, serve_options
+    from kernelkb.kb.settings import Settings
+
+    if args.workers < 1:
+        print(f"--workers {args.workers}: at least 1", file=sys.stderr)
+        return 2
+    settings = Settings()
+    host = args.host or settings.host
+    try:
+        write_policy(host, settings.api_token)
+    except ValueError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    settings.host = host  # the app logs who may write at start-up
+    port = args.port if args.port is not None else settings.port
+    problem = port_problem(host, port)
+    if problem:  # before the store and the model load, not 20 s later
+        print(problem, file=sys.stderr)
+        return 2
+    if args.workers > 1:  # each worker process builds its app from the environment
+        os.environ["KERNELKB_HOST"] = host
+        uvicorn.run("kernelkb.kb.entry.api.app:create_app", factory=True, host=host, port=port,
+                    workers=args.workers, **serve_options())
+        return 0
+    uvicorn.run(create_app(settings), host=host, port=port, **serve_options())
+    return 0
+
+
+COMMANDS = (Command("serve", "run the HTTP service (loads seeds into an empty store)",
+                    _add_serve, _run_serve),)

@@ -1,0 +1,18 @@
+"""The one family of errors a user can fix: a name nobody knows, a value out of range, a
+task file that is not one, a store that cannot be opened as set up.
+
+Every layer raises a subclass where the user, not the program, is at fault; the entry
+points (``kb.entry.errors``) render any of them the same way: the CLI prints the message
+and exits 2, the HTTP API answers 422 with it, an MCP tool returns it as an error result.
+"""
+
+
+class UserError(ValueError):
+    """A request the user can fix; the message says what was wrong and the way out."""
+
+
+def quoted(value: str, limit: int = 80) -> str:
+    """A typed value as an error message quotes it: at most ``limit`` characters (a
+    100,000-character name was once printed back whole)."""
+    return repr(value) if len(value) <= limit else \
+        repr(value[:limit]) + f"... ({len(value)} characters)"

@@ -1,0 +1,66 @@
+"""The run folder's ``run.json``: the run's machine-readable state, for the run pages
+(kb/entry/web, ``/ui/runs/<run id>``) to read while ``optimize`` runs and after.
+
+The rounds themselves go where they always went (the store, else the journal), as each
+round ends; this file adds what neither says: that the run is under way, which candidate
+is being evaluated now, when the run last made progress, and at the end what stopped it
+and its sweep and peer tables (as Markdown the report writer produced). The pages read
+these fields, never the report's prose. It is rewritten whole (a temp file, then an
+atomic rename), so a reader never sees half of it, and a failure to write it is logged,
+never raised: the pages are a view, the run goes on without it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+FILE = "run.json"
+
+
+class RunFile:
+    def __init__(self, run_dir: Path, run_id: str, task: str) -> None:
+        self.path = Path(run_dir) / FILE
+        self.state: dict[str, Any] = {"run_id": run_id, "task": task, "state": "running",
+                                      "regime": None, "rounds": 0, "candidate": None,
+                                      "stop_reason": None, "sections": ""}
+
+    def _write(self) -> None:
+        self.state["updated_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f".{FILE}.tmp")
+            tmp.write_text(json.dumps(self.state), encoding="utf-8")
+            os.replace(tmp, self.path)
+        except OSError as err:
+            log.debug("run file not written (%s)", err)
+
+    def start(self, regime: str | None = None) -> None:
+        self.state.update(state="running", regime=regime, candidate=None)
+        self._write()
+
+    def evaluating(self, iteration: int, kind: str, summary: str,
+                   regime: str | None = None) -> None:
+        """A candidate's evaluation begins."""
+        self.state["candidate"] = {"iteration": iteration, "kind": kind,
+                                   "summary": summary[:300], "regime": regime}
+        self._write()
+
+    def round_done(self) -> None:
+        self.state["rounds"] += 1
+        self.state["candidate"] = None
+        self._write()
+
+    def finish(self, state: str = "finished", *, stop_reason: str | None = None,
+               sections: str = "") -> None:
+        """The run ended: ``finished`` (with what stopped it and its sweep and peer
+        tables) or ``failed``."""
+        self.state.update(state=state, candidate=None, stop_reason=stop_reason,
+                          sections=sections)
+        self._write()

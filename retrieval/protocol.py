@@ -1,0 +1,38 @@
+"""``Knowledge``: the seam between the optimizer and a store of experiences.
+
+What the loop, recall and the session call, and all they may assume: the in-process
+store (``kb.service.LocalKnowledge``) and the HTTP client of a remote one
+(``retrieval.remote.RemoteKnowledge``) both are one, and a test or a replay may pass its
+own. Typed here, below the optimizer, so the optimizer imports no store to name it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from kernelkb.kb.ingest import IngestReport
+    from kernelkb.retrieval.prediction import Space
+    from kernelkb.retrieval.query import RetrievalQuery
+    from kernelkb.retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
+
+
+class Knowledge(Protocol):
+    def ingest(self, records: Sequence[Any]) -> IngestReport: ...
+
+    def retrieve(self, query: RetrievalQuery) -> RetrievalResult: ...
+
+    def insights(self, *, op_type: str | None = None, gpu_name: str | None = None,
+                 arch: str | None = None, triton_version: str | None = None,
+                 current_triton: str | None = None,
+                 regime: str | None = None) -> InsightReport: ...
+
+    def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
+                  include_own: bool = False, space: Space | None = None,
+                  limit: int = 10, shapes: Sequence[str] | None = None) -> BootstrapPlan: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+    def warm_up(self) -> None:
+        """Load now what the first request would otherwise wait for (a model, an index)."""
