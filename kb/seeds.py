@@ -71,7 +71,7 @@ def seeds_missing(seeds_dir: Path, has: Callable[[str], bool]) -> list[str]:
             record = parse_record(json.loads(line))
         except Exception:  # noqa: BLE001 - a broken line: the load reports it
             continue
-        if not has(record.id):
+        if not has(record.id or ""):
             missing.append(path.name)
     return missing
 

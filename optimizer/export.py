@@ -120,7 +120,9 @@ def export_module(task: Task, source: str, path: Path, *, dtype: str = "float16"
 
 def _runtime_text() -> str:
     """kernels/dispatch_runtime.py without its docstring and __future__ import."""
-    text = (Path(__file__).resolve().parents[1] / "kernels" / "dispatch_runtime.py").read_text()
+    from kernelkb.kernels import dispatch_runtime
+
+    text = Path(dispatch_runtime.__file__).read_text()
     body = text.split('"""', 2)[2]
     return body.replace("from __future__ import annotations\n", "", 1).strip()
 

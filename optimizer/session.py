@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelkb.kb.record import Environment
 from kernelkb.kernels.base import DTYPES, Shape, get_task
@@ -26,6 +26,9 @@ from kernelkb.optimizer.policy import Policy, PolicyConfig, StopReason
 from kernelkb.optimizer.report import sections_markdown, write_report
 from kernelkb.optimizer.run_file import RunFile
 from kernelkb.optimizer.writeback import Journal, Writeback
+
+if TYPE_CHECKING:
+    from kernelkb.retrieval.protocol import Knowledge
 
 log = logging.getLogger(__name__)
 progress = logging.getLogger("kernelkb.progress")  # the lines a user of the command reads
@@ -57,7 +60,8 @@ def _peer_timings(task: Any, options: LoopOptions) -> Any:
         return None
 
 
-def optimize(task_name: str, agent: Agent, *, out_dir: Path, knowledge: Any = None,
+def optimize(task_name: str, agent: Agent, *, out_dir: Path,
+             knowledge: Knowledge | None = None,
              policy: PolicyConfig | None = None, options: LoopOptions | None = None,
              command: str | None = None, journal_path: Path | None = None,
              on_round: Callable[[RoundOutcome], None] | None = None,

@@ -79,7 +79,8 @@ def open_for_runs(settings: Settings) -> tuple[Knowledge | None, bool]:
     return knowledge, not bare_host
 
 
-def resolve(kb: LocalKnowledge, **names: str | None) -> dict[str, str | None]:
+def resolve(kb: LocalKnowledge, *, op_type: str | None = None, gpu_name: str | None = None,
+            arch: str | None = None, task_id: str | None = None) -> dict[str, str | None]:
     """The store's spelling of names a person typed (any case, short forms such as 'h200');
     retrieval.names.UnknownName (a 422 in the API, exit 2 in the CLI) for one nobody knows.
 
@@ -90,14 +91,17 @@ def resolve(kb: LocalKnowledge, **names: str | None) -> dict[str, str | None]:
     from kernelkb.kernels.discovery import registry_summary
     from kernelkb.retrieval.names import UnknownName
 
+    typed = {"op_type": op_type, "gpu_name": gpu_name, "arch": arch, "task_id": task_id}
     try:
-        found = kb.resolve_names(**names)
-        if all(found[k] == names.get(k) for k in ("op_type", "task_id")):
+        found = kb.resolve_names(op_type=op_type, gpu_name=gpu_name, arch=arch,
+                                 task_id=task_id)
+        if all(found[k] == typed[k] for k in ("op_type", "task_id")):
             return found
     except UnknownName:
         pass
     summary = registry_summary()
-    return kb.resolve_names(known_ops=summary["ops"], known_tasks=summary["tasks"], **names)
+    return kb.resolve_names(op_type=op_type, gpu_name=gpu_name, arch=arch, task_id=task_id,
+                            known_ops=summary["ops"], known_tasks=summary["tasks"])
 
 
 def related_ops(op_type: str) -> list[str]:

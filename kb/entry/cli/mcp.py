@@ -9,9 +9,12 @@ import argparse
 import logging
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kernelkb.kb.entry.cli.common import Command
+
+if TYPE_CHECKING:
+    from kernelkb.kb.service import LocalKnowledge
 
 HELP = "serve KernelKB to coding agents over MCP (stdio, or streamable HTTP with --http)"
 log = logging.getLogger(__name__)
@@ -71,7 +74,8 @@ def _server(settings, timeout_s: float):  # type: ignore[no-untyped-def]
     from kernelkb.kb.entry.mcp.server import build_server
 
     store = WarmingUp(settings)
-    return build_server(store, write_back=lambda: store.write_back,
+    # a stand-in that forwards every attribute to the store once that is open
+    return build_server(cast("LocalKnowledge", store), write_back=lambda: store.write_back,
                         journal_dir=settings.data_dir / "mcp-journals", timeout_s=timeout_s)
 
 

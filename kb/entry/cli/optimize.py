@@ -136,8 +136,10 @@ def run(args: argparse.Namespace) -> int:
             bar.update(description=f"optimize {task_name}: round {outcome.iteration + 1} "
                                    f"(max {args.max_iters}) {best}")
 
+        out_dir = args.out or settings.runs_dir
+        assert out_dir is not None  # Settings fills runs_dir in (home / "runs")
         try:
-            result = optimize(task_name, agent, out_dir=args.out or settings.runs_dir,
+            result = optimize(task_name, agent, out_dir=out_dir,
                               knowledge=knowledge, write_back=write_back,
                               policy=policy, options=options, journal_path=args.journal,
                               command="kernelkb " + shlex.join(sys.argv[1:]),

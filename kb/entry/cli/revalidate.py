@@ -51,9 +51,16 @@ def execute(args: argparse.Namespace) -> tuple[int, str]:
         task = get_task(match_name("task", args.task, all_tasks()))
     except UnknownName as err:
         return 2, str(err)
-    knowledge, write_back = open_for_runs(Settings())
+    settings = Settings()
+    if settings.service_url:  # the service does not serve its list of records (yet)
+        return 2, ("revalidate reads the known configurations from a local store; unset "
+                   "KERNELKB_SERVICE_URL (the run's records can be ingested into the service)")
+    knowledge, write_back = open_for_runs(settings)
     if knowledge is None:
         return 2, "no knowledge store here to read the known configurations from"
+    from kernelkb.kb.service import LocalKnowledge  # (sqlmodel is here: a store opened)
+
+    assert isinstance(knowledge, LocalKnowledge)  # no service URL: the local store
     try:
         result = revalidate(task, knowledge, top=args.top, dtype=args.dtype,
                             shapes=args.shapes, seeds=args.seeds, timeout_s=args.timeout_s,

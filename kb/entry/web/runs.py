@@ -282,7 +282,8 @@ def lineage(rounds: list[ExperienceRecord], best_id: str | None = None) -> list[
         earlier = [n for n in made if n.record.iteration < r.iteration]
         won = [n for n in earlier if n.record.verdict == "improved"
                or n.record.provenance.round_kind == "baseline"]
-        parent = (won or earlier or [None])[-1]
+        chain = won or earlier
+        parent = chain[-1] if chain else None
         if parent is None:
             node.orphan = r.edit.parent_hash is not None
             roots.append(node)
