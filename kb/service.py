@@ -315,7 +315,7 @@ class LocalKnowledge:
     def bootstrap(self, env: dict[str, Any], op_type: str | None = None,
                   include_own: bool = False, space: Space | None = None,
                   limit: int = 10, shapes: Sequence[str] | None = None) -> BootstrapPlan:
-        """The plan for ``env`` (a GPU name known to kb.gpu_facts, or explicit facts);
+        """The plan for ``env`` (a GPU name known to kernels.shared.gpus, or explicit facts);
         with an op, also the learned ranker's order of its configurations (``space``: the
         task's, from the caller that knows it; else the configurations seen in the store).
         ``shapes``: the best configurations are the fastest on these shape labels (a

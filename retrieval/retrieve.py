@@ -36,7 +36,7 @@ def retrieve(
 ) -> RetrievalResult:
     """Vectors off (no embedder / index: a bare GPU host): relevance from BM25 alone.
     ``query_vector``: the query's embedding when the caller has it already (the service
-    embeds while holding no worker thread: kb/api/routes/knowledge.py)."""
+    embeds while holding no worker thread: kb/entry/api/routes/knowledge.py)."""
     clock = _Clock()
     snap = snapshot(session)
     cands, rungs_used = gather(snap, query, enough=max(4 * query.k, 40))

@@ -1,7 +1,7 @@
 """User errors get a message, not a traceback, and are caught before the store opens or a
 model loads: unknown task, bad dtype, bad flag values, a missing file, an unknown id.
 
-The real CLI (kb.cli.main) in process; the home is a fresh folder that must stay absent
+The real CLI (kb.entry.cli.main) in process; the home is a fresh folder that must stay absent
 when a command is refused before it needs the store."""
 
 from __future__ import annotations

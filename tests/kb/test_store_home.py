@@ -1,7 +1,7 @@
 """One store per user: where it lives, that every command uses it from any directory, that
 a read seeds an empty store, and that a store kept empty says how to fill it.
 
-Real CLI (kb.cli.main in process), real SQLite store; vectors off, so no embedding model
+Real CLI (kb.entry.cli.main in process), real SQLite store; vectors off, so no embedding model
 loads (the seeding and the home are what is under test, not the index)."""
 
 from __future__ import annotations

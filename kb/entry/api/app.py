@@ -44,7 +44,7 @@ def create_app(
         # the pool that runs the sync endpoints: a few threads, the rest queue in order
         anyio.to_thread.current_default_thread_limiter().total_tokens = \
             kb.settings.serve_threads
-        # threads that only wait for the query-embedding batcher (kb/api/routes/knowledge.py)
+        # threads that only wait for the query-embedding batcher (kb/entry/api/routes/knowledge.py)
         app.state.embed_waiters = anyio.CapacityLimiter(EMBED_WAITERS)
         # what start-up built (model, matrix, caches) lives as long as the server: out of
         # the collector's full passes, which would otherwise walk it again and again

@@ -25,7 +25,7 @@ def require_token(
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> None:
     """Mutating endpoints need ``Authorization: Bearer <token>`` when a token is set, and
-    come from loopback when none is (kb/api/access.py)."""
+    come from loopback when none is (kb/entry/api/access.py)."""
     refused = refusal(request.client.host if request.client else None,
                       credentials.credentials if credentials else None,
                       request.app.state.knowledge.settings.api_token)

@@ -53,7 +53,7 @@ class Problem(BaseModel):
     detail: str
 
 
-# answers any route can give before it runs (kb/api/same_machine.py), declared on every one
+# answers any route can give before it runs (kb/entry/api/same_machine.py), declared on every one
 _EVERY_ROUTE = {"400": "not exactly one Host header",
                 "403": "no token is set and the Host or Origin names another site"}
 

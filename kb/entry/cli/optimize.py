@@ -75,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def tasks_dir_flag(parser: argparse.ArgumentParser) -> None:
-    """--tasks-dir, on every command that takes a task (kb/cli.py reads it, with the
+    """--tasks-dir, on every command that takes a task (kb/entry/cli/main.py reads it, with the
     tasks_dir setting, before the command runs)."""
     parser.add_argument("--tasks-dir", action="append", default=[], metavar="DIR",
                         help="a folder of one's own task files (repeatable; adds to "

@@ -80,7 +80,7 @@ def check(task: Any, dtypes: list[str], timeout_s: float) -> dict[str, Any]:
 
 
 def execute(args: argparse.Namespace) -> tuple[int, str]:
-    """(exit status, text to print): kb/cli.py prints it."""
+    """(exit status, text to print): ``run`` prints it."""
     from kernelkb.kernels.base import all_tasks, get_task
 
     if args.check:

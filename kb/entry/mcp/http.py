@@ -1,5 +1,5 @@
 """The streamable-HTTP transport behind the API's rule: a token when one is set, loopback
-clients only when none is (kb/api/access.py). Every MCP request counts as a write here,
+clients only when none is (kb/entry/api/access.py). Every MCP request counts as a write here,
 since evaluate_kernel and record_experience write to the store over the same endpoint."""
 
 from __future__ import annotations

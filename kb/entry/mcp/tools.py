@@ -119,7 +119,7 @@ class Tools:
 
     def bootstrap_plan(
         self,
-        gpu_name: Annotated[OptName, Field(description="a part kb.gpu_facts knows, e.g. "
+        gpu_name: Annotated[OptName, Field(description="a part kernels.shared.gpus knows, e.g. "
                                            "'NVIDIA H100 SXM'; or give the facts below")] = None,
         op_type: OptName = None,
         arch: OptName = None,

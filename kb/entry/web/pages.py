@@ -1,8 +1,8 @@
 """The page routes: index, what worked (per GPU and op), experiences, runs (per regime,
 with their lineage), the comparison of GPUs for one op.
 
-Thin: data comes from kb/queries.py, kb/web/data.py and the knowledge facade
-(insights), run folders from kb/web/runs.py, charts from kb/web/plots.py. Not part of
+Thin: data comes from kb/queries.py, kb/entry/web/data.py and the knowledge facade
+(insights), run folders from kb/entry/web/runs.py, charts from kb/entry/web/plots.py. Not part of
 the OpenAPI schema.
 """
 

@@ -33,8 +33,8 @@ class BootstrapRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a default
 
     env: BootstrapTarget = Field(description="the target: {'gpu_name': ...} alone for a part "
-                                 "kernelkb.kb.gpu_facts knows, or explicit facts (arch, sm_count, "
-                                 "mem_bandwidth_gbps, smem_per_sm_kib, ...)")
+                                 "the GPU table (kernels.shared.gpus) knows, or explicit facts "
+                                 "(arch, sm_count, mem_bandwidth_gbps, smem_per_sm_kib, ...)")
     op_type: str | None = Field(None, max_length=SHORT)
     include_own: StrictBool = Field(False, description="also the target GPU's own experiences "
                               "(a second optimization on a known card), not only others'")
