@@ -12,13 +12,11 @@ candidates at 100k rows: a Python loop cost ~7 ms a query).
 Score orders hits within a group, not across: the query's own op comes before related
 ops (a related op's big, often-repeated win outscored every softmax win and took all five
 slots), and within each, rows measured on the query's Triton version before the others.
-The same edit is shown once (``edit_keys``).
+The same edit is shown once (``row_cache.edit_keys``).
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -31,7 +29,6 @@ EVIDENCE_WEIGHT = {"measured": 1.0, "verified": 0.55, "claimed": 0.3}
 # noise floor outweighs a single figure with no known spread (imports, older records)
 CONFIDENCE_WEIGHT = {"significant": 1.0, "within_noise": 0.85, "unknown_spread": 0.75}
 DTYPE_MISMATCH = 0.9
-_WORD = re.compile(r"[a-z0-9_.]+|->")
 
 
 def rrf(n: int, rankings: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
@@ -98,20 +95,3 @@ def best_first(scores: np.ndarray, mask: np.ndarray, *tiers: np.ndarray) -> np.n
     return positions[np.lexsort(keys)]
 
 
-def edit_keys(categories: str, config: dict, summary: str, diff: str = "") -> set[tuple[str, str]]:
-    """What makes two hits the same edit: the same categories and configuration, the same
-    summary text, or the same changed lines (one change measured again in other
-    surroundings: the RoPE-table flip won in 26 attention configurations and filled five of
-    five slots). Text compares by its words, case, punctuation and the edit's own category
-    tags aside ("set NUM_WARPS 4 -> 2" and "set NUM_WARPS 4 -> 2 (warps_stages)" are one
-    edit); a diff by its added and removed lines, context aside."""
-    tags = set(categories.strip("|").split("|"))
-    words = [w for w in _WORD.findall(summary.lower()) if w not in tags]
-    keys = {("summary", " ".join(words))}
-    if config:
-        keys.add(("config", f"{categories}|{json.dumps(config, sort_keys=True)}"))
-    changed = sorted({line.strip() for line in diff.splitlines()
-                      if line[:1] in "+-" and line[:3] not in ("+++", "---") and line[1:].strip()})
-    if changed:
-        keys.add(("diff", "\n".join(changed)))
-    return keys

@@ -11,6 +11,7 @@ deleted (``kernelkb doctor --quarantine``), so a removed row is not served from 
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -46,9 +47,31 @@ class ParsedRow:
         return self._record
 
 
-def _parse(row: Experience) -> ParsedRow:
-    from kernelkb.retrieval.ranking import edit_keys  # ranking -> ladder -> columns -> this module
+# the words a summary compares by (edit_keys)
+_WORD = re.compile(r"[a-z0-9_.]+|->")
 
+
+def edit_keys(categories: str, config: dict, summary: str,
+              diff: str = "") -> set[tuple[str, str]]:
+    """What makes two hits the same edit: the same categories and configuration, the same
+    summary text, or the same changed lines (one change measured again in other
+    surroundings: the RoPE-table flip won in 26 attention configurations and filled five of
+    five slots). Text compares by its words, case, punctuation and the edit's own category
+    tags aside ("set NUM_WARPS 4 -> 2" and "set NUM_WARPS 4 -> 2 (warps_stages)" are one
+    edit); a diff by its added and removed lines, context aside."""
+    tags = set(categories.strip("|").split("|"))
+    words = [w for w in _WORD.findall(summary.lower()) if w not in tags]
+    keys = {("summary", " ".join(words))}
+    if config:
+        keys.add(("config", f"{categories}|{json.dumps(config, sort_keys=True)}"))
+    changed = sorted({line.strip() for line in diff.splitlines()
+                      if line[:1] in "+-" and line[:3] not in ("+++", "---") and line[1:].strip()})
+    if changed:
+        keys.add(("diff", "\n".join(changed)))
+    return keys
+
+
+def _parse(row: Experience) -> ParsedRow:
     try:
         edit = json.loads(row.record_json)["edit"]
         keys = edit_keys(row.categories, edit["config"], edit["summary"], edit["diff"])

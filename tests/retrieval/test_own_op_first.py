@@ -16,7 +16,7 @@ from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kernels.base import TASKS, all_tasks, get_task, related_ops_of
 from kernelkb.optimizer.recall import query_for, recall
 from kernelkb.retrieval.query import RetrievalQuery
-from kernelkb.retrieval.ranking import edit_keys
+from kernelkb.retrieval.row_cache import edit_keys
 from kernelkb.retrieval.schemas import Hit, RetrievalResult
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
