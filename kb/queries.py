@@ -12,6 +12,7 @@ from sqlmodel import Session, col, select
 
 from kernelkb.kb.models import Experience, Hardware, Run
 from kernelkb.kb.record import ExperienceRecord
+from kernelkb.kernels.shared.errors import UserFixable
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ def load_or_skip(row: Experience, skipped: list[str] | None = None) -> Experienc
         return None
 
 
-class AmbiguousId(LookupError):
+class AmbiguousId(UserFixable, LookupError):
     """An id prefix that more than one experience starts with."""
 
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from kernelkb.kb.embedder import DIMENSION
 from kernelkb.kb.file_lock import file_lock
+from kernelkb.kernels.shared.errors import UserFixable
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,7 @@ _HNSW = {"space": "cosine", "ef_construction": 10, "max_neighbors": 4}
 RECHECK_S = 1.0  # how soon an id Chroma had no vector for is asked again
 
 
-class IndexUnusable(RuntimeError):
+class IndexUnusable(UserFixable, RuntimeError):
     """The vector index's folder cannot be opened; SQL, the truth, is untouched."""
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernelkb.kernels.shared.errors import UserError
+from kernelkb.kernels.shared.errors import UserError, UserFixable
 
 
 class UsageError(UserError):
@@ -21,22 +21,11 @@ def user_message(err: BaseException) -> str | None:
     """The one-line message for an error the user can fix, or None."""
     from pydantic import ValidationError
 
-    if isinstance(err, (UserError, *_other_user_errors())):
+    if isinstance(err, UserFixable):
         return str(err)
     if isinstance(err, ValidationError):  # a value outside the record's bounds
         return validation_message(err)
     return environment_message(err)
-
-
-def _other_user_errors() -> tuple[type[BaseException], ...]:
-    """Errors a user can fix whose classes keep another base (a lookup, a busy sandbox):
-    an id prefix two experiences share, a vector folder Chroma cannot open, a sandbox
-    already running its evaluations (come back later)."""
-    from kernelkb.kb.queries import AmbiguousId
-    from kernelkb.kb.vector_index import IndexUnusable
-    from kernelkb.optimizer.sandbox.runner import SandboxBusy
-
-    return AmbiguousId, IndexUnusable, SandboxBusy
 
 
 def validation_message(err: Any) -> str:

@@ -7,7 +7,13 @@ and exits 2, the HTTP API answers 422 with it, an MCP tool returns it as an erro
 """
 
 
-class UserError(ValueError):
+class UserFixable(Exception):  # noqa: N818 - a mark, not an error of its own
+    """The mark of the family: raised where the user, not the program, is at fault, so
+    the entry points render its message instead of a traceback. Errors that keep another
+    base (a lookup, a busy sandbox) carry it as a second base."""
+
+
+class UserError(UserFixable, ValueError):
     """A request the user can fix; the message says what was wrong and the way out."""
 
 

@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from kernelkb.kernels.shared.errors import UserFixable
 from kernelkb.optimizer.sandbox import jail, limits
 from kernelkb.optimizer.sandbox.errors import classify_exit
 from kernelkb.optimizer.sandbox.gpu_turns import MAX_WAIT_S
@@ -61,7 +62,7 @@ class WorkerOutcome:
     containment: str = "namespaces"  # or "uncontained: <why>"
 
 
-class SandboxBusy(RuntimeError):
+class SandboxBusy(UserFixable, RuntimeError):
     """More evaluations waiting than the queue holds (``KERNELKB_SANDBOX_QUEUE``)."""
 
 

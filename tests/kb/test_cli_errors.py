@@ -182,3 +182,29 @@ def test_a_bad_setting_is_one_line_naming_the_variable(
     assert main(["stats"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"kernelkb: error: {variable}: ") and len(err.splitlines()) == 1
+
+
+def test_every_user_fixable_error_renders_without_loading_the_tasks() -> None:
+    """One mark (kernels.shared.errors.UserFixable) makes an error the user's: rendering
+    it imports nothing heavy, so a typo is answered at once, not after torch loads."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from kernelkb.kb.entry.errors import user_message\n"
+        "from kernelkb.kb.queries import AmbiguousId\n"
+        "from kernelkb.retrieval.names import UnknownName\n"
+        "assert user_message(UnknownName('unknown op')) == 'unknown op'\n"
+        "assert user_message(AmbiguousId('two share it')) == 'two share it'\n"
+        "assert user_message(RuntimeError('a fault of ours')) is None\n"
+        "assert 'torch' not in sys.modules, 'rendering loaded torch'\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    from kernelkb.kb.entry.errors import user_message
+    from kernelkb.kb.vector_index import IndexUnusable
+    from kernelkb.optimizer.sandbox.runner import SandboxBusy
+
+    assert user_message(SandboxBusy("come back later")) == "come back later"
+    assert user_message(IndexUnusable("rebuild it")) == "rebuild it"
