@@ -257,6 +257,11 @@ class Task:
     # where the template was read from (read_template; None: written inline)
     template_path: str | None = field(default=None, init=False, compare=False)
 
+    @property
+    def params(self) -> tuple[Knob | Variant, ...]:
+        """Every parameter of the space: the knobs, then the variants."""
+        return (*self.knobs, *self.variants)
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "template_path", getattr(self.template, "path", None))
         validate(self, DTYPES, header_constants)
@@ -270,15 +275,13 @@ class Task:
     def default_config(self) -> dict[str, ConfigValue]:
         """The naive kernel's configuration, as written in the template."""
         header = header_constants(self.template)
-        both: tuple[Knob | Variant, ...] = (*self.knobs, *self.variants)
-        return {p.name: header[p.name] for p in both}
+        return {p.name: header[p.name] for p in self.params}
 
     def complete(self, config: Config) -> dict[str, ConfigValue] | None:
         """A stored configuration as a whole point of the space: a variant missing from it
         (added to the task after it was measured) takes its first value, which is the
         kernel as it was; None if a knob is missing or a name is not the task's."""
-        both: tuple[Knob | Variant, ...] = (*self.knobs, *self.variants)
-        names = {p.name for p in both}
+        names = {p.name for p in self.params}
         knobs = {k.name for k in self.knobs}
         if not set(config) <= names or not knobs <= set(config):
             return None
@@ -324,8 +327,7 @@ class Task:
 
     def render(self, config: Config) -> str:
         """Candidate source for a configuration: the template with its header rewritten."""
-        both: tuple[Knob | Variant, ...] = (*self.knobs, *self.variants)
-        known = {p.name: p for p in both}
+        known = {p.name: p for p in self.params}
         for name, value in config.items():
             if name not in known:
                 raise KeyError(f"task {self.name}: unknown parameter {name}")

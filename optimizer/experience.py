@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelkb.kb.record import Edit, Environment, ExperienceRecord, Feedback, Provenance, TaskInfo
-from kernelkb.kernels.base import Knob, Task, Variant, header_constants
+from kernelkb.kernels.base import Task, header_constants
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.vocabulary import RoundKind, Verdict
 from kernelkb.optimizer.agents.base import Proposal
@@ -33,8 +33,7 @@ class RunInfo:
 
 def task_config(task: Task, source: str) -> dict[str, Any]:
     header = header_constants(source)
-    both: tuple[Knob | Variant, ...] = (*task.knobs, *task.variants)
-    return {p.name: header[p.name] for p in both if p.name in header}
+    return {p.name: header[p.name] for p in task.params if p.name in header}
 
 
 def unevaluated_feedback(kind: str, message: str) -> Feedback:

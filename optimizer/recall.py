@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kernelkb.kb.record import Environment, ExperienceRecord
-from kernelkb.kernels.base import Knob, Task, Variant
+from kernelkb.kernels.base import Task
 
 if TYPE_CHECKING:
     from kernelkb.retrieval.protocol import Knowledge
@@ -120,8 +120,7 @@ def related(knowledge: Knowledge, task: Task, dtype: str, env: Environment,
     names wins with RMSNorm's whole-row, 4-warp configuration). Only configurations whose
     knobs are mostly this task's carry over; they are labelled as measured on the other op,
     and the run measures them like any proposal."""
-    both: tuple[Knob | Variant, ...] = (*task.knobs, *task.variants)
-    params = {p.name: p for p in both}
+    params = {p.name: p for p in task.params}
     out: list[Any] = []
     for op in task.related_ops:
         try:
@@ -162,8 +161,8 @@ def predicted_item(task: Task, dtype: str, item: Any, gpu: str) -> Any:
     from kernelkb.retrieval.schemas import PlanItem
 
     default = task.default_config
-    both: tuple[Knob | Variant, ...] = (*task.knobs, *task.variants)
-    changed = sorted({p.category for p in both if item.config.get(p.name) != default[p.name]})
+    changed = sorted({p.category for p in task.params
+                      if item.config.get(p.name) != default[p.name]})
     rel = f"{item.predicted_rel_time:.2f}x" if item.predicted_rel_time else "?"
     why = f"; {item.evidence[0]}" if item.evidence else ""
     return PlanItem(kind="predicted", category=(changed or ["other"])[0],

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from kernelkb.kb.record import Edit, Environment, ExperienceRecord, Feedback, Provenance, TaskInfo
-from kernelkb.kernels.base import Config, Knob, Shape, Task, Variant
+from kernelkb.kernels.base import Config, Shape, Task
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.stats import geomean
 from kernelkb.kernels.shared.vocabulary import RoundKind, Verdict
@@ -213,8 +213,7 @@ def _drift(known: Known, evaluated: Any, env: Environment) -> tuple[float | None
 
 def _categories(task: Task, config: dict[str, Any]) -> list[str]:
     default = task.default_config
-    both: tuple[Knob | Variant, ...] = (*task.knobs, *task.variants)
-    changed = {p.category for p in both if config.get(p.name) != default[p.name]}
+    changed = {p.category for p in task.params if config.get(p.name) != default[p.name]}
     return sorted(changed) or ["other"]
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernelkb.kb.record import ExperienceRecord
-from kernelkb.kernels.base import DTYPES, Knob, Shape, Task, Variant, all_tasks
+from kernelkb.kernels.base import DTYPES, Shape, Task, all_tasks
 from kernelkb.retrieval.launch import record_launch
 from kernelkb.retrieval.prediction import Space
 
@@ -29,8 +29,7 @@ def parse_label(task: Task, label: str) -> Shape:
 
 
 def task_space(task: Task, dtype: str = "float16") -> Space:
-    both: tuple[Knob | Variant, ...] = (*task.knobs, *task.variants)
-    names = {p.name for p in both}
+    names = {p.name for p in task.params}
 
     def launch(config: Mapping[str, Any], label: str, dtype_name: str) -> Any:
         assert task.launch is not None  # Task.__post_init__ always sets one

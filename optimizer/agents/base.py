@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kernelkb.kb.record import ExperienceRecord
-from kernelkb.kernels.base import ConfigValue, Knob, Task, Variant, header_constants
+from kernelkb.kernels.base import ConfigValue, Task, header_constants
 from kernelkb.kernels.shared.vocabulary import EDIT_CATEGORIES, ProposalKind
 
 
@@ -55,8 +55,7 @@ class AgentContext:
     def best_config(self) -> dict[str, ConfigValue]:
         """The task parameters as the best kernel's header sets them."""
         header = header_constants(self.best_source)
-        both: tuple[Knob | Variant, ...] = (*self.task.knobs, *self.task.variants)
-        names = [p.name for p in both]
+        names = [p.name for p in self.task.params]
         return {**self.task.default_config, **{n: header[n] for n in names if n in header}}
 
 

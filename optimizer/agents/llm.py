@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from kernelkb.kernels.base import Knob, Task, Variant, header_constants
+from kernelkb.kernels.base import Task, header_constants
 from kernelkb.kernels.shared.vocabulary import EDIT_CATEGORIES, ProposalKind
 from kernelkb.optimizer.agents.base import AgentContext, AgentUnavailable, Proposal
 from kernelkb.optimizer.prompting import render
@@ -84,8 +84,7 @@ def parse_reply(reply: str, task: Task, parent_source: str) -> Proposal:
 def infer_categories(task: Task, parent: str, child: str) -> tuple[str, ...]:
     """Categories of the task parameters whose header value changed, else 'other'."""
     before, after = header_constants(parent), header_constants(child)
-    both: tuple[Knob | Variant, ...] = (*task.knobs, *task.variants)
-    changed = {p.category for p in both if before.get(p.name) != after.get(p.name)}
+    changed = {p.category for p in task.params if before.get(p.name) != after.get(p.name)}
     return tuple(sorted(changed)) or ("other",)
 
 

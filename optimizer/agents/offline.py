@@ -219,8 +219,7 @@ def _runner_ups(context: AgentContext) -> list[tuple[float, dict[str, ConfigValu
 
 
 def _category(task: Task, name: str) -> str:
-    params: tuple[Knob | Variant, ...] = (*task.knobs, *task.variants)
-    return next(p.category for p in params if p.name == name)
+    return next(p.category for p in task.params if p.name == name)
 
 
 def _history_vote(context: AgentContext, cand: Candidate) -> float:
