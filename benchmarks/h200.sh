@@ -4,6 +4,8 @@
 #   bash benchmarks/h200.sh gputests peers space optimize:softmax vs:softmax confirm launch variants
 #   bash benchmarks/h200.sh revalidate:softmax revalidate:rmsnorm   (TOP=3: configs per task)
 #   bash benchmarks/h200.sh hostcost   (host cost of a call: ours vs eager / compile / Liger)
+#   NOISE_BUDGET_S=300 bash benchmarks/h200.sh noise   (verdict noise, resumed to 30 A/A a task)
+#   bash benchmarks/h200.sh jail   (the jail and containment tests as root on the GPU host)
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
@@ -21,6 +23,10 @@ for stage in "$@"; do
     wide:*) timeout $(( $(left) - 20 )) python3 benchmarks/variants.py explore --wide ${stage#wide:} --tasks ${WIDE_TASKS:-matmul} --budget-s $(( $(left) - 60 )) --out benchmarks/results > "$OUT/wide.log" 2>&1; echo "rc=$?" >> "$OUT/wide.log" ;;
     # the final stage for some tasks only (files tagged with the task names): final:softmax,matmul
     final:*) t=${stage#final:}; timeout $(( $(left) - 20 )) python3 benchmarks/variants.py final --choice benchmarks/results/variants_explore_h200.json --tasks ${t//,/ } --tag "_${t//,/_}" --budget-s $(( $(left) - 60 )) --out benchmarks/results > "$OUT/final.log" 2>&1; echo "rc=$?" >> "$OUT/final.log" ;;
+    # A/A and known-slower verdicts, resumed from the JSON in benchmarks/results; NOISE_FLAGS
+    # adds e.g. --fresh-machine when this is the machine's first stage
+    noise) timeout $(( $(left) - 20 )) python3 benchmarks/verdict_noise.py --evals 30 --slower 10 --parallel 4 --budget-s ${NOISE_BUDGET_S:-$(( $(left) - 60 ))} ${NOISE_FLAGS-} --resume benchmarks/results/verdict_noise_h200.json --out benchmarks/results > "$OUT/noise.log" 2>&1; echo "rc=$?" >> "$OUT/noise.log" ;;
+    jail) timeout $(( $(left) - 20 )) python3 -m pytest -o addopts='--strict-markers' -p no:cacheprovider -rA tests/optimizer/sandbox/test_jailbreak.py tests/optimizer/sandbox/test_containment.py > "$OUT/jail.log" 2>&1; echo "rc=$?" >> "$OUT/jail.log"; tail -30 "$OUT/jail.log" ;;
     peers) timeout $(( $(left) - 30 )) python3 benchmarks/peers.py --runs benchmarks/runs > "$OUT/peers.log" 2>&1; echo "rc=$?" >> "$OUT/peers.log" ;;
     space) timeout $(( $(left) - 20 )) python3 benchmarks/measure_space.py --workers 14 --tasks ${SPACE_TASKS:-attention rmsnorm softmax swiglu rope matmul} > "$OUT/space.log" 2>&1 ;;
     smoke) timeout $(( $(left) - 30 )) python3 -m kernelkb optimize softmax --no-retrieval --max-iters 3 --out runs_smoke 2>&1 | tail -30 ;;

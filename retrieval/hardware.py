@@ -256,18 +256,19 @@ def _fastest_on_shapes(session: Session, match: HardwareMatch, op_type: str | No
     Why not ``speedup_vs_baseline``: each run divides by its own start, timed on its own
     shapes, so a run that began from a slow kernel on large shapes (a space measurement)
     outranks a faster configuration tuned on the shapes that matter now. Times on the same
-    GPU and shape compare across runs: each correct timing on one of ``shapes`` is divided
-    by the fastest time any record has there, and a configuration's score is the geometric
-    mean of those ratios over the shapes it was timed on (1.0: fastest on every one). Only
-    records that cover at least half as many of the shapes as the best-covered one count,
-    so one lucky small shape does not decide; the current Triton version comes first."""
+    GPU and shape compare across runs: each correct timing on one of ``shapes`` (GPU time
+    where the record has it, else call time, each against the fastest of its own kind) is
+    divided by the fastest time any record has there. A shape a record was never timed on
+    counts as the slowest ratio any record has there: the configuration runs on every
+    shape of the regime, so one lucky shape (split-K on M=16 alone, slow at M=128) must not
+    decide. The score is the geometric mean; the current Triton version comes first."""
     wanted = set(shapes)
     stmt = select(Experience).where(
         Experience.hardware_id == match.hardware_id, Experience.evidence == "measured",
         col(Experience.verdict).in_(("improved", "neutral", "regressed")))
     if op_type:
         stmt = stmt.where(Experience.op_type == op_type)
-    timed: dict[tuple[str, str], list[tuple[Any, dict[str, float]]]] = {}
+    timed: dict[tuple[str, str], list[tuple[Any, dict[str, tuple[str, float]]]]] = {}
     for row in session.exec(stmt).all():
         record = load_or_skip(row)
         if record is None or not record.edit.config:
@@ -277,15 +278,11 @@ def _fastest_on_shapes(session: Session, match: HardwareMatch, op_type: str | No
             timed.setdefault((row.task_id, row.dtype), []).append((record, times))
     items = []
     for (task_id, dtype), entries in timed.items():
-        fastest: dict[str, float] = {}
-        for _, times in entries:
-            for shape, ms in times.items():
-                fastest[shape] = min(ms, fastest.get(shape, math.inf))
-        enough = max(len(times) for _, times in entries) / 2
+        ratios = _relative_times([times for _, times in entries])
         # current Triton version first, then the smallest relative time, then more shapes
         _, rel, minus_covered, record = min(
-            ((other_version(rec.env.triton_version, current), _relative_time(t, fastest),
-              -len(t), rec) for rec, t in entries if len(t) >= enough),
+            ((other_version(rec.env.triton_version, current), rel, -len(t), rec)
+             for (rec, t), rel in zip(entries, ratios, strict=True)),
             key=lambda x: x[:3])
         items.append(PlanItem(
             kind="config", category=record.edit.categories[0], config=dict(record.edit.config),
@@ -300,13 +297,30 @@ def _fastest_on_shapes(session: Session, match: HardwareMatch, op_type: str | No
     return items
 
 
-def timed_on(record: Any, shapes: set[str]) -> dict[str, float]:
-    """A record's median time (ms) per shape, for those of ``shapes`` it was timed on."""
-    return {t.shape: t.median_ms for t in record.feedback.timings
-            if t.shape in shapes and t.median_ms > 0}
+def timed_on(record: Any, shapes: set[str]) -> dict[str, tuple[str, float]]:
+    """A record's time (ms) per shape, for those of ``shapes`` it was timed on: GPU time
+    (CUDA-graph replay) where taken, since call time on a small shape is mostly Python
+    launch cost (a split-K's second launch reads as slow), else call time."""
+    out: dict[str, tuple[str, float]] = {}
+    for t in record.feedback.timings:
+        if t.shape in shapes and t.median_ms > 0:
+            out[t.shape] = ("gpu", t.graph_ms) if t.graph_ms else ("call", t.median_ms)
+    return out
 
 
-def _relative_time(times: dict[str, float], fastest: dict[str, float]) -> float:
-    """Geometric mean over the shapes of time / the fastest time there (1.0: fastest on
-    every one)."""
-    return geomean(ms / fastest[s] for s, ms in times.items())
+def _relative_times(entries: list[dict[str, tuple[str, float]]]) -> list[float]:
+    """Per entry, the geometric mean over every shape any entry was timed on of time / the
+    fastest time of the same kind there (1.0: fastest on every one); a shape an entry lacks
+    counts as the slowest ratio there."""
+    fastest: dict[tuple[str, str], float] = {}
+    for times in entries:
+        for shape, (kind, ms) in times.items():
+            fastest[shape, kind] = min(ms, fastest.get((shape, kind), math.inf))
+    own = [{s: ms / fastest[s, kind] for s, (kind, ms) in times.items()} for times in entries]
+    slowest: dict[str, float] = {}
+    for ratios in own:
+        for shape, r in ratios.items():
+            slowest[shape] = max(r, slowest.get(shape, 1.0))
+    return [geomean(ratios.get(s, worst) for s, worst in slowest.items()) for ratios in own]
+
+

@@ -175,6 +175,38 @@ def test_bootstrap_for_shapes_takes_the_fastest_there_not_the_largest_speedup(
     assert other.config == {"C": 1} and "vs baseline" in other.evidence
 
 
+def test_one_lucky_shape_does_not_decide_and_gpu_time_does(
+        knowledge: LocalKnowledge) -> None:
+    """Split-K measured on M=16 alone is the fastest there, but the regime also runs
+    M=128, where it was never timed: a configuration timed on both and near the best on
+    each is offered. GPU time decides where records have it: the split-K's call time
+    carries a second Python launch that its GPU time does not."""
+    m16, m128 = "M=16,N=4096,K=4096", "M=128,N=4096,K=4096"
+
+    def gpu_timed(gpu: dict[str, float], call: float, **kwargs) -> dict:
+        record = timed_record({s: call for s in gpu}, task="matmul", op="matmul", **kwargs)
+        for timing in record["feedback"]["timings"]:
+            timing["graph_ms"] = gpu[timing["shape"]]
+        return record
+
+    knowledge.ingest([
+        gpu_timed({m16: 0.0120}, call=0.040, summary="split-K", config={"SPLIT_K": 4},
+                  run="a"),
+        gpu_timed({m16: 0.0141, m128: 0.0154}, call=0.030, summary="64x64, 6 stages",
+                  config={"SPLIT_K": 1, "NUM_STAGES": 6}, run="b"),
+        gpu_timed({m16: 0.0290, m128: 0.0298}, call=0.029, summary="128-row tiles",
+                  config={"SPLIT_K": 1, "BLOCK_M": 128}, run="c"),
+    ])
+    plan = knowledge.bootstrap(H200_TARGET, op_type="matmul", include_own=True,
+                               shapes=[m16, m128])
+    item = next(i for i in plan.items if i.kind == "config")
+    # 64x64: 1.175x on M=16, 1.0x on M=128; split-K: 1.0x, and M=128 as the slowest (1.94x)
+    assert item.config == {"SPLIT_K": 1, "NUM_STAGES": 6}
+    assert "over 2 of the 2 shapes" in item.evidence and "1.08x" in item.evidence
+    only16 = knowledge.bootstrap(H200_TARGET, op_type="matmul", include_own=True, shapes=[m16])
+    assert next(i for i in only16.items if i.kind == "config").config == {"SPLIT_K": 4}
+
+
 def test_a_regime_loop_adopts_the_fastest_on_its_own_shapes(knowledge: LocalKnowledge) -> None:
     """The optimizer's loop for one regime asks with its round and sweep shapes: the
     configuration it offers to adopt is the one measured fastest there."""
