@@ -256,9 +256,9 @@ def _fastest_on_shapes(session: Session, match: HardwareMatch, op_type: str | No
     Why not ``speedup_vs_baseline``: each run divides by its own start, timed on its own
     shapes, so a run that began from a slow kernel on large shapes (a space measurement)
     outranks a faster configuration tuned on the shapes that matter now. Times on the same
-    GPU and shape compare across runs: each correct timing on one of ``shapes`` (GPU time
-    where the record has it, else call time, each against the fastest of its own kind) is
-    divided by the fastest time any record has there. A shape a record was never timed on
+    GPU and shape compare across runs: each correct timing on one of ``shapes`` (call time,
+    or GPU time where the shape is launch-bound) is divided by the fastest time any record
+    has there. A shape a record was never timed on
     counts as the slowest ratio any record has there: the configuration runs on every
     shape of the regime, so one lucky shape (split-K on M=16 alone, slow at M=128) must not
     decide. The score is the geometric mean; the current Triton version comes first."""
@@ -268,7 +268,7 @@ def _fastest_on_shapes(session: Session, match: HardwareMatch, op_type: str | No
         col(Experience.verdict).in_(("improved", "neutral", "regressed")))
     if op_type:
         stmt = stmt.where(Experience.op_type == op_type)
-    timed: dict[tuple[str, str], list[tuple[Any, dict[str, tuple[str, float]]]]] = {}
+    timed: dict[tuple[str, str], list[tuple[Any, dict[str, tuple[float, float | None]]]]] = {}
     for row in session.exec(stmt).all():
         record = load_or_skip(row)
         if record is None or not record.edit.config:
@@ -297,26 +297,34 @@ def _fastest_on_shapes(session: Session, match: HardwareMatch, op_type: str | No
     return items
 
 
-def timed_on(record: Any, shapes: set[str]) -> dict[str, tuple[str, float]]:
-    """A record's time (ms) per shape, for those of ``shapes`` it was timed on: GPU time
-    (CUDA-graph replay) where taken, since call time on a small shape is mostly Python
-    launch cost (a split-K's second launch reads as slow), else call time."""
-    out: dict[str, tuple[str, float]] = {}
-    for t in record.feedback.timings:
-        if t.shape in shapes and t.median_ms > 0:
-            out[t.shape] = ("gpu", t.graph_ms) if t.graph_ms else ("call", t.median_ms)
-    return out
+def timed_on(record: Any, shapes: set[str]) -> dict[str, tuple[float, float | None]]:
+    """A record's (call time, GPU time or None) in ms per shape, for those of ``shapes`` it
+    was timed on."""
+    return {t.shape: (t.median_ms, t.graph_ms or None) for t in record.feedback.timings
+            if t.shape in shapes and t.median_ms > 0}
 
 
-def _relative_times(entries: list[dict[str, tuple[str, float]]]) -> list[float]:
+LAUNCH_BOUND = 1.25  # fastest call time / fastest GPU time above which a shape is host-bound
+
+
+def _relative_times(entries: list[dict[str, tuple[float, float | None]]]) -> list[float]:
     """Per entry, the geometric mean over every shape any entry was timed on of time / the
-    fastest time of the same kind there (1.0: fastest on every one); a shape an entry lacks
-    counts as the slowest ratio there."""
-    fastest: dict[tuple[str, str], float] = {}
+    fastest time there (1.0: fastest on every one); a shape an entry lacks counts as the
+    slowest ratio there. Call time decides, except on a launch-bound shape (the fastest call
+    over ``LAUNCH_BOUND`` x the fastest GPU time): there call time measures the Python
+    launch, not the configuration (a split-K's second launch reads as slow), so GPU time
+    (CUDA-graph replay) decides and an entry without it was not timed there."""
+    fastest_call: dict[str, float] = {}
+    fastest_gpu: dict[str, float] = {}
     for times in entries:
-        for shape, (kind, ms) in times.items():
-            fastest[shape, kind] = min(ms, fastest.get((shape, kind), math.inf))
-    own = [{s: ms / fastest[s, kind] for s, (kind, ms) in times.items()} for times in entries]
+        for shape, (call, gpu) in times.items():
+            fastest_call[shape] = min(call, fastest_call.get(shape, math.inf))
+            if gpu:
+                fastest_gpu[shape] = min(gpu, fastest_gpu.get(shape, math.inf))
+    bound = {s for s, gpu in fastest_gpu.items() if fastest_call[s] > LAUNCH_BOUND * gpu}
+    own = [{s: (gpu / fastest_gpu[s] if s in bound else call / fastest_call[s])
+            for s, (call, gpu) in times.items() if gpu or s not in bound}
+           for times in entries]
     slowest: dict[str, float] = {}
     for ratios in own:
         for shape, r in ratios.items():
