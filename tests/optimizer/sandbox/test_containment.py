@@ -106,7 +106,8 @@ def test_the_probe_reaches_nothing_inside_the_namespaces(planted):
     result = evaluate("softmax", probe_source(project, home, store, server.port, marker),
                       shapes=[(1, 7)], seeds=1)
     report = probe_report(result)
-    assert result.containment == "namespaces"
+    # a host without a delegated cgroup adds "; limits per process only (...)" (the H200)
+    assert result.containment.split("; ")[0] == "namespaces"
     assert report.split("PROBE ")[1].split(" | ")[0].startswith("cwd=")
     assert " | " not in report.split("PROBE ")[1].split("\n")[0], report  # nothing else
     assert not (project / f"pwned_{marker}").exists()
@@ -131,5 +132,5 @@ def test_without_namespaces_the_environment_is_still_scrubbed_and_the_child_ende
     cwd = report.split("cwd=")[1].split(" | ")[0].split("\n")[0]
     assert cwd != os.getcwd() and "kernelkb_sandbox_" in cwd
     assert survivors(marker) == []
-    assert result.containment == "uncontained: disabled by the test"
+    assert result.containment.split("; ")[0] == "uncontained: disabled by the test"
     assert "sandbox: uncontained: disabled by the test" in result.text
