@@ -75,6 +75,10 @@ class Space:
     # a stored configuration as a point of ``configs`` (e.g. a task's knob added after the
     # record was measured filled in with its default); None: configurations as stored
     config_of_record: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+    # the knob names of ``configs`` where the space was read from the store: a record that
+    # sets other knobs belongs to another kernel of the same name and is not learned from
+    parameters: frozenset[str] | None = None
+    note: str = ""  # what choosing the space left out, said in the prediction's note
 
 
 def resolve_target(target: Mapping[str, Any]) -> dict[str, Any]:
@@ -129,13 +133,33 @@ def _view(evidence: str, data: dict[str, Any]) -> SimpleNamespace:
 
 def store_space(records: Sequence[ExperienceRecord], op_type: str) -> Space:
     """An op with no task: the configurations seen in the store, Kernel Tuner's launch
-    conventions where a shape label carries a problem size (retrieval/launch.py)."""
-    seen: dict[str, Mapping[str, Any]] = {}
+    conventions where a shape label carries a problem size (retrieval/launch.py).
+
+    Two kernels imported under one name with different parameters (two data sets'
+    ``convolution``) are two spaces, not one: the space is the parameter family with the
+    most measured configurations (then the most GPUs), and the others are left out of
+    the ranking and of what the model learns from, and named in the note."""
+    families: dict[frozenset[str], dict[str, Mapping[str, Any]]] = {}
+    gpus: dict[frozenset[str], set[str]] = {}
     for record in records:
         if record.edit.config:
-            seen.setdefault(repr(sorted(record.edit.config.items())), dict(record.edit.config))
-    return Space(op_type=op_type, task_id=None, configs=list(seen.values()),
-                 launch_of_config=config_launch, launch_of_record=record_launch)
+            family = frozenset(record.edit.config)
+            families.setdefault(family, {}).setdefault(
+                repr(sorted(record.edit.config.items())), dict(record.edit.config))
+            gpus.setdefault(family, set()).add(record.env.gpu_name)
+    if not families:
+        return Space(op_type=op_type, task_id=None, configs=[],
+                     launch_of_config=config_launch, launch_of_record=record_launch)
+    chosen = max(families, key=lambda f: (len(families[f]), len(gpus[f]), sorted(f)))
+    others = [f for f in families if f != chosen]
+    note = "" if not others else (
+        f"; {sum(len(families[f]) for f in others)} configurations of {len(others)} other "
+        f"kernel(s) named {op_type} with other parameters left out (this space: "
+        f"{', '.join(sorted(chosen))}; "
+        + "; ".join(", ".join(sorted(f)) for f in sorted(others, key=sorted)[:3]) + ")")
+    return Space(op_type=op_type, task_id=None, configs=list(families[chosen].values()),
+                 launch_of_config=config_launch, launch_of_record=record_launch,
+                 parameters=chosen, note=note)
 
 
 def predict(records: Sequence[Any], space: Space, target: Mapping[str, Any],
@@ -144,6 +168,8 @@ def predict(records: Sequence[Any], space: Space, target: Mapping[str, Any],
     ``records``: ExperienceRecords or ``measured_records``' views of them."""
     facts = default_facts(_Env(target))
     facts["gpu_name"] = gpu = str(target.get("gpu_name") or "target")
+    if space.parameters is not None:  # another kernel of the same name: not this space
+        records = [r for r in records if frozenset(r.edit.config) == space.parameters]
     if space.config_of_record is not None:
         records = [_with_config(r, space.config_of_record(r.edit.config)) for r in records]
     mine = [r for r in records if r.env.gpu_name == gpu]
@@ -185,7 +211,7 @@ def predict(records: Sequence[Any], space: Space, target: Mapping[str, Any],
               f"{len(trained)} other GPU(s)"
               + (f" and {len(own_timed)} on {gpu}" if own_timed else "")
               + ("" if mine else f"; nothing of {space.op_type} was measured on {gpu}: a "
-                 "hint, not a measurement")),
+                 "hint, not a measurement") + space.note),
         interval_level=calibration.level if calibrated else None,
         interval_method=calibration.method if calibrated else None,
         interval_note=_interval_note(calibration.note, calibrated, bool(own_timed)))

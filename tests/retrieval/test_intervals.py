@@ -105,3 +105,23 @@ def test_a_prediction_carries_its_interval_and_method() -> None:
     assert alone.interval_level is None and all(i.predicted_rel_low is None
                                                 for i in alone.items)
     assert "trained on one GPU" in alone.interval_note
+
+
+def test_two_kernels_of_one_name_with_other_parameters_stay_apart() -> None:
+    """Two data sets' kernels imported under one name: the larger parameter family is the
+    space, the other kernel's configurations are neither offered nor learned from."""
+    ours = [_record(g, c) for g, c in itertools.product(GPUS[:3], CONFIGS[:24])]
+    def other_kernel(gpu: dict[str, Any], x: int, y: int) -> ExperienceRecord:
+        record = _record(gpu, CONFIGS[x + y])
+        return record.model_copy(update={"edit": record.edit.model_copy(
+            update={"config": {"tile_x": x, "tile_y": y}})})
+
+    theirs = [other_kernel(g, x, y) for g in GPUS[:2] for x in (1, 2, 4) for y in (8, 16)]
+    space = store_space([*ours, *theirs], "synthetic")
+    assert space.parameters == frozenset({"block", "tile", "unroll"})
+    assert len(space.configs) == 24 and all(set(c) == set(CONFIGS[0]) for c in space.configs)
+    pred = predict([*ours, *theirs], space, GPUS[5], limit=50)
+    assert all(set(item.config) == {"block", "tile", "unroll"} for item in pred.items)
+    assert sum(pred.trained_on.values()) == len(ours)  # nothing of the other kernel learned
+    assert "6 configurations of 1 other kernel(s) named synthetic" in pred.note
+    assert "tile_x, tile_y" in pred.note

@@ -143,8 +143,11 @@ def test_training_on_one_gpu_alone_still_ranks():
 def test_objective_auto_selects_on_training_folds_only():
     train = [r for f in TRAIN for r in rows_for(f)]
     model = CostModel(objective="auto", n_estimators=30).fit(train)
-    assert model.chosen_objective in ("regression", "lambdarank")
+    # every objective scored on inner folds of the training GPUs; the best regret chosen
+    # (which one wins is the data's business: three are close on this synthetic set)
     assert set(model.selection) == set(OBJECTIVES)
+    assert all(math.isfinite(v) and v >= 0 for v in model.selection.values())
+    assert model.chosen_objective == min(model.selection, key=model.selection.__getitem__)
     with pytest.raises(ValueError):
         CostModel(objective="xgboost")
 

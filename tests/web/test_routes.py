@@ -199,9 +199,15 @@ def test_a_live_run_shows_its_rounds_and_refreshes_until_it_ends(site: dict) -> 
     rounds = page[page.index('id="rounds"'):page.index("</table>", page.index('id="rounds"'))]
     assert "step 0" in rounds and "step 1" in rounds
     assert "Best so far" in page and 'id="regime-best"' in page
+    listed = httpx.get(f"{site['base']}/ui/runs", timeout=60).text
+    row = listed[listed.index(f">{run}<"):]
+    assert 'live-run">under way' in row[:row.index("</tr>")]  # the list marks it
     (folder / "run.json").write_text(json.dumps({  # the loop ends: run_file.finish
         "run_id": run, "state": "finished", "candidate": None, "stop_reason": "max_iters",
         "sections": ""}))
     page = httpx.get(url, timeout=60).text
     assert "http-equiv" not in page and 'id="live"' not in page
     assert 'id="stopped"' in page
+    listed = httpx.get(f"{site['base']}/ui/runs", timeout=60).text
+    row = listed[listed.index(f">{run}<"):]
+    assert "under way" not in row[:row.index("</tr>")] and "max_iters" in row[:row.index("</tr>")]
