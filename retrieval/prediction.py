@@ -210,11 +210,27 @@ def predict(records: Sequence[Any], space: Space, target: Mapping[str, Any],
         note=(f"predicted by the learned cost model from {len(timed)} measurements on "
               f"{len(trained)} other GPU(s)"
               + (f" and {len(own_timed)} on {gpu}" if own_timed else "")
+              + _order_note(model, space.op_type)
               + ("" if mine else f"; nothing of {space.op_type} was measured on {gpu}: a "
                  "hint, not a measurement") + space.note),
         interval_level=calibration.level if calibrated else None,
         interval_method=calibration.method if calibrated else None,
         interval_note=_interval_note(calibration.note, calibrated, bool(own_timed)))
+
+
+ORDER_NAMES = {"model": "the model's", "most_similar_gpu": "the most similar GPU's",
+               "mean_rank": "the mean normalised rank's"}
+
+
+def _order_note(model: CostModel, op: str) -> str:
+    """Which orders the ranking takes in turn, best first by their regret on the training
+    GPUs held out in turn (the predicted times and intervals are the model's)."""
+    orders = model.orders_for(op)
+    if model.update_accepted or len(orders) < 2:
+        return ""
+    regret = model.order_scores[op]
+    return ("; ranked by three orders in turn, " + ", then ".join(
+        f"{ORDER_NAMES[o]} (held-out regret {regret[o]:.3f})" for o in orders))
 
 
 def _interval_note(note: str, calibrated: bool, updated: bool) -> str:

@@ -359,6 +359,10 @@ HEAD_RANKS = 10  # a ranking's first 10 (what bootstrap shows) are calibrated ap
 CALIBRATION_CONFIGS = 2000  # configurations per (op, held-out GPU) scored for residuals
 MIN_RESIDUALS = 20  # per (op, stratum), from >= 2 held-out GPUs: fewer, no interval
 WIDEN = tuple(round(1.0 + 0.1 * i, 1) for i in range(31))  # the factors tried, 1x-4x
+# the simple baselines a zero-shot order can come from instead of the model, each a
+# stacking feature: the most similar training GPU's relative time, the mean normalised rank
+BASELINES = {"most_similar_gpu": "stack.top_rel", "mean_rank": "stack.mean_rank"}
+ORDERS = ("model", *BASELINES)
 
 
 @dataclass(frozen=True)
@@ -426,6 +430,8 @@ class CostModel:
         self._similarity: dict[tuple[str, str], float] = {}
         self._rows: list[ExperienceRow] = []
         self._calibration: Calibration | None = None
+        self._refits: dict[str, CostModel] | None = None  # held-out GPU -> model without it
+        self._order: dict[str, dict[str, float]] | None = None
 
     def similarity(self, a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
         """gpu_similarity, memoised by the two GPUs' names."""
@@ -540,6 +546,7 @@ class CostModel:
         self._models = {True: self._train(self._sample_rows, objective)}
         self._measured, self._weights, self._residual = [], None, None
         self._rows, self._calibration = list(rows), None
+        self._refits, self._order = None, None
         return self
 
     def _select_objective(self, rows: Sequence[ExperienceRow]) -> str:
@@ -612,10 +619,7 @@ class CostModel:
             return Calibration(INTERVAL_LEVEL, {}, {}, tuple(gpus), "no interval: trained on "
                                f"one GPU ({', '.join(gpus) or 'none'}), none to hold out to "
                                "measure how far the model misses on a new one")
-        picks = range(len(gpus)) if len(gpus) <= CALIBRATION_FOLDS else sorted(
-            {round(i * (len(gpus) - 1) / (CALIBRATION_FOLDS - 1))
-             for i in range(CALIBRATION_FOLDS)})
-        held_out = tuple(gpus[i] for i in picks)
+        held_out = self._held_out_gpus()
         found = self._held_out_pairs(rows, held_out)
         counts = {k: sum(len(v) for v in groups.values()) for k, groups in found.items()}
         bands = {k: _gpu_band([np.array(v) for v in groups.values()])
@@ -632,7 +636,7 @@ class CostModel:
         found: dict[tuple[str, str], dict[str, list[tuple[float, float]]]] = defaultdict(
             lambda: defaultdict(list))
         for held in held_out:
-            inner = self._without(held)
+            inner = self._held_out_refits()[held]
             by_op: dict[str, list[ExperienceRow]] = defaultdict(list)
             for r in rows:
                 if r.gpu == held:
@@ -642,6 +646,80 @@ class CostModel:
                     stratum = "head" if rank <= HEAD_RANKS else "rest"
                     found[(op, stratum)][held].append((predicted, measured))
         return found
+
+    def _held_out_gpus(self) -> tuple[str, ...]:
+        """Up to CALIBRATION_FOLDS training GPUs, spread over the sorted list."""
+        gpus = sorted(self.train_gpus)
+        picks = range(len(gpus)) if len(gpus) <= CALIBRATION_FOLDS else sorted(
+            {round(i * (len(gpus) - 1) / (CALIBRATION_FOLDS - 1))
+             for i in range(CALIBRATION_FOLDS)})
+        return tuple(gpus[i] for i in picks)
+
+    def _held_out_refits(self) -> dict[str, CostModel]:
+        """This model refit without each of ``_held_out_gpus`` (one refit each), made once
+        and shared by the interval's calibration and the choice of order."""
+        if self._refits is None:
+            self._refits = {gpu: self._without(gpu) for gpu in self._held_out_gpus()}
+        return self._refits
+
+    # the zero-shot order: the model's and the simple baselines', taken in turn -------
+    def orders_for(self, op: str) -> tuple[str, ...]:
+        """The zero-shot orders ``rank`` takes configurations from in turn for ``op``: the
+        model's and each of BASELINES', best first by their regret on the training GPUs
+        each held out of a refit (the mean of the first proposal's and the best of the
+        first 10's log time over the best). Why in turn and not the winner alone: which
+        order is right for a new GPU depends on what is in the store (a near-twin GPU
+        makes the most similar GPU's order exact; held-out training GPUs have no twin), so
+        no choice made on the training GPUs is safe alone; in turn, a walk reaches what
+        the best of them would within a factor of their number, and the first proposal is
+        the validated best's."""
+        scores = self.order_scores.get(op)
+        if not scores:
+            return ("model",)
+        return tuple(sorted(scores, key=lambda o: (scores[o], o != "model")))
+
+    @property
+    def order_scores(self) -> dict[str, dict[str, float]]:
+        """op -> each zero-shot order's held-out regret, as ``orders_for`` sorts them."""
+        if self._order is None:
+            self._order = self._score_orders()
+        return self._order
+
+    def _score_orders(self) -> dict[str, dict[str, float]]:
+        if len(self.train_gpus) < 3:  # a held-out GPU's baselines need two others
+            return {}
+        regrets: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+        for held, inner in self._held_out_refits().items():
+            groups: dict[tuple[str, str, str], list[ExperienceRow]] = defaultdict(list)
+            for r in self._rows:
+                if r.gpu == held:
+                    groups[r.group].append(r)
+            for (op, _, _), members in groups.items():
+                labels = relative_labels(members)
+                model = inner._predict_with(members, None, None, 0)
+                for order in ORDERS:
+                    scores = model if order == "model" else inner._baseline_scores(
+                        members, order, model)
+                    ranked = np.argsort(scores, kind="stable")
+                    regrets[op][order].append(0.5 * (
+                        labels[ranked[0]] + min(labels[i] for i in ranked[:HEAD_RANKS])))
+        return {op: {o: float(np.mean(v)) for o, v in by.items()}
+                for op, by in regrets.items()}
+
+    def _baseline_scores(self, rows: Sequence[ExperienceRow], order: str,
+                         model: np.ndarray) -> np.ndarray:
+        """Rows scored by a simple baseline (lower = faster); a configuration no training
+        GPU measured goes after every one that was, in the model's order among them."""
+        feature = BASELINES[order]
+        values = np.array([stack_features(r.key, r.gpu, r.gpu_facts,
+                                          self.tables.get((r.op, r.shape), {}), None,
+                                          self.similarity)[feature] for r in rows])
+        known = np.isfinite(values)
+        if not known.any():
+            return model
+        spread = float(np.nanmax(values) - np.nanmin(values)) + 1.0
+        rest = float(np.nanmax(values)) + spread + (model - np.min(model))
+        return np.where(known, values, rest)
 
     def _without(self, gpu: str) -> CostModel:
         """This model refit without one training GPU: its groups' tables and its sample of
@@ -719,8 +797,17 @@ class CostModel:
         # unmeasured twins tie with the measured ones and would otherwise win on order
         seen = {key for tables in self.tables.values() for table in tables.values()
                 for key in table.entries}
-        order = sorted(by_config, key=lambda k: (round(float(np.mean(scores[by_config[k]])), 9),
-                                                 k not in seen))
+
+        def by(values: np.ndarray) -> list[str]:
+            return sorted(by_config, key=lambda k: (
+                round(float(np.mean(values[by_config[k]])), 9), k not in seen))
+
+        # zero-shot, the orders in turn (orders_for); once the target's own measurements
+        # improve the model (an accepted update), the model's alone
+        orders = ("model",) if self.update_accepted or not candidates else \
+            self.orders_for(candidates[0].op)
+        order = _in_turn([by(scores if o == "model" else
+                             self._baseline_scores(candidates, o, scores)) for o in orders])
         measured = self._measured_rel_times()
         ranked = []
         for position, key in enumerate(order):
@@ -850,6 +937,18 @@ class CostModel:
                   "force_row_wise": True, "lambda_l2": 1.0}
         rounds = min(30, 2 * len(rows))
         return lgb.train(params, lgb.Dataset(x, residual), rounds), with_raw
+
+
+def _in_turn(orders: Sequence[Sequence[str]]) -> list[str]:
+    """One key from each order in turn, each key once."""
+    out: list[str] = []
+    taken: set[str] = set()
+    for row in zip(*orders, strict=True):
+        for key in row:
+            if key not in taken:
+                taken.add(key)
+                out.append(key)
+    return out
 
 
 def _conformal_band(values: np.ndarray, level: float = INTERVAL_LEVEL

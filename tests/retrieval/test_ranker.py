@@ -186,3 +186,31 @@ def test_rows_from_records_splits_shapes_and_keeps_failures():
     failed = [r for r in rows if r.failed]
     assert len(failed) == 1 and failed[0].time_ms is None
     assert failed[0].shape == bad.task.shape_set
+
+
+def test_the_zero_shot_order_takes_the_model_and_the_baselines_in_turn():
+    """Zero-shot, rank() takes one configuration in turn from the model's order and each
+    simple baseline's (most similar GPU, mean normalised rank), best first by their regret
+    on training GPUs each held out of a refit (a tie keeps the model first); predicted
+    times stay the model's. With two training GPUs nothing can be held out: the model."""
+    from kernelkb.retrieval.ranker import ORDERS
+
+    train = [r for f in TRAIN for r in rows_for(f)]
+    model = small_model().fit(train)
+    scores = model.order_scores["synthetic"]
+    assert set(scores) == set(ORDERS) and all(math.isfinite(v) for v in scores.values())
+    orders = model.orders_for("synthetic")
+    assert orders == tuple(sorted(ORDERS, key=lambda o: (scores[o], o != "model")))
+
+    twin = gpu("g80-twin", 80)  # the same facts as g80: the most similar GPU's order is g80's
+    candidates = candidate_rows("synthetic", CONFIGS, ["n=4M"], twin, launch_of)
+    ranked = model.rank(candidates)
+    keys = [str(sorted(r.config.items())) for r in ranked]
+    assert len(set(keys)) == len(CONFIGS)  # each configuration once
+    on_g80 = sorted(CONFIGS, key=lambda c: true_time(c, TRAIN[1]))
+    first_similar = str(sorted(on_g80[0].items()))
+    assert keys.index(first_similar) < len(ORDERS)  # within the first turn
+    assert all(math.isfinite(r.predicted_rel_time) for r in ranked)
+
+    two = small_model().fit([r for f in TRAIN[:2] for r in rows_for(f)])
+    assert two.orders_for("synthetic") == ("model",) and two.order_scores == {}
