@@ -39,6 +39,10 @@ Public API (what bootstrap, the offline agent and the benchmarks code against)::
   ``calibration.note`` says why.
 - ``update(rows)`` takes ALL the target's measurements so far on each call (``[]`` goes
   back to the zero-shot model); cheap (no retraining of the base model).
+- ``orders_for(op)``: zero-shot, ``rank`` takes configurations in turn from the model's
+  order and the simple baselines' (most similar GPU, mean normalised rank), best first by
+  their regret on training GPUs held out of a refit (``order_scores``); after an accepted
+  update, the model's order alone.
 - ``CostModel(objective="regression" | "regression_top" | "lambdarank" | "auto")``.
 
 What it learns. Target: log(time / best time) of each row within its (op, shape, GPU)

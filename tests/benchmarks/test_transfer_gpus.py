@@ -101,6 +101,11 @@ def test_benchmark_end_to_end_on_tiny_files(tmp_path: Path) -> None:
         assert "most_similar_gpu" not in case and case["cold"]["runs"] == 20
     text = (out / "transfer_gpus.md").read_text()
     assert "Leave-one-GPU-out" in text and "Leave-one-task-out" in text and "E@3%" in text
-    assert len(payload["goals"]) == 4  # E@3%, first proposal, tasks, interval coverage
-    assert "of the first 10 of each ranking; goal 70-90%" in payload["goals"][3]
+    # the development split (the toy kernel; no test kernel here), E@3%, first proposal,
+    # tasks, interval coverage
+    assert len(payload["goals"]) == 5
+    assert payload["goals"][0].startswith("- **Development split** (toy; 3 cases)")
+    assert "of the first 10 of each ranking; goal 70-90%" in payload["goals"][4]
+    for case in gpu_cases:  # two training GPUs: nothing to hold out, the model's order
+        assert case["_orders"] == ["model"]
     assert (out / "transfer_gpus.png").stat().st_size > 10_000
