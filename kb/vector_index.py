@@ -11,7 +11,9 @@ those ids against an in-memory float32 matrix loaded from Chroma once (100k x 38
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -35,6 +37,8 @@ _PAGE = 5000
 # (CPU time on the 2-core VM; an import of ~100k sweep records spent most of its time there).
 _HNSW = {"space": "cosine", "ef_construction": 10, "max_neighbors": 4}
 RECHECK_S = 1.0  # how soon an id Chroma had no vector for is asked again
+# a folder index's vectors as last read, for the next process (see VectorIndex._mirror)
+MIRROR = "kernelkb-vectors.bin"
 
 
 class IndexUnusable(UserFixable, RuntimeError):
@@ -382,15 +386,22 @@ class VectorIndex:
         candidates that the matrix lacks (the same vectors ``ensure_loaded`` would read),
         so a fresh process's first query reads a few thousand vectors, not every one
         (100k: 8 s; by id: ~0.2 s per 5,000, where paging through all cost ~0.4 s per
-        5,000 on the 2-core VM). An id Chroma
-        has no vector for is noted as absent now (asked again after ``RECHECK_S``, as
-        after a full load)."""
+        5,000 on the 2-core VM). A folder index first takes what its mirror file holds
+        (``_mirror``) and adds what it read from Chroma to it. An id Chroma has no vector
+        for is noted as absent now (asked again after ``RECHECK_S``, as after a full
+        load)."""
         with self._lock:
             wanted = [i for i in dict.fromkeys(candidates)
                       if i not in self._pos and i not in self._absent]
         if not wanted:
             return
+        mirrored = self._from_mirror(wanted)
+        if mirrored:
+            wanted = [i for i in wanted if i not in mirrored]
+            if not wanted:
+                return
         now = time.monotonic()
+        read = 0
         for start in range(0, len(wanted), _PAGE):
             part = wanted[start : start + _PAGE]
             page = self._reconnecting(lambda c, part=part: c.get(ids=part,
@@ -402,8 +413,92 @@ class VectorIndex:
                 if found:
                     self._add_to_matrix(found, np.asarray(page["embeddings"],
                                                           dtype=np.float32))
+                    read += len(found)
                 for exp_id in set(part) - set(found):
                     self._absent[exp_id] = now
+        if read:
+            self._to_mirror()
+
+    # -- the mirror: a folder index's vectors as last read, for the next process -------
+    # Why: every CLI query is a fresh process, and reading 30k candidates' vectors from
+    # Chroma (importing chromadb, opening the folder, the reads) was 3 s of a first
+    # query at 100k records. The mirror is one file in the folder: a JSON head (the
+    # writer generation it was read under, the ids) and the float32 rows, written whole
+    # and renamed over. It is used only under the same generation: any write to the
+    # folder (an ingest, a delete, a rebuild) moves the generation, and the next read
+    # goes to Chroma and writes the mirror afresh.
+    def _mirror_path(self) -> Path | None:
+        return None if self.path is None else self.path / MIRROR
+
+    def _read_mirror(self) -> tuple[list[str], np.ndarray] | None:
+        """The mirror's ids and rows (a read-only map), if it was written under the
+        folder's current generation; None if absent, stale or unreadable."""
+        path = self._mirror_path()
+        if path is None or not path.exists():
+            return None
+        try:
+            with open(path, "rb") as f:
+                size = int.from_bytes(f.read(8), "little")
+                if not 0 < size < path.stat().st_size:
+                    raise ValueError(f"head of {size} bytes")
+                head = json.loads(f.read(size))
+            if head.get("generation") != self._generation() or head.get("dim") != DIMENSION:
+                return None
+            ids: list[str] = head["ids"]
+            return ids, np.memmap(path, dtype=np.float32, mode="r", offset=head["offset"],
+                                  shape=(len(ids), DIMENSION))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.debug("vector mirror %s unreadable: %s", path, exc)
+            return None
+
+    def _from_mirror(self, wanted: Sequence[str]) -> set[str]:
+        """The wanted ids the mirror holds, added to the matrix."""
+        mirror = self._read_mirror()
+        if mirror is None:
+            return set()
+        ids, matrix = mirror
+        row = {exp_id: n for n, exp_id in enumerate(ids)}
+        hits = [i for i in wanted if i in row]
+        if hits:
+            vectors = np.array(matrix[[row[i] for i in hits]], dtype=np.float32)
+            with self._lock:
+                if not self._loaded:
+                    self._add_to_matrix(hits, vectors)
+        return set(hits)
+
+    def _to_mirror(self) -> None:
+        """The matrix as read so far, under the generation it was read under (written to
+        a temporary file, then renamed over the mirror); a folder that cannot be written
+        keeps no mirror."""
+        path = self._mirror_path()
+        if path is None:
+            return
+        generation = self._generation()
+        with self._lock:
+            ids, matrix = list(self._ids), np.ascontiguousarray(self._matrix, np.float32)
+        earlier = self._read_mirror()  # what other queries read under this generation
+        if earlier is not None:
+            held = set(ids)
+            keep = [n for n, exp_id in enumerate(earlier[0]) if exp_id not in held]
+            if keep:
+                ids += [earlier[0][n] for n in keep]
+                matrix = np.vstack([matrix, np.asarray(earlier[1][keep], np.float32)])
+        head = {"generation": generation, "dim": DIMENSION, "ids": ids}
+        body = json.dumps(head).encode()
+        offset = -(-(8 + len(body) + 64) // 64) * 64  # room for the offset itself, aligned
+        head["offset"] = offset
+        body = json.dumps(head).encode()
+        tmp = path.with_name(f"{MIRROR}.{os.getpid()}.{threading.get_ident()}.tmp")
+        try:
+            with open(tmp, "wb") as f:
+                f.write(len(body).to_bytes(8, "little"))
+                f.write(body)
+                f.write(b"\0" * (offset - 8 - len(body)))
+                f.write(matrix.tobytes())
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.debug("vector mirror not written at %s: %s", path, exc)
+            tmp.unlink(missing_ok=True)
 
     def _rows(self, ids: Sequence[str]) -> np.ndarray:
         """Matrix row of each id, -1 where it has none."""

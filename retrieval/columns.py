@@ -10,15 +10,25 @@ reads only rows added since; a smaller maximum on a fresh read (rows deleted by 
 reloads all. On other databases (no rowid) the key is ``count(*)``: a larger count reads
 the rows whose ids the snapshot lacks, a smaller one reloads all. Strings are
 stored as integer codes of a per-column vocabulary, so a filter is ``codes == code``.
+
+On SQLite the snapshot is also kept in a file beside the database (``<db>.columns.npz``):
+a fresh process (every CLI ``query``) loads it and reads only the rows added since,
+instead of every row (1.3 s of a first query at 100k rows). The file is a cache, never a
+source: it is used only when the first row and the row at its key still have the ids it
+recorded; anything else reads the table as before.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import math
+import os
 import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -28,6 +38,8 @@ from sqlmodel import Session
 
 from kernelkb.kb.db import engine_of
 from kernelkb.retrieval.row_cache import RowCache
+
+log = logging.getLogger(__name__)
 
 CODED = ("op_type", "gpu_name", "arch", "triton_version", "task_id", "dtype", "verdict",
          "evidence", "categories", "regime", "confidence")
@@ -106,6 +118,7 @@ class ColumnStore:
         self._sqlite = engine.dialect.name == "sqlite"
         self._lock = threading.Lock()
         self._snap: Snapshot | None = None
+        self._file = cache_file(engine)
 
     def current(self, session: Session) -> Snapshot:
         conn = session.connection()
@@ -122,6 +135,8 @@ class ColumnStore:
                 with engine_of(session).connect() as fresh:
                     if int(fresh.execute(text(key_sql)).scalar() or 0) >= snap.key:
                         return snap
+            if snap is None and self._file is not None:
+                snap = _load(self._file, conn, key)
             if snap is None or key < snap.key:
                 snap = _empty()
             if self._sqlite:
@@ -130,7 +145,64 @@ class ColumnStore:
             else:
                 rows = _rows_not_held(conn, snap)
             self._snap = _extend(snap, rows, key)
+            if rows and self._file is not None:
+                _save(self._file, self._snap)
             return self._snap
+
+
+def cache_file(engine: Engine) -> Path | None:
+    """``<db>.columns.npz`` for a SQLite file database, else None."""
+    database = engine.url.database if engine.dialect.name == "sqlite" else None
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database + ".columns.npz")
+
+
+def _save(path: Path, snap: Snapshot) -> None:
+    """Written whole to a temporary file, then renamed over: a reader sees the old file
+    or the new one. A folder that cannot be written keeps no cache."""
+    last = str(snap.ids[-1]) if len(snap) else ""
+    meta = {"key": snap.key, "last": last, "ids": snap.ids.tolist(),
+            "vocab": {c: snap.vocab[c].words for c in CODED}}
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            np.savez(f, meta=np.array(json.dumps(meta)),
+                     **{f"c_{c}": snap.coded[c] for c in CODED},
+                     **{f"f_{c}": snap.floats[c] for c in FLOATS})
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.debug("column snapshot not cached at %s: %s", path, exc)
+        tmp.unlink(missing_ok=True)
+
+
+def _load(path: Path, conn: Any, key: int) -> Snapshot | None:
+    """The cached snapshot if it still describes the table's first rows, else None."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            coded = {c: data[f"c_{c}"] for c in CODED}
+            floats = {c: data[f"f_{c}"] for c in FLOATS}
+    except (OSError, ValueError, KeyError) as exc:
+        log.debug("column snapshot cache %s unreadable: %s", path, exc)
+        return None
+    held = int(meta["key"])
+    if held > key or not meta["ids"]:
+        return None
+    # the row at the key and the first row as recorded: the same table, grown since (a
+    # row deleted in between leaves a stale id, which retrieval drops when it reads SQL)
+    ends = conn.execute(text("SELECT id FROM experience WHERE rowid = :k OR rowid = "
+                             "(SELECT min(rowid) FROM experience) ORDER BY rowid"),
+                        {"k": held}).scalars().all()
+    if ends != list(dict.fromkeys([meta["ids"][0], meta["last"]])):
+        return None
+    ids = np.empty(len(meta["ids"]), dtype=object)
+    ids[:] = meta["ids"]
+    vocab = {c: Vocab(list(words), {w: n for n, w in enumerate(words)})
+             for c, words in meta["vocab"].items()}
+    if any(len(a) != len(ids) for a in (*coded.values(), *floats.values())):
+        return None
+    return Snapshot(ids, coded, floats, vocab, held)
 
 
 def _rows_not_held(conn: Any, snap: Snapshot) -> list[Any]:

@@ -62,3 +62,112 @@ def test_registry_summary_is_the_registry_and_later_needs_no_torch(tmp_path: Pat
     assert runs[0] == [live, True]  # built from the tasks (torch), written to disk
     assert runs[1] == [live, False]  # read back: no task module imported
     assert (tmp_path / "kernelkb" / "task_registry.json").is_file()
+
+
+def test_a_later_process_takes_the_vectors_from_the_mirror_until_a_write(
+        tmp_path: Path) -> None:
+    """The vectors a first query read from Chroma go to the folder's mirror file; the
+    next process ranks from it without opening Chroma, with the same answer; a write to
+    the folder (the generation moves) makes the mirror stale, and Chroma is read again."""
+    rng = np.random.default_rng(1)
+    ids = [f"e{i:03d}" for i in range(90)]
+    folder = tmp_path / "chroma"
+    writer = VectorIndex(path=folder)
+    with writer.writing():
+        writer.upsert(ids, _unit(rng, len(ids)))
+    writer.close()
+    query, candidates = _unit(rng, 1)[0], ids[5:60]
+
+    first = VectorIndex(path=folder)
+    want = first.top(query, candidates, 20)
+    first.close()
+    assert (folder / "kernelkb-vectors.bin").is_file()
+    second = VectorIndex(path=folder)
+    got = second.top(query, candidates, 20)
+    assert second._collection is None  # Chroma never opened: all from the mirror
+    assert got[0].tolist() == want[0].tolist()
+    np.testing.assert_array_equal(got[1], want[1])
+
+    changed = _unit(rng, 1)
+    with writer.writing():  # another process's write: new vectors, the generation moves
+        writer.upsert([ids[5]], changed)
+    writer.close()
+    third = VectorIndex(path=folder)
+    third.top(query, candidates, 20)
+    assert third._collection is not None  # the stale mirror was not used
+    np.testing.assert_allclose(third._matrix[third._pos[ids[5]]], changed[0], rtol=1e-6)
+    third.close()
+    (folder / "kernelkb-vectors.bin").write_bytes(b"not a mirror")
+    broken = VectorIndex(path=folder)
+    assert broken.top(query, candidates, 20)[0].tolist() == third.top(
+        query, candidates, 20)[0].tolist()  # an unreadable mirror is only a miss
+    broken.close()
+
+
+def test_a_fresh_process_takes_the_columns_from_the_cache_and_reads_only_new_rows(
+        tmp_path: Path) -> None:
+    """The column snapshot is kept beside a SQLite database; a new engine loads it and
+    reads only the rows added since. A database that is not the one the cache describes
+    (another file under the same name) is read whole."""
+    from kb_testdata import record_dict
+    from sqlalchemy import text
+
+    from kernelkb.kb.service import LocalKnowledge
+    from kernelkb.kb.settings import Settings
+    from kernelkb.retrieval import columns
+
+    def store(root: Path) -> LocalKnowledge:
+        return LocalKnowledge(Settings(data_dir=root, seeds_dir=root / "none", vectors=False))
+
+    def table_ids(kb: LocalKnowledge) -> list[str]:
+        with kb.engine.connect() as conn:
+            return list(conn.execute(text("SELECT id FROM experience ORDER BY rowid")).scalars())
+
+    kb = store(tmp_path)
+    kb.ingest([record_dict(config={"B": n}, run=f"r{n}") for n in range(6)])
+    with kb.session() as session:
+        columns.snapshot(session)
+    cache = columns.cache_file(kb.engine)
+    assert cache is not None and cache.is_file()
+    kb.ingest([record_dict(config={"B": n}, run=f"r{n}") for n in range(6, 9)])
+    kb.close()
+
+    again = store(tmp_path)
+    loaded = columns._load(cache, again.engine.connect(), 10**9)
+    assert loaded is not None and len(loaded) == 6  # the cache as written
+    with again.session() as session:
+        snap = columns.snapshot(session)
+    assert snap.ids.tolist() == table_ids(again) and len(snap) == 9
+    again.close()
+
+    other = tmp_path / "other"  # a different database, its cache file copied in
+    fresh = store(other)
+    fresh.ingest([record_dict(config={"B": 99}, run="x")])
+    fresh.close()
+    other_cache = other / cache.name
+    other_cache.write_bytes(cache.read_bytes())
+    reopened = store(other)
+    with reopened.session() as session:
+        assert columns.snapshot(session).ids.tolist() == table_ids(reopened)
+    reopened.close()
+
+
+def test_the_mirror_keeps_what_other_queries_read(tmp_path: Path) -> None:
+    """Two processes asking about different candidates both leave their vectors in the
+    mirror: the second adds to it, it does not replace the first's."""
+    rng = np.random.default_rng(2)
+    ids = [f"e{i:03d}" for i in range(40)]
+    folder = tmp_path / "chroma"
+    writer = VectorIndex(path=folder)
+    with writer.writing():
+        writer.upsert(ids, _unit(rng, len(ids)))
+    writer.close()
+    query = _unit(rng, 1)[0]
+    for part in (ids[:20], ids[20:]):
+        reader = VectorIndex(path=folder)
+        reader.top(query, part, 5)
+        reader.close()
+    last = VectorIndex(path=folder)
+    last.top(query, ids, 5)
+    assert last._collection is None and len(last._ids) == len(ids)
+    last.close()
