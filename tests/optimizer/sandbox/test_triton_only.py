@@ -44,6 +44,15 @@ CHEATS = {
     "foreign_kernel": "only kernels not defined in it: softmax_kernel",
     "numpy_view_write": "still correct with every Triton launch skipped",
 }
+# work on another thread: refused where it is first seen (the import, or the first call)
+THREADED = {
+    "torch_on_thread": ("the candidate runs work on another thread (started at line 29 "
+                        "of candidate.py)", "after a call on (rows=4,cols=128)"),
+    "thread_after_return": ("the candidate runs work on another thread (started at line 20 "
+                            "of candidate.py)", "after the import"),
+    "thread_kept_starter": ("1 thread(s) running that the harness did not start",
+                            "after a call on (rows=4,cols=128)"),
+}
 
 
 @pytest.mark.parametrize("name", sorted(CHEATS))
@@ -53,6 +62,17 @@ def test_output_not_from_the_candidates_kernels_is_rejected(name, tmp_path):
     assert CHEATS[name] in result["error_message"]
     assert "must come from the candidate's Triton kernels" in result["error_message"]
     assert result["failing_shapes"] == ["rows=4,cols=128", "rows=1,cols=7"]
+
+
+@pytest.mark.parametrize("name", sorted(THREADED))
+def test_work_on_another_thread_is_refused(name, tmp_path):
+    """The dispatch mode sees one thread: a candidate that computes on another (started in
+    run(), at the import, or through a starter dug out of the recorder) is refused."""
+    result = run_worker_here((BAD / f"{name}.py").read_text(), tmp_path)
+    assert result["error_kind"] == "torch_compute", result.get("error_message")
+    what, when = THREADED[name]
+    assert what in result["error_message"] and f"(seen {when})" in result["error_message"]
+    assert "must come from the candidate's Triton kernels" in result["error_message"]
 
 
 def test_a_tensor_subclass_output_is_refused(tmp_path):
