@@ -46,6 +46,7 @@ def _run_ingest(args: argparse.Namespace) -> int:
 
 
 def _run_seed(args: argparse.Namespace) -> int:
+    quiet_batches(args)  # the per-file lines below say it
     store = knowledge()
     reports = store.seed()
     if not reports:
