@@ -19,8 +19,10 @@ How it is seen, on the GPU and in the interpreter alike:
   from host values made outside PyTorch's ops (``torch.tensor``, ``from_numpy``);
 * the launch path is wrapped (``JITFunction.run``, the interpreter's
   ``InterpretedFunction.run`` and a compiled kernel's direct ``[grid]`` runner): every
-  tensor argument of a launch counts as written by that kernel; a kernel defined outside
-  the candidate's file (a library's, an inductor-generated one) counts as foreign compute;
+  tensor argument of a launch counts as written by that kernel, and inherits what torch
+  computed into any of its arguments (a torch result copied out by a kernel, RMSNorm's
+  rstd computed in torch and applied in the kernel); a kernel defined outside the
+  candidate's file (a library's, an inductor-generated one) counts as foreign compute;
 * host escapes are recorded: ``Tensor.numpy``/``tolist``/``__dlpack__`` on data, and
   (an audit hook, which cannot be removed) ctypes calls and new processes inside ``run``;
 * a counterfactual call with every Triton launch skipped and every fresh allocation
@@ -68,6 +70,8 @@ MOVEMENT_OPS = frozenset({
 })
 # Make a tensor from host values (Python lists, numpy arrays): a possible way back in.
 HOST_MADE_OPS = frozenset({"aten::lift_fresh", "aten::lift_fresh_copy", "aten::lift"})
+# a storage the tracker never saw made: host-made, or one a launch or the harness made
+UNSEEN = "a tensor made outside PyTorch's ops (e.g. torch.from_numpy) or not the candidate's"
 SAMPLE_FIRST = 4
 SAMPLE_SHARE = 0.125
 _RANDOM = random.random  # held: tamper.py watches the random module too
@@ -214,8 +218,7 @@ class Tracker(TorchDispatchMode):
         if key is None:
             return Prov()
         if key not in self.provs:
-            self.provs[key] = Prov(host={"a tensor made outside PyTorch's ops (e.g. "
-                                         "torch.from_numpy) or not the candidate's"})
+            self.provs[key] = Prov(host={UNSEEN})
         return self.provs[key]
 
     def mark_input(self, t: torch.Tensor) -> None:
@@ -239,6 +242,17 @@ class Tracker(TorchDispatchMode):
         name, where = _kernel_identity(fn)
         own = where == self.candidate_file
         tensors = _tensors((args, kwargs))
+        # what torch computed on the data, or made from host values, and handed to the
+        # kernel stays with what the kernel writes: a torch result copied out by a kernel
+        # is still torch's (which argument a kernel writes is not known: all of them). A
+        # storage merely never seen made is not carried: launches and the harness make
+        # those (the dispatch mode stepped out of is refused in forbidden.py)
+        carried = Prov()
+        for t in tensors:
+            prov = self.provs.get(_key(t) or (0, 0))
+            if prov is not None:
+                carried.ops |= prov.ops
+                carried.host |= prov.host - {UNSEEN}
         self.launches.append(Launch(name, own, _signature(grid, args, kwargs)))
         result = None
         if not self.skip_launches:
@@ -250,6 +264,8 @@ class Tracker(TorchDispatchMode):
         for t in tensors:
             prov = self.prov(t)
             prov.data = True
+            prov.ops |= carried.ops
+            prov.host |= carried.host
             if own:
                 prov.kernels.add(name)
             else:

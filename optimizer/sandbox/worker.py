@@ -32,11 +32,11 @@ from kernelkb.kernels.discovery import load_origin
 from kernelkb.optimizer.sandbox import (
     checks,
     compare,
+    forbidden,
     guards,
     jit_globals,
     provenance,
     tamper,
-    threads,
     timing,
 )
 from kernelkb.optimizer.sandbox.errors import classify_exception, exception_message, trim
@@ -88,7 +88,7 @@ class Worker:
         self._clock = time.perf_counter()
         self.tracker: provenance.Tracker | None = None
         self.snapshot: tamper.Snapshot | None = None
-        self.threads: threads.ThreadWatch | None = None
+        self.forbidden: forbidden.Forbidden | None = None
         self.expected_launches: dict[str, tuple[int, set[tuple[Any, ...]]]] = {}
         # the incumbent, loaded once when first timed (the comparison, the judge's clock)
         self.parent_run = _ParentRunner(request.get("parent_source"))
@@ -128,9 +128,9 @@ class Worker:
         broken = self.tracker.tampered() if self.tracker else None
         if broken:
             changes.append(tamper.Change(broken, timing=False))
-        threaded = self.threads.problem() if self.threads else None
-        if threaded and not changes:
-            raise Tampered("torch_compute", f"{threaded} (seen {when})")
+        refused = self.forbidden.problem() if self.forbidden else None
+        if refused and not changes:
+            raise Tampered("torch_compute", f"{refused} (seen {when})")
         if changes:
             kind, message = tamper.describe(changes)
             raise Tampered(kind, f"{message} (seen {when})")
@@ -139,7 +139,7 @@ class Worker:
         self.progress("syntax")
         self.tracker = provenance.install(candidate_file="")
         self.tracker.warm_up()  # lazy imports that rebind torch attributes happen now
-        self.threads = threads.watch(lambda path: os.path.basename(path) == CANDIDATE_FILE)
+        self.forbidden = forbidden.watch(lambda path: os.path.basename(path) == CANDIDATE_FILE)
         main = sys.modules.get("__main__")
         self.snapshot = tamper.Snapshot(
             task_module=self.task.reference.__module__,

@@ -12,22 +12,28 @@ import pytest
 from kernelkb.kernels.base import get_task
 from kernelkb.optimizer.sandbox import evaluate
 
-PLANTED = {
-    "softmax": ("e = tl.exp(x - tl.max(x, 0))", "e = tl.exp(x)", "large logits"),
-    "rmsnorm": ("/ n_cols + eps)", "/ n_cols)", "a zero row"),
-    "rope": ("positions = positions.to(torch.int32).contiguous()",
-             "positions = (positions[:, :1] + torch.arange(positions.shape[1], "
-             "device=positions.device, dtype=torch.int32)[None, :]).to(torch.int32)"
-             ".contiguous()", "positions"),
+PLANTED = {  # task -> (the lines changed: (old, new), ...), the condition that sees it
+    "softmax": ((("e = tl.exp(x - tl.max(x, 0))", "e = tl.exp(x)"),), "large logits"),
+    "rmsnorm": ((("/ n_cols + eps)", "/ n_cols)"),), "a zero row"),
+    # each token's position as its sequence's first plus its index, worked out in the
+    # kernel (torch arithmetic on the positions would be caught by the Triton-only rule
+    # first): the sequence length goes in where the table length goes, which the kernel
+    # reads only with the table
+    "rope": ((("pos = tl.load(pos_ptr + token)",
+               "pos = tl.load(pos_ptr + token - token % table_len) + token % table_len"),
+              ("cos, sin, table_len = freq_hi, freq_lo, 0  # never read",
+               "cos, sin, table_len = freq_hi, freq_lo, seq")), "positions"),
 }
 
 
 @pytest.mark.parametrize("task_name", sorted(PLANTED))
 def test_a_kernel_right_only_on_the_plain_draw_fails_its_condition(task_name):
     task = get_task(task_name)
-    old, new, condition = PLANTED[task_name]
-    assert old in task.template, f"the planted line moved in {task_name}'s template"
-    source = task.template.replace(old, new)  # every path of the kernel
+    changes, condition = PLANTED[task_name]
+    source = task.template
+    for old, new in changes:
+        assert old in source, f"the planted line moved in {task_name}'s template"
+        source = source.replace(old, new)  # every path of the kernel
     shapes = [task.cpu_shapes[0]]
     plain = evaluate(task_name, source, shapes=shapes, seeds=2, timeout_s=300,
                      conditions=False)

@@ -43,9 +43,15 @@ CHEATS = {
     "calls_reference": "aten::_softmax ran inside run()",
     "foreign_kernel": "only kernels not defined in it: softmax_kernel",
     "numpy_view_write": "still correct with every Triton launch skipped",
+    "torch_copied_out": "aten::_softmax ran inside run() on the data and its result reached "
+                        "output 0",
 }
-# work on another thread: refused where it is first seen (the import, or the first call)
-THREADED = {
+# work on another thread or outside the dispatch mode: refused where it is first seen
+# (the import, or the first call)
+REFUSED_CALLS = {
+    "dispatch_disabled": ("stepped out of the evaluator's dispatch mode "
+                          "(torch._C._DisableTorchDispatch at line 19 of candidate.py)",
+                          "after a call on (rows=4,cols=128)"),
     "torch_on_thread": ("the candidate runs work on another thread (started at line 29 "
                         "of candidate.py)", "after a call on (rows=4,cols=128)"),
     "thread_after_return": ("the candidate runs work on another thread (started at line 20 "
@@ -64,13 +70,14 @@ def test_output_not_from_the_candidates_kernels_is_rejected(name, tmp_path):
     assert result["failing_shapes"] == ["rows=4,cols=128", "rows=1,cols=7"]
 
 
-@pytest.mark.parametrize("name", sorted(THREADED))
-def test_work_on_another_thread_is_refused(name, tmp_path):
-    """The dispatch mode sees one thread: a candidate that computes on another (started in
-    run(), at the import, or through a starter dug out of the recorder) is refused."""
+@pytest.mark.parametrize("name", sorted(REFUSED_CALLS))
+def test_work_the_dispatch_mode_cannot_see_is_refused(name, tmp_path):
+    """The dispatch mode sees one thread while it is on the stack: a candidate that
+    computes on another thread (started in run(), at the import, or through a starter dug
+    out of the recorder) or with the mode disabled is refused."""
     result = run_worker_here((BAD / f"{name}.py").read_text(), tmp_path)
     assert result["error_kind"] == "torch_compute", result.get("error_message")
-    what, when = THREADED[name]
+    what, when = REFUSED_CALLS[name]
     assert what in result["error_message"] and f"(seen {when})" in result["error_message"]
     assert "must come from the candidate's Triton kernels" in result["error_message"]
 

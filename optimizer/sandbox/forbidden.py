@@ -1,0 +1,142 @@
+"""Calls the candidate may not make: starting threads, stepping out of the dispatch mode.
+
+Why: the dispatch mode that records every torch op (provenance.py) sees only the thread it
+runs on, and only while it is on the stack. A candidate could compute its answer with
+torch on another thread, have a thread started at import finish the output after
+``run()`` returned, or run torch with the mode disabled or popped and copy the result out
+with a kernel; the tamper check compares what the harness holds and sees none of it. A
+Triton kernel's wrapper has no use for any of these, so the rule is plain: the candidate
+makes none of these calls.
+
+How it is seen, checked after the import and after every call:
+
+* the thread starters (``_thread.start_new_thread`` and the aliases ``threading`` holds)
+  and the ways out of the mode (``torch._C._DisableTorchDispatch``, the dispatch stack's
+  pop and unset, ``torch.utils._python_dispatch``'s temporary pops) are replaced, before
+  the candidate is imported, by recorders. A call is the candidate's when the innermost
+  frame outside the standard library's thread machinery (threading, concurrent.futures,
+  multiprocessing, queue) is in the candidate's file; one made inside a library the
+  candidate called (Triton compiling on a first launch, torch's own use of a pop) is the
+  harness's;
+* a Python thread alive that was neither there before the import nor started by the
+  harness counts too: a start through a starter the candidate kept from before the
+  recorder (its closure, ``gc``) is still a running thread.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from kernelkb.optimizer.sandbox.provenance import RULE
+
+# the names a thread start can go through: _thread's own, and the aliases threading took
+# at its import (Python 3.11-3.12: _start_new_thread; 3.13: start_joinable_thread)
+_STARTERS = (("_thread", "start_new_thread"), ("_thread", "start_joinable_thread"),
+             ("threading", "_start_new_thread"), ("threading", "_start_joinable_thread"))
+# ways to run torch ops that the dispatch mode does not see
+_MODE_EXITS = (("torch._C", "_DisableTorchDispatch"), ("torch._C", "_DisablePythonDispatcher"),
+               ("torch._C", "_pop_torch_dispatch_stack"), ("torch._C", "_unset_dispatch_mode"),
+               ("torch.utils._python_dispatch", "_pop_mode_temporarily"),
+               ("torch.utils._python_dispatch", "_disable_current_modes"),
+               ("torch.utils._python_dispatch", "_pop_mode"))
+_MACHINERY = ("threading", "concurrent.futures", "multiprocessing", "queue", "_thread")
+_WATCH: Forbidden | None = None
+
+
+def watch(is_candidate: Callable[[str], bool]) -> Forbidden:
+    """The process's watch (the recorders are installed once), begun afresh for one
+    evaluation: call before the candidate's import."""
+    global _WATCH
+    if _WATCH is None:
+        _WATCH = Forbidden()
+    _WATCH.begin(is_candidate)
+    return _WATCH
+
+
+class Forbidden:
+    """The recorders over the calls above; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._is_candidate: Callable[[str], bool] = lambda path: False
+        self.started: list[str] = []  # where the candidate started a thread
+        self.exits: list[str] = []  # which way out of the mode, and where
+        self._harness: set[int] = set()
+        self._lock = threading.Lock()
+        for module, name in _STARTERS:
+            self._wrap(module, name, self._recording_start)
+        for module, name in _MODE_EXITS:
+            self._wrap(module, name, lambda call, what=f"{module}.{name}":
+                       self._recording_exit(call, what))
+
+    @staticmethod
+    def _wrap(module_name: str, name: str,
+              recorder: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+        module = importlib.import_module(module_name)
+        original = getattr(module, name, None)
+        if original is not None:
+            setattr(module, name, recorder(original))
+
+    def begin(self, is_candidate: Callable[[str], bool]) -> None:
+        """One evaluation: threads alive now are the harness's."""
+        with self._lock:
+            self._is_candidate = is_candidate
+            self.started, self.exits = [], []
+            self._harness = set(sys._current_frames())
+
+    def _recording_start(self, start: Callable[..., Any]) -> Callable[..., Any]:
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            where = self._candidate_frame()
+            started = start(*args, **kwargs)
+            ident = getattr(started, "ident", started)  # 3.13 returns a handle
+            with self._lock:
+                if where:
+                    self.started.append(where)
+                elif isinstance(ident, int):  # the harness's or a library's own thread
+                    self._harness.add(ident)
+            return started
+
+        return recorded
+
+    def _recording_exit(self, call: Callable[..., Any], what: str) -> Callable[..., Any]:
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            where = self._candidate_frame()
+            if where:
+                with self._lock:
+                    self.exits.append(f"{what} at {where}")
+            return call(*args, **kwargs)
+
+        return recorded
+
+    def _candidate_frame(self) -> str | None:
+        """'line N' when the innermost frame outside the thread machinery is the
+        candidate's, else None."""
+        frame = sys._getframe(2)
+        while frame is not None and frame.f_globals.get("__name__", "").startswith(
+                _MACHINERY):
+            frame = frame.f_back
+        if frame is not None and self._is_candidate(frame.f_code.co_filename):
+            return f"line {frame.f_lineno}"
+        return None
+
+    def problem(self) -> str | None:
+        """Why the candidate broke the rule, or None."""
+        with self._lock:
+            started, exits = list(self.started), list(self.exits)
+            harness = set(self._harness)
+        if exits:
+            return (f"the candidate stepped out of the evaluator's dispatch mode "
+                    f"({', '.join(exits[:3])} of candidate.py), where torch work is "
+                    f"invisible to the rule ({RULE})")
+        here = threading.get_ident()
+        others = [t for t in sys._current_frames() if t not in harness and t != here]
+        if not started and not others:
+            return None
+        seen = f"started at {', '.join(started[:3])}" if started else \
+            f"{len(others)} thread(s) running that the harness did not start"
+        return (f"the candidate runs work on another thread ({seen} of candidate.py), where "
+                f"torch work is invisible to the rule ({RULE}), so the candidate may not "
+                "start threads: do the work in run()'s own Triton launches")
