@@ -146,6 +146,7 @@ class Tracker(TorchDispatchMode):
         self.launches: list[Launch] = []
         self.compute_seen: set[str] = set()  # compute on data, reaching an output or not
         self.escapes: list[str] = []
+        self.made: set[tuple[int, int]] = set()  # storages made during this call
         self._thread = threading.get_ident()
         # timing: launches of the candidate's kernels counted, a sample of them described
         self.counting = False
@@ -194,6 +195,7 @@ class Tracker(TorchDispatchMode):
             key = _key(t)
             if key is not None:
                 self.provs[key] = result.copy()
+                self.made.add(key)
 
     def _union(self, tensors: list[torch.Tensor]) -> Prov:
         total = Prov()
@@ -299,7 +301,7 @@ class Tracker(TorchDispatchMode):
         """Record one run() call on ``inputs``."""
         for t in _tensors(inputs):
             self.mark_input(t)
-        self.launches, self.compute_seen, self.escapes = [], set(), []
+        self.launches, self.compute_seen, self.escapes, self.made = [], set(), [], set()
         self.skip_launches = skip_launches
         self.active = True
         try:
@@ -354,6 +356,16 @@ class Tracker(TorchDispatchMode):
                 why = _trim_list(sorted(prov.ops | prov.host))
                 return f"{why} wrote into an input the op updates in place; {RULE}"
         return None
+
+    def kept_outputs(self, outputs: list[torch.Tensor]) -> list[int]:
+        """Outputs whose storage was not made during this call: a buffer kept from an
+        earlier call or the import, whose next use overwrites what the caller holds."""
+        kept = []
+        for i, t in enumerate(outputs):
+            key = _key(t)
+            if key is not None and key not in self.made:
+                kept.append(i)
+        return kept
 
     def tampered(self) -> str | None:
         """Why this tracker no longer records faithfully (state set from outside), or None.

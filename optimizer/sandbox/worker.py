@@ -298,6 +298,12 @@ class Worker:
             alias = checks.aliasing(outs, inputs, earlier_outs)
             if alias:
                 raise ShapeFailure("cheat_aliasing", f"({label}): {alias}")
+            kept = self.tracker.kept_outputs(outs) if self.tracker else []
+            if kept:
+                raise ShapeFailure("cheat_aliasing", (
+                    f"({label}): output(s) {kept} were not allocated in this call (a buffer "
+                    "kept from an earlier call or the import): the next call would overwrite "
+                    "what the caller holds; allocate each output in run()"))
             if rule_broken:
                 raise ShapeFailure("torch_compute", f"({label}): {rule_broken}")
             stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)

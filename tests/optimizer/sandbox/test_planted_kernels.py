@@ -27,6 +27,7 @@ CASES = [
     ("cached_output", {}, "correctness", "cheat_cached_output", [FULL, SHORT]),
     ("writes_input", {}, "correctness", "cheat_input_modified", [FULL, SHORT]),
     ("reused_buffer", {}, "correctness", "cheat_aliasing", [FULL, SHORT]),
+    ("output_pool", {}, "correctness", "cheat_aliasing", [FULL, SHORT]),
     ("runtime_error", {}, "run", "runtime_error", [FULL]),
     ("out_of_memory", {"mem_limit_mb": 4096}, "run", "out_of_memory", [FULL]),
     ("segfault", {}, "run", "illegal_memory_access", [FULL]),
@@ -39,6 +40,7 @@ MESSAGES = {
     "small_bias": ("although every element is within tolerance",),
     "syntax_error": ("expected ':'", "def run(x)"),
     "runtime_error": ("view(-1, 3)",),
+    "output_pool": ("were not allocated in this call",),
 }
 
 
