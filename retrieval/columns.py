@@ -166,10 +166,11 @@ def _save(path: Path, snap: Snapshot) -> None:
             "vocab": {c: snap.vocab[c].words for c in CODED}}
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     try:
+        arrays: dict[str, np.ndarray] = {"meta": np.array(json.dumps(meta))}
+        arrays.update({f"c_{c}": snap.coded[c] for c in CODED})
+        arrays.update({f"f_{c}": snap.floats[c] for c in FLOATS})
         with open(tmp, "wb") as f:
-            np.savez(f, meta=np.array(json.dumps(meta)),
-                     **{f"c_{c}": snap.coded[c] for c in CODED},
-                     **{f"f_{c}": snap.floats[c] for c in FLOATS})
+            np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds as bool
         os.replace(tmp, path)
     except OSError as exc:
         log.debug("column snapshot not cached at %s: %s", path, exc)

@@ -322,7 +322,7 @@ def _relative_times(entries: list[dict[str, tuple[float, float | None]]]) -> lis
             if gpu:
                 fastest_gpu[shape] = min(gpu, fastest_gpu.get(shape, math.inf))
     bound = {s for s, gpu in fastest_gpu.items() if fastest_call[s] > LAUNCH_BOUND * gpu}
-    own = [{s: (gpu / fastest_gpu[s] if s in bound else call / fastest_call[s])
+    own = [{s: (gpu / fastest_gpu[s] if gpu and s in bound else call / fastest_call[s])
             for s, (call, gpu) in times.items() if gpu or s not in bound}
            for times in entries]
     slowest: dict[str, float] = {}

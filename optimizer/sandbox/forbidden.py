@@ -25,10 +25,12 @@ How it is seen, checked after the import and after every call:
 
 from __future__ import annotations
 
+import functools
 import importlib
 import sys
 import threading
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 from kernelkb.optimizer.sandbox.provenance import RULE
@@ -69,8 +71,8 @@ class Forbidden:
         for module, name in _STARTERS:
             self._wrap(module, name, self._recording_start)
         for module, name in _MODE_EXITS:
-            self._wrap(module, name, lambda call, what=f"{module}.{name}":
-                       self._recording_exit(call, what))
+            self._wrap(module, name, functools.partial(self._recording_exit,
+                                                       what=f"{module}.{name}"))
 
     @staticmethod
     def _wrap(module_name: str, name: str,
@@ -114,7 +116,7 @@ class Forbidden:
     def _candidate_frame(self) -> str | None:
         """'line N' when the innermost frame outside the thread machinery is the
         candidate's, else None."""
-        frame = sys._getframe(2)
+        frame: FrameType | None = sys._getframe(2)
         while frame is not None and frame.f_globals.get("__name__", "").startswith(
                 _MACHINERY):
             frame = frame.f_back
