@@ -6,7 +6,7 @@ server's detail.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import httpx
@@ -14,6 +14,7 @@ import httpx
 from kernelkb.kb.ingest import IngestReport
 from kernelkb.kb.limits import BATCH_ITEMS
 from kernelkb.kb.record import ExperienceRecord
+from kernelkb.retrieval.names import UnknownName
 from kernelkb.retrieval.query import RetrievalQuery
 from kernelkb.retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
 
@@ -24,6 +25,10 @@ class ServiceUnavailable(RuntimeError):
 
 class ServiceError(RuntimeError):
     """The service answered with an error (bad input, missing token, ...)."""
+
+    def __init__(self, message: str, status: int = 0, detail: str = "") -> None:
+        super().__init__(message)
+        self.status, self.detail = status, detail
 
 
 class RemoteKnowledge:
@@ -46,13 +51,31 @@ class RemoteKnowledge:
         if response.status_code >= 500:
             raise ServiceUnavailable(f"{method} {path}: {response.status_code} {response.text}")
         if response.status_code >= 400:
-            raise ServiceError(f"{method} {path}: {response.status_code} {response.text}")
+            raise ServiceError(f"{method} {path}: {response.status_code} {response.text}",
+                               response.status_code, _detail(response))
         try:
             return response.json()
         except ValueError as exc:  # a proxy's HTML page, a different server on the port
             raise ServiceUnavailable(f"{method} {path}: the answer is not JSON "
                                      f"({response.headers.get('content-type')}): "
                                      f"{response.text[:200]!r}") from exc
+
+    def resolve_names(self, *, op_type: str | None = None, gpu_name: str | None = None,
+                      arch: str | None = None, task_id: str | None = None,
+                      known_ops: Iterable[str] = (), known_tasks: Iterable[str] = (),
+                      ) -> dict[str, str | None]:
+        """The service's spelling of each typed name (its store and task registry: the
+        ``known_*`` of this side are not needed there). UnknownName, with the service's
+        sentence naming the closest, for a name it does not know."""
+        typed = {"op_type": op_type, "gpu_name": gpu_name, "arch": arch, "task_id": task_id}
+        try:
+            found = self._call("GET", "/names",
+                               params={k: v for k, v in typed.items() if v is not None})
+        except ServiceError as exc:
+            if exc.status == 422 and exc.detail:
+                raise UnknownName(exc.detail) from None
+            raise
+        return {k: found.get(k) for k in typed}
 
     def health(self) -> dict[str, Any]:
         return self._call("GET", "/health")
@@ -123,3 +146,12 @@ def _accounted(answer: Any, sent: list[Any]) -> IngestReport:
             f"({len(report.accepted)} stored, {len(report.duplicates)} already there, "
             f"{len(report.rejected)} rejected)")
     return report
+
+
+def _detail(response: httpx.Response) -> str:
+    """A 4xx answer's one-sentence ``detail`` (the service's Problem body), else ''."""
+    try:
+        detail = response.json().get("detail")
+    except (ValueError, AttributeError):
+        return ""
+    return detail if isinstance(detail, str) else ""

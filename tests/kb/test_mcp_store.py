@@ -72,3 +72,47 @@ def test_unknown_names_and_arguments_are_errors_that_say_why(tmp_path: Path) -> 
     assert not out["regime"].is_error  # type: ignore[attr-defined]
     schemas = {t.name: t.input_schema for t in out["schema"]}  # type: ignore[attr-defined]
     assert schemas["retrieve_experiences"].get("additionalProperties") is False
+
+
+def test_the_tools_work_over_a_service_url_and_its_names(tmp_path: Path) -> None:
+    """`kernelkb mcp` with KERNELKB_SERVICE_URL reads through the HTTP service: names are
+    matched by the service (GET /names: its store and task registry), so a short form
+    works and an unknown name is a tool error naming the closest, as on a local store."""
+    import json
+    import sys
+
+    from kb_testdata import make_knowledge, record_dict
+
+    from kernelkb.retrieval.remote import RemoteKnowledge
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
+    from live_server import live_server
+
+    kb = make_knowledge(tmp_path / "store", vectors=False)
+    kb.ingest([record_dict(hw="H200")])
+    with live_server(kb) as port:
+        remote = RemoteKnowledge(f"http://127.0.0.1:{port}")
+        assert remote.resolve_names(op_type="SOFTMAX", gpu_name="h200") == {
+            "op_type": "softmax", "gpu_name": "NVIDIA H200", "arch": None, "task_id": None}
+        server = build_server(remote, journal_dir=tmp_path / "journals")  # type: ignore[arg-type]
+
+        async def calls() -> dict[str, object]:
+            async with Client(server) as client:
+                return {
+                    "insights": await client.call_tool("insights", {"op_type": "SOFTMAX",
+                                                                    "gpu_name": "h200"}),
+                    "retrieve": await client.call_tool("retrieve_experiences",
+                                                       {"op_type": "softmax", "k": 2}),
+                    "unknown": await client.call_tool("insights", {"op_type": "sofmax"}),
+                }
+
+        out = asyncio.run(calls())
+        remote.close()
+    insights = out["insights"]
+    assert not insights.is_error, insights.content[0].text  # type: ignore[attr-defined]
+    report = json.loads(insights.content[0].text)  # type: ignore[attr-defined]
+    assert report["total"] == 1 and report["gpu_name"] == "NVIDIA H200"
+    assert not out["retrieve"].is_error, out["retrieve"].content[0].text  # type: ignore[attr-defined]
+    unknown = out["unknown"]
+    text = unknown.content[0].text  # type: ignore[attr-defined]
+    assert unknown.is_error and "closest" in text and "softmax" in text, text  # type: ignore[attr-defined]

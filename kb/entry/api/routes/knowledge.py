@@ -75,6 +75,28 @@ async def retrieve(query: RetrievalQuery, kb: KnowledgeDep, request: Request) ->
     return Response(body, media_type="application/json")
 
 
+class Names(BaseModel):
+    """The store's spelling of each typed name (None where none was typed)."""
+
+    op_type: str | None = None
+    gpu_name: str | None = None
+    arch: str | None = None
+    task_id: str | None = None
+
+
+NameParam = Annotated[str | None, Query(max_length=SHORT)]
+
+
+@router.get("/names", response_model=Names)
+def names(kb: KnowledgeDep, op_type: NameParam = None, gpu_name: NameParam = None,
+          arch: NameParam = None, task_id: NameParam = None) -> Names:
+    """Names as the store and the service's task registry spell them (any case, short
+    forms such as 'h200'); an unknown one: 422 naming the closest. What a remote client
+    (an MCP server or a CLI pointed at this service) matches its users' names with."""
+    return Names(**operations.resolve(kb, op_type=op_type, gpu_name=gpu_name, arch=arch,
+                                      task_id=task_id))
+
+
 @router.get("/insights", response_model=InsightReport)
 def insights(kb: KnowledgeDep, op_type: str | None = None, gpu_name: str | None = None,
              arch: str | None = None, triton_version: str | None = None,
