@@ -447,7 +447,7 @@ class VectorIndex:
             ids: list[str] = head["ids"]
             return ids, np.memmap(path, dtype=np.float32, mode="r", offset=head["offset"],
                                   shape=(len(ids), DIMENSION))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except Exception as exc:  # noqa: BLE001 - a cache: truncated, foreign, other keys
             log.debug("vector mirror %s unreadable: %s", path, exc)
             return None
 

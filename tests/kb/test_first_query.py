@@ -133,12 +133,24 @@ def test_a_fresh_process_takes_the_columns_from_the_cache_and_reads_only_new_row
     kb.close()
 
     again = store(tmp_path)
-    loaded = columns._load(cache, again.engine.connect(), 10**9)
+    with again.engine.connect() as conn:
+        loaded = columns._load(cache, conn, 10**9)
     assert loaded is not None and len(loaded) == 6  # the cache as written
     with again.session() as session:
         snap = columns.snapshot(session)
     assert snap.ids.tolist() == table_ids(again) and len(snap) == 9
     again.close()
+
+    whole = cache.read_bytes()
+    for junk in (b"PK\x03\x04 truncated", whole[:100], b""):
+        cache.write_bytes(junk)  # a cache cut short or not a cache: read the table
+        broken = store(tmp_path)
+        with broken.session() as session:
+            assert columns.snapshot(session).ids.tolist() == table_ids(broken)
+        with broken.engine.connect() as conn:  # and written whole again
+            rewritten = columns._load(cache, conn, 10**9)
+        assert rewritten is not None and len(rewritten) == 9
+        broken.close()
 
     other = tmp_path / "other"  # a different database, its cache file copied in
     fresh = store(other)
