@@ -40,6 +40,7 @@ from kernelkb.kb.db import engine_of
 from kernelkb.retrieval.row_cache import RowCache
 
 log = logging.getLogger(__name__)
+RESAVE_ROWS = 1000  # rows read since the cache file was written that make it worth rewriting
 
 CODED = ("op_type", "gpu_name", "arch", "triton_version", "task_id", "dtype", "verdict",
          "evidence", "categories", "regime", "confidence")
@@ -119,6 +120,8 @@ class ColumnStore:
         self._lock = threading.Lock()
         self._snap: Snapshot | None = None
         self._file = cache_file(engine)
+        self._unsaved: int | None = None  # rows this snapshot holds beyond the file; None:
+        # the file holds nothing current
 
     def current(self, session: Session) -> Snapshot:
         conn = session.connection()
@@ -137,6 +140,7 @@ class ColumnStore:
                         return snap
             if snap is None and self._file is not None:
                 snap = _load(self._file, conn, key)
+                self._unsaved = 0 if snap is not None else None
             if snap is None or key < snap.key:
                 snap = _empty()
             if self._sqlite:
@@ -145,8 +149,13 @@ class ColumnStore:
             else:
                 rows = _rows_not_held(conn, snap)
             self._snap = _extend(snap, rows, key)
-            if rows and self._file is not None:
-                _save(self._file, self._snap)
+            # written when it holds nothing current, or once RESAVE_ROWS came since: a
+            # server taking a few rows per ingest does not rewrite it on each query after
+            if self._file is not None and rows:
+                unsaved = None if self._unsaved is None else self._unsaved + len(rows)
+                if unsaved is None or unsaved >= RESAVE_ROWS:
+                    unsaved = 0 if _save(self._file, self._snap) else None
+                self._unsaved = unsaved
             return self._snap
 
 
@@ -158,9 +167,9 @@ def cache_file(engine: Engine) -> Path | None:
     return Path(database + ".columns.npz")
 
 
-def _save(path: Path, snap: Snapshot) -> None:
+def _save(path: Path, snap: Snapshot) -> bool:
     """Written whole to a temporary file, then renamed over: a reader sees the old file
-    or the new one. A folder that cannot be written keeps no cache."""
+    or the new one. A folder that cannot be written keeps no cache (False)."""
     last = str(snap.ids[-1]) if len(snap) else ""
     meta = {"key": snap.key, "last": last, "ids": snap.ids.tolist(),
             "vocab": {c: snap.vocab[c].words for c in CODED}}
@@ -175,6 +184,8 @@ def _save(path: Path, snap: Snapshot) -> None:
     except OSError as exc:
         log.debug("column snapshot not cached at %s: %s", path, exc)
         tmp.unlink(missing_ok=True)
+        return False
+    return True
 
 
 def _load(path: Path, conn: Any, key: int) -> Snapshot | None:

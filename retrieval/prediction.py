@@ -229,7 +229,7 @@ def _order_note(model: CostModel, op: str) -> str:
     if model.update_accepted or len(orders) < 2:
         return ""
     regret = model.order_scores[op]
-    return ("; ranked by three orders in turn, " + ", then ".join(
+    return (f"; ranked by {len(orders)} orders in turn, " + ", then ".join(
         f"{ORDER_NAMES[o]} (held-out regret {regret[o]:.3f})" for o in orders))
 
 

@@ -183,3 +183,37 @@ def test_the_mirror_keeps_what_other_queries_read(tmp_path: Path) -> None:
     last.top(query, ids, 5)
     assert last._collection is None and len(last._ids) == len(ids)
     last.close()
+
+
+def test_a_few_new_rows_do_not_rewrite_the_column_cache(tmp_path: Path, monkeypatch) -> None:
+    """A long-lived process (a server) reading a few rows per ingest leaves the file as it
+    is until RESAVE_ROWS rows have come since it was written."""
+    from kb_testdata import record_dict
+
+    from kernelkb.kb.service import LocalKnowledge
+    from kernelkb.kb.settings import Settings
+    from kernelkb.retrieval import columns
+
+    monkeypatch.setattr(columns, "RESAVE_ROWS", 3)
+    kb = LocalKnowledge(Settings(data_dir=tmp_path, seeds_dir=tmp_path / "none",
+                                 vectors=False))
+
+    def rows_in_file() -> int:
+        with kb.engine.connect() as conn:
+            held = columns._load(cache, conn, 10**9)
+        assert held is not None
+        return len(held)
+
+    kb.ingest([record_dict(config={"B": 0}, run="r0")])
+    with kb.session() as session:
+        columns.snapshot(session)  # nothing current on disk: written
+    cache = columns.cache_file(kb.engine)
+    assert cache is not None and rows_in_file() == 1
+    sizes = []
+    for n in range(1, 5):  # one row per ingest, read by the next query each time
+        kb.ingest([record_dict(config={"B": n}, run=f"r{n}")])
+        with kb.session() as session:
+            columns.snapshot(session)
+        sizes.append(rows_in_file())
+    assert sizes == [1, 1, 4, 4]  # rewritten on the third row since, not on each
+    kb.close()
