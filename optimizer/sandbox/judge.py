@@ -21,6 +21,9 @@ before any candidate code exists:
     timed by the judge around the worker's answer; where the calls are bound by GPU work
     (``GPU_BOUND_MS``), a reported GPU time far under the judge's figure, or a claimed
     gain the judge's ratio does not show, is ``cheat_timer``.
+  * after its timed calls, one more call on the same inputs, checked: a kernel that goes
+    lazy after its first calls on a buffer (same launches, a device-side count) is
+    ``wrong_result``.
   Only the judge writes the runner's result.
 
 What stays in the worker: provenance (a torch result copied out by a kernel) and the
@@ -269,8 +272,6 @@ class Judge:
         return random.SystemRandom().sample(small, min(SPOT_SHAPES, len(small)))
 
     def spot_check(self, shape: tuple[int, ...], seen: dict[str, Any]) -> None:
-        from kernelkb.optimizer.sandbox import checks
-
         label = self.task.shape_label(shape)
         seed = secrets.randbelow(2**30)
         # the first spot-check meets one of the input conditions the task declares, at
@@ -284,24 +285,29 @@ class Judge:
             label = f"{label} [{condition.name}]"
         answer = self.ask({"op": "run", "shape": list(shape), "seed": seed, "label": label,
                            "condition": condition.name if condition else None})
-        outs = self.tensors(answer)
+        self.compare(shape, label, seed, self.tensors(answer), condition, "on fresh inputs")
+        seen["spot_checked"].append(label)
+
+    def compare(self, shape: tuple[int, ...], label: str, seed: int,
+                outs: list[torch.Tensor], condition: Any, where: str) -> None:
+        """The worker's outputs (then the inputs the task's run writes) against the
+        reference the judge computes itself on the inputs of ``seed``."""
+        from kernelkb.optimizer.sandbox import checks
+
         device = "cuda" if torch.cuda.is_available() else "cpu"
         inputs = list(self.task.make_inputs(shape, self.dtype, seed, device))
         if condition is not None:
             inputs = list(condition.apply(tuple(inputs), seed))
-        ref = self.task.reference(*inputs)
-        refs = checks.flatten_tensors(ref)
+        refs = checks.flatten_tensors(self.task.reference(*inputs))
         refs += [inputs[i] for i in getattr(self.task, "mutated_inputs", ()) or ()]
         outs = [o.to(r.device) for o, r in zip(outs, refs, strict=False)] + outs[len(refs):]
         stats = checks.compare_outputs(outs, refs, self.tol.atol, self.tol.rtol)
         if isinstance(stats, str):
-            raise JudgeFailure("wrong_result", f"({label}) on fresh inputs: {stats}", label)
+            raise JudgeFailure("wrong_result", f"({label}) {where}: {stats}", label)
         verdict = checks.shape_verdict(stats, self.tol.max_bias)
         if verdict:
-            raise JudgeFailure(verdict, "on fresh inputs, " + checks.describe_failure(
+            raise JudgeFailure(verdict, f"{where}, " + checks.describe_failure(
                 verdict, label, stats, self.tol.max_bias), label)
-        seen["spot_checked"].append(label)
-        del inputs, ref, refs, outs
 
     def check_clock(self, report: dict[str, Any], seen: dict[str, Any]) -> None:
         """The judge's own clock over back-to-back calls of both kernels, on the shapes
@@ -340,8 +346,9 @@ class Judge:
     def timed(self, shape: tuple[int, ...], label: str, who: str, calls: int) -> float:
         """ms per call: the lower of two passes, each timed by the judge from question
         to answer (the worker synchronises before it answers)."""
+        seed = secrets.randbelow(2**30)
         question = {"op": "time", "who": who, "shape": list(shape), "calls": calls,
-                    "seed": secrets.randbelow(2**30), "label": label}
+                    "seed": seed, "label": label}
         best = math.inf
         with self.turns.exclusive():
             self.ask({**question, "calls": 1})  # inputs made, kernels loaded and warm
@@ -349,7 +356,23 @@ class Judge:
                 began = time.perf_counter()
                 self.ask(question)
                 best = min(best, (time.perf_counter() - began) * 1e3 / calls)
+        if who == "candidate":
+            self.check_after_timing(question, shape, label, seed)
         return best
+
+    def check_after_timing(self, question: dict[str, Any], shape: tuple[int, ...],
+                           label: str, seed: int) -> None:
+        """The timed calls' work must be the checked work: after a number of further
+        calls the worker cannot predict, the next call on the timed inputs (its output
+        starting as poison, ``guards.poison_freed``) must still be right. A kernel that
+        goes lazy after its first calls on a buffer, with the same launches, fails here.
+        Skipped where run() writes its inputs: after many calls they are not the seed's."""
+        if getattr(self.task, "mutated_inputs", ()):
+            return
+        calls = 1 + secrets.randbelow(max(1, int(question["calls"])))
+        answer = self.ask({**question, "calls": calls, "check": True})
+        self.compare(shape, label, seed, self.tensors(answer), None,
+                     "after the judge's timed calls")
 
 
 def _input_bytes(task: Any, shape: tuple[int, ...], dtype: torch.dtype) -> int:

@@ -12,6 +12,10 @@ lists what differs after the import and after each call. A change is a rejection
 read through its MRO, so a method added to ``torch.Tensor`` that shadows one inherited
 from the C base class is a change; a module-level name added over a builtin (``len``,
 ``abs``) is one too. Other additions are not (lazy submodules appear on first use).
+Identity is not enough: a function keeps its identity when its ``__code__``, defaults or
+closure cells are swapped, so those are held and compared too; and the harness's own
+module constants (``UPPER_CASE`` names: thresholds, the allowed-op sets) count like its
+callables, so rebinding ``compare.NOISE_FLOOR`` is a change.
 
 What the timing itself uses is held here too (builtins captured at import: a C builtin
 cannot be altered, only the module attribute that names it), so the wall-clock
@@ -41,6 +45,8 @@ HARNESS_MODULES = ("builtins", "torch", "torch.nn.functional", "torch.testing", 
                    "kernelkb.optimizer.sandbox.provenance", "kernelkb.optimizer.sandbox.bounds",
                    "kernelkb.optimizer.sandbox.errors", "kernelkb.optimizer.sandbox.tamper",
                    "kernelkb.optimizer.sandbox.compiled_info", "kernelkb.kernels.base",
+                   "kernelkb.optimizer.sandbox.compare", "kernelkb.optimizer.sandbox.forbidden",
+                   "kernelkb.optimizer.sandbox.guards",
                    "triton.runtime.jit", "triton.runtime.interpreter",
                    "triton.compiler.compiler", "triton.runtime.autotuner")
 # Classes whose methods the checks and the timer call.
@@ -60,9 +66,41 @@ class Change:
     timing: bool
 
 
-def _callables(namespace: dict[str, Any]) -> dict[str, int]:
-    return {k: id(v) for k, v in list(namespace.items())
-            if callable(v) or isinstance(v, (staticmethod, classmethod, property))}
+Held = tuple[Any, ...]  # the value itself, then what a swap could change inside it
+
+
+def _held(value: Any) -> Held:
+    """The value and the parts of it that can be replaced in place: a function's code,
+    defaults and closure cells' contents (also behind a staticmethod, classmethod or
+    property)."""
+    parts: list[Any] = [value]
+    inner = [getattr(value, "__func__", None)] if isinstance(value, (staticmethod,
+                                                                      classmethod)) else \
+        [value.fget, value.fset] if isinstance(value, property) else [value]
+    for func in inner:
+        code = getattr(func, "__code__", None)
+        if code is None:
+            continue
+        parts += [code, func.__defaults__, func.__kwdefaults__]
+        for cell in func.__closure__ or ():
+            try:
+                parts.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                parts.append(None)
+    return tuple(parts)
+
+
+def _same(before: Held, now: Any) -> bool:
+    after = _held(now)
+    return len(after) == len(before) and all(a is b for a, b in zip(after, before,
+                                                                     strict=True))
+
+
+def _watched(namespace: dict[str, Any], constants: bool) -> dict[str, Held]:
+    """Callables (and, for the harness's own modules, its UPPER_CASE constants)."""
+    return {k: _held(v) for k, v in list(namespace.items())
+            if callable(v) or isinstance(v, (staticmethod, classmethod, property))
+            or (constants and k.isupper() and not k.startswith("_"))}
 
 
 def _resolved(cls: type) -> dict[str, Any]:
@@ -82,7 +120,7 @@ class Snapshot:
     """Identities of what the harness calls, taken before the candidate is imported."""
 
     def __init__(self, task_module: str | None = None, extra: tuple[str, ...] = ()) -> None:
-        self.entries: dict[str, tuple[dict[str, int], bool]] = {}
+        self.entries: dict[str, tuple[dict[str, Held], bool]] = {}
         self._initial_names: dict[str, frozenset[str]] = {}
         names = [(m, True) for m in TIMING_MODULES] + [(m, False) for m in HARNESS_MODULES]
         names += [(m, False) for m in (task_module, *extra) if m]
@@ -107,7 +145,7 @@ class Snapshot:
         self.modes = _mode_depths()
 
     def _add(self, where: str, namespace: dict[str, Any], timing: bool) -> None:
-        self.entries[where] = (_callables(namespace), timing)
+        self.entries[where] = (_watched(namespace, where.startswith("kernelkb.")), timing)
         if where in sys.modules:  # names a module already had (callable or not)
             self._initial_names[where] = frozenset(namespace)
 
@@ -119,11 +157,11 @@ class Snapshot:
             if now is None:
                 found.append(Change(where, timing))
                 continue
-            for attr, ident in before.items():
+            for attr, held in before.items():
                 if attr in ("__weakref__", "__dict__", "__subclasshook__", "__init_subclass__"):
                     continue
                 value = now.get(attr, _MISSING)
-                if (value is _MISSING or id(value) != ident) \
+                if (value is _MISSING or not _same(held, value)) \
                         and f"{where}.{attr}" not in REBOUND_BY_TORCH:
                     found.append(Change(f"{where}.{attr}", timing))
             if where in sys.modules and where != "builtins":

@@ -241,10 +241,22 @@ class Worker:
                 if call is None:
                     raise RuntimeError("the incumbent does not load")
                 timed[key] = call
+            out = None
             for _ in range(int(question["calls"])):
-                timed[key]()
+                out = timed[key]()
+            if not question.get("check"):
+                del out
+                torch.cuda.synchronize()
+                return {}
+            # one more call on the same inputs, its output handed to the judge: a kernel
+            # that went lazy after its first calls on a buffer is wrong here
+            like = checks.flatten_tensors(out)
+            del out
+            guards.poison_freed(like)
+            del like
+            outs = checks.flatten_tensors(timed[key]())
             torch.cuda.synchronize()
-            return {}
+            return {"tensors": _write_tensors(outs, data_fd)}
         raise ValueError(f"unknown question {question['op']!r}")
 
     def make_inputs(self, shape: tuple[int, ...], seed: int) -> list[Any]:

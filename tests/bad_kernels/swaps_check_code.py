@@ -1,8 +1,7 @@
 """Passes the worker's checks with a wrong answer: the verdict function the worker calls
 gets new bytecode (same object, so an identity check sees nothing) that passes anything
-while the candidate's own kernel really ran, and fails the counterfactual call (launches
-skipped: its flag stays 0) honestly. The kernel writes zeros. Only a judge in another
-process catches it."""
+while the candidate's own kernel really ran. Expected: cheat_tamper (the tamper check
+holds each watched function's code, not only its identity)."""
 
 import builtins
 

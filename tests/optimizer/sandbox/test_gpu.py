@@ -103,11 +103,30 @@ def test_stale_parent_figure_is_retimed_beside_the_child(timed):
     ("torch_fallback", "torch_compute"),
     ("overwrite_after_launch", "torch_compute"),
     ("numpy_roundtrip", "torch_compute"),  # .cpu().numpy(): a host read of the data
+    # issue 25's classes, on the GPU path
+    ("swaps_event_timer", "cheat_timer"),  # the event timer's bytecode swapped
+    ("rebinds_constants", "cheat_timer"),  # thresholds and allowed ops rebound
+    ("side_stream_waits", "cheat_timer"),  # a side stream never joined, thresholds rebound
+    ("lazy_after_n", "wrong_result"),  # same launches, lazy past a device-side count
+    ("torch_copied_out", "torch_compute"),  # torch's answer copied out by a Triton kernel
+    ("dispatch_disabled", "torch_compute"),
+    ("torch_on_thread", "torch_compute"),
+    ("thread_after_return", "torch_compute"),
+    ("output_pool", "cheat_aliasing"),
+    ("tracker_off", "cheat_tamper"),
 ])
 def test_planted_cheat_is_caught_on_the_gpu(name, kind):
     result = evaluate("softmax", (BAD / f"{name}.py").read_text(), shapes=SHAPES[1:])
     assert not result.ok and result.error_kind == kind, result.text
     assert not result.timing_available
+
+
+def test_lazy_after_n_is_caught_by_the_judge_after_its_timed_calls():
+    """Honest on every checked call, so only the judge's check after its own timed calls
+    (poisoned freed blocks, then one more call) can see it."""
+    result = evaluate("softmax", (BAD / "lazy_after_n.py").read_text(), shapes=SHAPES[1:])
+    assert result.error_kind == "wrong_result", result.text
+    assert "after the judge's timed calls" in result.error_message, result.error_message
 
 
 def test_matmul_answered_by_cublas_is_rejected():

@@ -22,7 +22,7 @@ def _evaluate(name: str):
 
 
 def test_a_check_rewritten_in_the_candidate_process_does_not_fool_the_judge() -> None:
-    result = _evaluate("swaps_check_code.py")
+    result = _evaluate("swaps_check_and_tamper_code.py")
     assert not result.ok
     assert result.error_kind == "wrong_result", result.text
     # the worker's checks passed it: the failure is the judge's, on inputs drawn now

@@ -20,6 +20,12 @@ CASES = [
     ("patch_checks", "cheat_tamper", ("kernelkb.optimizer.sandbox.checks.compare_outputs",)),
     ("open_mode", "cheat_tamper", ("mode stack",)),
     ("tracker_off", "cheat_tamper", ("the provenance tracker's state was changed",)),
+    # the same objects with new insides: bytecode swapped, constants rebound
+    ("swaps_check_code", "cheat_tamper", ("kernelkb.optimizer.sandbox.checks.shape_verdict",)),
+    ("swaps_event_timer", "cheat_timer", ("torch.cuda.Event.elapsed_time",)),
+    ("rebinds_constants", "cheat_timer", ("kernelkb.optimizer.sandbox.compare.NOISE_FLOOR",
+                                          "kernelkb.optimizer.sandbox.timing.SUSPECT_SPEEDUP",
+                                          "provenance.ALLOCATION_OPS")),
 ]
 
 
@@ -46,6 +52,29 @@ def test_snapshot_sees_a_replaced_function_and_a_replaced_method():
     finally:
         time.perf_counter, torch.Tensor.abs = real_clock, real_abs
     assert where == {"time.perf_counter", "torch.Tensor.abs"}
+    assert tamper.describe([tamper.Change("time.perf_counter", True)])[0] == "cheat_timer"
+    assert snapshot.changes() == []
+
+
+def test_snapshot_sees_new_bytecode_defaults_and_constants_on_the_same_objects():
+    from kernelkb.optimizer.sandbox import checks, compare, timing
+
+    snapshot = tamper.Snapshot()
+    code, defaults = checks.shape_verdict.__code__, timing.measure.__defaults__
+    floor = compare.NOISE_FLOOR
+    try:
+        checks.shape_verdict.__code__ = (lambda stats, max_bias: None).__code__
+        timing.measure.__defaults__ = (1,) + tuple(defaults)[1:]  # rep_ms: 1 ms
+        compare.NOISE_FLOOR = 0.5
+        where = {c.where for c in snapshot.changes()}
+    finally:
+        checks.shape_verdict.__code__ = code
+        timing.measure.__defaults__ = defaults
+        compare.NOISE_FLOOR = floor
+    assert where == {"kernelkb.optimizer.sandbox.checks.shape_verdict",
+                     "kernelkb.optimizer.sandbox.timing.measure",
+                     "kernelkb.optimizer.sandbox.compare.NOISE_FLOOR"}, where
+    assert snapshot.changes() == []
     assert tamper.describe([tamper.Change("time.perf_counter", True)])[0] == "cheat_timer"
     assert snapshot.changes() == []
 

@@ -1,0 +1,45 @@
+"""Cheat (GPU only): honest for the first few calls on each input buffer, lazy after: the
+kernel reads a per-buffer call count from device memory and returns at once past it, so
+the launch, its grid and its arguments are the same on every call (launch counting and
+signatures see nothing). The output comes from torch.empty_like, which the caching
+allocator hands back from the last call's freed block, still holding the right answer.
+Expected: wrong_result from the judge, which checks a call made after its own timed
+calls, with the freed blocks of the output's size poisoned first."""
+import torch
+import triton
+import triton.language as tl
+
+NUM_WARPS = 4
+HONEST_CALLS = 12  # more calls than the checks make on one buffer
+_COUNTS: dict = {}
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, count_ptr, n_cols, stride_x, stride_o, honest,
+                   BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = (cols < n_cols) & (tl.load(count_ptr) <= honest)  # past it: nothing is read
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, 0))
+    y = e / tl.sum(e, 0)
+    tl.store(out_ptr + row * stride_o + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _count(count_ptr):
+    tl.store(count_ptr, tl.load(count_ptr) + 1)
+
+
+def run(x):
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    key = x.data_ptr()
+    if key not in _COUNTS:
+        _COUNTS[key] = torch.zeros(1, dtype=torch.int32, device=x.device)
+    count = _COUNTS[key]
+    _count[(1,)](count)
+    block = triton.next_power_of_2(x.shape[1])
+    softmax_kernel[(x.shape[0],)](out, x, count, x.shape[1], x.stride(0), out.stride(0),
+                                  HONEST_CALLS, BLOCK=block, num_warps=NUM_WARPS)
+    return out

@@ -1,0 +1,40 @@
+"""Cheat: the CUDA event timer keeps its identity but gets new bytecode that reports half
+the elapsed time (an identity check sees nothing). Expected: cheat_timer, seen right after
+the import (the tamper check holds each watched function's code)."""
+import torch
+import triton
+import triton.language as tl
+
+NUM_WARPS = 4
+
+
+
+def _halved():
+    __class__ = torch.cuda.Event  # noqa: F841 - the zero-argument super() below reads it
+
+    def elapsed_time(self, end_event):
+        return super().elapsed_time(end_event) / 2
+    return elapsed_time
+
+
+torch.cuda.Event.elapsed_time.__code__ = _halved().__code__
+
+
+@triton.jit
+def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    e = tl.exp(x - tl.max(x, 0))
+    y = e / tl.sum(e, 0)
+    tl.store(out_ptr + row * stride_o + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def run(x):
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    block = triton.next_power_of_2(x.shape[1])
+    softmax_kernel[(x.shape[0],)](out, x, x.shape[1], x.stride(0), out.stride(0),
+                                  BLOCK=block, num_warps=NUM_WARPS)
+    return out
