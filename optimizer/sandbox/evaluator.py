@@ -209,6 +209,8 @@ def _fill_gpu(result: EvalResult, gpu: dict[str, Any], labels: list[str],
     result.gpu_timings = {k: (float(v[0]), float(v[1])) for k, v in alone.items()
                           if k in labels}
     result.host_timings = {k: float(v[2]) for k, v in alone.items() if k in labels}
+    result.busy_timings = {k: float(v) for k, v in (gpu.get("busy_ms") or {}).items()
+                           if k in labels and v is not None}
     comparison = gpu.get("comparison")
     if not comparison:
         return

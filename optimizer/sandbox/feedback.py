@@ -94,6 +94,9 @@ def _render_layers(r: EvalResult) -> str:
         time_line += f" · call time {geomean(calls):.4g} ms"
     if r.host_timings:
         time_line += f" · host {geomean(list(r.host_timings.values())):.3g} ms per call"
+    if r.busy_timings:
+        time_line += (f" · GPU busy {geomean(list(r.busy_timings.values())):.4g} ms per call "
+                      "(its own timestamps, all streams)")
     refs = []
     if r.baseline_ms:
         refs.append(f"baseline {r.baseline_ms:.4g} ms")

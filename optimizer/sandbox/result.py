@@ -82,6 +82,8 @@ class EvalResult:
     graph_timings: dict[str, float] = field(default_factory=dict)  # CUDA-graph replay ms
     gpu_timings: dict[str, tuple[float, float]] = field(default_factory=dict)  # GPU: median, iqr
     host_timings: dict[str, float] = field(default_factory=dict)  # host ms of one call
+    # GPU busy ms per call by the GPU's own timestamps, all streams (kernel_clock.py)
+    busy_timings: dict[str, float] = field(default_factory=dict)
     objective_weights: dict[str, float] = field(default_factory=dict)
     # the interleaved comparison with the incumbent (compare.Comparison.to_dict), if any
     comparison: dict[str, Any] | None = None

@@ -37,7 +37,8 @@ import torch
 # Modules whose callables the timing path looks up at call time (do_bench does).
 TIMING_MODULES = ("time", "triton.testing", "torch.cuda", "torch.cuda.streams",
                   "torch.cuda.memory", "triton.runtime.driver", "kernelkb.optimizer.sandbox.timing",
-                  "triton.backends.nvidia.driver")
+                  "triton.backends.nvidia.driver", "torch.profiler", "torch.autograd.profiler",
+                  "kernelkb.optimizer.sandbox.kernel_clock")
 # Modules the checks and the worker rely on.
 HARNESS_MODULES = ("builtins", "torch", "torch.nn.functional", "torch.testing", "math",
                    "json", "os", "random", "numpy", "kernelkb.optimizer.sandbox.checks",

@@ -35,6 +35,7 @@ from kernelkb.optimizer.sandbox import (
     forbidden,
     guards,
     jit_globals,
+    kernel_clock,
     provenance,
     tamper,
     timing,
@@ -485,9 +486,23 @@ class Worker:
             out["alone"] = {k: [s["candidate_ms"], s["candidate_iqr_ms"], s["candidate_host_ms"]]
                             for k, s in compared.items()} if compared else \
                 {k: list(compare.gpu_profile(call, clock)) for k, call in calls.items()}
+            out["busy_ms"] = self.check_busy_time(calls, out["alone"])
         self.guard("after GPU timing")
         self.check_launches_over(calls, tracker)
         return out
+
+    def check_busy_time(self, calls: dict[str, _Counted], alone: dict[str, list[float]]
+                        ) -> dict[str, float | None]:
+        """The GPU's own timestamps of every kernel, every stream (kernel_clock.py): the
+        GPU time reported must not be far under the time the GPU was busy per call."""
+        busy = {k: kernel_clock.busy_ms_per_call(call) for k, call in calls.items()}
+        for k, ms in busy.items():
+            if kernel_clock.under_busy_time(alone[k][0], ms):
+                raise Tampered("cheat_timer", (
+                    f"({k}): {alone[k][0]:.4f} ms of GPU time by the events, where the "
+                    f"GPU's own timestamps saw it busy {ms:.4f} ms per call (all streams): "
+                    "work the events do not bracket (a side stream never joined back?)"))
+        return busy
 
     def check_launches_over(self, calls: dict[str, _Counted], tracker: provenance.Tracker
                             ) -> None:

@@ -34,10 +34,33 @@ def test_side_stream_launch_is_caught():
     assert result.error_kind == "cheat_unsynchronised", result.text
 
 
+def test_the_gpus_own_timestamps_see_a_side_stream_the_events_miss():
+    """kernel_clock: a matmul on a side stream never joined back is invisible to a pair of
+    events on the current stream, not to CUPTI."""
+    from kernelkb.optimizer.sandbox import compare, kernel_clock
+
+    a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
+    side = torch.cuda.Stream()
+
+    def hidden():
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            a @ a
+
+    busy = kernel_clock.busy_ms_per_call(hidden)
+    events_ms = compare.gpu_profile(hidden, compare.GpuClock())[0]
+    assert busy is not None and busy > 0.05, busy  # ~0.2 ms of matmul on an H200
+    assert kernel_clock.under_busy_time(events_ms, busy), (events_ms, busy)
+
+
 def test_timing_fields_are_filled(timed):
     result, baseline = timed
     assert result.ok and result.stage == "performance", result.text
     assert result.timing_available and result.time_ms > 0
+    # the GPU's own timestamps beside the events' figure, on every timed shape
+    assert set(result.busy_timings) == set(result.gpu_timings), result.busy_timings
+    for label, (gpu_ms, _) in result.gpu_timings.items():
+        assert 0 < result.busy_timings[label] and gpu_ms >= 0.6 * result.busy_timings[label]
     task = get_task("softmax")
     sweep_labels = {task.shape_label(s) for s in SHAPES if s not in task.edge_shapes}
     assert sweep_labels and set(result.timings) == sweep_labels  # edge shapes: checked only

@@ -1,0 +1,66 @@
+"""GPU time from the GPU's own timestamps: every kernel the process ran, on every stream.
+
+Why: the figures verdicts use (compare.py) come from CUDA events on the current stream.
+Work a candidate puts on a side stream it never joins back runs after the second event,
+so the events bracket nothing; a lazy mode or a clock the candidate swapped changes them
+too. CUPTI, read through ``torch.profiler``, records each kernel's start and end as the
+GPU ran it, whatever stream launched it. The busy time per call (the union of the kernels'
+intervals, so overlapping streams are not counted twice) is a floor the reported GPU time
+must clear: a figure far under it was not the candidate's work.
+
+Imports only torch (the sandbox's rule: it runs on a bare GPU host).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+log = logging.getLogger("kernelkb.optimizer.sandbox.kernel_clock")
+
+PROFILED_CALLS = 10  # per shape; one profiler session for all of them
+UNDER_SHARE = 0.6  # a reported GPU time under this share of the busy time is a lie
+
+
+def busy_ms_per_call(call: Callable[[], Any], calls: int = PROFILED_CALLS) -> float | None:
+    """GPU busy time per call (ms) by the GPU's own timestamps; None where the profiler
+    gives no device events here (no CUPTI on this host, or a jail that refuses it)."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+
+    call()
+    torch.cuda.synchronize()
+    try:
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(calls):
+                call()
+            torch.cuda.synchronize()
+        events = prof.events()
+    except Exception as err:  # noqa: BLE001 - a missing CUPTI leaves the other clocks
+        log.warning("no GPU timestamps here (%s: %s)", type(err).__name__, err)
+        return None
+    spans = sorted((e.time_range.start, e.time_range.end) for e in events
+                   if e.device_type == DeviceType.CUDA and e.time_range.end > e.time_range.start)
+    if not spans:
+        return None
+    return union_length(spans) / 1e3 / calls
+
+
+def union_length(spans: list[tuple[float, float]]) -> float:
+    """Total length covered by sorted (start, end) intervals."""
+    total, (start, end) = 0.0, spans[0]
+    for s, e in spans[1:]:
+        if s > end:
+            total += end - start
+            start, end = s, e
+        else:
+            end = max(end, e)
+    return total + end - start
+
+
+def under_busy_time(reported_ms: float, busy_ms: float | None) -> bool:
+    """A reported GPU time the GPU's own timestamps contradict."""
+    return busy_ms is not None and reported_ms < UNDER_SHARE * busy_ms

@@ -1,0 +1,26 @@
+"""The GPU busy time from the GPU's own timestamps (kernel_clock.py): the union of the
+kernels' intervals, so streams that overlap are not counted twice; the rule that a
+reported GPU time far under it is refused. The profiler itself runs in test_gpu.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelkb.optimizer.sandbox import kernel_clock
+
+
+@pytest.mark.parametrize(("spans", "length"), [
+    ([(0.0, 10.0)], 10.0),
+    ([(0.0, 10.0), (20.0, 25.0)], 15.0),  # a gap is not busy
+    ([(0.0, 10.0), (5.0, 12.0)], 12.0),  # two streams overlapping: counted once
+    ([(0.0, 10.0), (2.0, 3.0), (11.0, 12.0)], 11.0),  # one inside another
+])
+def test_busy_time_is_the_union_of_the_kernels_intervals(spans, length):
+    assert kernel_clock.union_length(spans) == pytest.approx(length)
+
+
+def test_a_reported_time_far_under_the_busy_time_is_refused():
+    assert kernel_clock.under_busy_time(0.01, 0.1)  # events bracket a tenth of the work
+    assert not kernel_clock.under_busy_time(0.1, 0.1)
+    assert not kernel_clock.under_busy_time(0.12, 0.1)  # L2 flushed before: slower
+    assert not kernel_clock.under_busy_time(0.01, None)  # no timestamps: no verdict
