@@ -146,7 +146,7 @@ def test_time_all_plumbing_on_the_cpu(tmp_path, monkeypatch, name, kind):
     check run under the clock, and a timed result is written."""
     import json
 
-    from kernelkb.optimizer.sandbox import compare, timing
+    from kernelkb.optimizer.sandbox import compare, kernel_clock, timing
     from kernelkb.optimizer.sandbox import tamper as tamper_mod
 
     worker, module = _checked_worker(tmp_path, name)
@@ -166,6 +166,13 @@ def test_time_all_plumbing_on_the_cpu(tmp_path, monkeypatch, name, kind):
     monkeypatch.setattr(timing, "_SYNCHRONIZE", lambda: None)
     monkeypatch.setattr(compare, "settle", lambda max_s: compare.Settled(True, 0.0, 1.0, 1.0))
     monkeypatch.setattr(compare, "GpuClock", FixedClock)
+
+    def fake_busy(call, calls=kernel_clock.PROFILED_CALLS):
+        for _ in range(calls):
+            call()
+        return 0.2
+
+    monkeypatch.setattr(kernel_clock, "busy_ms_per_call", fake_busy)
     # after the stand-ins
     worker.snapshot = tamper_mod.Snapshot(task_module="kernelkb.kernels.softmax")
     assert worker.time_all(module) is (kind is None)
@@ -174,6 +181,7 @@ def test_time_all_plumbing_on_the_cpu(tmp_path, monkeypatch, name, kind):
         assert worker.out["timings"]["rows=4,cols=128"] == pytest.approx([1.0, 0.2])
         assert worker.out["graph_timings"]["rows=4,cols=128"] == pytest.approx(0.5)
         assert worker.out["gpu"]["alone"]["rows=4,cols=128"][0] == pytest.approx(0.25)
+        assert worker.out["gpu"]["busy_ms"]["rows=4,cols=128"] == pytest.approx(0.2)
         assert worker.out["stage"] == "performance"
     else:
         assert written["error_kind"] == kind and written["stage"] == "performance"
