@@ -51,6 +51,35 @@ SMALL_BATCH = 64  # new texts at most that ONNX Runtime embeds while torch is no
 CACHE_DIR = Path.home() / ".cache" / "kernelkb"  # where the exported ONNX graph is kept
 
 
+_QUERY_MODELS: dict[str, Any] = {}  # cache folder -> the ONNX Runtime query runner
+_QUERY_MODELS_LOCK = threading.Lock()
+
+
+def query_runner(cache_dir: Path) -> Any:
+    """The ONNX Runtime query runner, one per process and cache folder (a session is
+    stateless between runs, so every Embedder of the process can share it). Raises
+    where ONNX Runtime cannot run the model here."""
+    with _QUERY_MODELS_LOCK:
+        key = str(cache_dir)
+        if key not in _QUERY_MODELS:
+            from kernelkb.kb.onnx_minilm import OnnxMiniLM
+
+            _QUERY_MODELS[key] = OnnxMiniLM(model_path(), cache_dir, MAX_TOKENS, threads=1)
+        return _QUERY_MODELS[key]
+
+
+def prefetch_query_runner(cache_dir: Path | None = None) -> None:
+    """Start loading the query runner on a thread: a command that will embed one query
+    (a CLI ``query``) overlaps the ~0.2 s load with opening the store. ONNX Runtime
+    builds its session outside the GIL. A failure is left for the query's own load to
+    report."""
+    def load() -> None:
+        with contextlib.suppress(Exception):
+            query_runner(cache_dir or CACHE_DIR)
+
+    threading.Thread(target=load, name="kernelkb-query-model", daemon=True).start()
+
+
 def model_path() -> Path:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -107,10 +136,7 @@ class Embedder:
         with self._lock:
             if self._query_model is None and self._onnx_queries:
                 try:
-                    from kernelkb.kb.onnx_minilm import OnnxMiniLM
-
-                    self._query_model = OnnxMiniLM(model_path(), self.cache_dir, MAX_TOKENS,
-                                                   threads=1)
+                    self._query_model = query_runner(self.cache_dir)
                 except Exception as exc:  # any failure (no onnx to export, no runtime)
                     log.warning("ONNX Runtime query embedding unavailable (%s): torch", exc)
                     self._onnx_queries = False

@@ -60,3 +60,22 @@ def test_texts_of_earlier_batches_are_not_embedded_again() -> None:
     assert encoded == [["cache test: split the reduction"]]
     assert np.array_equal(second[0], first[1])
     assert float(second[1] @ first[1]) < 0.99  # the new text got its own vector
+
+
+def test_the_query_runner_is_loaded_once_per_process_and_can_be_prefetched(tmp_path) -> None:
+    """A CLI query starts the load on a thread while the store opens; the embedder that
+    answers the query then takes the same runner, and a second embedder shares it."""
+    import time
+
+    from kernelkb.kb import embedder as embedder_mod
+
+    embedder_mod.prefetch_query_runner(tmp_path)
+    deadline = time.monotonic() + 120
+    while str(tmp_path) not in embedder_mod._QUERY_MODELS and time.monotonic() < deadline:
+        time.sleep(0.05)
+    prefetched = embedder_mod._QUERY_MODELS[str(tmp_path)]
+    first = embedder_mod.Embedder(cache_dir=tmp_path)
+    second = embedder_mod.Embedder(cache_dir=tmp_path)
+    assert first.query_model is prefetched and second.query_model is prefetched
+    vector = first.embed_query("softmax: memory bound")
+    np.testing.assert_allclose(np.linalg.norm(vector), 1.0, rtol=1e-5)

@@ -34,6 +34,9 @@ def _add_query(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_query(args: argparse.Namespace) -> int:
+    from kernelkb.kb.embedder import prefetch_query_runner
+
+    prefetch_query_runner()  # loads while the store opens (the query is embedded once)
     from kernelkb.retrieval.query import RetrievalQuery
 
     if not args.op_type:
