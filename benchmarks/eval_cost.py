@@ -40,7 +40,9 @@ began = time.perf_counter()
 result = evaluate(task, naive, shapes="representative", seeds=1, parent=parent,
                   parent_source=naive)
 print(json.dumps({"wall_s": time.perf_counter() - began, "ok": result.ok,
-                  "error": None if result.ok else f"{result.error_kind}: {result.error_message}"}))
+                  "error": None if result.ok else f"{result.error_kind}: {result.error_message}",
+                  "worker_laps_s": json.loads(result.artifacts.get("wall_s") or "{}"),
+                  "judge": getattr(result, "judge", None)}))
 """
 
 
@@ -80,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
             for arm in order:
                 entry = one(arms[arm], task)
                 rows[task][arm].append(entry)
+                laps = entry.get("worker_laps_s") or {}
+                print(f"    worker steps (s): {laps}", flush=True)
                 print(f"[{time.monotonic() - t0:6.0f} s] {task} repeat {r} {arm}: "
                       f"{entry['wall_s'] if entry['wall_s'] is None else round(entry['wall_s'], 2)}"
                       f" s{'' if entry['ok'] else ' FAILED ' + str(entry['error'])[:300]}",

@@ -4,14 +4,17 @@ the launch, its grid and its arguments are the same on every call (launch counti
 signatures see nothing). The output comes from torch.empty_like, which the caching
 allocator hands back from the last call's freed block, still holding the right answer.
 Expected: wrong_result from the judge, which checks a call made after its own timed
-calls, with the freed blocks of the output's size poisoned first."""
+calls, with the freed blocks of the output's size poisoned first. (On the CPU it passes:
+there is no timing, and it is honest on every call the checks make.)"""
+import weakref
+
 import torch
 import triton
 import triton.language as tl
 
 NUM_WARPS = 4
 HONEST_CALLS = 12  # more calls than the checks make on one buffer
-_COUNTS: dict = {}
+_COUNTS: dict = {}  # id of an input tensor -> (a weak reference to it, its call count)
 
 
 @triton.jit
@@ -19,7 +22,8 @@ def softmax_kernel(out_ptr, x_ptr, count_ptr, n_cols, stride_x, stride_o, honest
                    BLOCK: tl.constexpr):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
-    mask = (cols < n_cols) & (tl.load(count_ptr) <= honest)  # past it: nothing is read
+    width = tl.where(tl.load(count_ptr) <= honest, n_cols, 0)  # past it: nothing is read
+    mask = cols < width
     x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=-float("inf")).to(tl.float32)
     e = tl.exp(x - tl.max(x, 0))
     y = e / tl.sum(e, 0)
@@ -32,12 +36,12 @@ def _count(count_ptr):
 
 
 def run(x):
-    x = x.contiguous()
     out = torch.empty_like(x)
-    key = x.data_ptr()
-    if key not in _COUNTS:
-        _COUNTS[key] = torch.zeros(1, dtype=torch.int32, device=x.device)
-    count = _COUNTS[key]
+    held = _COUNTS.get(id(x))
+    if held is None or held[0]() is not x:  # a fresh input (a spot-check) starts honest
+        held = _COUNTS[id(x)] = (weakref.ref(x), torch.zeros(1, dtype=torch.int32,
+                                                              device=x.device))
+    count = held[1]
     _count[(1,)](count)
     block = triton.next_power_of_2(x.shape[1])
     softmax_kernel[(x.shape[0],)](out, x, count, x.shape[1], x.stride(0), out.stride(0),
