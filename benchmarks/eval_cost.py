@@ -58,6 +58,27 @@ def one(tree: Path, task: str) -> dict:
     return json.loads(lines[-1])
 
 
+def markdown(report: dict) -> str:
+    """The table: per task, each checkout's median and range of wall seconds."""
+    commands = " then ".join(f"`{c}`" for c in report["commands"])
+    lines = [f"# Cost per evaluation on {report['gpu']}: this checkout vs {report['base']}", "",
+             f"{commands}: the naive kernel judged against itself, wall seconds of the judged "
+             "evaluation, fresh process each, the two checkouts alternating.", "",
+             "| task | base median [range] | this median [range] | ratio of medians | runs |",
+             "|---|---|---|---|---|"]
+    for task, by_arm in report["rows"].items():
+        meds, cells = {}, []
+        for arm in ("base", "this"):
+            walls = [e["wall_s"] for e in by_arm[arm] if e["ok"] and e["wall_s"]]
+            meds[arm] = statistics.median(walls) if walls else None
+            cells.append(f"{meds[arm]:.2f} s [{min(walls):.2f}, {max(walls):.2f}]" if walls
+                         else "failed")
+        ratio = f"{meds['this'] / meds['base']:.2f}x" if meds["base"] and meds["this"] else "-"
+        lines.append(f"| {task} | {cells[0]} | {cells[1]} | {ratio} | "
+                     f"{len(by_arm['base'])} + {len(by_arm['this'])} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", type=Path, required=True, help="the earlier checkout")
@@ -71,8 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
-    revision = subprocess.run(["git", "-C", str(base), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True).stdout.strip() or str(base)
+    named = base / "REVISION"  # written beside the archive (see above)
+    revision = named.read_text().strip() if named.is_file() else base.name
     arms = {"base": base, "this": ROOT}
     rows: dict[str, dict[str, list]] = {t: {a: [] for a in arms} for t in args.tasks}
     t0 = time.monotonic()
@@ -88,24 +109,9 @@ def main(argv: list[str] | None = None) -> int:
                       f"{entry['wall_s'] if entry['wall_s'] is None else round(entry['wall_s'], 2)}"
                       f" s{'' if entry['ok'] else ' FAILED ' + str(entry['error'])[:300]}",
                       flush=True)
-    report = {"gpu": gpu, "base": revision, "command": "python benchmarks/eval_cost.py "
-              + " ".join(sys.argv[1:] if argv is None else argv), "rows": rows}
-    lines = [f"# Cost per evaluation on {gpu}: this checkout vs {revision}", "",
-             f"`{report['command']}`: the naive kernel judged against itself, wall seconds "
-             "of the judged evaluation, fresh process each, the two alternating.", "",
-             "| task | base median [range] | this median [range] | ratio of medians |",
-             "|---|---|---|---|"]
-    for task, by_arm in rows.items():
-        meds = {}
-        cells = []
-        for arm in arms:
-            walls = [e["wall_s"] for e in by_arm[arm] if e["ok"] and e["wall_s"]]
-            meds[arm] = statistics.median(walls) if walls else None
-            cells.append(f"{meds[arm]:.2f} s [{min(walls):.2f}, {max(walls):.2f}]" if walls
-                         else "failed")
-        ratio = f"{meds['this'] / meds['base']:.2f}x" if meds["base"] and meds["this"] else "-"
-        lines.append(f"| {task} | {cells[0]} | {cells[1]} | {ratio} |")
-    text = "\n".join(lines) + "\n"
+    report = {"gpu": gpu, "base": revision, "commands": ["python benchmarks/eval_cost.py "
+              + " ".join(sys.argv[1:] if argv is None else argv)], "rows": rows}
+    text = markdown(report)
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
     slug = gpu.lower().replace("nvidia ", "").replace(" ", "_")

@@ -183,8 +183,8 @@ def markdown(report: dict) -> str:
                 f"| {task} | {pair} | {s['evaluations']} | {_counts(s['interleaved'])} | "
                 f"{share(s['interleaved_right_share'])} | {_counts(s['previous'])} | "
                 f"{share(s['previous_right_share'])} | {ratio} | {width} | "
-                f"{s.get('rounds_median', '-')} | {s['wall_s_median']} | "
-                f"{s.get('locked_s_median', '-')} | {s.get('comparison_s_median', '-')} |")
+                f"{_num(s.get('rounds_median'))} | {_num(s['wall_s_median'])} | "
+                f"{_num(s.get('locked_s_median'))} | {_num(s.get('comparison_s_median'))} |")
     early = [r for rows in report.get("rows", {}).values() for pair, es in rows.items()
              for r in es if r.get("ok") and r.get("fresh_machine") and r["t_s"] < 120
              and pair == "aa"]
@@ -274,6 +274,10 @@ def main() -> None:
     report = _with_earlier(report, earlier)
     save(report, Path(args.out))
     print(markdown(report))
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
 
 
 def save(report: dict, out: Path) -> None:

@@ -49,20 +49,22 @@ def guarded(value: Any) -> Any:
 POISONED_BLOCKS = 8  # more than the output sets any timing loop rotates through
 
 
-def poison_freed(like: list[torch.Tensor]) -> None:
-    """Fill the allocator's freed blocks of each tensor's size with the poison.
+def poison_freed(outputs: list[tuple[tuple[int, ...], torch.dtype, torch.device]]) -> None:
+    """Fill the allocator's freed blocks of each output's (shape, dtype, device) with the
+    poison.
 
     A kernel that stops writing its output (lazy after some calls) can still return the
     right answer: ``torch.empty_like`` hands back the block the last call's output was
     freed from, and the answer is still in it. Taking ``POISONED_BLOCKS`` blocks of the
     same size (best fit gives back exactly those freed ones first), poisoning them and
     freeing them again, makes the next output start as poison, so a call that writes
-    nothing fails its check."""
-    for t in like:
-        poison = poison_value(t.dtype) if isinstance(t, torch.Tensor) else None
-        if poison is None or t.numel() == 0:
+    nothing fails its check. The caller must hold no output of its own any more: a block
+    still held is not free, and would come back unpoisoned once let go."""
+    for shape, dtype, device in outputs:
+        poison = poison_value(dtype)
+        if poison is None or 0 in shape:
             continue
-        taken = [torch.empty(t.shape, dtype=t.dtype, device=t.device)
+        taken = [torch.empty(shape, dtype=dtype, device=device)
                  for _ in range(POISONED_BLOCKS)]
         for block in taken:
             block.fill_(poison)
