@@ -261,40 +261,80 @@ def _fastest_on_shapes(session: Session, match: HardwareMatch, op_type: str | No
     has there. A shape a record was never timed on
     counts as the slowest ratio any record has there: the configuration runs on every
     shape of the regime, so one lucky shape (split-K on M=16 alone, slow at M=128) must not
-    decide. The score is the geometric mean; the current Triton version comes first."""
-    wanted = set(shapes)
+    decide. A shape asked that no record was timed on is read from the nearest measured one
+    (``stand_ins``). The score is the geometric mean; the current Triton version comes
+    first."""
     stmt = select(Experience).where(
         Experience.hardware_id == match.hardware_id, Experience.evidence == "measured",
         col(Experience.verdict).in_(("improved", "neutral", "regressed")))
     if op_type:
         stmt = stmt.where(Experience.op_type == op_type)
+    records = [r for r in (load_or_skip(row) for row in session.exec(stmt).all())
+               if r is not None and r.edit.config]
+    measured = {t.shape for r in records for t in r.feedback.timings if t.median_ms > 0}
+    read_from = stand_ins(shapes, measured)
+    wanted = set(read_from.values())
     timed: dict[tuple[str, str], list[tuple[Any, dict[str, tuple[float, float | None]]]]] = {}
-    for row in session.exec(stmt).all():
-        record = load_or_skip(row)
-        if record is None or not record.edit.config:
-            continue
+    for record in records:
         times = timed_on(record, wanted)
         if times:
-            timed.setdefault((row.task_id, row.dtype), []).append((record, times))
+            timed.setdefault((record.task.task_id, record.task.dtype), []).append(
+                (record, times))
     items = []
     for (task_id, dtype), entries in timed.items():
         ratios = _relative_times([times for _, times in entries])
         # current Triton version first, then the smallest relative time, then more shapes
-        _, rel, minus_covered, record = min(
-            ((other_version(rec.env.triton_version, current), rel, -len(t), rec)
+        _, rel, _, record, times = min(
+            ((other_version(rec.env.triton_version, current), rel, -len(t), rec, t)
              for (rec, t), rel in zip(entries, ratios, strict=True)),
             key=lambda x: x[:3])
+        covered = [s for s, m in read_from.items() if m in times]
+        near = sum(read_from[s] != s for s in covered)
+        via = f" ({near} read from the nearest measured shape)" if near else ""
         items.append(PlanItem(
             kind="config", category=record.edit.categories[0], config=dict(record.edit.config),
             from_hardware=match.hardware_id,
             evidence=f"fastest measured {task_id} {dtype} config on {match.gpu_name} over "
-                     f"{-minus_covered} of the {len(wanted)} shapes asked: {rel:.2f}x the "
-                     "fastest time per shape",
+                     f"{len(covered)} of the {len(read_from)} shapes asked{via}: {rel:.2f}x "
+                     "the fastest time per shape",
             example_ids=[record.id], score=round(match.similarity / rel, 4),
             task_id=task_id, dtype=dtype, similarity=match.similarity,
             triton_version=record.env.triton_version,
             version_note=version_note(record.env.triton_version, current)))
     return items
+
+
+NEAR_SHAPE = 2.0  # a stand-in shape: at most this sum of |log2| ratios over the dims away
+
+
+def stand_ins(shapes: Sequence[str], measured: set[str]) -> dict[str, str]:
+    """Per shape asked, the measured shape its figures are read from: itself where it was
+    measured, else the nearest measured shape with the same dimension names (sum over the
+    dims of |log2 ratio|, at most ``NEAR_SHAPE``: 4x in one dimension, 2x in two). Why: a
+    related op (RMSNorm for a user's LayerNorm) or another run was timed on other sizes;
+    without this, a task whose shapes none of its records share falls back to the largest
+    speedup over some run's start, on shapes that may be nothing like these."""
+    parsed = {m: dims for m in measured if (dims := _dims(m)) is not None}
+    out: dict[str, str] = {}
+    for shape in shapes:
+        dims = _dims(shape)
+        if shape in measured or dims is None:
+            out[shape] = shape
+            continue
+        near = [(sum(abs(math.log2(dims[k] / other[k])) for k in dims), m)
+                for m, other in parsed.items() if other.keys() == dims.keys()]
+        best = min(near, default=None)
+        out[shape] = best[1] if best is not None and best[0] <= NEAR_SHAPE else shape
+    return out
+
+
+def _dims(label: str) -> dict[str, int] | None:
+    """"rows=4096,hidden=8192" -> {"rows": 4096, "hidden": 8192}; None if not all sizes."""
+    try:
+        dims = {k: int(v) for k, v in (part.split("=", 1) for part in label.split(","))}
+    except ValueError:
+        return None
+    return dims if dims and all(v > 0 for v in dims.values()) else None
 
 
 def timed_on(record: Any, shapes: set[str]) -> dict[str, tuple[float, float | None]]:

@@ -175,6 +175,34 @@ def test_bootstrap_for_shapes_takes_the_fastest_there_not_the_largest_speedup(
     assert other.config == {"C": 1} and "vs baseline" in other.evidence
 
 
+def test_shapes_never_measured_are_read_from_the_nearest_measured_shape(
+        knowledge: LocalKnowledge) -> None:
+    """A user's task (or a related op's records) timed on other sizes: each shape asked is
+    read from the nearest measured shape with the same dimension names, within 4x in one
+    dimension; without that the plan fell back to the largest speedup over a run's start."""
+    from kernelkb.retrieval.hardware import stand_ins
+
+    near, far = "rows=4096,cols=5120", "rows=1024,cols=131072"
+    assert stand_ins(["rows=4096,cols=4608", "rows=128,cols=4096", "tokens=8,d=2", "odd"],
+                     {near, far, "tokens=64,d=2"}) == {
+        "rows=4096,cols=4608": near,  # 1.1x off in one dimension
+        "rows=128,cols=4096": "rows=128,cols=4096",  # 32x off in rows: nothing stands in
+        "tokens=8,d=2": "tokens=8,d=2",  # 8x off
+        "odd": "odd"}  # not a label of sizes
+    knowledge.ingest([
+        timed_record({near: 0.030}, summary="slow start, huge gain", speedup=9.0,
+                     config={"B": 1}, run="space"),
+        timed_record({near: 0.020}, summary="fastest near these shapes", speedup=1.2,
+                     config={"B": 2}, run="tuned"),
+    ])
+    plan = knowledge.bootstrap(H200_TARGET, op_type="softmax", include_own=True,
+                               shapes=["rows=4096,cols=4608", "rows=2048,cols=4096"])
+    item = next(i for i in plan.items if i.kind == "config" and i.task_id == "softmax")
+    assert item.config == {"B": 2}
+    assert "over 2 of the 2 shapes asked (2 read from the nearest measured shape)" \
+        in item.evidence, item.evidence
+
+
 def test_one_lucky_shape_does_not_decide_and_gpu_time_does(
         knowledge: LocalKnowledge) -> None:
     """Split-K measured on M=16 alone is the fastest there, but the regime also runs
