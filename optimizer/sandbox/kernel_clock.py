@@ -64,3 +64,11 @@ def union_length(spans: list[tuple[float, float]]) -> float:
 def under_busy_time(reported_ms: float, busy_ms: float | None) -> bool:
     """A reported GPU time the GPU's own timestamps contradict."""
     return busy_ms is not None and reported_ms < UNDER_SHARE * busy_ms
+
+
+def clears_stream_clock(stream_ms: float, busy_ms: float | None) -> bool:
+    """Whether the GPU's own timestamps clear a call whose device-synchronised time read
+    far over its stream-clock figure: this process's kernels, on every stream, fit the
+    figure. The synchronised time also waits out other processes' work on a shared GPU;
+    the timestamps see only this process's kernels."""
+    return busy_ms is not None and stream_ms >= UNDER_SHARE * busy_ms

@@ -41,6 +41,7 @@ SUSPECT_SPEEDUP = 10.0
 UNSYNC_RATIO = 2.0
 UNSYNC_SLACK_MS = 0.02  # sync latency + unhidden launch cost of a legitimate kernel (the
 # least: the rule also measures this host's launch round trip now, launch_latency_ms)
+UNSYNC_HINT = "work may run on another stream after the clock stops"
 CONFIRM_TRIES = 3  # fresh measurements a wall-clock rule must fire on (_persists)
 LAUNCH_BOUND_MS = 0.03  # under this, a call's figure is mostly its launch path (see measure)
 LAUNCH_BOUND_PASSES = 3
@@ -149,7 +150,7 @@ def time_shape(call: Callable[[], Any], *, parent_ms: float | None, floor_ms: fl
             lambda: _unsync_fires(measure_synced(call, rep_ms=CALL_REP_MS), median)):
         timing.suspect_reasons.append(
             f"{median:.4f} ms on the stream clock but {timing.synced_ms:.4f} ms with the "
-            "device synchronised: work may run on another stream after the clock stops")
+            f"device synchronised: {UNSYNC_HINT}")
     return timing
 
 

@@ -24,3 +24,21 @@ def test_a_reported_time_far_under_the_busy_time_is_refused():
     assert not kernel_clock.under_busy_time(0.1, 0.1)
     assert not kernel_clock.under_busy_time(0.12, 0.1)  # L2 flushed before: slower
     assert not kernel_clock.under_busy_time(0.01, None)  # no timestamps: no verdict
+
+
+def test_an_unsynchronised_reading_the_timestamps_contradict_is_dropped():
+    """With evaluations beside each other, an honest rmsnorm read 0.0077 ms on the stream
+    clock and 0.567 ms synchronised on the H200 (another process's kernels), and its
+    verdict was set aside. Where the GPU's own timestamps saw this process busy about as
+    long as the stream clock says, that reading is dropped; work on a stream never joined
+    back shows in the timestamps, and the reading stays."""
+    from kernelkb.optimizer.sandbox import timing
+    from kernelkb.optimizer.sandbox.worker import _cleared_by_timestamps
+
+    unsync = f"0.0077 ms on the stream clock but 0.5670 ms with the device synchronised: " \
+             f"{timing.UNSYNC_HINT}"
+    reasons = [f"(a=1) {unsync}", f"(b=1) {unsync}", f"(c=1) {unsync}",
+               "(a=1) replayed from a CUDA graph in 0.0010 ms, under the 0.0020 ms floor"]
+    timings = {"a=1": [0.0077, 0.0001], "b=1": [0.0077, 0.0001], "c=1": [0.0077, 0.0001]}
+    busy = {"a=1": 0.0070, "b=1": 0.2, "c=1": None}  # b: hidden work; c: no timestamps
+    assert _cleared_by_timestamps(reasons, timings, busy) == reasons[1:]
