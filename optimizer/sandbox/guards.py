@@ -49,6 +49,14 @@ def guarded(value: Any) -> Any:
 POISONED_BLOCKS = 8  # more than the output sets any timing loop rotates through
 
 
+def poison_in_place(tensors: list[torch.Tensor]) -> None:
+    """Overwrite each tensor with the poison (a call's output the caller is done with)."""
+    for t in tensors:
+        poison = poison_value(t.dtype)
+        if poison is not None and t.numel():
+            t.fill_(poison)
+
+
 def poison_freed(outputs: list[tuple[tuple[int, ...], torch.dtype, torch.device]]) -> None:
     """Fill the allocator's freed blocks of each output's (shape, dtype, device) with the
     poison.

@@ -251,8 +251,10 @@ class Worker:
                 return {}
             # one more call on the same inputs, its output handed to the judge: a kernel
             # that went lazy after its first calls on a buffer is wrong here
-            outputs = [(tuple(t.shape), t.dtype, t.device) for t in checks.flatten_tensors(out)]
-            del out  # freed before the poisoning, so its block is among those poisoned
+            last = checks.flatten_tensors(out)
+            outputs = [(tuple(t.shape), t.dtype, t.device) for t in last]
+            guards.poison_in_place(last)  # the last answer, where the next output may land
+            del out, last  # freed, so their blocks are among those poisoned next
             guards.poison_freed(outputs)
             outs = checks.flatten_tensors(timed[key]())
             torch.cuda.synchronize()
