@@ -75,15 +75,16 @@ def _held(value: Any) -> Held:
     defaults and closure cells' contents (also behind a staticmethod, classmethod or
     property)."""
     parts: list[Any] = [value]
-    inner = [getattr(value, "__func__", None)] if isinstance(value, (staticmethod,
-                                                                      classmethod)) else \
+    inner: list[Any] = [getattr(value, "__func__", None)] \
+        if isinstance(value, (staticmethod, classmethod)) else \
         [value.fget, value.fset] if isinstance(value, property) else [value]
     for func in inner:
         code = getattr(func, "__code__", None)
         if code is None:
             continue
-        parts += [code, func.__defaults__, func.__kwdefaults__]
-        for cell in func.__closure__ or ():
+        parts += [code, getattr(func, "__defaults__", None),
+                  getattr(func, "__kwdefaults__", None)]
+        for cell in getattr(func, "__closure__", None) or ():
             try:
                 parts.append(cell.cell_contents)
             except ValueError:  # an empty cell
