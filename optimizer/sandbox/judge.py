@@ -304,6 +304,12 @@ class Judge:
         stats = checks.compare_outputs(outs, refs, self.tol.atol, self.tol.rtol)
         if isinstance(stats, str):
             raise JudgeFailure("wrong_result", f"({label}) {where}: {stats}", label)
+        del inputs, refs, outs
+        if torch.cuda.is_available():
+            # the judge's inputs and references (rope's are GiBs) go back to the driver:
+            # cached here, they are memory the worker, or an evaluation beside this one,
+            # would run out of
+            torch.cuda.empty_cache()
         verdict = checks.shape_verdict(stats, self.tol.max_bias)
         if verdict:
             raise JudgeFailure(verdict, f"{where}, " + checks.describe_failure(

@@ -207,6 +207,8 @@ class Worker:
         inputs it names, or time calls back to back for its own clock."""
         fds = self.request["judge"]
         timed: dict[tuple[str, str], Any] = {}
+        if self.device == "cuda":  # the checks' cached blocks: the judge needs the room now
+            torch.cuda.empty_cache()
         with os.fdopen(fds["ask_fd"], "rb") as questions:
             for line in questions:
                 try:
