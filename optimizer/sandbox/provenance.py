@@ -25,9 +25,11 @@ How it is seen, on the GPU and in the interpreter alike:
   candidate's file (a library's, an inductor-generated one) counts as foreign compute;
 * host escapes are recorded: ``Tensor.numpy``/``tolist``/``__dlpack__`` on data, and
   (an audit hook, which cannot be removed) ctypes calls and new processes inside ``run``;
-* a counterfactual call with every Triton launch skipped and every fresh allocation
-  filled with NaN: if the output is still right, it did not come from the kernels
-  (this catches routes no hook sees, e.g. numpy writing through a raw pointer).
+* a counterfactual call whose Triton launches run on poisoned copies of the data (each
+  float tensor that holds data swapped for the same view of a NaN copy) and whose fresh
+  allocations are NaN: if the output is still right, it did not come from the kernels
+  (this catches routes no hook sees, e.g. numpy writing through a raw pointer). The
+  launches run, so a probe kernel's flag cannot tell this call from another.
 """
 
 from __future__ import annotations
@@ -142,7 +144,8 @@ class Tracker(TorchDispatchMode):
         self.provs: dict[tuple[int, int], Prov] = {}
         self.active = False  # recording a run() call (or the candidate's import)
         self.depth = 0  # >0 inside a Triton launch: its own host copies are not the candidate's
-        self.skip_launches = False  # the counterfactual call
+        self.counterfactual = False  # the counterfactual call (its launches run on shadows)
+        self.shadows: dict[Any, torch.Tensor] = {}  # storage key -> its poisoned copy
         self.launches: list[Launch] = []
         self.compute_seen: set[str] = set()  # compute on data, reaching an output or not
         self.escapes: list[str] = []
@@ -175,7 +178,7 @@ class Tracker(TorchDispatchMode):
         outs = [t for t in _tensors(out) if id(t) not in written_ids]
         if name in ALLOCATION_OPS:
             result = Prov()
-            if self.skip_launches and name in _POISONED:
+            if self.counterfactual and name in _POISONED:
                 self._poison(outs)
         elif name in HOST_MADE_OPS:
             result = Prov(host={f"{name} (torch.tensor / as_tensor of host values)"})
@@ -236,7 +239,7 @@ class Tracker(TorchDispatchMode):
 
     # -- the launch side ----------------------------------------------------------
     def launch(self, fn: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any],
-               do_launch: Callable[[], Any]) -> Any:
+               do_launch: Callable[..., Any]) -> Any:
         if self.counting and not self.depth:
             self._count(fn, grid, args, kwargs)
         if not self.active or self.depth or threading.get_ident() != self._thread:
@@ -256,13 +259,15 @@ class Tracker(TorchDispatchMode):
                 carried.ops |= prov.ops
                 carried.host |= prov.host - {UNSEEN}
         self.launches.append(Launch(name, own, _signature(grid, args, kwargs)))
-        result = None
-        if not self.skip_launches:
-            self.depth += 1
-            try:
-                result = do_launch()
-            finally:
-                self.depth -= 1
+        self.depth += 1
+        try:
+            # the counterfactual call launches too, on poisoned copies of every float
+            # tensor that holds data: a kernel's answer is NaN, while what else it writes
+            # (a probe's flag) is written as in any call
+            result = do_launch(*self._shadowed(args, kwargs)) if self.counterfactual \
+                else do_launch()
+        finally:
+            self.depth -= 1
         for t in tensors:
             prov = self.prov(t)
             prov.data = True
@@ -273,6 +278,28 @@ class Tracker(TorchDispatchMode):
             else:
                 prov.ops.add(f"Triton kernel {name} from {where} (not the candidate's)")
         return result
+
+    def _shadowed(self, args: tuple[Any, ...], kwargs: dict[str, Any]
+                  ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The launch's arguments with each floating tensor that holds data (an input,
+        or what a copy or a kernel made from one) replaced by the same view of a poisoned
+        copy of its storage. Integer tensors (positions, indices) stay: poison there would
+        send an honest kernel out of bounds."""
+        def swap(v: Any) -> Any:
+            if not isinstance(v, torch.Tensor) or not v.dtype.is_floating_point:
+                return v
+            key = _key(v)
+            prov = self.provs.get(key) if key is not None else None
+            if prov is None or not prov.data:
+                return v
+            shadow = self.shadows.get(key)
+            if shadow is None:
+                storage = v.untyped_storage()
+                shadow = torch.full((storage.nbytes() // v.element_size(),), float("nan"),
+                                    dtype=v.dtype, device=v.device)
+                self.shadows[key] = shadow
+            return shadow.as_strided(v.shape, v.stride(), v.storage_offset())
+        return tuple(swap(a) for a in args), {k: swap(v) for k, v in kwargs.items()}
 
     def _count(self, fn: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Cheap enough for the timed calls: a counter; the first launches and then one in
@@ -297,19 +324,21 @@ class Tracker(TorchDispatchMode):
 
     # -- one call -------------------------------------------------------------------
     @contextmanager
-    def call(self, inputs: list[Any], *, skip_launches: bool = False) -> Iterator[None]:
+    def call(self, inputs: list[Any], *, counterfactual: bool = False) -> Iterator[None]:
         """Record one run() call on ``inputs``."""
         for t in _tensors(inputs):
             self.mark_input(t)
         self.launches, self.compute_seen, self.escapes, self.made = [], set(), [], set()
-        self.skip_launches = skip_launches
+        self.shadows = {}
+        self.counterfactual = counterfactual
         self.active = True
         try:
             with self:
                 yield
         finally:
             self.active = False
-            self.skip_launches = False
+            self.counterfactual = False
+            self.shadows = {}
 
     def warm_up(self) -> None:
         """Enter the mode once, before tamper.py's snapshot, so that anything its first
@@ -372,7 +401,7 @@ class Tracker(TorchDispatchMode):
         Checked between calls, when nothing may be in flight."""
         if _TRACKER is not self:
             return "the provenance tracker was replaced"
-        if self.depth or self.active or self.skip_launches or self.counting:
+        if self.depth or self.active or self.counterfactual or self.counting:
             return "the provenance tracker's state was changed"
         if any(callable(v) for v in vars(self).values()):
             return "a method of the provenance tracker was overridden"
@@ -445,7 +474,7 @@ def _wrap_launchers() -> None:
 
         def run(self: Any, *args: Any, grid: Any, warmup: Any, _original: Any = original,
                 **kwargs: Any) -> Any:
-            def go() -> Any:
+            def go(args: tuple[Any, ...] = args, kwargs: dict[str, Any] = kwargs) -> Any:
                 return _original(self, *args, grid=grid, warmup=warmup, **kwargs)
             if warmup or _TRACKER is None:
                 return go()
@@ -470,7 +499,8 @@ def _wrap_compiled_runner() -> None:
             if _TRACKER is None:
                 return runner(*args, **kwargs)
             fn = getattr(getattr(self, "src", None), "fn", self)
-            return _TRACKER.launch(fn, grid, args, kwargs, lambda: runner(*args, **kwargs))
+            return _TRACKER.launch(fn, grid, args, kwargs,
+                                   lambda a=args, k=kwargs: runner(*a, **k))
 
         return launch
 

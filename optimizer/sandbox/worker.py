@@ -20,6 +20,7 @@ import os
 import sys
 import time
 import traceback
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
@@ -362,13 +363,17 @@ class Worker:
         return out, problem
 
     def check_counterfactual(self, run: Any, shape: tuple[int, ...], label: str) -> None:
-        """Once more with every Triton launch skipped and fresh allocations NaN: an output
-        still right then did not come from the kernels, whatever route it took."""
+        """Once more with every Triton launch run on poisoned copies of the data (NaN in
+        every float tensor that holds data) and fresh allocations NaN: an output still
+        right then did not come from the kernels, whatever route it took. The launches
+        still run, so a candidate cannot tell this call apart by a probe kernel's flag."""
         assert self.tracker is not None
         inputs = self.make_inputs(shape, seed=self.seed_base)
         ref = self.task.reference(*checks.snapshot(inputs))
         try:
-            with self.tracker.call(inputs, skip_launches=True):
+            # NaN data makes the CPU interpreter's reductions warn: expected here
+            with self.tracker.call(inputs, counterfactual=True), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
                 out = run(*inputs)
             if self.device == "cuda":
                 torch.cuda.synchronize()
@@ -384,8 +389,9 @@ class Worker:
         stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
         if not isinstance(stats, str) and checks.shape_verdict(stats, self.tol.max_bias) is None:
             raise ShapeFailure("torch_compute", (
-                f"({label}): the output was still correct with every Triton launch skipped, "
-                f"so it was not computed by the candidate's kernels; {provenance.RULE}"))
+                f"({label}): the output was still correct with every Triton launch run on "
+                f"poisoned copies of the data, so it was not computed by the candidate's "
+                f"kernels; {provenance.RULE}"))
 
     def check_stream_order(self, run: Any, inputs: list[Any], saved: list[Any], ref: Any,
                            label: str) -> None:

@@ -42,7 +42,8 @@ CHEATS = {
     "python_lists": "Tensor.tolist() read the data on the host",
     "calls_reference": "aten::_softmax ran inside run()",
     "foreign_kernel": "only kernels not defined in it: softmax_kernel",
-    "numpy_view_write": "still correct with every Triton launch skipped",
+    "numpy_view_write": "still correct with every Triton launch run on poisoned copies",
+    "counterfactual_probe": "still correct with every Triton launch run on poisoned copies",
     "torch_copied_out": "aten::_softmax ran inside run() on the data and its result reached "
                         "output 0",
 }
