@@ -34,6 +34,7 @@ How it is seen, on the GPU and in the interpreter alike:
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import sys
 import threading
@@ -44,7 +45,7 @@ from typing import Any
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
+from torch.utils._pytree import tree_leaves, tree_map
 
 RULE = ("the output must come from the candidate's Triton kernels: inside run(), PyTorch "
         "may only allocate, view, copy and cast tensors and compute data-independent "
@@ -259,13 +260,17 @@ class Tracker(TorchDispatchMode):
                 carried.ops |= prov.ops
                 carried.host |= prov.host - {UNSEEN}
         self.launches.append(Launch(name, own, _signature(grid, args, kwargs)))
+        result = None
         self.depth += 1
         try:
             # the counterfactual call launches too, on poisoned copies of every float
             # tensor that holds data: a kernel's answer is NaN, while what else it writes
             # (a probe's flag) is written as in any call
-            result = do_launch(*self._shadowed(args, kwargs)) if self.counterfactual \
-                else do_launch()
+            if not self.counterfactual:
+                result = do_launch()
+            elif (shadowed := self._shadowed(args, kwargs)) is not None:
+                result = do_launch(*shadowed)
+            # else: data reached some way no shadow covers; the launch is skipped
         finally:
             self.depth -= 1
         for t in tensors:
@@ -280,26 +285,44 @@ class Tracker(TorchDispatchMode):
         return result
 
     def _shadowed(self, args: tuple[Any, ...], kwargs: dict[str, Any]
-                  ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+                  ) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
         """The launch's arguments with each floating tensor that holds data (an input,
         or what a copy or a kernel made from one) replaced by the same view of a poisoned
-        copy of its storage. Integer tensors (positions, indices) stay: poison there would
-        send an honest kernel out of bounds."""
-        def swap(v: Any) -> Any:
-            if not isinstance(v, torch.Tensor) or not v.dtype.is_floating_point:
-                return v
-            key = _key(v)
-            prov = self.provs.get(key) if key is not None else None
-            if prov is None or not prov.data:
-                return v
-            shadow = self.shadows.get(key)
-            if shadow is None:
-                storage = v.untyped_storage()
-                shadow = torch.full((storage.nbytes() // v.element_size(),), float("nan"),
-                                    dtype=v.dtype, device=v.device)
-                self.shadows[key] = shadow
-            return shadow.as_strided(v.shape, v.stride(), v.storage_offset())
-        return tuple(swap(a) for a in args), {k: swap(v) for k, v in kwargs.items()}
+        copy of its storage, inside a host-side TensorDescriptor too. Integer tensors
+        (positions, indices) stay: poison there would send an honest kernel out of
+        bounds. None where such a tensor is held by something else, which no shadow
+        would reach: that launch is skipped instead."""
+        missed = False
+
+        def swap(leaf: Any) -> Any:
+            nonlocal missed
+            if isinstance(leaf, torch.Tensor):
+                return self._shadow(leaf)
+            base = getattr(leaf, "base", None)
+            if isinstance(base, torch.Tensor) and (shadow := self._shadow(base)) is not base:
+                if dataclasses.is_dataclass(leaf) and not isinstance(leaf, type):
+                    return dataclasses.replace(leaf, base=shadow)
+                missed = True
+            return leaf
+
+        swapped = tree_map(swap, (args, kwargs))
+        return None if missed else swapped
+
+    def _shadow(self, t: torch.Tensor) -> torch.Tensor:
+        """The same view of a NaN copy of ``t``'s storage, or ``t`` itself where it is no
+        float data."""
+        if not t.dtype.is_floating_point:
+            return t
+        key = _key(t)
+        prov = self.provs.get(key) if key is not None else None
+        if prov is None or not prov.data:
+            return t
+        shadow = self.shadows.get(key)
+        if shadow is None:
+            shadow = torch.full((t.untyped_storage().nbytes() // t.element_size(),),
+                                float("nan"), dtype=t.dtype, device=t.device)
+            self.shadows[key] = shadow
+        return shadow.as_strided(t.shape, t.stride(), t.storage_offset())
 
     def _count(self, fn: Any, grid: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """Cheap enough for the timed calls: a counter; the first launches and then one in

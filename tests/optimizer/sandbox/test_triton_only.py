@@ -113,3 +113,38 @@ def test_the_rule_holds_through_the_sandboxed_subprocess():
                       seeds=1)
     assert (result.stage, result.error_kind) == ("correctness", "torch_compute"), result.text
     assert "aten::_softmax" in result.text and "torch_compute" in result.text
+
+
+def test_the_counterfactual_launch_gets_poisoned_views_of_the_data():
+    """What a kernel is handed in the counterfactual call: each float tensor holding data,
+    a view included and the tensor inside a host-side TensorDescriptor, becomes the same
+    view of a NaN copy; integer tensors, fresh outputs and scalars stay. Data held some
+    way no shadow reaches skips the launch instead (None)."""
+    import dataclasses
+
+    import torch
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from kernelkb.optimizer.sandbox.provenance import Tracker
+
+    tracker = Tracker("candidate.py")
+    x = torch.randn(8, 16)
+    positions = torch.arange(8)
+    for t in (x, positions):
+        tracker.mark_input(t)
+    out = torch.empty(8, 16)  # never written yet: no data
+    view = x[2:, 4:]
+    desc = TensorDescriptor.from_tensor(x, [4, 4])
+    (args, kwargs) = tracker._shadowed((view, positions, out, 3), {"desc": desc})
+    assert torch.isnan(args[0]).all() and args[0].shape == view.shape
+    assert args[0].stride() == view.stride() and args[0].storage_offset() == 36
+    assert args[1] is positions and args[2] is out and args[3] == 3
+    assert dataclasses.is_dataclass(kwargs["desc"]) and torch.isnan(kwargs["desc"].base).all()
+    assert kwargs["desc"].block_shape == [4, 4] and not torch.isnan(x).any()
+
+    class Holder:  # not a dataclass: its tensor cannot be swapped
+        def __init__(self, base):
+            self.base = base
+
+    assert tracker._shadowed((Holder(x),), {}) is None
+    assert tracker._shadowed((Holder(out),), {}) is not None  # no data in it: nothing to hide
