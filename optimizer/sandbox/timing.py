@@ -41,7 +41,6 @@ SUSPECT_SPEEDUP = 10.0
 UNSYNC_RATIO = 2.0
 UNSYNC_SLACK_MS = 0.02  # sync latency + unhidden launch cost of a legitimate kernel (the
 # least: the rule also measures this host's launch round trip now, launch_latency_ms)
-UNSYNC_HINT = "work may run on another stream after the clock stops"
 CONFIRM_TRIES = 3  # fresh measurements a wall-clock rule must fire on (_persists)
 LAUNCH_BOUND_MS = 0.03  # under this, a call's figure is mostly its launch path (see measure)
 LAUNCH_BOUND_PASSES = 3
@@ -57,6 +56,9 @@ class ShapeTiming:
     synced_ms: float | None = None
     suspect_reasons: list[str] = field(default_factory=list)
     parent_retimed_ms: float | None = None  # the parent timed again beside it, if needed
+    # the device-synchronised time far over the stream figure: a suspicion the caller
+    # weighs against the GPU's own timestamps (kernel_clock.clears_stream_clock)
+    unsync_reason: str | None = None
 
 
 def rotating(run: Callable[..., Any], input_sets: Sequence[Sequence[Any]]) -> Callable[[], Any]:
@@ -148,9 +150,9 @@ def time_shape(call: Callable[[], Any], *, parent_ms: float | None, floor_ms: fl
             f"time over {WALL_CALLS} back-to-back calls: the clock may be tampered with")
     if _unsync_fires(timing.synced_ms, median) and _persists(
             lambda: _unsync_fires(measure_synced(call, rep_ms=CALL_REP_MS), median)):
-        timing.suspect_reasons.append(
+        timing.unsync_reason = (
             f"{median:.4f} ms on the stream clock but {timing.synced_ms:.4f} ms with the "
-            f"device synchronised: {UNSYNC_HINT}")
+            "device synchronised: work may run on another stream after the clock stops")
     return timing
 
 

@@ -427,6 +427,7 @@ class Worker:
         peaks = self.request.get("peaks") or {}
         timings, retimed, graphs = {}, {}, {}
         reasons: list[str] = []
+        unsync: dict[str, str] = {}  # shape label -> its unsynchronised-work reading
         parent_run = self.parent_run
         self.out["settle"] = compare.settle(max_s=float(self.request.get("settle_s", 3.0))
                                             ).to_dict()
@@ -455,10 +456,12 @@ class Worker:
                     retimed[label] = result.parent_retimed_ms
                 self.lap(f"time {label}")
                 reasons += [f"({label}) {r}" for r in result.suspect_reasons]
+                if result.unsync_reason:
+                    unsync[label] = result.unsync_reason
             label = "GPU time"
             self.progress("performance", label)
             self.out["gpu"] = self.gpu_time(module, all_sets, parent_run)
-            reasons = _cleared_by_timestamps(reasons, timings, self.out["gpu"]["busy_ms"])
+            reasons += _unsync_kept(unsync, timings, self.out["gpu"]["busy_ms"])
             for k, (median, _, _) in self.out["gpu"]["alone"].items():
                 if floors.get(k) is not None and median < floors[k]:
                     reasons.append(f"({k}) {median:.4f} ms of GPU time, under the "
@@ -573,20 +576,19 @@ class Worker:
                 "the checked work"))
 
 
-def _cleared_by_timestamps(reasons: list[str], timings: dict[str, list[float]],
-                           busy: dict[str, float | None]) -> list[str]:
-    """The unsynchronised-work suspicions the GPU's own timestamps contradict, dropped
-    (kernel_clock.clears_stream_clock): with evaluations beside each other, another
-    process's kernels stretch the synchronised time of an honest call."""
+def _unsync_kept(unsync: dict[str, str], timings: dict[str, list[float]],
+                 busy: dict[str, float | None]) -> list[str]:
+    """The unsynchronised-work readings that stand as suspicions: those the GPU's own
+    timestamps do not contradict (kernel_clock.clears_stream_clock). With evaluations
+    beside each other, another process's kernels stretch an honest call's synchronised
+    time; work of this process left on a side stream shows in the timestamps."""
     kept = []
-    for reason in reasons:
-        label = reason[1:reason.find(") ")] if reason.startswith("(") else None
-        if label in timings and timing.UNSYNC_HINT in reason and \
-                kernel_clock.clears_stream_clock(timings[label][0], busy.get(label)):
-            log.info("%s: cleared, the GPU's own timestamps saw %.4f ms busy per call",
-                     reason, busy[label])
-            continue
-        kept.append(reason)
+    for label, reason in unsync.items():
+        if kernel_clock.clears_stream_clock(timings[label][0], busy.get(label)):
+            log.info("(%s) %s: cleared, the GPU's own timestamps saw %.4f ms busy per call",
+                     label, reason, busy[label])
+        else:
+            kept.append(f"({label}) {reason}")
     return kept
 
 
