@@ -29,7 +29,7 @@ import importlib
 import sys
 import time
 from dataclasses import dataclass
-from types import ModuleType
+from types import CodeType, FunctionType, ModuleType
 from typing import Any
 
 import torch
@@ -80,22 +80,34 @@ def _held(value: Any) -> Held:
         [value.fget, value.fset] if isinstance(value, property) else [value]
     for func in inner:
         code = getattr(func, "__code__", None)
-        if code is None:
+        if not isinstance(code, CodeType):  # not a function (the function type itself)
             continue
         parts += [code, getattr(func, "__defaults__", None),
                   getattr(func, "__kwdefaults__", None)]
-        for cell in getattr(func, "__closure__", None) or ():
-            try:
-                parts.append(cell.cell_contents)
-            except ValueError:  # an empty cell
-                parts.append(None)
+        parts += [_contents(c) for c in getattr(func, "__closure__", None) or ()]
     return tuple(parts)
 
 
 def _same(before: Held, now: Any) -> bool:
+    if now is not before[0]:
+        return False
+    if len(before) == 1:  # the same object, with no code inside it to swap (a C builtin)
+        return True
+    if type(now) is FunctionType:  # most of them: compared in place (a guard runs often)
+        cells = now.__closure__ or ()
+        return now.__code__ is before[1] and now.__defaults__ is before[2] \
+            and now.__kwdefaults__ is before[3] and len(cells) == len(before) - 4 \
+            and all(_contents(c) is b for c, b in zip(cells, before[4:], strict=True))
     after = _held(now)
     return len(after) == len(before) and all(a is b for a, b in zip(after, before,
                                                                      strict=True))
+
+
+def _contents(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
 
 
 def _watched(namespace: dict[str, Any], constants: bool) -> dict[str, Held]:
@@ -163,6 +175,8 @@ class Snapshot:
                 if attr in ("__weakref__", "__dict__", "__subclasshook__", "__init_subclass__"):
                     continue
                 value = now.get(attr, _MISSING)
+                if value is held[0] and len(held) == 1:
+                    continue  # most entries: the same object, nothing inside to swap
                 if (value is _MISSING or not _same(held, value)) \
                         and f"{where}.{attr}" not in REBOUND_BY_TORCH:
                     found.append(Change(f"{where}.{attr}", timing))
