@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import func
 from sqlmodel import Session, col, select
@@ -269,39 +269,57 @@ def _fastest_on_shapes(session: Session, match: HardwareMatch, op_type: str | No
         col(Experience.verdict).in_(("improved", "neutral", "regressed")))
     if op_type:
         stmt = stmt.where(Experience.op_type == op_type)
-    records = [r for r in (load_or_skip(row) for row in session.exec(stmt).all())
-               if r is not None and r.edit.config]
-    measured = {t.shape for r in records for t in r.feedback.timings if t.median_ms > 0}
-    read_from = stand_ins(shapes, measured)
-    wanted = set(read_from.values())
-    timed: dict[tuple[str, str], list[tuple[Any, dict[str, tuple[float, float | None]]]]] = {}
-    for record in records:
-        times = timed_on(record, wanted)
+    # what the ranking needs of each record, not the record (an imported tuning set is
+    # tens of thousands of them)
+    light: list[tuple[tuple[str, str], dict[str, tuple[float, float | None]], _Pick]] = []
+    for row in session.exec(stmt).all():
+        record = load_or_skip(row)
+        if record is None or not record.edit.config:
+            continue
+        times = {t.shape: (t.median_ms, t.graph_ms or None) for t in record.feedback.timings
+                 if t.median_ms > 0}
         if times:
-            timed.setdefault((record.task.task_id, record.task.dtype), []).append(
-                (record, times))
+            light.append(((row.task_id, row.dtype), times, _Pick(
+                record.edit.categories[0], dict(record.edit.config), record.id,
+                record.env.triton_version)))
+    read_from = stand_ins(shapes, {s for _, times, _ in light for s in times})
+    wanted = set(read_from.values())
+    timed: dict[tuple[str, str], list[tuple[_Pick, dict[str, tuple[float, float | None]]]]] = {}
+    for key, times, pick in light:
+        mine = {s: v for s, v in times.items() if s in wanted}
+        if mine:
+            timed.setdefault(key, []).append((pick, mine))
     items = []
     for (task_id, dtype), entries in timed.items():
         ratios = _relative_times([times for _, times in entries])
         # current Triton version first, then the smallest relative time, then more shapes
-        _, rel, _, record, times = min(
-            ((other_version(rec.env.triton_version, current), rel, -len(t), rec, t)
-             for (rec, t), rel in zip(entries, ratios, strict=True)),
+        _, rel, _, pick, times = min(
+            ((other_version(p.triton_version, current), rel, -len(t), p, t)
+             for (p, t), rel in zip(entries, ratios, strict=True)),
             key=lambda x: x[:3])
         covered = [s for s, m in read_from.items() if m in times]
         near = sum(read_from[s] != s for s in covered)
         via = f" ({near} read from the nearest measured shape)" if near else ""
         items.append(PlanItem(
-            kind="config", category=record.edit.categories[0], config=dict(record.edit.config),
+            kind="config", category=pick.category, config=pick.config,
             from_hardware=match.hardware_id,
             evidence=f"fastest measured {task_id} {dtype} config on {match.gpu_name} over "
                      f"{len(covered)} of the {len(read_from)} shapes asked{via}: {rel:.2f}x "
                      "the fastest time per shape",
-            example_ids=[record.id], score=round(match.similarity / rel, 4),
+            example_ids=[pick.id] if pick.id else [], score=round(match.similarity / rel, 4),
             task_id=task_id, dtype=dtype, similarity=match.similarity,
-            triton_version=record.env.triton_version,
-            version_note=version_note(record.env.triton_version, current)))
+            triton_version=pick.triton_version,
+            version_note=version_note(pick.triton_version, current)))
     return items
+
+
+class _Pick(NamedTuple):
+    """What a plan item says of the record it offers."""
+
+    category: str
+    config: dict[str, Any]
+    id: str | None
+    triton_version: str
 
 
 NEAR_SHAPE = 2.0  # a stand-in shape: at most this sum of |log2| ratios over the dims away
@@ -335,13 +353,6 @@ def _dims(label: str) -> dict[str, int] | None:
     except ValueError:
         return None
     return dims if dims and all(v > 0 for v in dims.values()) else None
-
-
-def timed_on(record: Any, shapes: set[str]) -> dict[str, tuple[float, float | None]]:
-    """A record's (call time, GPU time or None) in ms per shape, for those of ``shapes`` it
-    was timed on."""
-    return {t.shape: (t.median_ms, t.graph_ms or None) for t in record.feedback.timings
-            if t.shape in shapes and t.median_ms > 0}
 
 
 LAUNCH_BOUND = 1.25  # fastest call time / fastest GPU time above which a shape is host-bound
