@@ -35,8 +35,11 @@ def _add_query(parser: argparse.ArgumentParser) -> None:
 
 def _run_query(args: argparse.Namespace) -> int:
     from kernelkb.kb.embedder import prefetch_query_runner
+    from kernelkb.kb.settings import Settings
 
-    prefetch_query_runner()  # loads while the store opens (the query is embedded once)
+    settings = Settings()
+    if settings.vectors and not settings.service_url:  # this process embeds the query
+        prefetch_query_runner()  # loading while the store opens
     from kernelkb.retrieval.query import RetrievalQuery
 
     if not args.op_type:
