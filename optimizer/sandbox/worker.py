@@ -245,15 +245,16 @@ class Worker:
                 if call is None:
                     raise RuntimeError("the incumbent does not load")
                 timed[key] = call
-            out = None
-            for _ in range(int(question["calls"])):
-                out = timed[key]()
-            if not question.get("check"):
-                del out
+            check = bool(question.get("check"))
+            for _ in range(int(question["calls"]) - check):
+                timed[key]()
+            if not check:
                 torch.cuda.synchronize()
                 return {}
-            # one more call on the same inputs, its output handed to the judge: a kernel
-            # that went lazy after its first calls on a buffer is wrong here
+            # the last of the calls kept, then one more on the same inputs, its output
+            # handed to the judge: a kernel that went lazy after its first calls on a
+            # buffer is wrong there
+            out = timed[key]()
             last = checks.flatten_tensors(out)
             outputs = [(tuple(t.shape), t.dtype, t.device) for t in last]
             guards.poison_in_place(last)  # the last answer, where the next output may land
