@@ -121,8 +121,7 @@ def one(task: str, source: str, parent, parent_source: str | None, t0: float
                      suspect=result.suspect_reasons,
                      settle=result.settle, gpu_phase_s=steps.get("GPU time"),
                      laps=steps, locked_s=round(sum(v for k, v in steps.items()
-                                                    if k.startswith("time ") or
-                                                    k == "GPU time"), 3),
+                                                    if k.startswith(("time ", "GPU t"))), 3),
                      lock_wait_s=json.loads(result.artifacts.get("lock_wait") or "null"))
     return entry, result
 

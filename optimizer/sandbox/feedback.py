@@ -97,6 +97,9 @@ def _render_layers(r: EvalResult) -> str:
     if r.busy_timings:
         time_line += (f" · GPU busy {geomean(list(r.busy_timings.values())):.4g} ms per call "
                       "(its own timestamps, all streams)")
+        if len(r.busy_timings) < len(r.gpu_timings):
+            time_line += (f" on {len(r.busy_timings)} of {len(r.gpu_timings)} shapes (the "
+                          "others' intervals rule out a gain over the incumbent)")
     refs = []
     if r.baseline_ms:
         refs.append(f"baseline {r.baseline_ms:.4g} ms")

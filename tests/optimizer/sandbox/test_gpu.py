@@ -168,3 +168,12 @@ def test_candidates_run_contained_with_the_gpu_reachable(timed):
     expected = "namespaces" if jail.unavailable_reason() is None else "uncontained"
     assert result.containment.startswith(expected), result.containment
     assert result.timing_available
+
+
+def test_a_side_stream_cheat_judged_against_an_incumbent_is_caught():
+    """Interleaved with an incumbent, work the events miss makes the candidate read
+    faster, so its shapes' GPU timestamps are read and refuse the figure."""
+    parent = get_task("softmax").template
+    result = evaluate("softmax", (BAD / "side_stream_waits.py").read_text(),
+                      shapes=SHAPES[1:], parent_source=parent)
+    assert not result.ok and result.error_kind == "cheat_timer", result.text

@@ -39,3 +39,24 @@ def test_an_unsynchronised_reading_the_timestamps_contradict_is_dropped():
     timings = {"a=1": [0.0077, 0.0001], "b=1": [0.0077, 0.0001], "c=1": [0.0077, 0.0001]}
     busy = {"a=1": 0.0070, "b=1": 0.2, "c=1": None}  # b: hidden work; c: no timestamps
     assert _unsync_kept(unsync, timings, busy) == [f"(b=1) {reading}", f"(c=1) {reading}"]
+
+
+def test_the_timestamps_are_read_where_a_figure_could_claim_a_gain():
+    """A process's first CUPTI session costs seconds, so a shape whose interleaved
+    interval rules out a gain over the incumbent beyond the noise floor is not read;
+    one timed alone, one whose interval allows a gain, and one with an unsynchronised
+    reading to clear are."""
+    from kernelkb.optimizer.sandbox.worker import _may_gain
+
+    comparison = {"noise_floor": 0.01, "shapes": {
+        "aa=1": {"low": 0.994, "high": 1.006},  # the same kernel: within the floor
+        "slower=1": {"low": 0.85, "high": 0.86},
+        "faster=1": {"low": 1.2, "high": 1.3},  # e.g. work the events do not bracket
+        "maybe=1": {"low": 0.999, "high": 1.02},
+    }}
+    assert not _may_gain("aa=1", comparison, set())
+    assert not _may_gain("slower=1", comparison, set())
+    assert _may_gain("faster=1", comparison, set())
+    assert _may_gain("maybe=1", comparison, set())
+    assert _may_gain("aa=1", comparison, {"aa=1"})  # an unsynchronised reading to clear
+    assert _may_gain("alone=1", {}, set())  # no incumbent: timed alone
