@@ -2,6 +2,7 @@
 
     python benchmarks/verdict_noise.py [--tasks softmax rmsnorm ...] [--evals 30]
         [--slower 10] [--budget-s 500] [--out benchmarks/results]
+    python benchmarks/verdict_noise.py --tasks-dir my_tasks --tasks my_op   (one's own task)
 
 Per task, as the loop judges a candidate (``optimizer.sandbox.evaluate`` with the
 incumbent as ``parent`` and ``parent_source``, then ``optimizer.verdict.judge``), each
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -39,6 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernelkb.kernels.base import get_task  # noqa: E402
+from kernelkb.kernels.discovery import add_tasks_dirs, split_dirs  # noqa: E402
 from kernelkb.kernels.shared.stats import geomean  # noqa: E402
 from kernelkb.optimizer.sandbox import evaluate  # noqa: E402
 from kernelkb.optimizer.verdict import judge, noise_threshold  # noqa: E402
@@ -201,6 +204,9 @@ def _counts(counts: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", nargs="+", default=list(TASKS))
+    parser.add_argument("--tasks-dir", action="append", default=[], metavar="DIR",
+                        help="a folder of one's own task files, as for `kernelkb "
+                             "optimize` (repeatable; adds to KERNELKB_TASKS_DIR)")
     parser.add_argument("--evals", type=int, default=30)
     parser.add_argument("--slower", type=int, default=10)
     parser.add_argument("--budget-s", type=float, default=None)
@@ -215,6 +221,12 @@ def main() -> None:
                         help="an earlier run's JSON: its evaluations count towards --evals "
                              "and --slower, and this run adds the rest")
     args = parser.parse_args()
+    add_tasks_dirs([*split_dirs(os.environ.get("KERNELKB_TASKS_DIR")), *args.tasks_dir])
+    for task in args.tasks:  # a misspelt or missing task is named before any work
+        try:
+            get_task(task)
+        except KeyError as err:
+            raise SystemExit(str(err).strip('"')) from None
     import torch
 
     if not torch.cuda.is_available():

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import argparse
 import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from benchmarks.verdict_noise import (
     _need,
@@ -78,3 +82,22 @@ def test_the_table_reports_the_fresh_machine_on_its_own() -> None:
     assert "| softmax | aa | 4 | neutral 3, regressed 1 | 75% |" in text
     assert "| softmax | slower | 1 | regressed 1 | 100% | neutral 1 | 0% |" in text
     assert "freshly started machine (`--fresh-machine`): 2, of which 1 not neutral" in text
+
+
+def _noise_cli(*args: str) -> subprocess.CompletedProcess:
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # the GPU check comes after the tasks
+    return subprocess.run([sys.executable, str(root / "benchmarks" / "verdict_noise.py"),
+                           *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_ones_own_task_is_found_and_a_misspelt_one_named() -> None:
+    """An A/A run of a user's own task: its folder is read (--tasks-dir), and a name
+    that is no task fails at once with the known ones, before any GPU work."""
+    root = Path(__file__).resolve().parents[2]
+    found = _noise_cli("--tasks-dir", str(root / "benchmarks" / "new_tasks"),
+                       "--tasks", "layernorm")
+    assert found.returncode != 0 and "needs a CUDA GPU" in found.stderr, found.stderr
+    missing = _noise_cli("--tasks", "layernrm")
+    assert missing.returncode != 0 and "unknown task 'layernrm'" in missing.stderr
+    assert "softmax" in missing.stderr, missing.stderr
