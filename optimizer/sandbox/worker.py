@@ -35,6 +35,7 @@ from kernelkb.optimizer.sandbox import (
     compare,
     forbidden,
     guards,
+    introspection,
     jit_globals,
     kernel_clock,
     provenance,
@@ -91,6 +92,7 @@ class Worker:
         self.tracker: provenance.Tracker | None = None
         self.snapshot: tamper.Snapshot | None = None
         self.forbidden: forbidden.Forbidden | None = None
+        self.introspection: introspection.Introspection | None = None
         self.expected_launches: dict[str, tuple[int, set[tuple[Any, ...]]]] = {}
         # the incumbent, loaded once when first timed (the comparison, the judge's clock)
         self.parent_run = _ParentRunner(request.get("parent_source"))
@@ -130,6 +132,9 @@ class Worker:
         broken = self.tracker.tampered() if self.tracker else None
         if broken:
             changes.append(tamper.Change(broken, timing=False))
+        reached = self.reached_in()
+        if reached:
+            raise Tampered("cheat_tamper", f"{reached} (seen {when})")
         refused = self.forbidden.problem() if self.forbidden else None
         if refused and not changes:
             raise Tampered("torch_compute", f"{refused} (seen {when})")
@@ -137,11 +142,20 @@ class Worker:
             kind, message = tamper.describe(changes)
             raise Tampered(kind, f"{message} (seen {when})")
 
+    def reached_in(self) -> str | None:
+        """What the candidate was refused when it reached into the harness, or None."""
+        return self.introspection.problem() if self.introspection else None
+
     def evaluate(self) -> None:
         self.progress("syntax")
         self.tracker = provenance.install(candidate_file="")
         self.tracker.warm_up()  # lazy imports that rebind torch attributes happen now
         self.forbidden = forbidden.watch(lambda path: os.path.basename(path) == CANDIDATE_FILE)
+        if self.request.get("refuse_introspection", True):
+            self.introspection = introspection.watch(
+                lambda path: os.path.basename(path) == CANDIDATE_FILE, module_name="candidate")
+        else:
+            introspection.stand_down()
         main = sys.modules.get("__main__")
         self.snapshot = tamper.Snapshot(
             task_module=self.task.reference.__module__,
@@ -151,6 +165,9 @@ class Worker:
                 module = load_candidate(self.request["source"], module_name="candidate")
         except BaseException as err:  # noqa: B036 - anything the candidate's import raises
             stage, kind = classify_exception(err, stage="syntax")
+            if self.reached_in():  # the error was the refusal: name what was refused
+                stage, kind = "syntax", "cheat_tamper"
+                err = RuntimeError(self.reached_in())
             self.fail(stage, kind, exception_message(err, CANDIDATE_FILE), traceback.format_exc())
             return
         self.tracker.candidate_file = getattr(module, "__file__", "") or ""
@@ -183,6 +200,8 @@ class Worker:
                 stage, kind = classify_exception(err, stage="run")
                 self.out["failing_shapes"].append(label)
                 msg = f"on ({label}): {exception_message(err, CANDIDATE_FILE)}"
+                if self.reached_in():  # the error was the refusal: name what was refused
+                    stage, kind, msg = "correctness", "cheat_tamper", self.reached_in() or ""
                 self.fail(stage, kind, msg, traceback.format_exc())
                 return
             self.lap(f"check {label}")

@@ -1,14 +1,17 @@
 """Jailbreak probe (a planted candidate, filled in by tests/optimizer/sandbox/test_jailbreak.py):
 tries to undo the jail from inside and to reach what the runner reads. It raises with
-every attempt that worked, so the test reads them in the error message.
+every attempt that worked, so the test reads them in the error message. The attempts run
+in a child Python process: in the candidate's own process the evaluator refuses ctypes
+(introspection.py), and the jail must hold without that rule.
 Expected: runtime_error whose message lists nothing but 'lock=...'."""
 import ctypes
 import os
 import subprocess
+import sys
 
 MARKER = "__MARKER__"
 SECRET_FILES = "__SECRET_FILES__".split("|")  # host files that must stay unread
-LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC = None  # the C library, opened in the child
 
 
 def _attempt(found, what, action):
@@ -32,6 +35,13 @@ def _lock_line():
 
 
 def run(x):
+    child = subprocess.run([sys.executable, __file__], capture_output=True, text=True)
+    raise RuntimeError(child.stdout.strip() or f"the probe failed: {child.stderr[-800:]}")
+
+
+def probe():
+    global LIBC
+    LIBC = ctypes.CDLL(None, use_errno=True)
     found = [f"lock={_lock_line()}"]
     # undo the jail: remount the root writable, uncover /tmp, new namespaces, old root
     _attempt(found, "remounted / writable", lambda: _ok(LIBC.mount(
@@ -67,4 +77,8 @@ def run(x):
                 os.symlink(SECRET_FILES[0], path) if name != "result.json" else os.mkfifo(path)
             except OSError:
                 pass
-    raise RuntimeError("PROBE " + " | ".join(found))
+    return "PROBE " + " | ".join(found)
+
+
+if __name__ == "__main__":
+    print(probe())

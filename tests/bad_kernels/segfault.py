@@ -1,4 +1,4 @@
-"""Planted: dereferences a null pointer on the host. Expected: the worker dies
+"""Planted: the worker dies of SIGSEGV, as a bad host pointer makes it. Expected: it dies
 with SIGSEGV and the evaluator reports it (illegal_memory_access) and goes on."""
 import torch
 import triton
@@ -19,9 +19,10 @@ def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constex
 
 
 def run(x):
-    import ctypes
+    import os
+    import signal
 
-    ctypes.string_at(0)
+    os.kill(os.getpid(), signal.SIGSEGV)  # as a bad host pointer would (ctypes is refused)
     x = x.contiguous()
     out = torch.empty_like(x)
     block = triton.next_power_of_2(x.shape[1])

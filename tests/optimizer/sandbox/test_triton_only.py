@@ -22,9 +22,11 @@ SHAPES = [[4, 128], [1, 7]]
 
 
 def run_worker_here(source: str, tmp_path: Path, task: str = "softmax",
-                    shapes: list[list[int]] = SHAPES) -> dict:
+                    shapes: list[list[int]] = SHAPES, *, refuse_introspection: bool = True
+                    ) -> dict:
     request = {"task": task, "dtype": "float16", "shapes": shapes, "seeds": 2,
-               "source": source, "result_path": str(tmp_path / "result.json")}
+               "source": source, "result_path": str(tmp_path / "result.json"),
+               "refuse_introspection": refuse_introspection}
     Worker(request).evaluate()
     return json.loads((tmp_path / "result.json").read_text())
 
@@ -64,7 +66,10 @@ REFUSED_CALLS = {
 
 @pytest.mark.parametrize("name", sorted(CHEATS))
 def test_output_not_from_the_candidates_kernels_is_rejected(name, tmp_path):
-    result = run_worker_here((BAD / f"{name}.py").read_text(), tmp_path)
+    """The tracker alone (the rule that refuses ctypes and frames at the source is off
+    here: each layer must hold by itself)."""
+    result = run_worker_here((BAD / f"{name}.py").read_text(), tmp_path,
+                             refuse_introspection=False)
     assert result["error_kind"] == "torch_compute", result.get("error_message")
     assert CHEATS[name] in result["error_message"]
     assert "must come from the candidate's Triton kernels" in result["error_message"]
