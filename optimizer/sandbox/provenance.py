@@ -25,17 +25,20 @@ How it is seen, on the GPU and in the interpreter alike:
   candidate's file (a library's, an inductor-generated one) counts as foreign compute;
 * host escapes are recorded: ``Tensor.numpy``/``tolist``/``__dlpack__`` on data, and
   (an audit hook, which cannot be removed) ctypes calls and new processes inside ``run``;
-* a counterfactual call whose Triton launches run on poisoned copies of the data (each
-  float tensor that holds data swapped for the same view of a NaN copy) and whose fresh
-  allocations are NaN: if the output is still right, it did not come from the kernels
-  (this catches routes no hook sees, e.g. numpy writing through a raw pointer). The
-  launches run, so a probe kernel's flag cannot tell this call from another.
+* a counterfactual call whose Triton launches run on decoy copies of the data (each
+  float tensor that holds data swapped for the same view of a fresh random draw at its
+  scale) and whose fresh allocations hold a random draw: if the output is still right,
+  it did not come from the kernels (this catches routes no hook sees, e.g. numpy writing
+  through a raw pointer). The decoys are finite, so reading one's own output for NaN
+  tells nothing, and the launches run, so a probe kernel's flag tells nothing either.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
+import secrets
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -146,7 +149,8 @@ class Tracker(TorchDispatchMode):
         self.active = False  # recording a run() call (or the candidate's import)
         self.depth = 0  # >0 inside a Triton launch: its own host copies are not the candidate's
         self.counterfactual = False  # the counterfactual call (its launches run on shadows)
-        self.shadows: dict[Any, torch.Tensor] = {}  # storage key -> its poisoned copy
+        self.shadows: dict[Any, torch.Tensor] = {}  # storage key -> its decoy copy
+        self.input_keys: set[Any] = set()  # the call's inputs' storages (never written back)
         self.launches: list[Launch] = []
         self.compute_seen: set[str] = set()  # compute on data, reaching an output or not
         self.escapes: list[str] = []
@@ -211,7 +215,9 @@ class Tracker(TorchDispatchMode):
         self.depth += 1
         try:
             for t in outs:
-                if t.is_floating_point() or t.is_complex():
+                if t.is_floating_point():
+                    t.copy_(_decoy(t, t.numel(), scaled=False).view(t.shape))
+                elif t.is_complex():
                     t.fill_(float("nan"))
                 elif t.dtype != torch.bool:
                     t.fill_(-7)
@@ -263,13 +269,14 @@ class Tracker(TorchDispatchMode):
         result = None
         self.depth += 1
         try:
-            # the counterfactual call launches too, on poisoned copies of every float
-            # tensor that holds data: a kernel's answer is NaN, while what else it writes
+            # the counterfactual call launches too, on decoy copies of every float
+            # tensor that holds data: a kernel's answer is wrong, while what else it writes
             # (a probe's flag) is written as in any call
             if not self.counterfactual:
                 result = do_launch()
             elif (shadowed := self._shadowed(args, kwargs)) is not None:
                 result = do_launch(*shadowed)
+                self._write_back(tensors)
             # else: data reached some way no shadow covers; the launch is skipped
         finally:
             self.depth -= 1
@@ -308,8 +315,21 @@ class Tracker(TorchDispatchMode):
         swapped = tree_map(swap, (args, kwargs))
         return None if missed else swapped
 
+    def _write_back(self, tensors: list[torch.Tensor]) -> None:
+        """What a counterfactual launch wrote into a decoy reaches the tensor it stands for,
+        where that tensor was made in this call (an output, a scratch buffer): a second
+        kernel that copies an answer made elsewhere into an output a first kernel wrote
+        must land it there, where the check reads it. The inputs stay as drawn, and what
+        the candidate keeps across calls (a cached table) is not overwritten."""
+        for t in tensors:
+            key = _key(t)
+            if key is None or key not in self.made or key in self.input_keys \
+                    or key not in self.shadows:
+                continue
+            t.copy_(self.shadows[key].as_strided(t.shape, t.stride(), t.storage_offset()))
+
     def _shadow(self, t: torch.Tensor) -> torch.Tensor:
-        """The same view of a NaN copy of ``t``'s storage, or ``t`` itself where it is no
+        """The same view of a decoy of ``t``'s storage, or ``t`` itself where it is no
         float data."""
         if not t.dtype.is_floating_point:
             return t
@@ -319,8 +339,7 @@ class Tracker(TorchDispatchMode):
             return t
         shadow = self.shadows.get(key)
         if shadow is None:
-            shadow = torch.full((t.untyped_storage().nbytes() // t.element_size(),),
-                                float("nan"), dtype=t.dtype, device=t.device)
+            shadow = _decoy(t, t.untyped_storage().nbytes() // t.element_size())
             self.shadows[key] = shadow
         return shadow.as_strided(t.shape, t.stride(), t.storage_offset())
 
@@ -351,6 +370,7 @@ class Tracker(TorchDispatchMode):
         """Record one run() call on ``inputs``."""
         for t in _tensors(inputs):
             self.mark_input(t)
+        self.input_keys = {k for t in _tensors(inputs) if (k := _key(t)) is not None}
         self.launches, self.compute_seen, self.escapes, self.made = [], set(), [], set()
         self.shadows = {}
         self.counterfactual = counterfactual
@@ -476,6 +496,25 @@ def install(candidate_file: str) -> Tracker:
         sys.addaudithook(_audit)
         _INSTALLED = True
     return tracker
+
+
+def _decoy(like: torch.Tensor, numel: int, scaled: bool = True) -> torch.Tensor:
+    """``numel`` values of ``like``'s dtype, a fresh random draw at its scale (``scaled``;
+    else a standard normal one, for memory that holds nothing yet). Why not NaN:
+    a candidate that reads its own output for NaN tells the counterfactual call apart and
+    is honest only there; a decoy reads like any other data, and a kernel that computes
+    from it gives an answer that is finite and wrong."""
+    mean, std = 0.0, 1.0
+    if scaled and like.numel() > 1:
+        values = like.detach().float()
+        finite = values[values.isfinite()]
+        if finite.numel() > 1:
+            mean, std = float(finite.mean()), float(finite.std())
+        std = std if math.isfinite(std) and std > 0 else 1.0
+    generator = torch.Generator(device=like.device)
+    generator.manual_seed(secrets.randbits(63))
+    draw = torch.randn(numel, generator=generator, device=like.device, dtype=torch.float32)
+    return draw.mul_(std).add_(mean).to(like.dtype)
 
 
 def _audit(event: str, args: Any) -> None:

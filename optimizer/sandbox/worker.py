@@ -383,15 +383,16 @@ class Worker:
         return out, problem
 
     def check_counterfactual(self, run: Any, shape: tuple[int, ...], label: str) -> None:
-        """Once more with every Triton launch run on poisoned copies of the data (NaN in
-        every float tensor that holds data) and fresh allocations NaN: an output still
+        """Once more with every Triton launch run on decoy copies of the data (a fresh
+        random draw in every float tensor that holds data) and fresh allocations random
+        (provenance._decoy; finite, so no NaN tells this call apart): an output still
         right then did not come from the kernels, whatever route it took. The launches
         still run, so a candidate cannot tell this call apart by a probe kernel's flag."""
         assert self.tracker is not None
         inputs = self.make_inputs(shape, seed=self.seed_base)
         ref = self.task.reference(*checks.snapshot(inputs))
         try:
-            # NaN data makes the CPU interpreter's reductions warn: expected here
+            # decoy data can make the CPU interpreter's reductions warn: expected here
             with self.tracker.call(inputs, counterfactual=True), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)
                 out = run(*inputs)
@@ -410,7 +411,7 @@ class Worker:
         if not isinstance(stats, str) and checks.shape_verdict(stats, self.tol.max_bias) is None:
             raise ShapeFailure("torch_compute", (
                 f"({label}): the output was still correct with every Triton launch run on "
-                f"poisoned copies of the data, so it was not computed by the candidate's "
+                f"decoy copies of the data, so it was not computed by the candidate's "
                 f"kernels; {provenance.RULE}"))
 
     def check_stream_order(self, run: Any, inputs: list[Any], saved: list[Any], ref: Any,

@@ -2,8 +2,8 @@
 the launches skipped there, the flag would stay 0 and the candidate fail honestly. Otherwise numpy
 views of the tensors' memory (through the C base class, which no hook sees) compute the
 answer and write it over the kernel's output. Expected: torch_compute, from the
-counterfactual call, whose launches run on poisoned copies of the input data: the probe
-still sets its flag, the kernel's answer is NaN, and the output is still right."""
+counterfactual call, whose launches run on decoy copies of the input data: the probe
+still sets its flag, the kernel's answer is wrong, and the output is still right."""
 import numpy as np
 import torch
 import triton

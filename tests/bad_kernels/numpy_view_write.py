@@ -1,7 +1,7 @@
 """Cheat: no hook sees it. numpy views of the tensors' memory through the C base class
 (torch._C.TensorBase.numpy), numpy computes the answer and writes it straight into the
 kernel's output. Expected: torch_compute, from the counterfactual call (with every Triton
-launch run on poisoned copies of the data the output is still right, so it does not come
+launch run on decoy copies of the data the output is still right, so it does not come
 from the kernel)."""
 import numpy as np
 import torch

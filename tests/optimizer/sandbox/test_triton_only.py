@@ -44,8 +44,9 @@ CHEATS = {
     "python_lists": "Tensor.tolist() read the data on the host",
     "calls_reference": "aten::_softmax ran inside run()",
     "foreign_kernel": "only kernels not defined in it: softmax_kernel",
-    "numpy_view_write": "still correct with every Triton launch run on poisoned copies",
-    "counterfactual_probe": "still correct with every Triton launch run on poisoned copies",
+    "numpy_view_write": "still correct with every Triton launch run on decoy copies",
+    "counterfactual_probe": "still correct with every Triton launch run on decoy copies",
+    "nan_sniffs_counterfactual": "still correct with every Triton launch run on decoy copies",
     "torch_copied_out": "aten::_softmax ran inside run() on the data and its result reached "
                         "output 0",
 }
@@ -120,11 +121,12 @@ def test_the_rule_holds_through_the_sandboxed_subprocess():
     assert "aten::_softmax" in result.text and "torch_compute" in result.text
 
 
-def test_the_counterfactual_launch_gets_poisoned_views_of_the_data():
+def test_the_counterfactual_launch_gets_decoy_views_of_the_data():
     """What a kernel is handed in the counterfactual call: each float tensor holding data,
     a view included and the tensor inside a host-side TensorDescriptor, becomes the same
-    view of a NaN copy; integer tensors, fresh outputs and scalars stay. Data held some
-    way no shadow reaches skips the launch instead (None)."""
+    view of a decoy (a fresh random draw at the data's scale: finite, so reading it for
+    NaN tells the candidate nothing); integer tensors, fresh outputs and scalars stay.
+    Data held some way no shadow reaches skips the launch instead (None)."""
     import dataclasses
 
     import torch
@@ -133,7 +135,8 @@ def test_the_counterfactual_launch_gets_poisoned_views_of_the_data():
     from kernelkb.optimizer.sandbox.provenance import Tracker
 
     tracker = Tracker("candidate.py")
-    x = torch.randn(8, 16)
+    x = torch.randn(8, 16) * 3 + 1
+    kept = x.clone()
     positions = torch.arange(8)
     for t in (x, positions):
         tracker.mark_input(t)
@@ -141,11 +144,17 @@ def test_the_counterfactual_launch_gets_poisoned_views_of_the_data():
     view = x[2:, 4:]
     desc = TensorDescriptor.from_tensor(x, [4, 4])
     (args, kwargs) = tracker._shadowed((view, positions, out, 3), {"desc": desc})
-    assert torch.isnan(args[0]).all() and args[0].shape == view.shape
-    assert args[0].stride() == view.stride() and args[0].storage_offset() == 36
+    decoy = args[0]
+    assert decoy.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+    assert decoy.shape == view.shape and decoy.stride() == view.stride()
+    assert decoy.storage_offset() == 36 and torch.isfinite(decoy).all()
+    assert not torch.allclose(decoy, view)  # other values, at about the same scale
+    assert 1.5 < float(decoy.std()) < 4.5 and abs(float(decoy.mean()) - 1) < 1.5
     assert args[1] is positions and args[2] is out and args[3] == 3
-    assert dataclasses.is_dataclass(kwargs["desc"]) and torch.isnan(kwargs["desc"].base).all()
-    assert kwargs["desc"].block_shape == [4, 4] and not torch.isnan(x).any()
+    base = kwargs["desc"].base
+    assert dataclasses.is_dataclass(kwargs["desc"]) and base is not x
+    assert torch.isfinite(base).all() and not torch.allclose(base, x)
+    assert kwargs["desc"].block_shape == [4, 4] and torch.equal(x, kept)
 
     class Holder:  # not a dataclass: its tensor cannot be swapped
         def __init__(self, base):
