@@ -62,6 +62,7 @@ ALLOCATION_OPS = frozenset({
     "aten::new_full", "aten::scalar_tensor", "aten::empty_permuted", "aten::resize_",
     "aten::fill_", "aten::zero_",
 })
+_DECOY_SAMPLE = 1 << 16  # elements a decoy's scale is read from
 _POISONED = frozenset({"aten::empty", "aten::empty_like", "aten::empty_strided",
                        "aten::new_empty", "aten::new_empty_strided", "aten::empty_permuted"})
 # Move, place or cast values without computing on them (views are found by the schema).
@@ -315,6 +316,17 @@ class Tracker(TorchDispatchMode):
         swapped = tree_map(swap, (args, kwargs))
         return None if missed else swapped
 
+    def decoys(self, inputs: list[Any]) -> list[Any]:
+        """Copies of the counterfactual call's inputs as its launches will see them (each
+        float data tensor's decoy), for the reference on them: call inside ``call``,
+        before run()."""
+        self.depth += 1
+        try:
+            return [self._shadow(t).clone() if isinstance(t, torch.Tensor) else t
+                    for t in inputs]
+        finally:
+            self.depth -= 1
+
     def _write_back(self, tensors: list[torch.Tensor]) -> None:
         """What a counterfactual launch wrote into a decoy reaches the tensor it stands for,
         where that tensor was made in this call (an output, a scratch buffer): a second
@@ -374,6 +386,13 @@ class Tracker(TorchDispatchMode):
         self.launches, self.compute_seen, self.escapes, self.made = [], set(), [], set()
         self.shadows = {}
         self.counterfactual = counterfactual
+        if counterfactual:  # every data input's decoy made now: decoys() hands them out
+            self.depth += 1
+            try:
+                for t in _tensors(inputs):
+                    self._shadow(t)
+            finally:
+                self.depth -= 1
         self.active = True
         try:
             with self:
@@ -499,22 +518,31 @@ def install(candidate_file: str) -> Tracker:
 
 
 def _decoy(like: torch.Tensor, numel: int, scaled: bool = True) -> torch.Tensor:
-    """``numel`` values of ``like``'s dtype, a fresh random draw at its scale (``scaled``;
-    else a standard normal one, for memory that holds nothing yet). Why not NaN:
-    a candidate that reads its own output for NaN tells the counterfactual call apart and
-    is honest only there; a decoy reads like any other data, and a kernel that computes
-    from it gives an answer that is finite and wrong."""
+    """``numel`` values of ``like``'s dtype, a fresh random draw at its scale and within its
+    range (``scaled``: from a sample of its storage; else a standard normal draw, for memory
+    that holds nothing yet). Why not NaN: a candidate that reads its own output for NaN
+    tells the counterfactual call apart and is honest only there; a decoy reads like any
+    other data, and a kernel that computes from it gives an answer that is finite and
+    wrong. Made in ``like``'s own dtype, with statistics from a sample: a shadow of a large
+    input costs no more memory than the input."""
     mean, std = 0.0, 1.0
-    if scaled and like.numel() > 1:
-        values = like.detach().float()
-        finite = values[values.isfinite()]
+    low: float | None = None
+    high: float | None = None
+    if scaled:
+        whole = like.new_empty(0).set_(like.untyped_storage())  # the storage, no copy
+        sample = whole[:_DECOY_SAMPLE].float()
+        finite = sample[sample.isfinite()]
         if finite.numel() > 1:
             mean, std = float(finite.mean()), float(finite.std())
+            low, high = float(finite.min()), float(finite.max())
         std = std if math.isfinite(std) and std > 0 else 1.0
     generator = torch.Generator(device=like.device)
     generator.manual_seed(secrets.randbits(63))
-    draw = torch.randn(numel, generator=generator, device=like.device, dtype=torch.float32)
-    return draw.mul_(std).add_(mean).to(like.dtype)
+    draw = torch.randn(numel, generator=generator, device=like.device, dtype=like.dtype)
+    draw.mul_(std).add_(mean)
+    if low is not None and high is not None and low < high:
+        draw.clamp_(low, high)
+    return draw
 
 
 def _audit(event: str, args: Any) -> None:

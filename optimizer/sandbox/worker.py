@@ -394,6 +394,7 @@ class Worker:
         try:
             # decoy data can make the CPU interpreter's reductions warn: expected here
             with self.tracker.call(inputs, counterfactual=True), warnings.catch_warnings():
+                decoys = self.tracker.decoys(inputs)
                 warnings.simplefilter("ignore", RuntimeWarning)
                 out = run(*inputs)
             if self.device == "cuda":
@@ -407,12 +408,24 @@ class Worker:
         outs = checks.flatten_tensors(out)
         if not outs or not sum(o.numel() for o in outs):
             return
+        try:
+            on_decoys = self.task.reference(*decoys)
+        except Exception:  # noqa: BLE001 - no reference on decoys: the check stands alone
+            on_decoys = None
+        if on_decoys is not None and self._same_answer(on_decoys, ref):
+            return  # the op's answer does not depend on the data here (softmax of one
+            # column): a right output says nothing about where it came from
         stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
         if not isinstance(stats, str) and checks.shape_verdict(stats, self.tol.max_bias) is None:
             raise ShapeFailure("torch_compute", (
                 f"({label}): the output was still correct with every Triton launch run on "
                 f"decoy copies of the data, so it was not computed by the candidate's "
                 f"kernels; {provenance.RULE}"))
+
+    def _same_answer(self, one: Any, other: Any) -> bool:
+        """Whether two reference answers agree within the task's tolerance."""
+        stats = checks.compare_outputs(one, other, self.tol.atol, self.tol.rtol)
+        return not isinstance(stats, str) and checks.shape_verdict(stats, self.tol.max_bias) is None
 
     def check_stream_order(self, run: Any, inputs: list[Any], saved: list[Any], ref: Any,
                            label: str) -> None:

@@ -162,3 +162,13 @@ def test_the_counterfactual_launch_gets_decoy_views_of_the_data():
 
     assert tracker._shadowed((Holder(x),), {}) is None
     assert tracker._shadowed((Holder(out),), {}) is not None  # no data in it: nothing to hide
+
+
+@pytest.mark.parametrize(("task", "shape"), [("softmax", (1, 1)), ("rmsnorm", (1, 1)),
+                                             ("softmax", (3, 1))])
+def test_a_shape_whose_answer_ignores_the_data_passes_the_counterfactual(task, shape):
+    """Softmax of one column is 1 whatever the data, RMSNorm of one column nearly so: the
+    decoys give the same answer, so a right output there says nothing and an honest
+    kernel is not refused."""
+    result = evaluate(task, get_task(task).template, shapes=[shape], seeds=1)
+    assert result.ok, result.text
