@@ -36,12 +36,11 @@ _ALWAYS = frozenset({
     "sys.settrace", "sys.setprofile", "gc.get_objects", "gc.get_referrers",
     "gc.get_referents", "code.__new__", "function.__new__",
 })
-_FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame", "f_back"})
+_FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 # refused unless the object is the candidate's own
 _ON_OBJECTS = frozenset({"object.__getattr__", "object.__setattr__", "object.__delattr__"})
 # standard-library modules that take a frame for their own use and hand none back
 _CONSUMERS = ("collections", "warnings", "typing", "enum", "dataclasses", "abc")
-_LOGGING_LOOKUPS = frozenset({"findCaller", "_log", "warn", "warning"})
 _STDLIB = frozenset(sys.stdlib_module_names)
 _HOOK: Introspection | None = None
 
@@ -124,7 +123,7 @@ class Introspection:
             if top not in _STDLIB:
                 break
             if top in _CONSUMERS or (top == "logging" and
-                                     frame.f_code.co_name in _LOGGING_LOOKUPS):
+                                     frame.f_code.co_name == "findCaller"):
                 return None  # a library use of a frame that hands none back
             frame = frame.f_back
         if frame is not None and self._is_candidate(frame.f_code.co_filename):

@@ -295,9 +295,9 @@ class Tracker(TorchDispatchMode):
     def _shadowed(self, args: tuple[Any, ...], kwargs: dict[str, Any]
                   ) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
         """The launch's arguments with each floating tensor that holds data (an input,
-        or what a copy or a kernel made from one) replaced by the same view of a poisoned
-        copy of its storage, inside a host-side TensorDescriptor too. Integer tensors
-        (positions, indices) stay: poison there would send an honest kernel out of
+        or what a copy or a kernel made from one) replaced by the same view of a decoy
+        of its storage, inside a host-side TensorDescriptor too. Integer tensors
+        (positions, indices) stay: decoys there would send an honest kernel out of
         bounds. None where such a tensor is held by something else, which no shadow
         would reach: that launch is skipped instead."""
         missed = False

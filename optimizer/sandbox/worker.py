@@ -165,9 +165,8 @@ class Worker:
                 module = load_candidate(self.request["source"], module_name="candidate")
         except BaseException as err:  # noqa: B036 - anything the candidate's import raises
             stage, kind = classify_exception(err, stage="syntax")
-            if self.reached_in():  # the error was the refusal: name what was refused
-                stage, kind = "syntax", "cheat_tamper"
-                err = RuntimeError(self.reached_in())
+            if reached := self.reached_in():  # the error was the refusal: name it
+                stage, kind, err = "syntax", "cheat_tamper", RuntimeError(reached)
             self.fail(stage, kind, exception_message(err, CANDIDATE_FILE), traceback.format_exc())
             return
         self.tracker.candidate_file = getattr(module, "__file__", "") or ""
@@ -200,8 +199,8 @@ class Worker:
                 stage, kind = classify_exception(err, stage="run")
                 self.out["failing_shapes"].append(label)
                 msg = f"on ({label}): {exception_message(err, CANDIDATE_FILE)}"
-                if self.reached_in():  # the error was the refusal: name what was refused
-                    stage, kind, msg = "correctness", "cheat_tamper", self.reached_in() or ""
+                if reached := self.reached_in():  # the error was the refusal: name it
+                    stage, kind, msg = "correctness", "cheat_tamper", reached
                 self.fail(stage, kind, msg, traceback.format_exc())
                 return
             self.lap(f"check {label}")
@@ -415,15 +414,14 @@ class Worker:
         if on_decoys is not None and self._same_answer(on_decoys, ref):
             return  # the op's answer does not depend on the data here (softmax of one
             # column): a right output says nothing about where it came from
-        stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
-        if not isinstance(stats, str) and checks.shape_verdict(stats, self.tol.max_bias) is None:
+        if self._same_answer(out, ref):
             raise ShapeFailure("torch_compute", (
                 f"({label}): the output was still correct with every Triton launch run on "
                 f"decoy copies of the data, so it was not computed by the candidate's "
                 f"kernels; {provenance.RULE}"))
 
     def _same_answer(self, one: Any, other: Any) -> bool:
-        """Whether two reference answers agree within the task's tolerance."""
+        """Whether two answers agree within the task's tolerance."""
         stats = checks.compare_outputs(one, other, self.tol.atol, self.tol.rtol)
         return not isinstance(stats, str) and checks.shape_verdict(stats, self.tol.max_bias) is None
 
