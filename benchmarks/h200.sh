@@ -29,7 +29,7 @@ for stage in "$@"; do
     # adds e.g. --fresh-machine when this is the machine's first stage
     noise) timeout $(( $(left) - 20 )) python3 benchmarks/verdict_noise.py --evals 30 --slower 10 --parallel 4 --budget-s ${NOISE_BUDGET_S:-$(( $(left) - 60 ))} ${NOISE_FLAGS-} --resume benchmarks/results/verdict_noise_h200.json --out benchmarks/results > "$OUT/noise.log" 2>&1; echo "rc=$?" >> "$OUT/noise.log" ;;
     # cost per evaluation, this checkout against .out/base (carried: see eval_cost.py)
-    cost) timeout $(( $(left) - 20 )) python3 benchmarks/eval_cost.py --base .out/base --tasks ${COST_TASKS:-softmax} --repeats ${COST_REPEATS:-2} > "$OUT/cost.log" 2>&1; echo "rc=$?" >> "$OUT/cost.log"; cp benchmarks/results/eval_cost_* "$OUT"/ 2>/dev/null ;;
+    cost) timeout $(( $(left) - 20 )) python3 benchmarks/eval_cost.py --base .out/base --tasks ${COST_TASKS:-softmax} --repeats ${COST_REPEATS:-2} > "$OUT/cost.log" 2>&1; echo "rc=$?" >> "$OUT/cost.log" ;;
     # the retrieval A/B afresh for some tasks (results under $OUT/ab, beside the shipped ones)
     ab:*) t=${stage#ab:}; timeout $(( $(left) - 20 )) python3 benchmarks/retrieval_ab.py --tasks ${t//,/ } --repeats ${AB_REPEATS:-3} --budget-s 60 --max-iters 10 --parallel 4 --work /tmp/ab --out "$OUT/ab" > "$OUT/ab.log" 2>&1; echo "rc=$?" >> "$OUT/ab.log" ;;
     jail) timeout $(( $(left) - 20 )) python3 -m pytest -o addopts='--strict-markers' -p no:cacheprovider -rA tests/optimizer/sandbox/test_jailbreak.py tests/optimizer/sandbox/test_containment.py > "$OUT/jail.log" 2>&1; echo "rc=$?" >> "$OUT/jail.log"; tail -30 "$OUT/jail.log" ;;

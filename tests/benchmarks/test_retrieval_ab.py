@@ -224,10 +224,19 @@ def test_summary_medians_ratio_and_goal():
     assert with_["final_speedup"]["median"] == 2.0
     geglu = tasks["geglu"]
     assert geglu["evaluations_ratio"] == pytest.approx(2 / 3) and geglu["goal_met"] is False
-    # without retrieval the median run never reaches: met, with no ratio to state
+    # without retrieval the median run never reaches: it would have taken at least its
+    # evaluations + 1, and the goal is met only if that is twice what retrieval took
     never = summarise([_run("t", "retrieval", 0, [1.0, 2.0]), _run("t", "no_retrieval", 0,
+                                                                    [1.0, 1.1, 1.3, 1.5])])["t"]
+    assert never["evaluations_ratio"] is None and never["without_at_least"] == 5
+    assert never["goal_met"] is True
+    short = summarise([_run("t", "retrieval", 0, [1.0, 2.0]), _run("t", "no_retrieval", 0,
                                                                     [1.0, 1.5])])["t"]
-    assert never["evaluations_ratio"] is None and never["goal_met"] is True
+    assert short["without_at_least"] == 3 and short["goal_met"] is None  # cut too short
+    short_text = markdown({"gpu": "g", "command": "c", "tasks": {"t": short}, "runs": [],
+                           "config": {"repeats": 1, "budget_s": 60.0, "max_iters": 10,
+                                      "tolerance": 0.03}})
+    assert "| t | 2.000x | without: at least 3 | - | undecided |" in short_text
 
     report = {"gpu": "NVIDIA H200", "command": "python benchmarks/retrieval_ab.py",
               "config": {"repeats": 3, "budget_s": 180.0, "max_iters": 20, "tolerance": 0.03},

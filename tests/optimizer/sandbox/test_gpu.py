@@ -147,6 +147,15 @@ def test_planted_cheat_is_caught_on_the_gpu(name, kind):
     assert not result.timing_available
 
 
+@pytest.mark.parametrize("name", ["frames_counterfactual", "gc_reads_tracker"])
+def test_reaching_into_the_harness_is_refused_on_the_gpu(name):
+    """The rule that refuses frames and gc walks to the candidate, on the GPU path: each
+    plant reads the harness before its first launch, so the refusal comes first."""
+    result = evaluate("softmax", (BAD / f"{name}.py").read_text(), shapes=SHAPES[1:])
+    assert result.error_kind == "cheat_tamper", result.text
+    assert "reached into the evaluator" in result.error_message, result.error_message
+
+
 def test_lazy_after_n_is_caught_by_the_judge_after_its_timed_calls():
     """Honest on every checked call, so only the judge's check after its own timed calls
     (poisoned freed blocks, then one more call) can see it."""
