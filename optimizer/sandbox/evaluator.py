@@ -16,7 +16,7 @@ import torch
 from kernelkb.kernels.base import DTYPES, Shape, Task, get_task, header_constants
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.stats import geomean
-from kernelkb.optimizer.sandbox import compare, feedback
+from kernelkb.optimizer.sandbox import compare, feedback, interpreter_pass
 from kernelkb.optimizer.sandbox.hardware import detect_environment
 from kernelkb.optimizer.sandbox.result import Baseline, EvalResult
 from kernelkb.optimizer.sandbox.runner import run_worker
@@ -101,7 +101,14 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         "peaks": {"mem_bandwidth_gbps": env.get("mem_bandwidth_gbps"),
                   "peak_tflops": env.get("peak_tflops")},
     }
-    outcome = run_worker(request, timeout_s=timeout_s, use_gpu=on_gpu, mem_limit_mb=mem_limit_mb)
+    bounds = interpreter_pass.start(task, request) if on_gpu else None
+    try:
+        outcome = run_worker(request, timeout_s=timeout_s, use_gpu=on_gpu,
+                             mem_limit_mb=mem_limit_mb)
+        bounds_outcome = bounds[1].result() if bounds else None
+    finally:
+        if bounds:
+            bounds[0].shutdown(wait=False, cancel_futures=True)
     data = outcome.data
     result = EvalResult(
         ok=False, stage=data.get("stage") or "run", task_name=task_name, dtype=dtype,
@@ -124,11 +131,22 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
     if not data.get("final") and result.error_kind is None:
         result.error_kind, result.stage = "missing_run", "run"
         result.error_message = "the worker ended without a result"
+    if bounds_outcome is not None:
+        _apply_bounds(result, bounds_outcome)
     if result.ok:
         fill_timing(result, task, data, shape_list, parent, baseline, on_gpu, do_time,
                     parent_source=parent_source)
     result.text = feedback.render(result)
     return result
+
+
+def _apply_bounds(result: EvalResult, found: interpreter_pass.Outcome) -> None:
+    """The interpreter's out-of-bounds finding fails a candidate the GPU passed."""
+    result.artifacts["interpreter_pass"] = found.note
+    if found.failure and result.ok:
+        result.ok, result.stage = False, "correctness"
+        result.error_kind, result.error_message = interpreter_pass.KIND, found.failure
+        result.failing_shapes = found.failing_shapes
 
 
 def _fill_error_stats(result: EvalResult) -> None:

@@ -135,6 +135,12 @@ def run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
     return outcome
 
 
+def run_worker_beside(request: dict[str, Any], *, timeout_s: float) -> WorkerOutcome:
+    """A CPU-interpreter worker run beside a GPU evaluation, as part of it, so in that
+    evaluation's slot (interpreter_pass.py): its own jail, no GPU in it."""
+    return _run_worker(request, timeout_s=timeout_s, use_gpu=False, mem_limit_mb=None)
+
+
 def _run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
                 mem_limit_mb: int | None) -> WorkerOutcome:
     """Run one request in a fresh, contained ``python -m optimizer.sandbox.worker``.
@@ -295,8 +301,8 @@ def worker_env(parent: Any, evaldir: str, *, use_gpu: bool, run_id: str) -> dict
     env.setdefault("PATH", os.defpath)
     if use_gpu:
         env.pop("TRITON_INTERPRET", None)
-    else:
-        env["TRITON_INTERPRET"] = "1"
+    else:  # the interpreter, on the CPU even where a GPU is (interpreter_pass.py)
+        env.update(TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="")
     return env
 
 

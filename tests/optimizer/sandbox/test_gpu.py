@@ -156,6 +156,19 @@ def test_reaching_into_the_harness_is_refused_on_the_gpu(name):
     assert "reached into the evaluator" in result.error_message, result.error_message
 
 
+def test_a_read_past_the_end_whose_values_are_discarded_is_caught_on_the_gpu(timed):
+    """The guard regions cannot see a read whose values the kernel throws away; the
+    interpreter's pass beside the GPU work can (interpreter_pass.py)."""
+    result = evaluate("softmax", (BAD / "oob_read_discarded.py").read_text(), shapes=SHAPES)
+    assert (result.stage, result.error_kind) == ("correctness", "illegal_memory_access"), \
+        result.text
+    assert "in the Triton interpreter" in result.error_message, result.error_message
+    assert not result.timing_available
+    honest, _ = timed
+    assert honest.artifacts["interpreter_pass"].startswith("every access in bounds"), \
+        honest.artifacts
+
+
 def test_lazy_after_n_is_caught_by_the_judge_after_its_timed_calls():
     """Honest on every checked call, so only the judge's check after its own timed calls
     (poisoned freed blocks, then one more call) can see it."""

@@ -22,6 +22,7 @@ CASES = [
     ("compile_error", {}, "compile", "compile_error", [FULL]),
     ("endless_loop", {"timeout_s": 10}, "run", "timeout", [FULL]),  # torch import: ~5 s loaded
     ("oob_read", {}, "run", "illegal_memory_access", [SHORT]),
+    ("oob_read_discarded", {}, "run", "illegal_memory_access", [SHORT]),  # GPU: guards miss it
     ("off_by_one_mask", {"dtype": "float32"}, "correctness", "wrong_result", [SHORT]),
     ("small_bias", {}, "correctness", "bias", [FULL, SHORT]),
     ("cached_output", {}, "correctness", "cheat_cached_output", [FULL, SHORT]),
@@ -37,6 +38,7 @@ CASES = [
 MESSAGES = {
     "compile_error": ("incompatible dimensions", "tl.arange(0, 2 * BLOCK)"),
     "oob_read": ("out-of-bounds load", "line 14"),
+    "oob_read_discarded": ("out-of-bounds load", "line 17"),
     "small_bias": ("although every element is within tolerance",),
     "syntax_error": ("expected ':'", "def run(x)"),
     "runtime_error": ("view(-1, 3)",),
