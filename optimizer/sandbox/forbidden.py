@@ -1,4 +1,5 @@
-"""Calls the candidate may not make: starting threads, stepping out of the dispatch mode.
+"""Calls the candidate may not make: starting threads, stepping out of the dispatch mode,
+launching GPU work that neither the mode nor the launch tracking sees.
 
 Why: the dispatch mode that records every torch op (provenance.py) sees only the thread it
 runs on, and only while it is on the stack. A candidate could compute its answer with
@@ -20,7 +21,14 @@ How it is seen, checked after the import and after every call:
   harness's;
 * a Python thread alive that was neither there before the import nor started by the
   harness counts too: a start through a starter the candidate kept from before the
-  recorder (its closure, ``gc``) is still a running thread.
+  recorder (its closure, ``gc``) is still a running thread;
+* GPU work launched past both: a CUDA graph's capture and replay (torch.softmax captured
+  on an empty buffer computes nothing the mode would call data; replayed after the data
+  is copied in, it computes the answer where nothing records it), and jiterator kernels,
+  compiled and launched from C++. Both the Python entry points and the C ones beneath
+  them are recorded; a call is the candidate's when the innermost frame outside torch,
+  Triton and the thread machinery is in its file, so the harness's own CUDA-graph
+  timing (through triton.testing) stays allowed.
 """
 
 from __future__ import annotations
@@ -45,7 +53,14 @@ _MODE_EXITS = (("torch._C", "_DisableTorchDispatch"), ("torch._C", "_DisablePyth
                ("torch.utils._python_dispatch", "_pop_mode_temporarily"),
                ("torch.utils._python_dispatch", "_disable_current_modes"),
                ("torch.utils._python_dispatch", "_pop_mode"))
+# GPU work launched where neither the dispatch mode nor the launch tracking sees it
+_UNSEEN_GPU_WORK = ("torch.cuda.graphs.CUDAGraph.capture_begin",
+                    "torch.cuda.graphs.CUDAGraph.replay", "torch._C._CUDAGraph.capture_begin",
+                    "torch._C._CUDAGraph.replay", "torch.cuda.jiterator._create_jit_fn",
+                    "torch.cuda.jiterator._create_multi_output_jit_fn",
+                    "torch._C._cuda_jiterator_compile_and_launch_kernel")
 _MACHINERY = ("threading", "concurrent.futures", "multiprocessing", "queue", "_thread")
+_LIBRARIES = ("torch", "triton")  # passed over too when finding who launched GPU work
 _WATCH: Forbidden | None = None
 
 
@@ -66,6 +81,7 @@ class Forbidden:
         self._is_candidate: Callable[[str], bool] = lambda path: False
         self.started: list[str] = []  # where the candidate started a thread
         self.exits: list[str] = []  # which way out of the mode, and where
+        self.unseen: list[str] = []  # which GPU work past the mode and the launches, where
         self._harness: set[int] = set()
         self._lock = threading.Lock()
         for module, name in _STARTERS:
@@ -73,20 +89,34 @@ class Forbidden:
         for module, name in _MODE_EXITS:
             self._wrap(module, name, functools.partial(self._recording_exit,
                                                        what=f"{module}.{name}"))
+        for path in _UNSEEN_GPU_WORK:
+            owner, name = path.rsplit(".", 1)
+            self._wrap(owner, name, functools.partial(self._recording_unseen, what=path))
 
     @staticmethod
-    def _wrap(module_name: str, name: str,
+    def _wrap(owner_path: str, name: str,
               recorder: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-        module = importlib.import_module(module_name)
-        original = getattr(module, name, None)
+        """Replace ``owner.name`` (owner a module, or a class inside one) by its recorder;
+        a name this torch build lacks (no CUDA: no graph replay, no jiterator) is left."""
+        module_path, _, attrs = owner_path, "", ""
+        while True:
+            try:
+                owner: Any = importlib.import_module(module_path)
+                break
+            except ImportError:
+                module_path, _, tail = module_path.rpartition(".")
+                attrs = f"{tail}.{attrs}" if attrs else tail
+        for attr in filter(None, attrs.split(".")):
+            owner = getattr(owner, attr, None)
+        original = getattr(owner, name, None) if owner is not None else None
         if original is not None:
-            setattr(module, name, recorder(original))
+            setattr(owner, name, recorder(original))
 
     def begin(self, is_candidate: Callable[[str], bool]) -> None:
         """One evaluation: threads alive now are the harness's."""
         with self._lock:
             self._is_candidate = is_candidate
-            self.started, self.exits = [], []
+            self.started, self.exits, self.unseen = [], [], []
             self._harness = set(sys._current_frames())
 
     def _recording_start(self, start: Callable[..., Any]) -> Callable[..., Any]:
@@ -113,12 +143,24 @@ class Forbidden:
 
         return recorded
 
-    def _candidate_frame(self) -> str | None:
-        """'line N' when the innermost frame outside the thread machinery is the
-        candidate's, else None."""
+    def _recording_unseen(self, call: Callable[..., Any], what: str) -> Callable[..., Any]:
+        @functools.wraps(call)
+        def recorded(*args: Any, **kwargs: Any) -> Any:
+            where = self._candidate_frame(_MACHINERY + _LIBRARIES)
+            if where:
+                with self._lock:
+                    self.unseen.append(f"{what} at {where}")
+            return call(*args, **kwargs)
+
+        return recorded
+
+    def _candidate_frame(self, passed_over: tuple[str, ...] = _MACHINERY) -> str | None:
+        """'line N' when the innermost frame outside the modules ``passed_over`` (the
+        thread machinery; for GPU work torch and Triton too) is the candidate's, else
+        None."""
         frame: FrameType | None = sys._getframe(2)
         while frame is not None and frame.f_globals.get("__name__", "").startswith(
-                _MACHINERY):
+                passed_over):
             frame = frame.f_back
         if frame is not None and self._is_candidate(frame.f_code.co_filename):
             return f"line {frame.f_lineno}"
@@ -128,7 +170,12 @@ class Forbidden:
         """Why the candidate broke the rule, or None."""
         with self._lock:
             started, exits = list(self.started), list(self.exits)
-            harness = set(self._harness)
+            unseen, harness = list(dict.fromkeys(self.unseen)), set(self._harness)
+        if unseen:
+            return (f"the candidate launched GPU work that neither the evaluator's dispatch "
+                    f"mode nor its launch tracking sees ({', '.join(unseen[:3])} of "
+                    f"candidate.py): a CUDA graph's capture or replay, or a jiterator kernel, "
+                    f"computes outside the rule ({RULE})")
         if exits:
             return (f"the candidate stepped out of the evaluator's dispatch mode "
                     f"({', '.join(exits[:3])} of candidate.py), where torch work is "

@@ -167,9 +167,26 @@ class Tracker(TorchDispatchMode):
                            ) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        if self.active and not self.depth:
+        if self.active and (not self.depth or self._candidates_inside()):
             self._record(func, args, kwargs, out)
         return out
+
+    def _candidates_inside(self) -> bool:
+        """Inside a launch (or the tracker's own work), whether this op is the candidate's
+        all the same: Triton calls a kernel's pre-run hooks and grid function, and its
+        launch hooks, inside the launch with the launch's arguments, so a torch result
+        made there is the candidate's compute. The innermost frame of the candidate's
+        file or of this module decides: this module's frames are the tracker's own work
+        (decoys, poison), Triton's and torch's frames are passed over."""
+        frame = sys._getframe(2)
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if filename == self.candidate_file:
+                return True
+            if filename == __file__:
+                return False
+            frame = frame.f_back  # type: ignore[assignment]
+        return False
 
     def _record(self, func: Any, args: Any, kwargs: Any, out: Any) -> None:
         schema = func._schema
@@ -250,7 +267,8 @@ class Tracker(TorchDispatchMode):
                do_launch: Callable[..., Any]) -> Any:
         if self.counting and not self.depth:
             self._count(fn, grid, args, kwargs)
-        if not self.active or self.depth or threading.get_ident() != self._thread:
+        if not self.active or (self.depth and not self._candidates_inside()) \
+                or threading.get_ident() != self._thread:
             return do_launch()
         name, where = _kernel_identity(fn)
         own = where == self.candidate_file
@@ -366,15 +384,18 @@ class Tracker(TorchDispatchMode):
             self.sampled.add((name, _signature(grid, args, kwargs)))
 
     def host_read(self, what: str, t: torch.Tensor) -> None:
-        if self.active and not self.depth and threading.get_ident() == self._thread:
+        if self.active and (not self.depth or self._candidates_inside()) \
+                and threading.get_ident() == self._thread:
             if self.prov(t).data:
                 self.escapes.append(f"Tensor.{what}() read the data on the host")
 
     def audit(self, event: str, args: Any) -> None:
-        if not self.active or self.depth or threading.get_ident() != self._thread:
+        if not event.startswith(_AUDITED) or event.startswith(_IGNORED_AUDIT):
+            return  # first: the frame lookup below raises an audit event of its own
+        if not self.active or (self.depth and not self._candidates_inside()) \
+                or threading.get_ident() != self._thread:
             return
-        if event.startswith(_AUDITED) and not event.startswith(_IGNORED_AUDIT):
-            self.escapes.append(f"{event} ran inside run()")
+        self.escapes.append(f"{event} ran inside run()")
 
     # -- one call -------------------------------------------------------------------
     @contextmanager

@@ -137,6 +137,10 @@ def test_stale_parent_figure_is_retimed_beside_the_child(timed):
     ("thread_after_return", "torch_compute"),
     ("output_pool", "cheat_aliasing"),
     ("tracker_off", "cheat_tamper"),
+    # GPU work past the dispatch mode and the launch tracking
+    ("graph_replay", "torch_compute"),  # torch.softmax captured, replayed on the data
+    ("jiterator_hidden", "torch_compute"),  # exp(x - max) by a jiterator kernel
+    ("grid_hook_compute", "torch_compute"),  # torch in a pre-run hook, inside the launch
 ])
 def test_planted_cheat_is_caught_on_the_gpu(name, kind):
     """The GPU's layers alone: the rule that refuses code swaps and gc walks at the

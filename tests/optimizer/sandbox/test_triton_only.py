@@ -49,10 +49,16 @@ CHEATS = {
     "nan_sniffs_counterfactual": "still correct with every Triton launch run on decoy copies",
     "torch_copied_out": "aten::_softmax ran inside run() on the data and its result reached "
                         "output 0",
+    # torch in a pre-run hook, which Triton calls inside the launch
+    "grid_hook_compute": "aten::_softmax ran inside run() on the data and its result reached "
+                         "output 0",
 }
 # work on another thread or outside the dispatch mode: refused where it is first seen
 # (the import, or the first call)
 REFUSED_CALLS = {
+    "jiterator_hidden": ("launched GPU work that neither the evaluator's dispatch mode nor "
+                         "its launch tracking sees (torch.cuda.jiterator._create_jit_fn at "
+                         "line 33 of candidate.py)", "after a call on (rows=4,cols=128)"),
     "dispatch_disabled": ("stepped out of the evaluator's dispatch mode "
                           "(torch._C._DisableTorchDispatch at line 19 of candidate.py)",
                           "after a call on (rows=4,cols=128)"),
