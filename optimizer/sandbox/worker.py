@@ -94,6 +94,7 @@ class Worker:
         self.forbidden: forbidden.Forbidden | None = None
         self.introspection: introspection.Introspection | None = None
         self.expected_launches: dict[str, tuple[int, set[tuple[Any, ...]]]] = {}
+        self.own_kernels: set[str] = set()  # the candidate's Triton kernels, by name, when checked
         # the incumbent, loaded once when first timed (the comparison, the judge's clock)
         self.parent_run = _ParentRunner(request.get("parent_source"))
         # checks share the GPU with other evaluations; timing has it alone (gpu_turns.py)
@@ -379,6 +380,8 @@ class Worker:
         if record:
             sigs = self.tracker.signatures(own_only=True)
             self.expected_launches[label] = (len(sigs), set(sigs))
+        self.own_kernels |= {launch.kernel for launch in self.tracker.launches
+                             if launch.candidate}
         return out, problem
 
     def check_counterfactual(self, run: Any, shape: tuple[int, ...], label: str) -> None:
@@ -547,8 +550,19 @@ class Worker:
         self.lap("GPU time")  # the comparison; each shape's CUPTI pass is a lap of its own
         busy = {}
         for k, call in calls.items():
-            busy[k] = kernel_clock.busy_ms_per_call(call)
+            reading = kernel_clock.read(call)
+            busy[k] = reading.busy_ms if reading else None
             self.lap(f"GPU timestamps {k}")
+            foreign = kernel_clock.foreign_kernels(reading.kernels, self.own_kernels) \
+                if reading else []
+            if foreign:
+                shown = "; ".join(name[:120] for name in foreign[:3])
+                raise Tampered("torch_compute", (
+                    f"({k}): under the clock run() ran {len(foreign)} GPU kernel(s) that are "
+                    f"neither its own Triton kernels ({', '.join(sorted(self.own_kernels))}) "
+                    f"nor a copy or fill: {shown}. The checked calls launched the same "
+                    f"Triton kernels, so the work was handed to a library only when timed; "
+                    f"{provenance.RULE}"))
         for k, ms in busy.items():
             if kernel_clock.under_busy_time(alone[k][0], ms):
                 raise Tampered("cheat_timer", (

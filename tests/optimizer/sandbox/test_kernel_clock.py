@@ -60,3 +60,17 @@ def test_the_timestamps_are_read_where_a_figure_could_claim_a_gain():
     assert _may_gain("maybe=1", comparison, set())
     assert _may_gain("aa=1", comparison, {"aa=1"})  # an unsynchronised reading to clear
     assert _may_gain("alone=1", {}, set())  # no incumbent: timed alone
+
+
+def test_a_librarys_compute_kernel_is_foreign_its_own_kernels_and_copies_are_not():
+    own = {"softmax_kernel", "void"}  # a kernel may be called "void"; it is still one word
+    names = ["softmax_kernel", "Memset (Device)", "Memcpy DtoD (Device -> Device)",
+             "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<half>>",
+             "void at::native::(anonymous namespace)::CatArrayBatchedCopy<c10::Half>",
+             "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::Half>",
+             "nvjet_hsh_128x256_64x4_1x2_h_bz_coopA_NNT", "triton_red_fused__softmax_0",
+             "an_unknown_name"]
+    assert kernel_clock.foreign_kernels(names, own) == [
+        "nvjet_hsh_128x256_64x4_1x2_h_bz_coopA_NNT", "triton_red_fused__softmax_0",
+        "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::Half>"]
+    assert kernel_clock.foreign_kernels(["softmax_kernel"], set()) == []  # not a library's

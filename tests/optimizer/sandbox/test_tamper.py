@@ -143,11 +143,24 @@ class FixedClock:
         return self.read(self.queue_round([(call, host_ms)] * calls))
 
 
-@pytest.mark.parametrize(("name", "kind"), [("_good", None), ("timed_differently", "cheat_timer")])
-def test_time_all_plumbing_on_the_cpu(tmp_path, monkeypatch, name, kind):
-    """worker.time_all end to end with do_bench and the device synchronise stood in for
-    (the figures are the GPU's business: test_gpu.py): the launch check and the tamper
-    check run under the clock, and a timed result is written."""
+SOFTMAX_IN_ATEN = ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::Half, "
+                   "float, c10::Half, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>")
+COPY_IN_ATEN = ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl_nocast"
+                "<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase&)>>")
+
+
+@pytest.mark.parametrize(("name", "kernels", "kind", "named"), [
+    ("_good", {"softmax_kernel", COPY_IN_ATEN}, None, None),
+    ("timed_differently", {"softmax_kernel"}, "cheat_timer", "under the clock run() launched"),
+    # the same launches as when checked, and ATen's softmax beside them: torch when timed
+    ("_good", {"softmax_kernel", SOFTMAX_IN_ATEN}, "torch_compute",
+     "neither its own Triton kernels (softmax_kernel) nor a copy or fill"),
+], ids=["honest", "timed_differently", "library_kernel_when_timed"])
+def test_time_all_plumbing_on_the_cpu(tmp_path, monkeypatch, name, kernels, kind, named):
+    """worker.time_all end to end with do_bench, the device synchronise and the GPU's
+    timestamps stood in for (the figures are the GPU's business: test_gpu.py): the launch
+    check, the kernel names and the tamper check run under the clock, and a timed result
+    is written."""
     import json
 
     from kernelkb.optimizer.sandbox import compare, kernel_clock, timing
@@ -171,12 +184,12 @@ def test_time_all_plumbing_on_the_cpu(tmp_path, monkeypatch, name, kind):
     monkeypatch.setattr(compare, "settle", lambda max_s: compare.Settled(True, 0.0, 1.0, 1.0))
     monkeypatch.setattr(compare, "GpuClock", FixedClock)
 
-    def fake_busy(call, calls=kernel_clock.PROFILED_CALLS):
+    def fake_read(call, calls=kernel_clock.PROFILED_CALLS):
         for _ in range(calls):
             call()
-        return 0.2
+        return kernel_clock.Reading(busy_ms=0.2, kernels=frozenset(kernels))
 
-    monkeypatch.setattr(kernel_clock, "busy_ms_per_call", fake_busy)
+    monkeypatch.setattr(kernel_clock, "read", fake_read)
     # after the stand-ins
     worker.snapshot = tamper_mod.Snapshot(task_module="kernelkb.kernels.softmax")
     assert worker.time_all(module) is (kind is None)
@@ -189,4 +202,4 @@ def test_time_all_plumbing_on_the_cpu(tmp_path, monkeypatch, name, kind):
         assert worker.out["stage"] == "performance"
     else:
         assert written["error_kind"] == kind and written["stage"] == "performance"
-        assert "under the clock run() launched" in written["error_message"]
+        assert named in written["error_message"], written["error_message"]
