@@ -45,16 +45,10 @@ class Reading:
     kernels: frozenset[str]  # the names of every kernel that ran
 
 
-def busy_ms_per_call(call: Callable[[], Any], calls: int = PROFILED_CALLS) -> float | None:
-    """GPU busy time per call (ms) by the GPU's own timestamps; None where the profiler
-    gives no device events here (no CUPTI on this host, or a jail that refuses it)."""
-    reading = read(call, calls)
-    return reading.busy_ms if reading else None
-
-
 def read(call: Callable[[], Any], calls: int = PROFILED_CALLS) -> Reading | None:
     """The busy time per call and the kernels' names, from one profiler session over
-    ``calls`` calls; None where the profiler gives no device events here."""
+    ``calls`` calls; None where the profiler gives no device events here (no CUPTI on
+    this host, or a jail that refuses it)."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 

@@ -171,6 +171,12 @@ class Tracker(TorchDispatchMode):
             self._record(func, args, kwargs, out)
         return out
 
+    def _watching(self) -> bool:
+        """Whether what happens now is the candidate's to record: a recorded call, on the
+        tracker's thread, outside a launch or inside one by the candidate's own code."""
+        return self.active and threading.get_ident() == self._thread \
+            and (not self.depth or self._candidates_inside())
+
     def _candidates_inside(self) -> bool:
         """Inside a launch (or the tracker's own work), whether this op is the candidate's
         all the same: Triton calls a kernel's pre-run hooks and grid function, and its
@@ -267,8 +273,7 @@ class Tracker(TorchDispatchMode):
                do_launch: Callable[..., Any]) -> Any:
         if self.counting and not self.depth:
             self._count(fn, grid, args, kwargs)
-        if not self.active or (self.depth and not self._candidates_inside()) \
-                or threading.get_ident() != self._thread:
+        if not self._watching():
             return do_launch()
         name, where = _kernel_identity(fn)
         own = where == self.candidate_file
@@ -384,18 +389,14 @@ class Tracker(TorchDispatchMode):
             self.sampled.add((name, _signature(grid, args, kwargs)))
 
     def host_read(self, what: str, t: torch.Tensor) -> None:
-        if self.active and (not self.depth or self._candidates_inside()) \
-                and threading.get_ident() == self._thread:
-            if self.prov(t).data:
-                self.escapes.append(f"Tensor.{what}() read the data on the host")
+        if self._watching() and self.prov(t).data:
+            self.escapes.append(f"Tensor.{what}() read the data on the host")
 
     def audit(self, event: str, args: Any) -> None:
         if not event.startswith(_AUDITED) or event.startswith(_IGNORED_AUDIT):
             return  # first: the frame lookup below raises an audit event of its own
-        if not self.active or (self.depth and not self._candidates_inside()) \
-                or threading.get_ident() != self._thread:
-            return
-        self.escapes.append(f"{event} ran inside run()")
+        if self._watching():
+            self.escapes.append(f"{event} ran inside run()")
 
     # -- one call -------------------------------------------------------------------
     @contextmanager
