@@ -156,6 +156,10 @@ class Tracker(TorchDispatchMode):
         self.compute_seen: set[str] = set()  # compute on data, reaching an output or not
         self.escapes: list[str] = []
         self.made: set[tuple[int, int]] = set()  # storages made during this call
+        # storages whose provenance this call set (inputs, op results, launch arguments):
+        # an address freed and handed out again unseen (torch work the mode did not see)
+        # keeps the entry of what lived there before, which must not make it "data"
+        self.touched: set[tuple[int, int]] = set()
         self._thread = threading.get_ident()
         # timing: launches of the candidate's kernels counted, a sample of them described
         self.counting = False
@@ -223,11 +227,18 @@ class Tracker(TorchDispatchMode):
                 self.compute_seen.add(name)
         for t in written:
             self.prov(t).merge(result)
+            self._touch(t)
         for t in outs:
             key = _key(t)
             if key is not None:
                 self.provs[key] = result.copy()
                 self.made.add(key)
+                self.touched.add(key)
+
+    def _touch(self, t: torch.Tensor) -> None:
+        key = _key(t)
+        if key is not None:
+            self.touched.add(key)
 
     def _union(self, tensors: list[torch.Tensor]) -> Prov:
         total = Prov()
@@ -261,6 +272,7 @@ class Tracker(TorchDispatchMode):
         key = _key(t)
         if key is not None:
             self.provs[key] = Prov(data=True)
+            self.touched.add(key)
 
     def mark_known(self, t: torch.Tensor) -> None:
         """A harness-side constant the candidate may legitimately hold (none today)."""
@@ -306,6 +318,7 @@ class Tracker(TorchDispatchMode):
             self.depth -= 1
         for t in tensors:
             prov = self.prov(t)
+            self._touch(t)
             prov.data = True
             prov.ops |= carried.ops
             prov.host |= carried.host
@@ -370,7 +383,7 @@ class Tracker(TorchDispatchMode):
             return t
         key = _key(t)
         prov = self.provs.get(key) if key is not None else None
-        if prov is None or not prov.data:
+        if prov is None or not prov.data or key not in self.touched:
             return t
         shadow = self.shadows.get(key)
         if shadow is None:
@@ -406,6 +419,7 @@ class Tracker(TorchDispatchMode):
             self.mark_input(t)
         self.input_keys = {k for t in _tensors(inputs) if (k := _key(t)) is not None}
         self.launches, self.compute_seen, self.escapes, self.made = [], set(), [], set()
+        self.touched = set(self.input_keys)
         self.shadows = {}
         self.counterfactual = counterfactual
         if counterfactual:  # every data input's decoy made now: decoys() hands them out

@@ -170,6 +170,25 @@ def test_the_counterfactual_launch_gets_decoy_views_of_the_data():
     assert tracker._shadowed((Holder(out),), {}) is not None  # no data in it: nothing to hide
 
 
+def test_an_address_handed_out_again_unseen_is_not_data_in_the_next_call():
+    """A storage freed and its address handed out again by torch work the mode did not
+    see keeps the entry of what lived there: in the next call that entry must not make
+    it data, or the counterfactual would give a hidden answer copied out by a kernel a
+    decoy instead, and the cheat (nan_sniffs_counterfactual.py) would pass by chance."""
+    import torch
+
+    from kernelkb.optimizer.sandbox.provenance import Prov, Tracker, _key
+
+    tracker = Tracker("candidate.py")
+    x = torch.randn(4, 8)
+    unseen = torch.randn(4, 8)  # made where the mode was off
+    tracker.provs[_key(unseen)] = Prov(data=True)  # the entry of a freed output, say
+    with tracker.call([x], counterfactual=True):
+        assert tracker._shadow(unseen) is unseen  # not this call's data: no decoy
+        shadowed = tracker._shadow(x)
+    assert shadowed is not x and not torch.equal(shadowed, x)  # the input's decoy
+
+
 @pytest.mark.parametrize(("task", "shape"), [("softmax", (1, 1)), ("rmsnorm", (1, 1)),
                                              ("softmax", (3, 1))])
 def test_a_shape_whose_answer_ignores_the_data_passes_the_counterfactual(task, shape):
