@@ -42,6 +42,8 @@ result = evaluate(task, naive, shapes="representative", seeds=1, parent=parent,
 print(json.dumps({"wall_s": time.perf_counter() - began, "ok": result.ok,
                   "error": None if result.ok else f"{result.error_kind}: {result.error_message}",
                   "worker_laps_s": json.loads(result.artifacts.get("wall_s") or "{}"),
+                  "worker_process_s": result.wall_s,
+                  "interpreter_wait_s": result.artifacts.get("interpreter_wait_s"),
                   "judge": getattr(result, "judge", None)}))
 """
 
@@ -105,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
                 rows[task][arm].append(entry)
                 laps = entry.get("worker_laps_s") or {}
                 print(f"    worker steps (s): {laps}", flush=True)
+                print(f"    worker process {entry.get('worker_process_s')} s, then waited "
+                      f"{entry.get('interpreter_wait_s') or '-'} s for the interpreter pass; "
+                      f"judge (s): {(entry.get('judge') or {}).get('laps_s')}", flush=True)
                 print(f"[{time.monotonic() - t0:6.0f} s] {task} repeat {r} {arm}: "
                       f"{entry['wall_s'] if entry['wall_s'] is None else round(entry['wall_s'], 2)}"
                       f" s{'' if entry['ok'] else ' FAILED ' + str(entry['error'])[:300]}",

@@ -9,6 +9,7 @@ import json
 import logging
 import math
 import secrets
+import time
 from typing import Any
 
 import torch
@@ -105,7 +106,9 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
     try:
         outcome = run_worker(request, timeout_s=timeout_s, use_gpu=on_gpu,
                              mem_limit_mb=mem_limit_mb)
+        waited = time.perf_counter()
         bounds_outcome = bounds[1].result() if bounds else None
+        waited = time.perf_counter() - waited  # the interpreter's share of the wall time
     finally:
         if bounds:
             bounds[0].shutdown(wait=False, cancel_futures=True)
@@ -124,7 +127,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         artifacts={"stdout_tail": outcome.stdout_tail, "stderr_tail": outcome.stderr_tail,
                    "traceback": data.get("traceback", ""),
                    "wall_s": json.dumps(data.get("wall_s", {})),
-                   "lock_wait": json.dumps(data.get("gpu_lock_wait_s"))},
+                   "lock_wait": json.dumps(data.get("gpu_lock_wait_s")),
+                   "interpreter_wait_s": f"{waited:.3f}" if bounds else ""},
     )
     _fill_error_stats(result)
     result.ok = result.error_kind is None and result.stage in ("correctness", "performance")

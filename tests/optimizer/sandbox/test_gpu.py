@@ -77,6 +77,9 @@ def test_timing_fields_are_filled(timed):
     assert result.spills is not None and result.smem_bytes is not None
     assert result.bottleneck_hint
     assert not result.suspect, result.suspect_reasons
+    # the judge's share of the wall time: its CUDA context made while the worker ran
+    assert {"CUDA context", "spot checks", "clock"} <= set(result.judge["laps_s"])
+    assert float(result.artifacts["interpreter_wait_s"]) >= 0
     Feedback.model_validate(result.feedback_dict())
     env = Environment.model_validate(result.env)
     assert env.arch.startswith("sm_") and env.sm_count and env.mem_bandwidth_gbps

@@ -58,6 +58,9 @@ def test_an_honest_kernel_passes_and_says_what_the_judge_checked() -> None:
     names = {c.name for c in task.input_conditions}
     assert result.judge["spot_checked"][0].split(" [")[1].rstrip("]") in names
     assert "judge: re-ran" in result.text
+    # its share of the wall time, for the cost benchmark: no clock, no CUDA on the CPU
+    assert set(result.judge["laps_s"]) == {"spot checks"}
+    assert result.judge["laps_s"]["spot checks"] > 0
 
 
 class _Clocked(Judge):
