@@ -7,7 +7,8 @@
 #   NOISE_BUDGET_S=300 bash benchmarks/h200.sh noise   (verdict noise, resumed to 30 A/A a task)
 #   bash benchmarks/h200.sh jail   (the jail and containment tests as root on the GPU host)
 #   bash benchmarks/h200.sh cost   (cost per evaluation against .out/base, carried)
-#   bash benchmarks/h200.sh ab:layernorm   (the retrieval A/B afresh, ~6 min for one task)
+#   bash benchmarks/h200.sh ab:layernorm   (the retrieval A/B afresh, ~6 min for one task;
+#     AB_BUDGET_S, AB_ITERS, AB_PARALLEL, AB_REPEATS: each run's budget and rounds, runs at once)
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
@@ -31,7 +32,7 @@ for stage in "$@"; do
     # cost per evaluation, this checkout against .out/base (carried: see eval_cost.py)
     cost) timeout $(( $(left) - 20 )) python3 benchmarks/eval_cost.py --base .out/base --tasks ${COST_TASKS:-softmax} --repeats ${COST_REPEATS:-2} > "$OUT/cost.log" 2>&1; echo "rc=$?" >> "$OUT/cost.log" ;;
     # the retrieval A/B afresh for some tasks (results under $OUT/ab, beside the shipped ones)
-    ab:*) t=${stage#ab:}; timeout $(( $(left) - 20 )) python3 benchmarks/retrieval_ab.py --tasks ${t//,/ } --repeats ${AB_REPEATS:-3} --budget-s 60 --max-iters 10 --parallel 4 --work /tmp/ab --out "$OUT/ab" > "$OUT/ab.log" 2>&1; echo "rc=$?" >> "$OUT/ab.log" ;;
+    ab:*) t=${stage#ab:}; timeout $(( $(left) - 20 )) python3 benchmarks/retrieval_ab.py --tasks ${t//,/ } --repeats ${AB_REPEATS:-3} --budget-s ${AB_BUDGET_S:-60} --max-iters ${AB_ITERS:-10} --parallel ${AB_PARALLEL:-4} --work /tmp/ab --out "$OUT/ab" > "$OUT/ab.log" 2>&1; echo "rc=$?" >> "$OUT/ab.log" ;;
     jail) timeout $(( $(left) - 20 )) python3 -m pytest -o addopts='--strict-markers' -p no:cacheprovider -rA tests/optimizer/sandbox/test_jailbreak.py tests/optimizer/sandbox/test_containment.py > "$OUT/jail.log" 2>&1; echo "rc=$?" >> "$OUT/jail.log"; tail -30 "$OUT/jail.log" ;;
     peers) timeout $(( $(left) - 30 )) python3 benchmarks/peers.py --runs benchmarks/runs > "$OUT/peers.log" 2>&1; echo "rc=$?" >> "$OUT/peers.log" ;;
     space) timeout $(( $(left) - 20 )) python3 benchmarks/measure_space.py --workers 14 --tasks ${SPACE_TASKS:-attention rmsnorm softmax swiglu rope matmul} > "$OUT/space.log" 2>&1 ;;

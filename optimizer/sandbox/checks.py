@@ -4,6 +4,8 @@ Errors are measured on a float64 upcast against the task's reference. A shape pa
 only when no element is over ``atol + rtol * |ref|`` (so a kernel right on average but
 wrong at one edge fails) and the relative signed mean error (the bias) stays under
 ``max_bias`` (so a small systematic drift that hides under the elementwise rule fails).
+The bias is relative to the mean |reference|, or to ``atol`` where the reference is
+smaller than that: an output of 0 where the reference underflows to 1e-28 is no drift.
 The guards compare the candidate's inputs with saved copies, look for outputs sharing
 storage with inputs or with earlier outputs, and spot outputs replayed from a cache.
 """
@@ -79,10 +81,11 @@ def _stats_over(outs: Sequence[torch.Tensor], refs: Sequence[torch.Tensor], atol
         elements += o_all.numel()
     count = acc.over
     mean_ref = acc.ref_abs_sum / acc.ref_finite if acc.ref_finite else 0.0
+    scale = max(mean_ref, atol)
     return ErrorStats(
         max_abs_err=acc.max_abs, max_rel_err=acc.max_rel,
         mean_abs_err=acc.abs_sum / acc.finite if acc.finite else 0.0,
-        bias=(acc.diff_sum / acc.finite) / mean_ref if acc.finite and mean_ref > 0 else 0.0,
+        bias=(acc.diff_sum / acc.finite) / scale if acc.finite and scale > 0 else 0.0,
         mismatch_share=count / max(1, elements), mismatches=count,
         elements=elements, first_mismatch=first, nonfinite=acc.nonfinite,
         first_output=first_output, outputs=len(outs),
@@ -181,6 +184,7 @@ def mismatch_location(stats: ErrorStats) -> str:
 def describe_failure(kind: str, label: str, stats: ErrorStats, max_bias: float) -> str:
     if kind == "bias":
         return (f"({label}): systematic bias {stats.bias:+.2e} of the mean |reference| "
+                f"(or of atol, where larger) "
                 f"(limit {max_bias:.0e}), although every element is within tolerance")
     where = f", first at {mismatch_location(stats)}" if stats.first_mismatch else ""
     nan = f", {stats.nonfinite} NaN/inf" if stats.nonfinite else ""

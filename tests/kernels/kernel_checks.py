@@ -84,15 +84,16 @@ def assert_verbose_allclose(
         raise AssertionError(prefix + report)
 
 
-def relative_bias(actual: torch.Tensor, expected: torch.Tensor) -> float:
-    """|mean signed error| / mean |expected|: a drift that stays under atol elementwise."""
+def relative_bias(actual: torch.Tensor, expected: torch.Tensor, atol: float = 0.0) -> float:
+    """|mean signed error| / max(mean |expected|, atol): a drift that stays under the
+    elementwise tolerance (the evaluator's rule, ``optimizer.sandbox.checks``)."""
     a = actual.detach().double().cpu()
     e = expected.detach().double().cpu()
     finite = torch.isfinite(a) & torch.isfinite(e)
     if not finite.any():
         return 0.0
     err = (a - e)[finite].mean().abs()
-    scale = e[finite].abs().mean()
+    scale = max(float(e[finite].abs().mean()), atol)
     return float(err / scale) if scale > 0 else float(err)
 
 
@@ -117,7 +118,7 @@ def assert_task_close(
         if out.dtype != ref.dtype:
             raise AssertionError(f"{where}: dtype {out.dtype} != reference {ref.dtype}")
         assert_verbose_allclose(out, ref, atol=tol.atol, rtol=tol.rtol, label=where)
-        bias = relative_bias(out, ref)
+        bias = relative_bias(out, ref, tol.atol)
         if bias > tol.max_bias:
             raise AssertionError(f"{where}: systematic bias {bias:.3g} > max_bias {tol.max_bias:g}")
 

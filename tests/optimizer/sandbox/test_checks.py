@@ -29,6 +29,17 @@ def test_small_systematic_bias_passes_elementwise_and_fails_bias():
     assert checks.shape_verdict(stats, max_bias=1e-2) is None
 
 
+def test_an_output_of_zero_where_the_reference_underflows_is_no_bias():
+    """GeGLU far in gelu's negative tail: the float64 reference keeps -1.8e-28, a float32
+    kernel gives 0; relative to that reference's own size it read as a 100% drift."""
+    ref = torch.tensor([[-1.8e-28]])
+    stats = checks.error_stats(torch.zeros_like(ref), ref, atol=1e-5, rtol=1e-5)
+    assert stats.mismatches == 0 and abs(stats.bias) < 1e-20
+    assert checks.shape_verdict(stats, max_bias=1e-5) is None
+    drift = checks.error_stats(ref + 5e-6, ref, atol=1e-5, rtol=1e-5)  # half of atol, all one way
+    assert drift.mismatches == 0 and checks.shape_verdict(drift, max_bias=1e-5) == "bias"
+
+
 def test_nan_in_output_is_wrong_but_matching_inf_is_not():
     ref = torch.tensor([1.0, float("inf"), 2.0])
     assert checks.shape_verdict(checks.error_stats(ref.clone(), ref, 1e-3, 1e-3), 1e-3) is None
