@@ -23,7 +23,11 @@ before any candidate code exists:
     gain the judge's ratio does not show, is ``cheat_timer``.
   * after its timed calls, one more call on the same inputs, checked: a kernel that goes
     lazy after its first calls on a buffer (same launches, a device-side count) is
-    ``wrong_result``.
+    ``wrong_result``;
+  * the same number of calls on inputs the kernel has seen and on inputs it has not: a
+    kernel whose answers come from a cache keyed by its inputs (a device-side
+    fingerprint, right on every new input) is fast only on inputs that repeat, as timed
+    calls do, and is ``cheat_cached_output``.
   Only the judge writes the runner's result.
 
 What stays in the worker: provenance (a torch result copied out by a kernel) and the
@@ -64,6 +68,9 @@ GPU_BOUND_MS = 0.5  # per call back to back: above this the GPU sets the pace, n
 REPORTED_SHARE = 0.6  # a reported GPU time under this share of the judge's figure is a lie
 CLAIM_SLACK = 1.3  # a claimed ratio over the judge's ratio by more than this is a lie
 TIMED_MS = 20.0  # judge-timed calls per shape and side: about this long
+FRESH_SETS = 8  # calls on inputs seen against as many on inputs never seen (each once)
+FRESH_MAX_BYTES = 2 << 30  # the fresh sets' GPU memory at most; fewer than 3 fit: skipped
+SEEN_SLACK = 1.3  # fresh inputs slower than seen ones by more than this: a cache
 POLL_S = 0.1
 _PR_SET_DUMPABLE = 4
 
@@ -72,9 +79,12 @@ class JudgeFailure(Exception):
     """The worker's answers broke the protocol, or a check failed: ``kind`` is the
     verdict's error kind."""
 
-    def __init__(self, kind: str, message: str, label: str | None = None):
+    def __init__(self, kind: str, message: str, label: str | None = None,
+                 stage: str | None = None):
         super().__init__(message)
         self.kind, self.label = kind, label
+        # what the clock finds is the performance stage's; the rest is correctness's
+        self.stage = stage or ("performance" if kind == "cheat_timer" else "correctness")
 
 
 def run(request: dict[str, Any], serve_worker: Any) -> int:
@@ -281,8 +291,7 @@ class Judge:
                 lap("clock")
         except JudgeFailure as failure:
             log.info("judge: %s: %s", failure.kind, failure)
-            stage = "performance" if failure.kind == "cheat_timer" else "correctness"
-            report = {**report, "stage": stage, "error_kind": failure.kind,
+            report = {**report, "stage": failure.stage, "error_kind": failure.kind,
                       "error_message": f"the judge: {failure}"[:4000],
                       "failing_shapes": [failure.label] if failure.label else []}
         return {**report, "judge": seen}
@@ -358,6 +367,7 @@ class Judge:
             calls = max(5, min(500, math.ceil(TIMED_MS / max(reported, 1e-3))))
             mine = self.timed(shape, label, "candidate", calls)
             seen["timed"][label] = {"candidate_ms": mine, "reported_ms": reported}
+            self.check_fresh_inputs(shape, label, seen["timed"][label])
             if mine < GPU_BOUND_MS:
                 continue  # launch-bound: wall time says nothing of GPU time here
             if reported < REPORTED_SHARE * mine:
@@ -394,6 +404,48 @@ class Judge:
         if who == "candidate":
             self.check_after_timing(question, shape, label, seed)
         return best
+
+    def check_fresh_inputs(self, shape: tuple[int, ...], label: str,
+                           seen: dict[str, Any]) -> None:
+        """Timed calls repeat their inputs; users' calls do not. The same number of calls
+        on the inputs the judge's clock just used and on inputs made from new seeds, each
+        used once, must take about as long where the GPU sets the pace. An input-keyed
+        cache (the answer kept per buffer and a fingerprint of its values, checked on the
+        device) is right on every new input, so no correctness check sees it; here its
+        fresh calls do the work its repeated ones skip."""
+        per_set = max(1, _input_bytes(self.task, shape, self.dtype))
+        sets = min(FRESH_SETS, FRESH_MAX_BYTES // per_set)
+        if sets < 3:
+            seen["fresh"] = "not checked: inputs too large for 3 fresh sets"
+            return
+        repeated, fresh = self.timed_seen_and_fresh(shape, label, sets)
+        seen.update(seen_inputs_ms=repeated, fresh_inputs_ms=fresh)
+        if fresh >= GPU_BOUND_MS and fresh > SEEN_SLACK * repeated:
+            raise JudgeFailure("cheat_cached_output", (
+                f"({label}) the judge's clock saw {repeated:.4f} ms a call on inputs the "
+                f"kernel had seen and {fresh:.4f} ms on inputs it had not: its answers are "
+                "kept per input, and timed calls, which repeat their inputs, time the "
+                "cache"), label, stage="performance")
+
+    def timed_seen_and_fresh(self, shape: tuple[int, ...], label: str, sets: int
+                             ) -> tuple[float, float]:
+        """ms per call over ``sets`` calls on the clock's inputs (seen) and over one call
+        on each of ``sets`` new input sets (fresh): the lower of two passes each,
+        alternating, so drift reaches both."""
+        question = {"op": "time", "who": "candidate", "shape": list(shape), "calls": sets,
+                    "label": label}
+        repeated = fresh = math.inf
+        with self.turns.exclusive():
+            for _ in range(2):
+                began = time.perf_counter()
+                self.ask({**question, "seed": 0})  # the clock's own inputs, made already
+                repeated = min(repeated, (time.perf_counter() - began) * 1e3 / sets)
+                made = {**question, "fresh": sets, "seed": secrets.randbelow(2**30)}
+                self.ask({**made, "calls": 0})  # made, not timed
+                began = time.perf_counter()
+                self.ask(made)
+                fresh = min(fresh, (time.perf_counter() - began) * 1e3 / sets)
+        return repeated, fresh
 
     def check_after_timing(self, question: dict[str, Any], shape: tuple[int, ...],
                            label: str, seed: int) -> None:

@@ -226,7 +226,7 @@ class Worker:
         """Answer the judge's questions (judge.py) until it says bye: run the kernel on
         inputs it names, or time calls back to back for its own clock."""
         fds = self.request["judge"]
-        timed: dict[tuple[str, str], Any] = {}
+        timed: dict[tuple[str, str, int], Any] = {}
         if self.device == "cuda":  # the checks' cached blocks: the judge needs the room now
             torch.cuda.empty_cache()
         with os.fdopen(fds["ask_fd"], "rb") as questions:
@@ -241,7 +241,7 @@ class Worker:
                 os.write(fds["answer_fd"], (json.dumps(answer) + "\n").encode())
 
     def answer(self, module: ModuleType, question: dict[str, Any], data_fd: int,
-               timed: dict[tuple[str, str], Any]) -> dict[str, Any]:
+               timed: dict[tuple[str, str, int], Any]) -> dict[str, Any]:
         shape = tuple(int(d) for d in question["shape"])
         if question["op"] == "run":
             seed = int(question["seed"])
@@ -256,19 +256,27 @@ class Worker:
             outs = checks.flatten_tensors(out) + [inputs[i] for i in self.mutated]
             return {"tensors": _write_tensors(outs, data_fd)}
         if question["op"] == "time":
-            key = (str(question["who"]), self.task.shape_label(shape))
+            # "fresh": K sets made from K seeds, each timed once, then dropped (the judge's
+            # test for answers kept by input: judge.check_fresh_inputs); asked first with
+            # no calls, so making them is not timed
+            fresh = int(question.get("fresh") or 0)
+            key = (str(question["who"]), self.task.shape_label(shape), fresh)
             if key not in timed:
-                sets = [self.make_inputs(shape, seed=int(question["seed"]))]
+                seed = int(question["seed"])
+                sets = [self.make_inputs(shape, seed=seed + i) for i in range(max(1, fresh))]
                 call = timing.rotating(module.run, sets) if key[0] == "candidate" \
                     else self.parent_run.call(sets)
                 if call is None:
                     raise RuntimeError("the incumbent does not load")
                 timed[key] = call
             check = bool(question.get("check"))
-            for _ in range(int(question["calls"]) - check):
+            calls = int(question["calls"])
+            for _ in range(calls - check):
                 timed[key]()
             if not check:
                 torch.cuda.synchronize()
+                if fresh and calls:
+                    del timed[key]
                 return {}
             # the last of the calls kept, then one more on the same inputs, its output
             # handed to the judge: a kernel that went lazy after its first calls on a

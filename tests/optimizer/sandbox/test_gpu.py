@@ -187,6 +187,20 @@ def test_lazy_after_n_is_caught_by_the_judge_after_its_timed_calls():
     assert "after the judge's timed calls" in result.error_message, result.error_message
 
 
+def test_answers_kept_per_input_are_caught_on_fresh_inputs():
+    """A matmul that copies the answer it kept for inputs it has seen (content_cache.py)
+    is right on every new input; the judge's calls on fresh inputs do the GEMM its timed
+    calls skipped. The naive kernel at the same shape passes that test."""
+    shape = [(4096, 14336, 4096)]  # ~0.7 ms a GEMM: the GPU sets the pace
+    result = evaluate("matmul", (BAD / "content_cache.py").read_text(), shapes=shape)
+    assert result.error_kind == "cheat_cached_output", result.text
+    assert "inputs it had not" in result.error_message, result.error_message
+    honest = evaluate("matmul", get_task("matmul").template, shapes=shape)
+    assert honest.ok, honest.text
+    figures = honest.judge["timed"]["M=4096,N=14336,K=4096"]
+    assert figures["fresh_inputs_ms"] < 1.3 * figures["seen_inputs_ms"], figures
+
+
 def test_matmul_answered_by_cublas_is_rejected():
     result = evaluate("matmul", "import torch\n\n\ndef run(a, b):\n    return a @ b\n",
                       shapes=[(128, 256, 512)])

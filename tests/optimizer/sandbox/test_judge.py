@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from kernelkb.kernels.base import get_task
 from kernelkb.optimizer.sandbox import evaluate
@@ -64,14 +65,19 @@ def test_an_honest_kernel_passes_and_says_what_the_judge_checked() -> None:
 
 
 class _Clocked(Judge):
-    """The clock rule alone: the judge's own figures scripted per side."""
+    """The clock rules alone: the judge's own figures scripted per side, and on inputs
+    seen against fresh ones (the same as ``mine`` unless given)."""
 
-    def __init__(self, mine: float, theirs: float) -> None:
-        self.task = get_task("softmax")
+    def __init__(self, mine: float, theirs: float, fresh: float | None = None) -> None:
+        self.task, self.dtype = get_task("softmax"), torch.float16
         self.figures = {"candidate": mine, "incumbent": theirs}
+        self.fresh = mine if fresh is None else fresh
 
     def timed(self, shape, label, who, calls):
         return self.figures[who]
+
+    def timed_seen_and_fresh(self, shape, label, sets):
+        return self.figures["candidate"], self.fresh
 
 
 def _report(reported: float, claimed: float | None) -> dict:
@@ -99,6 +105,38 @@ def test_the_judges_clock(mine, theirs, reported, claimed, caught) -> None:
     else:
         judge.check_clock(_report(reported, claimed), seen)
         assert seen["timed"]["rows=4096,cols=4096"]["candidate_ms"] == mine
+
+
+@pytest.mark.parametrize(("seen", "fresh", "caught"), [
+    (1.00, 1.05, False),  # the same work on any input
+    (0.06, 0.70, True),   # a copy of a kept answer where the input repeats, a GEMM where not
+    (0.50, 0.80, True),   # kept for every other call: still far from fresh
+    (0.02, 0.30, False),  # launch-bound on fresh inputs: wall time says nothing
+])
+def test_the_judges_clock_on_fresh_inputs(seen, fresh, caught) -> None:
+    """An input-keyed cache (content_cache.py, right on every new input) is fast only on
+    inputs that repeat, as timed calls do."""
+    record = {"timed": {}}
+    judge = _Clocked(seen, seen, fresh)
+    if caught:
+        with pytest.raises(JudgeFailure) as failure:
+            judge.check_clock(_report(seen, None), record)
+        assert (failure.value.kind, failure.value.stage) == ("cheat_cached_output",
+                                                             "performance")
+        assert "inputs it had not" in str(failure.value)
+    else:
+        judge.check_clock(_report(seen, None), record)
+        figures = record["timed"]["rows=4096,cols=4096"]
+        assert (figures["seen_inputs_ms"], figures["fresh_inputs_ms"]) == (seen, fresh)
+
+
+def test_answers_kept_per_input_pass_every_check_on_the_cpu() -> None:
+    """content_cache.py's premise: its answers are right on every new input (a device-side
+    fingerprint of the values, not the buffer's address), so only timing can see it."""
+    source = (BAD / "content_cache.py").read_text()
+    result = evaluate("matmul", source, shapes=[(64, 96, 128), (33, 70, 100)], seeds=2,
+                      timeout_s=120)
+    assert result.ok, result.text
 
 
 def test_a_worker_told_to_skip_the_input_conditions_is_caught() -> None:
