@@ -38,10 +38,12 @@ class Outcome:
 
 def request_for(task: Task, gpu_request: dict[str, Any]) -> dict[str, Any]:
     """The GPU evaluation's request cut to the interpreter's shapes, one seed, no timing,
-    no incumbent: only the checks' calls, which is where the bounds are checked."""
+    no incumbent, no counterfactual call: one checked call a shape, which is where the
+    bounds are checked (the GPU worker makes the others)."""
     shapes = [list(s) for s in (*task.cpu_shapes, *task.edge_shapes)]
     return {**gpu_request, "shapes": shapes, "seeds": 1, "timing": False,
-            "conditions": False, "parent_timings": {}, "parent_source": None}
+            "conditions": False, "bounds_only": True, "parent_timings": {},
+            "parent_source": None}
 
 
 def run(task: Task, gpu_request: dict[str, Any], timeout_s: float = TIMEOUT_S) -> Outcome:

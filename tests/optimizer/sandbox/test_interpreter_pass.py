@@ -49,6 +49,7 @@ def test_the_pass_checks_small_shapes_once_untimed_and_alone():
     request = interpreter_pass.request_for(task, _gpu_request("softmax", task.template))
     assert request["shapes"] == [list(s) for s in (*task.cpu_shapes, *task.edge_shapes)]
     assert (request["seeds"], request["timing"], request["parent_source"]) == (1, False, None)
+    assert request["bounds_only"] and not request["conditions"]  # one checked call a shape
     assert request["seed_base"] == 12345 and request["source"] == task.template
 
 
