@@ -156,6 +156,33 @@ class InputCondition:
     apply: Callable[[tuple[Any, ...], int], tuple[Any, ...]]
 
 
+ROW_PAD = 8  # elements past each row of a strided draw (strided_rows)
+
+
+def strided_rows(mutated: tuple[int, ...] = ()) -> InputCondition:
+    """Every float input of two or more dimensions (but the ones the op writes) as the
+    first columns of a buffer ``ROW_PAD`` wider, NaN past each row: how a slice of a fused
+    projection (q of a qkv matmul) or a padded batch reaches a kernel. A kernel that takes
+    the row stride for the row length, or reads past a row's end, is wrong there."""
+
+    def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
+        return tuple(_in_wider_rows(x) if i not in mutated and isinstance(x, torch.Tensor)
+                     and x.is_floating_point() and x.dim() >= 2 else x
+                     for i, x in enumerate(inputs))
+
+    return InputCondition(
+        "strided rows", f"each row followed by {ROW_PAD} NaNs (a slice of a wider buffer): "
+        "the row stride is not the row length", apply)
+
+
+def _in_wider_rows(x: torch.Tensor) -> torch.Tensor:
+    wider = torch.full((*x.shape[:-1], x.shape[-1] + ROW_PAD), float("nan"),
+                       dtype=x.dtype, device=x.device)
+    view = wider[..., :x.shape[-1]]
+    view.copy_(x)
+    return view
+
+
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -254,6 +281,9 @@ class Task:
     # zero row, positions that are not contiguous): every evaluation checks each one on
     # every shape besides the seeds (optimizer/sandbox/worker.py)
     input_conditions: tuple[InputCondition, ...] = ()
+    # the op is also checked on rows of a wider buffer (strided_rows), a condition added to
+    # the declared ones; False only for an op whose signature takes contiguous tensors
+    strided_rows: bool = True
     # where the template was read from (read_template; None: written inline)
     template_path: str | None = field(default=None, init=False, compare=False)
 
@@ -264,6 +294,10 @@ class Task:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "template_path", getattr(self.template, "path", None))
+        if self.strided_rows and not any(c.name == "strided rows"
+                                         for c in self.input_conditions):
+            object.__setattr__(self, "input_conditions",
+                               (*self.input_conditions, strided_rows(self.mutated_inputs)))
         validate(self, DTYPES, header_constants)
         own = self.launch  # the task's launch sees a whole config (defaults filled in)
         object.__setattr__(self, "launch", lambda config, shape, dtype="float16": (

@@ -310,21 +310,22 @@ class Judge:
         return random.SystemRandom().sample(small, min(SPOT_SHAPES, len(small)))
 
     def spot_check(self, shape: tuple[int, ...], seen: dict[str, Any]) -> None:
-        label = self.task.shape_label(shape)
-        seed = secrets.randbelow(2**30)
-        # the first spot-check meets one of the input conditions the task declares, at
-        # random (a worker rewritten to skip them is caught where the kernel needs
-        # them); the others are plain draws
+        """The first shape meets every input condition the task declares, one draw each
+        (a worker rewritten to skip them is caught wherever the kernel needs one); the
+        others get a plain draw."""
         conditions = list(getattr(self.task, "input_conditions", ()) or ()) \
-            if self.request.get("conditions", True) else []
-        condition = random.SystemRandom().choice(conditions) \
-            if conditions and not seen["spot_checked"] else None
-        if condition is not None:
-            label = f"{label} [{condition.name}]"
-        answer = self.ask({"op": "run", "shape": list(shape), "seed": seed, "label": label,
-                           "condition": condition.name if condition else None})
-        self.compare(shape, label, seed, self.tensors(answer), condition, "on fresh inputs")
-        seen["spot_checked"].append(label)
+            if self.request.get("conditions", True) and not seen["spot_checked"] else []
+        for condition in conditions or [None]:
+            label = self.task.shape_label(shape)
+            if condition is not None:
+                label = f"{label} [{condition.name}]"
+            seed = secrets.randbelow(2**30)
+            answer = self.ask({"op": "run", "shape": list(shape), "seed": seed,
+                               "label": label,
+                               "condition": condition.name if condition else None})
+            self.compare(shape, label, seed, self.tensors(answer), condition,
+                         "on fresh inputs")
+            seen["spot_checked"].append(label)
 
     def compare(self, shape: tuple[int, ...], label: str, seed: int,
                 outs: list[torch.Tensor], condition: Any, where: str) -> None:

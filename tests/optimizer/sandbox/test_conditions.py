@@ -8,6 +8,7 @@ kernel with one line changed, passes the plain draw, and must fail its condition
 from __future__ import annotations
 
 import pytest
+import torch
 
 from kernelkb.kernels.base import get_task
 from kernelkb.optimizer.sandbox import evaluate
@@ -41,6 +42,37 @@ def test_a_kernel_right_only_on_the_plain_draw_fails_its_condition(task_name):
     result = evaluate(task_name, source, shapes=shapes, seeds=2, timeout_s=300)
     assert result.error_kind in ("wrong_result", "bias"), result.text
     assert condition in result.error_message, result.error_message
+
+
+def test_a_kernel_that_takes_the_row_length_for_the_stride_fails_strided_rows():
+    """Matmul declares no condition of its own; every task gets strided rows. Its naive
+    kernel passes A's row stride; the plant passes K, right only where A is contiguous."""
+    task = get_task("matmul")
+    assert [c.name for c in task.input_conditions] == ["strided rows"]
+    source = task.template.replace("                        a.stride(0), a.stride(1), "
+                                   "b.stride(0), b.stride(1),",
+                                   "                        K, a.stride(1), "
+                                   "b.stride(0), b.stride(1),")
+    assert source != task.template, "the planted line moved in matmul's template"
+    shapes = [task.cpu_shapes[0]]
+    plain = evaluate("matmul", source, shapes=shapes, seeds=1, conditions=False)
+    assert plain.ok, plain.text
+    result = evaluate("matmul", source, shapes=shapes, seeds=1)
+    assert result.error_kind == "wrong_result", result.text
+    assert "[strided rows]" in result.error_message, result.error_message
+    honest = evaluate("matmul", task.template, shapes=shapes, seeds=1)
+    assert honest.ok, honest.text
+
+
+def test_strided_rows_keep_the_values_and_leave_written_inputs_alone():
+    from kernelkb.kernels.base import ROW_PAD, strided_rows
+
+    x, cache, w = torch.randn(3, 5), torch.randn(2, 4), torch.randn(5)
+    strided = strided_rows(mutated=(1,)).apply((x, cache, w, 7), 0)
+    assert torch.equal(strided[0], x) and strided[0].stride() == (5 + ROW_PAD, 1)
+    assert strided[0].untyped_storage().nbytes() == 3 * (5 + ROW_PAD) * 4
+    assert strided[1] is cache and strided[2] is w and strided[3] == 7
+    assert get_task("attention").input_conditions[-1].name == "strided rows"
 
 
 def test_every_evaluation_draws_fresh_inputs():
