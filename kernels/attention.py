@@ -221,6 +221,9 @@ TASK = register(
         edge_shapes=(
             (1, 2, 1, 0, 64), (2, 2, 1, 37, 64), (1, 2, 7, 0, 64), (2, 3, 100, 0, 64),
             (1, 2, 9, 13, 32), (1, 2, 33, 63, 128), (1, 1, 1000, 0, 64),
+            # decode past 2048 cached keys: a kernel that looks at a window of the last
+            # 1024 or 2048 keys (every other checked shape has fewer in view) is wrong
+            (1, 2, 1, 2200, 64),
         ),
         cpu_shapes=((1, 2, 16, 0, 32), (1, 2, 40, 24, 64)),
         dtypes=("float16", "bfloat16"),

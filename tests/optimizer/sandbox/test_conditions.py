@@ -1,8 +1,8 @@
 """Fresh inputs every evaluation, and the input conditions each task declares.
 
 The plain draw (3·randn, contiguous positions) hides numerics that users' inputs expose:
-a softmax without the row max, an RMSNorm without eps, a RoPE that assumes each
-sequence's positions run on from its first. Each is planted from the task's own naive
+a softmax without the row max, an RMSNorm without eps, a SwiGLU whose exp overflows, a
+RoPE that assumes each sequence's positions run on from its first. Each is planted from the task's own naive
 kernel with one line changed, passes the plain draw, and must fail its condition."""
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from kernelkb.optimizer.sandbox import evaluate
 PLANTED = {  # task -> (the lines changed: (old, new), ...), the condition that sees it
     "softmax": ((("e = tl.exp(x - tl.max(x, 0))", "e = tl.exp(x)"),), "large logits"),
     "rmsnorm": ((("/ n_cols + eps)", "/ n_cols)"),), "a zero row"),
+    "swiglu": ((("s = g / (1.0 + tl.exp(-g))", "s = g * tl.exp(g) / (1.0 + tl.exp(g))"),),
+               "large gates"),
     # each token's position as its sequence's first plus its index, worked out in the
     # kernel (torch arithmetic on the positions would be caught by the Triton-only rule
     # first): the sequence length goes in where the table length goes, which the kernel
@@ -62,6 +64,23 @@ def test_a_kernel_that_takes_the_row_length_for_the_stride_fails_strided_rows():
     assert "[strided rows]" in result.error_message, result.error_message
     honest = evaluate("matmul", task.template, shapes=shapes, seeds=1)
     assert honest.ok, honest.text
+
+
+def test_attention_over_a_window_of_the_last_keys_fails_the_long_decode_shape():
+    """A key loop that starts 1024 keys before the end is right wherever fewer are in
+    view, which every checked shape but the decode step past 2048 cached keys has."""
+    task = get_task("attention")
+    loop = ("    for start in range(full_end, diag_end, BN):\n"
+            "        acc, m_i, l_i = _attend_block(")
+    assert task.template.count(loop) == 1, "the planted line moved in attention's template"
+    source = task.template.replace(loop, loop.replace(
+        "range(full_end,", "range(tl.maximum(full_end, (total - 1024) // BN * BN),"))
+    short = [s for s in task.edge_shapes if s[2] + s[3] <= 1024][:2]
+    assert evaluate("attention", source, shapes=short, seeds=1).ok
+    long_decode = (1, 2, 1, 2200, 64)
+    assert long_decode in task.edge_shapes
+    result = evaluate("attention", source, shapes=[long_decode], seeds=1)
+    assert result.error_kind == "wrong_result", result.text
 
 
 def test_strided_rows_keep_the_values_and_leave_written_inputs_alone():
