@@ -110,11 +110,21 @@ def _zero_row(inputs: tuple, seed: int) -> tuple:
     return (x, inputs[1])
 
 
+def _quiet_row(inputs: tuple, seed: int) -> tuple:
+    x = inputs[0].clone()
+    row = seed % x.shape[0]
+    x[row] = x[row] * 1e-3
+    return (x, inputs[1])
+
+
 CONDITIONS = (
     InputCondition("a zero row", "padding tokens are all zero: without eps, 0/0 is NaN",
                    _zero_row),
     InputCondition("large values", "100·randn: squares past fp16's 65504 unless accumulated "
                    "in fp32", lambda inputs, seed: (inputs[0] * 50, inputs[1])),
+    InputCondition("a near-silent row", "one row at 1e-3 of the others: its mean square is "
+                   "near eps, so eps must be added as the reference adds it, not only where "
+                   "the row is exactly zero", _quiet_row),
 )
 
 TASK = register(

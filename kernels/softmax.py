@@ -123,6 +123,9 @@ CONDITIONS = (
                    "row max is subtracted first", lambda inputs, seed: (inputs[0] * (40 / 3),)),
     InputCondition("offset logits", "every logit +100: softmax does not move, exp does",
                    lambda inputs, seed: (inputs[0] + 100,)),
+    InputCondition("negative logits", "every logit -100: a row max that counts the masked "
+                   "padding as 0 is 100 too high, and exp underflows",
+                   lambda inputs, seed: (inputs[0] - 100,)),
 )
 
 TASK = register(

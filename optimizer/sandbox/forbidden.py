@@ -52,7 +52,10 @@ _MODE_EXITS = (("torch._C", "_DisableTorchDispatch"), ("torch._C", "_DisablePyth
                ("torch._C", "_pop_torch_dispatch_stack"), ("torch._C", "_unset_dispatch_mode"),
                ("torch.utils._python_dispatch", "_pop_mode_temporarily"),
                ("torch.utils._python_dispatch", "_disable_current_modes"),
-               ("torch.utils._python_dispatch", "_pop_mode"))
+               ("torch.utils._python_dispatch", "_pop_mode"),
+               # dispatch keys dropped or forced, or an op sent below the Python key
+               ("torch._C", "_ExcludeDispatchKeyGuard"), ("torch._C", "_ForceDispatchKeyGuard"),
+               ("torch._ops.OpOverload", "redispatch"))
 # GPU work launched where neither the dispatch mode nor the launch tracking sees it
 _UNSEEN_GPU_WORK = ("torch.cuda.graphs.CUDAGraph.capture_begin",
                     "torch.cuda.graphs.CUDAGraph.replay", "torch._C._CUDAGraph.capture_begin",

@@ -23,7 +23,8 @@ How it is seen, on the GPU and in the interpreter alike:
   computed into any of its arguments (a torch result copied out by a kernel, RMSNorm's
   rstd computed in torch and applied in the kernel); a kernel defined outside the
   candidate's file (a library's, an inductor-generated one) counts as foreign compute;
-* host escapes are recorded: ``Tensor.numpy``/``tolist``/``__dlpack__`` on data, and
+* host escapes are recorded: ``Tensor.numpy``/``tolist``/``__dlpack__``/``item``,
+  ``storage().tolist`` and ``torch.utils.dlpack.to_dlpack`` on data, and
   (an audit hook, which cannot be removed) ctypes calls and new processes inside ``run``;
 * a counterfactual call whose Triton launches run on decoy copies of the data (each
   float tensor that holds data swapped for the same view of a fresh random draw at its
@@ -122,6 +123,19 @@ def _key(t: torch.Tensor) -> tuple[int, int] | None:
     return (storage._cdata, ptr) if ptr else None
 
 
+def _pointer_objects(value: Any) -> list[str]:
+    """Launch arguments Triton reads as pointers (they have ``data_ptr``) that are neither
+    tensors nor a descriptor around one: their data reaches the kernel past the tracker."""
+    odd = []
+    for leaf in tree_leaves(value):
+        if isinstance(leaf, torch.Tensor) or isinstance(getattr(leaf, "base", None),
+                                                        torch.Tensor):
+            continue
+        if callable(getattr(leaf, "data_ptr", None)):
+            odd.append(type(leaf).__name__)
+    return odd
+
+
 def _tensors(value: Any) -> list[torch.Tensor]:
     found = []
     for leaf in tree_leaves(value):
@@ -218,6 +232,8 @@ class Tracker(TorchDispatchMode):
         elif getattr(func, "is_view", False):
             return  # same storage, same values
         elif name in MOVEMENT_OPS:
+            if name == "aten::_local_scalar_dense" and read:  # .item(): a value on the host
+                self.host_read("Tensor.item", read[0])
             result = self._union(read)
         else:
             result = self._union(read)
@@ -290,6 +306,10 @@ class Tracker(TorchDispatchMode):
         name, where = _kernel_identity(fn)
         own = where == self.candidate_file
         tensors = _tensors((args, kwargs))
+        if odd := _pointer_objects((args, kwargs)):
+            self.escapes.append(f"a launch of {name} was given {', '.join(sorted(set(odd)))}, "
+                                "not a tensor but read as a pointer: its data is out of "
+                                "sight; pass tensors")
         # what torch computed on the data, or made from host values, and handed to the
         # kernel stays with what the kernel writes: a torch result copied out by a kernel
         # is still torch's (which argument a kernel writes is not known: all of them). A
@@ -401,9 +421,15 @@ class Tracker(TorchDispatchMode):
         if self.counted <= SAMPLE_FIRST or _RANDOM() < SAMPLE_SHARE:
             self.sampled.add((name, _signature(grid, args, kwargs)))
 
-    def host_read(self, what: str, t: torch.Tensor) -> None:
-        if self._watching() and self.prov(t).data:
-            self.escapes.append(f"Tensor.{what}() read the data on the host")
+    def host_read(self, what: str, t: Any) -> None:
+        """``t`` a tensor or a storage (``storage().tolist()`` reads it whole)."""
+        storage = t if isinstance(t, torch.UntypedStorage) else \
+            getattr(t, "_untyped_storage", None)
+        key = ((storage._cdata, storage.data_ptr()) if storage is not None
+               else _key(t) if isinstance(t, torch.Tensor) else None)
+        prov = self.provs.get(key) if key is not None else None
+        if prov is not None and prov.data and self._watching():
+            self.escapes.append(f"{what}() read the data on the host")
 
     def audit(self, event: str, args: Any) -> None:
         if not event.startswith(_AUDITED) or event.startswith(_IGNORED_AUDIT):
@@ -634,13 +660,26 @@ def _wrap_compiled_runner() -> None:
 
 
 def _wrap_host_reads() -> None:
-    for name in ("numpy", "tolist", "__dlpack__"):
-        original = getattr(torch.Tensor, name)
+    """Ways a tensor's or a storage's values reach the host past the dispatch mode."""
+    import torch.utils.dlpack
 
-        def wrapper(self: torch.Tensor, *args: Any, _original: Any = original,
-                    _name: str = name, **kwargs: Any) -> Any:
+    for owner, name in ((torch.Tensor, "numpy"), (torch.Tensor, "tolist"),
+                        (torch.Tensor, "__dlpack__"), (torch.UntypedStorage, "tolist"),
+                        (torch.TypedStorage, "tolist")):
+        original = getattr(owner, name)
+
+        def wrapper(self: Any, *args: Any, _original: Any = original,
+                    _name: str = f"{owner.__name__}.{name}", **kwargs: Any) -> Any:
             if _TRACKER is not None:
                 _TRACKER.host_read(_name, self)
             return _original(self, *args, **kwargs)
 
-        setattr(torch.Tensor, name, wrapper)
+        setattr(owner, name, wrapper)
+    to_dlpack = torch.utils.dlpack.to_dlpack
+
+    def to_dlpack_read(t: Any, *args: Any, **kwargs: Any) -> Any:
+        if _TRACKER is not None:
+            _TRACKER.host_read("torch.utils.dlpack.to_dlpack", t)
+        return to_dlpack(t, *args, **kwargs)
+
+    torch.utils.dlpack.to_dlpack = to_dlpack_read  # type: ignore[assignment]

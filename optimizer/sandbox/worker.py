@@ -410,8 +410,13 @@ class Worker:
                 out = run(*inputs)
             if self.device == "cuda":
                 torch.cuda.synchronize()
-        except Exception:  # noqa: BLE001 - failing without its kernels is the honest outcome
-            return
+        except Exception as err:  # noqa: BLE001 - the candidate's, named in the failure
+            # its kernels ran, on other data of the same kind: an honest run() does not
+            # fail there, and one that fails only there has told this call apart
+            raise ShapeFailure("torch_compute", (
+                f"({label}): run() raised when its kernels were given other data of the "
+                f"same kind ({type(err).__name__}: {str(err)[:200]}); it ran on the plain "
+                "call, so it tells the counterfactual call apart")) from None
         finally:
             self.guard(f"after a call on ({label})")
         if checks.plain_tensor_problem(out):

@@ -2,16 +2,21 @@
 
 The plain draw (3·randn, contiguous positions) hides numerics that users' inputs expose:
 a softmax without the row max, an RMSNorm without eps, a SwiGLU whose exp overflows, a
-RoPE that assumes each sequence's positions run on from its first. Each is planted from the task's own naive
-kernel with one line changed, passes the plain draw, and must fail its condition."""
+RoPE that assumes each sequence's positions run on from its first. Each is planted from
+the task's own naive kernel with one line changed, passes the plain draw, and must fail
+its condition."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 import torch
 
 from kernelkb.kernels.base import get_task
 from kernelkb.optimizer.sandbox import evaluate
+
+BAD = Path(__file__).parents[2] / "bad_kernels"
 
 PLANTED = {  # task -> (the lines changed: (old, new), ...), the condition that sees it
     "softmax": ((("e = tl.exp(x - tl.max(x, 0))", "e = tl.exp(x)"),), "large logits"),
@@ -92,6 +97,18 @@ def test_strided_rows_keep_the_values_and_leave_written_inputs_alone():
     assert strided[0].untyped_storage().nbytes() == 3 * (5 + ROW_PAD) * 4
     assert strided[1] is cache and strided[2] is w and strided[3] == 7
     assert get_task("attention").input_conditions[-1].name == "strided rows"
+
+
+@pytest.mark.parametrize(("name", "task_name", "condition"), [
+    ("softmax_pad_zero", "softmax", "negative logits"),  # padding counted in the row max
+    ("rmsnorm_eps_zero_row", "rmsnorm", "a near-silent row"),  # eps only for a zero row
+])
+def test_numerics_right_only_where_the_other_conditions_look_fail(name, task_name, condition):
+    source = (BAD / f"{name}.py").read_text()
+    shapes = [get_task(task_name).cpu_shapes[-1]]
+    result = evaluate(task_name, source, shapes=shapes, seeds=1, dtype="float32")
+    assert result.error_kind in ("wrong_result", "bias"), result.text
+    assert f"[{condition}]" in result.error_message, result.error_message
 
 
 def test_every_evaluation_draws_fresh_inputs():

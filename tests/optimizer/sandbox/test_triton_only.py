@@ -45,7 +45,8 @@ CHEATS = {
     "calls_reference": "aten::_softmax ran inside run()",
     "foreign_kernel": "only kernels not defined in it: softmax_kernel",
     "numpy_view_write": "still correct with every Triton launch run on decoy copies",
-    "counterfactual_probe": "still correct with every Triton launch run on decoy copies",
+    # its probe's flag read with .item(): a host read, refused before the counterfactual
+    "counterfactual_probe": "Tensor.item() read the data on the host",
     "nan_sniffs_counterfactual": "still correct with every Triton launch run on decoy copies",
     "torch_copied_out": "aten::_softmax ran inside run() on the data and its result reached "
                         "output 0",
@@ -93,6 +94,41 @@ def test_work_the_dispatch_mode_cannot_see_is_refused(name, tmp_path):
     what, when = REFUSED_CALLS[name]
     assert what in result["error_message"] and f"(seen {when})" in result["error_message"]
     assert "must come from the candidate's Triton kernels" in result["error_message"]
+
+
+# routes past the dispatch mode, the launch tracking or the counterfactual (each passed
+# every check before): planted file -> what the message must name
+PAST_THE_TRACKER = {
+    "excl_key_guard": "torch._C._ExcludeDispatchKeyGuard at line",
+    "redispatch_below_python": "torch._ops.OpOverload.redispatch at line",
+    "duck_pointer": "was given _Ptr, not a tensor but read as a pointer",
+    "dlpack_numpy": "torch.utils.dlpack.to_dlpack() read the data on the host",
+    "storage_tolist_frombuffer": "TypedStorage.tolist() read the data on the host",
+    "poison_sniff_item": "Tensor.item() read the data on the host",
+    "raise_on_decoy": "Tensor.item() read the data on the host",  # its probe's read
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAST_THE_TRACKER))
+def test_routes_past_the_tracker_are_refused(name, tmp_path):
+    result = run_worker_here((BAD / f"{name}.py").read_text(), tmp_path)
+    assert result["error_kind"] == "torch_compute", result.get("error_message")
+    assert PAST_THE_TRACKER[name] in result["error_message"], result["error_message"]
+
+
+def test_failing_only_on_the_counterfactual_call_is_refused(tmp_path):
+    """Fresh allocations there are random draws; a candidate that sniffs one (no data, so
+    reading it is no host read of the data) and raises only then tells that call apart:
+    failing there is no longer taken for the honest outcome."""
+    sniff = ("def run(x):\n"
+             "    probe = torch.empty(256, dtype=torch.float64).tolist()\n"
+             "    if sum(1 for v in probe if 1e-3 < abs(v) < 10) > 128:\n"
+             "        raise RuntimeError('the counterfactual call')\n")
+    source = get_task("softmax").template.replace("def run(x):\n", sniff, 1)
+    result = run_worker_here(source, tmp_path)
+    assert result["error_kind"] == "torch_compute", result.get("error_message")
+    assert "raised when its kernels were given other data of the same kind" in \
+        result["error_message"] and "the counterfactual call" in result["error_message"]
 
 
 def test_a_tensor_subclass_output_is_refused(tmp_path):

@@ -1,0 +1,47 @@
+"""Cheat: pure-Python host compute through the STORAGE API: x.storage().tolist() (TypedStorage,
+not the wrapped Tensor.tolist), math.exp in Python, array('e') + torch.frombuffer (no aten
+op makes it: "unseen", which a launch does not carry), copied into the output by an own
+kernel. x staged through an own copy kernel so the counterfactual's decoys flow through.
+Expected: torch_compute.
+"""
+import math
+import warnings
+from array import array
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_rows(dst, src, n_cols, s_src, s_dst, BLOCK: tl.constexpr):
+    # one row per program: dst[row] = src[row]
+    r = tl.program_id(0).to(tl.int64)
+    c = tl.arange(0, BLOCK)
+    m = c < n_cols
+    v = tl.load(src + r * s_src + c, mask=m, other=0.0)
+    tl.store(dst + r * s_dst + c, v.to(dst.dtype.element_ty), mask=m)
+
+
+def _copy(src, dst):
+    rows, cols = src.shape
+    copy_rows[(rows,)](dst, src, cols, src.stride(0), dst.stride(0),
+                       BLOCK=triton.next_power_of_2(cols))
+    return dst
+
+
+def run(x):
+    rows, cols = x.shape
+    staged = _copy(x, torch.empty((rows, cols), dtype=x.dtype, device=x.device))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        flat = staged.storage().tolist()
+    res = array("f")
+    for r in range(rows):
+        row = flat[r * cols:(r + 1) * cols]
+        m = max(row)
+        e = [math.exp(v - m) for v in row]
+        s = sum(e)
+        res.extend(v / s for v in e)
+    y = torch.frombuffer(res, dtype=torch.float32).view(rows, cols)
+    return _copy(y, torch.empty_like(staged))
