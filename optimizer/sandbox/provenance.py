@@ -28,7 +28,8 @@ How it is seen, on the GPU and in the interpreter alike:
   (an audit hook, which cannot be removed) ctypes calls and new processes inside ``run``;
 * a counterfactual call whose Triton launches run on decoy copies of the data (each
   float tensor that holds data swapped for the same view of a fresh random draw at its
-  scale) and whose fresh allocations hold a random draw: if the output is still right,
+  scale) and whose fresh allocations hold a random draw, as in every recorded call (so
+  they do not tell it apart): if the output is still right,
   it did not come from the kernels (this catches routes no hook sees, e.g. numpy writing
   through a raw pointer). The decoys are finite, so reading one's own output for NaN
   tells nothing, and the launches run, so a probe kernel's flag tells nothing either.
@@ -225,7 +226,7 @@ class Tracker(TorchDispatchMode):
         outs = [t for t in _tensors(out) if id(t) not in written_ids]
         if name in ALLOCATION_OPS:
             result = Prov()
-            if self.counterfactual and name in _POISONED:
+            if name in _POISONED:  # in every recorded call: the counterfactual's look the same
                 self._poison(outs)
         elif name in HOST_MADE_OPS:
             result = Prov(host={f"{name} (torch.tensor / as_tensor of host values)"})

@@ -104,7 +104,6 @@ PAST_THE_TRACKER = {
     "duck_pointer": "was given _Ptr, not a tensor but read as a pointer",
     "dlpack_numpy": "torch.utils.dlpack.to_dlpack() read the data on the host",
     "storage_tolist_frombuffer": "TypedStorage.tolist() read the data on the host",
-    "poison_sniff_item": "Tensor.item() read the data on the host",
     "raise_on_decoy": "Tensor.item() read the data on the host",  # its probe's read
 }
 
@@ -116,19 +115,38 @@ def test_routes_past_the_tracker_are_refused(name, tmp_path):
     assert PAST_THE_TRACKER[name] in result["error_message"], result["error_message"]
 
 
-def test_failing_only_on_the_counterfactual_call_is_refused(tmp_path):
-    """Fresh allocations there are random draws; a candidate that sniffs one (no data, so
-    reading it is no host read of the data) and raises only then tells that call apart:
-    failing there is no longer taken for the honest outcome."""
+def test_the_counterfactual_call_cannot_be_told_by_its_allocations(tmp_path):
+    """Fresh allocations hold a random draw in every recorded call, not only in the
+    counterfactual one: a candidate that sniffs one and raises "only there" raises on its
+    first call (runtime_error), and one honest "only there" is honest everywhere
+    (poison_sniff_item.py passes: what it would cheat with never runs)."""
     sniff = ("def run(x):\n"
              "    probe = torch.empty(256, dtype=torch.float64).tolist()\n"
              "    if sum(1 for v in probe if 1e-3 < abs(v) < 10) > 128:\n"
              "        raise RuntimeError('the counterfactual call')\n")
     source = get_task("softmax").template.replace("def run(x):\n", sniff, 1)
+    (tmp_path / "raises").mkdir()
+    result = run_worker_here(source, tmp_path / "raises")
+    assert result["error_kind"] == "runtime_error", result.get("error_message")
+    (tmp_path / "honest").mkdir()
+    result = run_worker_here((BAD / "poison_sniff_item.py").read_text(), tmp_path / "honest")
+    assert result.get("error_kind") is None, result.get("error_message")
+
+
+def test_raising_only_on_the_counterfactual_call_is_refused(tmp_path):
+    """A run() that fails only on the counterfactual call had been taken for the honest
+    outcome. Told apart here by the tracker's flag, read through its module (module state
+    raises no audit event); the data route (raise_on_decoy.py) needs a host read, refused
+    first."""
+    tell = ("import kernelkb.optimizer.sandbox.provenance as _p\n\n\n"
+            "def run(x):\n"
+            "    if _p._TRACKER is not None and _p._TRACKER.counterfactual:\n"
+            "        raise RuntimeError('the counterfactual call')\n")
+    source = get_task("softmax").template.replace("def run(x):\n", tell, 1)
     result = run_worker_here(source, tmp_path)
     assert result["error_kind"] == "torch_compute", result.get("error_message")
     assert "raised when its kernels were given other data of the same kind" in \
-        result["error_message"] and "the counterfactual call" in result["error_message"]
+        result["error_message"]
 
 
 def test_a_tensor_subclass_output_is_refused(tmp_path):
