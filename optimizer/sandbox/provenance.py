@@ -117,10 +117,13 @@ class Launch:
 
 def _key(t: torch.Tensor) -> tuple[int, int] | None:
     try:
-        storage = t.untyped_storage()
-        ptr = storage.data_ptr()
+        return _storage_key(t.untyped_storage())
     except (RuntimeError, NotImplementedError):
         return None
+
+
+def _storage_key(storage: torch.UntypedStorage) -> tuple[int, int] | None:
+    ptr = storage.data_ptr()
     return (storage._cdata, ptr) if ptr else None
 
 
@@ -425,8 +428,8 @@ class Tracker(TorchDispatchMode):
     def host_read(self, what: str, t: Any) -> None:
         """``t`` a tensor or a storage (``storage().tolist()`` reads it whole)."""
         storage = t if isinstance(t, torch.UntypedStorage) else \
-            getattr(t, "_untyped_storage", None)
-        key = ((storage._cdata, storage.data_ptr()) if storage is not None
+            getattr(t, "_untyped_storage", None)  # a TypedStorage's
+        key = (_storage_key(storage) if storage is not None
                else _key(t) if isinstance(t, torch.Tensor) else None)
         prov = self.provs.get(key) if key is not None else None
         if prov is not None and prov.data and self._watching():
