@@ -156,7 +156,10 @@ class InputCondition:
     apply: Callable[[tuple[Any, ...], int], tuple[Any, ...]]
 
 
-ROW_PAD = 8  # elements past each row of a strided draw (strided_rows)
+# elements past each row of a strided draw (strided_rows): 16, so a row stride keeps the
+# row length's divisibility by 16, which Triton specialises an integer argument on: the
+# strided draw is then no new compilation of a kernel the plain draws compiled already
+ROW_PAD = 16
 
 
 def strided_rows(mutated: tuple[int, ...] = ()) -> InputCondition:
@@ -284,6 +287,9 @@ class Task:
     # the op is also checked on rows of a wider buffer (strided_rows), a condition added to
     # the declared ones; False only for an op whose signature takes contiguous tensors
     strided_rows: bool = True
+    # the judge also checks one shape no list names, drawn within the lists' bounds
+    # (kernels/drawn_shapes.py); False only for an op whose shapes are a closed set
+    drawn_shapes: bool = True
     # where the template was read from (read_template; None: written inline)
     template_path: str | None = field(default=None, init=False, compare=False)
 

@@ -1,5 +1,5 @@
-"""Calls the candidate may not make: starting threads, stepping out of the dispatch mode,
-launching GPU work that neither the mode nor the launch tracking sees.
+"""Calls the candidate may not make: starting threads, stepping out of the dispatch mode
+or reading it, launching GPU work that neither the mode nor the launch tracking sees.
 
 Why: the dispatch mode that records every torch op (provenance.py) sees only the thread it
 runs on, and only while it is on the stack. A candidate could compute its answer with
@@ -22,6 +22,9 @@ How it is seen, checked after the import and after every call:
 * a Python thread alive that was neither there before the import nor started by the
   harness counts too: a start through a starter the candidate kept from before the
   recorder (its closure, ``gc``) is still a running thread;
+* the readers of the dispatch mode stack are refused outright (they raise): the mode
+  on the stack is the tracker, and a candidate holding it could read which call is the
+  counterfactual one or switch its recording off around a torch op;
 * GPU work launched past both: a CUDA graph's capture and replay (torch.softmax captured
   on an empty buffer computes nothing the mode would call data; replayed after the data
   is copied in, it computes the answer where nothing records it), and jiterator kernels,
@@ -56,6 +59,13 @@ _MODE_EXITS = (("torch._C", "_DisableTorchDispatch"), ("torch._C", "_DisablePyth
                # dispatch keys dropped or forced, or an op sent below the Python key
                ("torch._C", "_ExcludeDispatchKeyGuard"), ("torch._C", "_ForceDispatchKeyGuard"),
                ("torch._ops.OpOverload", "redispatch"))
+# reads of the dispatch mode stack: what is on it while run() is recorded is the
+# evaluator's tracker, whose flags say which call is the counterfactual one and whether
+# torch work is recorded (the alias _python_dispatch keeps of torch._C's reader too)
+_MODE_READS = (("torch.utils._python_dispatch", "_get_current_dispatch_mode"),
+               ("torch.utils._python_dispatch", "_get_current_dispatch_mode_stack"),
+               ("torch.utils._python_dispatch", "_get_dispatch_stack_at"),
+               ("torch._C", "_get_dispatch_stack_at"), ("torch._C", "_get_dispatch_mode"))
 # GPU work launched where neither the dispatch mode nor the launch tracking sees it
 _UNSEEN_GPU_WORK = ("torch.cuda.graphs.CUDAGraph.capture_begin",
                     "torch.cuda.graphs.CUDAGraph.replay", "torch._C._CUDAGraph.capture_begin",
@@ -85,12 +95,16 @@ class Forbidden:
         self.started: list[str] = []  # where the candidate started a thread
         self.exits: list[str] = []  # which way out of the mode, and where
         self.unseen: list[str] = []  # which GPU work past the mode and the launches, where
+        self.reads: list[str] = []  # which read of the dispatch mode stack, where
         self._harness: set[int] = set()
         self._lock = threading.Lock()
         for module, name in _STARTERS:
             self._wrap(module, name, self._recording_start)
         for module, name in _MODE_EXITS:
             self._wrap(module, name, functools.partial(self._recording_exit,
+                                                       what=f"{module}.{name}"))
+        for module, name in _MODE_READS:
+            self._wrap(module, name, functools.partial(self._refusing_read,
                                                        what=f"{module}.{name}"))
         for path in _UNSEEN_GPU_WORK:
             owner, name = path.rsplit(".", 1)
@@ -119,7 +133,7 @@ class Forbidden:
         """One evaluation: threads alive now are the harness's."""
         with self._lock:
             self._is_candidate = is_candidate
-            self.started, self.exits, self.unseen = [], [], []
+            self.started, self.exits, self.unseen, self.reads = [], [], [], []
             self._harness = set(sys._current_frames())
 
     def _recording_start(self, start: Callable[..., Any]) -> Callable[..., Any]:
@@ -145,6 +159,30 @@ class Forbidden:
             return call(*args, **kwargs)
 
         return recorded
+
+    def _refusing_read(self, call: Callable[..., Any], what: str) -> Callable[..., Any]:
+        @functools.wraps(call)
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            where = self._candidate_frame()
+            if where:
+                with self._lock:
+                    self.reads.append(f"{what} at {where}")
+                raise PermissionError(f"{what}: the dispatch mode on the stack is the "
+                                      "evaluator's, not the candidate's to read")
+            return call(*args, **kwargs)
+
+        return refused
+
+    def reached(self) -> str | None:
+        """The candidate's reads of the dispatch mode stack (refused), or None: reaching
+        into the harness, like the reads introspection.py refuses."""
+        with self._lock:
+            reads = list(dict.fromkeys(self.reads))
+        if not reads:
+            return None
+        return (f"the candidate reached into the evaluator ({', '.join(reads[:3])} of "
+                "candidate.py): the dispatch mode on the stack is the evaluator's tracker, "
+                "and a kernel's wrapper has no use for it")
 
     def _recording_unseen(self, call: Callable[..., Any], what: str) -> Callable[..., Any]:
         @functools.wraps(call)

@@ -21,6 +21,11 @@ before any candidate code exists:
     timed by the judge around the worker's answer; where the calls are bound by GPU work
     (``GPU_BOUND_MS``), a reported GPU time far under the judge's figure, or a claimed
     gain the judge's ratio does not show, is ``cheat_timer``.
+  * one more shape, drawn within the bounds of the shapes asked and named by no list of
+    the task's, under every input condition: a kernel safe only on the shapes it could
+    read from the lists is ``wrong_result``. The worker checks with autograd on; the
+    judge's runs are under ``torch.inference_mode()`` and, on the drawn shape,
+    ``torch.no_grad()``: a kernel safe only in the state the checks run in is caught too;
   * after its timed calls, one more call on the same inputs, checked: a kernel that goes
     lazy after its first calls on a buffer (same launches, a device-side count) is
     ``wrong_result``;
@@ -71,6 +76,13 @@ TIMED_MS = 20.0  # judge-timed calls per shape and side: about this long
 FRESH_SETS = 8  # calls on inputs seen against as many on inputs never seen (each once)
 FRESH_MAX_BYTES = 2 << 30  # the fresh sets' GPU memory at most; fewer than 3 fit: skipped
 SEEN_SLACK = 1.3  # fresh inputs slower than seen ones by more than this: a cache
+DRAWN_MAX_BYTES = 256 << 20  # a drawn shape's inputs and outputs at most (kernels/drawn_shapes)
+DRAWN_TRIES = 4  # drawn shapes the reference may refuse before none is checked
+# the autograd state of the judge's runs (worker.GRAD_MODES): the worker checks with autograd
+# on, the first spot-checked shape runs under inference mode and the drawn shape under
+# no_grad, so every input condition is met in each state users call an op in
+GRAD_WORDS = {"enabled": "autograd", "no_grad": "torch.no_grad()",
+              "inference": "torch.inference_mode()"}
 POLL_S = 0.1
 _PR_SET_DUMPABLE = 4
 
@@ -284,6 +296,8 @@ class Judge:
                 lap("CUDA context")
             for shape in self.spot_shapes(report):
                 self.spot_check(shape, seen)
+            if self.request.get("conditions", True) and getattr(self.task, "drawn_shapes", True):
+                self.check_drawn_shape(seen)
             lap("spot checks")
             if self.request.get("timing") and torch.cuda.is_available() \
                     and report.get("gpu"):
@@ -309,10 +323,11 @@ class Judge:
                  if _input_bytes(self.task, s, self.dtype) <= SPOT_MAX_BYTES] or by_size[:1]
         return random.SystemRandom().sample(small, min(SPOT_SHAPES, len(small)))
 
-    def spot_check(self, shape: tuple[int, ...], seen: dict[str, Any]) -> None:
+    def spot_check(self, shape: tuple[int, ...], seen: dict[str, Any], grad: str = "inference",
+                   where: str = "on fresh inputs") -> None:
         """The first shape meets every input condition the task declares, one draw each
         (a worker rewritten to skip them is caught wherever the kernel needs one); the
-        others get a plain draw."""
+        others get a plain draw. Run in the autograd state ``grad`` (worker.GRAD_MODES)."""
         conditions = list(getattr(self.task, "input_conditions", ()) or ()) \
             if self.request.get("conditions", True) and not seen["spot_checked"] else []
         for condition in conditions or [None]:
@@ -321,11 +336,58 @@ class Judge:
                 label = f"{label} [{condition.name}]"
             seed = secrets.randbelow(2**30)
             answer = self.ask({"op": "run", "shape": list(shape), "seed": seed,
-                               "label": label,
+                               "label": label, "grad": grad,
                                "condition": condition.name if condition else None})
             self.compare(shape, label, seed, self.tensors(answer), condition,
-                         "on fresh inputs")
+                         f"{where}, called under {GRAD_WORDS[grad]}")
             seen["spot_checked"].append(label)
+
+    def check_drawn_shape(self, seen: dict[str, Any]) -> None:
+        """A shape no list of the task names (kernels/drawn_shapes.py), under every input
+        condition, in the other autograd state users call in: a kernel that is safe only
+        on the shapes it could read from the task's lists, or only with autograd on as
+        the worker's checks run it, is wrong here."""
+        shape = self.drawn_shape()
+        seen["drawn_shape"] = self.task.shape_label(shape) if shape else None
+        if shape is None:
+            return
+        checked, seen["spot_checked"] = seen["spot_checked"], []  # every condition again
+        try:
+            self.spot_check(shape, seen, grad="no_grad",
+                            where="on a shape no list of the task names, on fresh inputs")
+        finally:
+            seen["spot_checked"] = checked + seen["spot_checked"]
+
+    def drawn_shape(self) -> tuple[int, ...] | None:
+        """Drawn within the bounds of the shapes the judge asked for and the task's edge
+        shapes, no larger than the largest asked nor ``DRAWN_MAX_BYTES``, and one the
+        task's reference accepts; None where none is."""
+        from kernelkb.kernels.drawn_shapes import draw_shape
+
+        asked = [tuple(int(d) for d in s) for s in self.request["shapes"]]
+        declared = [*self.task.sweep_shapes, *self.task.edge_shapes, *self.task.cpu_shapes]
+        among = list(dict.fromkeys([*asked, *self.task.edge_shapes]))  # bounds, one shape asked too
+
+        def size(shape: tuple[int, ...]) -> int:
+            return _input_bytes(self.task, shape, self.dtype)
+
+        cap = min(DRAWN_MAX_BYTES, max(size(s) for s in asked))
+        rng = random.SystemRandom()
+        for _ in range(DRAWN_TRIES):
+            shape = draw_shape(among, declared, size, cap, rng)
+            if shape is None or self.reference_accepts(shape):
+                return shape
+        return None
+
+    def reference_accepts(self, shape: tuple[int, ...]) -> bool:
+        """Whether the task's own inputs and reference take ``shape`` (a drawn one may
+        break a relation the lists keep, e.g. heads a multiple of kv heads)."""
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        try:
+            self.task.reference(*self.task.make_inputs(shape, self.dtype, 0, device))
+        except Exception:  # noqa: BLE001 - any refusal: the shape is not the op's
+            return False
+        return True
 
     def compare(self, shape: tuple[int, ...], label: str, seed: int,
                 outs: list[torch.Tensor], condition: Any, where: str) -> None:

@@ -13,6 +13,7 @@ and stderr are only logs, never parsed.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import logging
@@ -49,6 +50,11 @@ log = logging.getLogger("kernelkb.optimizer.sandbox.worker")
 
 CANDIDATE_FILE = "candidate.py"
 TIMING_INPUT_SETS = 3
+# the autograd states a user calls an op in, by the name the judge's "run" question gives:
+# a candidate must be the same kernel in each (judge.GRAD_WORDS says which check runs in
+# which)
+GRAD_MODES = {"enabled": contextlib.nullcontext, "no_grad": torch.no_grad,
+              "inference": torch.inference_mode}
 _SEVERITY = ("torch_compute", "cheat_unsynchronised", "cheat_input_modified", "cheat_aliasing",
              "cheat_cached_output", "wrong_result", "bias")
 
@@ -145,7 +151,8 @@ class Worker:
 
     def reached_in(self) -> str | None:
         """What the candidate was refused when it reached into the harness, or None."""
-        return self.introspection.problem() if self.introspection else None
+        return (self.introspection.problem() if self.introspection else None) \
+            or (self.forbidden.reached() if self.forbidden else None)
 
     def evaluate(self) -> None:
         self.progress("syntax")
@@ -250,7 +257,8 @@ class Worker:
                 (condition,) = [c for c in self.task.input_conditions
                                 if c.name == question["condition"]]
                 inputs = list(condition.apply(tuple(inputs), seed))
-            out = module.run(*inputs)
+            with GRAD_MODES[question.get("grad") or "enabled"]():
+                out = module.run(*inputs)
             if self.device == "cuda":
                 torch.cuda.synchronize()
             outs = checks.flatten_tensors(out) + [inputs[i] for i in self.mutated]

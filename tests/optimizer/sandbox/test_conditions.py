@@ -118,3 +118,24 @@ def test_every_evaluation_draws_fresh_inputs():
     sums = {evaluate("softmax", source, shapes=[(2, 64)], seeds=1).error_message
             .split("SUM ")[1].split()[0] for _ in range(2)}
     assert len(sums) == 2, sums
+
+
+@pytest.mark.parametrize(("plant", "where"), [
+    ("known_shapes_only", "on a shape no list of the task names"),
+    ("grad_mode_lazy", "called under torch.inference_mode()"),
+])
+def test_a_kernel_safe_only_where_the_checks_look_fails_the_judges_runs(plant, where):
+    """Safe on the task's listed shapes only, or with autograd on only: the worker's
+    checks (listed shapes, autograd on) pass it; the judge's drawn shape and its runs
+    under inference mode and no_grad do not."""
+    task = get_task("softmax")
+    shapes = [task.cpu_shapes[0]]
+    source = (BAD / f"{plant}.py").read_text()
+    result = evaluate("softmax", source, shapes=shapes, seeds=1, timeout_s=300)
+    assert result.error_kind == "wrong_result", result.text
+    assert "the judge" in result.error_message and where in result.error_message, \
+        result.error_message
+    assert "[large logits]" in result.error_message, result.error_message
+    honest = evaluate("softmax", task.template, shapes=shapes, seeds=1, timeout_s=300)
+    assert honest.ok, honest.text
+    assert honest.judge["drawn_shape"] not in {task.shape_label(s) for s in task.shapes("all")}

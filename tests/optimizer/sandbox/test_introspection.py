@@ -24,6 +24,8 @@ REACHING = {
     "swaps_event_timer": "object.__setattr__ '__code__'",  # the event timer's bytecode
     "ctypes_write": "ctypes.",  # the answer written through a raw pointer
     "skips_conditions": "gc.get_objects",  # the worker's input conditions switched off
+    # the tracker taken from the dispatch mode stack, its recording switched off
+    "mode_flag_sniff": "torch.utils._python_dispatch._get_current_dispatch_mode at line",
 }
 
 

@@ -53,15 +53,19 @@ def test_an_honest_kernel_passes_and_says_what_the_judge_checked() -> None:
     result = evaluate("softmax", task.template, shapes="cpu", seeds=1)
     assert result.ok, result.text
     labels = {task.shape_label(s) for s in task.cpu_shapes}
+    drawn = result.judge["drawn_shape"]
+    listed = {task.shape_label(s) for s in (*task.shapes("all"), *task.cpu_shapes)}
+    assert drawn and drawn not in listed  # one shape no list names
     checked = [label.split(" [")[0] for label in result.judge["spot_checked"]]
-    assert checked and set(checked) <= labels
-    # the first spot-checked shape meets every input condition softmax has, the strided
-    # rows every task gets among them
+    assert set(checked) - {drawn} and set(checked) - {drawn} <= labels
+    # the first spot-checked shape and the drawn one meet every input condition softmax
+    # has, the strided rows every task gets among them
     names = {c.name for c in task.input_conditions}
     assert "strided rows" in names
-    met = {label.split(" [")[1].rstrip("]") for label in result.judge["spot_checked"]
-           if " [" in label}
-    assert met == names, result.judge["spot_checked"]
+    for shape in (checked[0], drawn):
+        met = {label.split(" [")[1].rstrip("]") for label in result.judge["spot_checked"]
+               if label.startswith(shape + " [")}
+        assert met == names, result.judge["spot_checked"]
     assert "judge: re-ran" in result.text
     # its share of the wall time, for the cost benchmark: no clock, no CUDA on the CPU
     assert set(result.judge["laps_s"]) == {"spot checks"}

@@ -1,0 +1,41 @@
+"""The judge's drawn shape: within the lists' bounds, on no list, under the byte cap."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from kernelkb.kernels.drawn_shapes import draw_shape
+
+
+def _bytes(shape):
+    return 2 * math.prod(shape)
+
+
+def test_a_drawn_shape_keeps_each_dimensions_kind_and_is_on_no_list():
+    # (rows, heads, head_dim, causal): rows free, heads fixed, head_dim powers of two, a flag
+    among = [(1, 8, 64, 0), (4096, 8, 128, 1), (37, 8, 64, 1)]
+    declared = [*among, (2, 8, 64, 0)]
+    rng = random.Random(0)
+    drawn = [draw_shape(among, declared, _bytes, 1 << 30, rng) for _ in range(200)]
+    assert all(d is not None for d in drawn)
+    assert not set(drawn) & set(declared)
+    rows, heads, dims, flags = zip(*drawn, strict=True)
+    assert min(rows) >= 1 and max(rows) <= 4096 and len(set(rows)) > 50
+    assert set(heads) == {8}
+    assert set(dims) <= {64, 128} and len(set(dims)) == 2
+    assert set(flags) == {0, 1}
+
+
+def test_a_drawn_shape_is_cut_to_the_byte_cap():
+    among = [(1, 7), (4096, 32000)]
+    rng = random.Random(1)
+    for _ in range(50):
+        shape = draw_shape(among, among, _bytes, 1 << 16, rng)
+        assert shape is not None and _bytes(shape) <= 1 << 16
+
+
+def test_no_shape_is_drawn_where_the_lists_leave_none():
+    assert draw_shape([(4, 128)], [(4, 128)], _bytes, 1 << 30, random.Random(2)) is None
+    assert draw_shape([(1, 7), (4, 128)], [], _bytes, 1, random.Random(3)) is None
+    assert draw_shape([], [], _bytes, 1 << 30, random.Random(4)) is None
