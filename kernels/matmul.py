@@ -201,7 +201,9 @@ TASK = register(
             (16, 4096, 4096),
         ),
         edge_shapes=((1, 1, 1), (1, 4096, 4096), (1823, 781, 129), (7, 33, 65), (100, 3, 1000)),
-        cpu_shapes=((64, 96, 128), (33, 70, 100)),
+        # the long K: a running sum kept in fp16 drifts past the tolerance only over many
+        # K blocks (12 of 2048 elements at K=4096), never at K <= 128
+        cpu_shapes=((64, 96, 128), (33, 70, 100), (32, 64, 4096)),
         dtypes=("float16", "bfloat16"),
         # rounding of the output to the dtype dominates (half an ulp relative; the
         # outputs are ~N(0, 1)); the fp32 accumulation order adds far less

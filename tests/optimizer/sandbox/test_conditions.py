@@ -139,3 +139,16 @@ def test_a_kernel_safe_only_where_the_checks_look_fails_the_judges_runs(plant, w
     honest = evaluate("softmax", task.template, shapes=shapes, seeds=1, timeout_s=300)
     assert honest.ok, honest.text
     assert honest.judge["drawn_shape"] not in {task.shape_label(s) for s in task.shapes("all")}
+
+
+def test_a_matmul_that_accumulates_in_fp16_fails_the_long_k_cpu_shape():
+    task = get_task("matmul")
+    long_k = max(task.cpu_shapes, key=lambda s: s[2])
+    assert long_k[2] >= 4096
+    source = (BAD / "matmul_fp16_acc.py").read_text()
+    short = evaluate("matmul", source, shapes=[s for s in task.cpu_shapes if s[2] <= 128],
+                     seeds=1, conditions=False)
+    assert short.ok, short.text  # a few roundings stay within the tolerance
+    result = evaluate("matmul", source, shapes=[long_k], seeds=1, conditions=False)
+    assert result.error_kind == "wrong_result", result.text
+    assert f"K={long_k[2]}" in result.error_message, result.error_message
