@@ -226,3 +226,24 @@ def test_a_side_stream_cheat_judged_against_an_incumbent_is_caught():
     result = evaluate("softmax", (BAD / "side_stream_waits.py").read_text(),
                       shapes=SHAPES[1:], parent_source=parent)
     assert not result.ok and result.error_kind == "cheat_timer", result.text
+
+
+@pytest.mark.parametrize("task_name", ["attention", "matmul", "rmsnorm", "rope", "softmax",
+                                       "swiglu"])
+def test_every_naive_kernel_passes_the_judges_drawn_shape_on_the_gpu(task_name):
+    """The judge's shape off the lists, every input condition on it, under no_grad and
+    inference mode: no honest kernel is refused there (smallest and median sweep shapes,
+    timed)."""
+    task = get_task(task_name)
+    shapes = list(task.shapes("representative"))[:2]
+    result = evaluate(task_name, task.template, shapes=shapes)
+    assert result.ok, result.text
+    drawn = result.judge["drawn_shape"]
+    assert drawn and drawn not in {task.shape_label(s) for s in task.shapes("all")}, drawn
+
+
+@pytest.mark.parametrize("plant", ["known_shapes_only", "grad_mode_lazy"])
+def test_a_kernel_safe_only_where_the_checks_look_is_caught_on_the_gpu(plant):
+    result = evaluate("softmax", (BAD / f"{plant}.py").read_text(), shapes=SHAPES[1:])
+    assert result.error_kind == "wrong_result", result.text
+    assert "the judge" in result.error_message, result.error_message
