@@ -68,6 +68,7 @@ log = logging.getLogger("kernelkb.optimizer.sandbox.judge")
 # worker the candidate rewrote, which is wrong everywhere it is wrong)
 SPOT_SHAPES = 1 if os.environ.get("TRITON_INTERPRET") == "1" else 2
 ANSWER_TIMEOUT_S = 60.0  # for one answer of the worker to one question
+NEW_SHAPE_TIMEOUT_S = 180.0  # the first answer on the drawn shape: compiles, may autotune
 GPU_BOUND_MS = 0.5  # per call back to back: above this the GPU sets the pace, not the
 # host (a Python call with several launches costs up to ~0.2 ms of host time)
 REPORTED_SHARE = 0.6  # a reported GPU time under this share of the judge's figure is a lie
@@ -229,11 +230,12 @@ class Judge:
             os.waitpid(self.pid, 0)
 
     # -- the questions -------------------------------------------------------------
-    def ask(self, question: dict[str, Any], wait: bool = True) -> dict[str, Any]:
+    def ask(self, question: dict[str, Any], wait: bool = True,
+            timeout_s: float = ANSWER_TIMEOUT_S) -> dict[str, Any]:
         os.write(self.ask_fd, (json.dumps(question) + "\n").encode())
         if not wait:
             return {}
-        deadline = time.monotonic() + ANSWER_TIMEOUT_S
+        deadline = time.monotonic() + timeout_s
         while b"\n" not in self._answers:
             left = deadline - time.monotonic()
             if left <= 0 or self.exited():
@@ -294,8 +296,8 @@ class Judge:
             if self.warm is not None:
                 self.warm.join()
                 lap("CUDA context")
-            for shape in self.spot_shapes(report):
-                self.spot_check(shape, seen)
+            for i, shape in enumerate(self.spot_shapes(report)):
+                self.spot_check(shape, seen, every_condition=i == 0)
             if self.request.get("conditions", True) and getattr(self.task, "drawn_shapes", True):
                 self.check_drawn_shape(seen)
             lap("spot checks")
@@ -323,21 +325,26 @@ class Judge:
                  if _input_bytes(self.task, s, self.dtype) <= SPOT_MAX_BYTES] or by_size[:1]
         return random.SystemRandom().sample(small, min(SPOT_SHAPES, len(small)))
 
-    def spot_check(self, shape: tuple[int, ...], seen: dict[str, Any], grad: str = "inference",
-                   where: str = "on fresh inputs") -> None:
-        """The first shape meets every input condition the task declares, one draw each
-        (a worker rewritten to skip them is caught wherever the kernel needs one); the
-        others get a plain draw. Run in the autograd state ``grad`` (worker.GRAD_MODES)."""
+    def spot_check(self, shape: tuple[int, ...], seen: dict[str, Any], *,
+                   every_condition: bool, grad: str = "inference",
+                   where: str = "on fresh inputs", new_shape: bool = False) -> None:
+        """One draw under each input condition the task declares (``every_condition``: the
+        first shape, so a worker rewritten to skip them is caught wherever the kernel
+        needs one), else a plain draw; in the autograd state ``grad``
+        (worker.GRAD_MODES)."""
         conditions = list(getattr(self.task, "input_conditions", ()) or ()) \
-            if self.request.get("conditions", True) and not seen["spot_checked"] else []
-        for condition in conditions or [None]:
+            if every_condition and self.request.get("conditions", True) else []
+        for i, condition in enumerate(conditions or [None]):
             label = self.task.shape_label(shape)
             if condition is not None:
                 label = f"{label} [{condition.name}]"
             seed = secrets.randbelow(2**30)
+            # a shape the worker has not run yet compiles (and autotunes) first
+            first = new_shape and i == 0
             answer = self.ask({"op": "run", "shape": list(shape), "seed": seed,
                                "label": label, "grad": grad,
-                               "condition": condition.name if condition else None})
+                               "condition": condition.name if condition else None},
+                              timeout_s=NEW_SHAPE_TIMEOUT_S if first else ANSWER_TIMEOUT_S)
             self.compare(shape, label, seed, self.tensors(answer), condition,
                          f"{where}, called under {GRAD_WORDS[grad]}")
             seen["spot_checked"].append(label)
@@ -349,14 +356,9 @@ class Judge:
         the worker's checks run it, is wrong here."""
         shape = self.drawn_shape()
         seen["drawn_shape"] = self.task.shape_label(shape) if shape else None
-        if shape is None:
-            return
-        checked, seen["spot_checked"] = seen["spot_checked"], []  # every condition again
-        try:
-            self.spot_check(shape, seen, grad="no_grad",
+        if shape is not None:
+            self.spot_check(shape, seen, every_condition=True, grad="no_grad", new_shape=True,
                             where="on a shape no list of the task names, on fresh inputs")
-        finally:
-            seen["spot_checked"] = checked + seen["spot_checked"]
 
     def drawn_shape(self) -> tuple[int, ...] | None:
         """Drawn within the bounds of the shapes the judge asked for and the task's edge
