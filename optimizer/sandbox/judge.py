@@ -76,7 +76,10 @@ CLAIM_SLACK = 1.3  # a claimed ratio over the judge's ratio by more than this is
 TIMED_MS = 20.0  # judge-timed calls per shape and side: about this long
 FRESH_SETS = 8  # calls on inputs seen against as many on inputs never seen (each once)
 FRESH_MAX_BYTES = 2 << 30  # the fresh sets' GPU memory at most; fewer than 3 fit: skipped
-SEEN_SLACK = 1.3  # fresh inputs slower than seen ones by more than this: a cache
+# fresh inputs slower than seen ones by more than this: a cache. Honest naive attention
+# prefill (1x32x4096x128) read 1.31x on the H200, cause not known; a kept answer copied
+# instead of a GEMM reads 10x and more
+SEEN_SLACK = 2.0
 DRAWN_MAX_BYTES = 256 << 20  # a drawn shape's inputs and outputs at most (kernels/drawn_shapes)
 DRAWN_TRIES = 4  # drawn shapes the reference may refuse before none is checked
 # the autograd state of the judge's runs (worker.GRAD_MODES): the worker checks with autograd

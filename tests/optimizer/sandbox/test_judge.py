@@ -118,7 +118,8 @@ def test_the_judges_clock(mine, theirs, reported, claimed, caught) -> None:
 @pytest.mark.parametrize(("seen", "fresh", "caught"), [
     (1.00, 1.05, False),  # the same work on any input
     (0.06, 0.70, True),   # a copy of a kept answer where the input repeats, a GEMM where not
-    (0.50, 0.80, True),   # kept for every other call: still far from fresh
+    (0.30, 0.70, True),   # kept for most calls: still far from fresh
+    (1.29, 1.68, False),  # honest attention prefill on the H200 (fresh inputs read 1.31x)
     (0.02, 0.30, False),  # launch-bound on fresh inputs: wall time says nothing
 ])
 def test_the_judges_clock_on_fresh_inputs(seen, fresh, caught) -> None:
