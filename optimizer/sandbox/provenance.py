@@ -435,6 +435,19 @@ class Tracker(TorchDispatchMode):
         if prov is not None and prov.data and self._watching():
             self.escapes.append(f"{what}() read the data on the host")
 
+    def host_made(self, what: str, t: Any) -> None:
+        """``t`` made from host memory past PyTorch's ops (``torch.frombuffer``,
+        ``from_numpy``, ``from_dlpack``): host values, as ``torch.tensor``'s are, whatever
+        route filled the host memory (a read this tracker does not wrap included)."""
+        key = _key(t) if isinstance(t, torch.Tensor) else None
+        if key is None or not self._watching():
+            return
+        if key in self.touched and self.provs[key].host:
+            return  # an op the mode saw named it already (from_numpy's aten::lift_fresh)
+        self.provs[key] = Prov(host={f"{what} (a tensor of host memory)"})
+        self.made.add(key)
+        self.touched.add(key)
+
     def audit(self, event: str, args: Any) -> None:
         if not event.startswith(_AUDITED) or event.startswith(_IGNORED_AUDIT):
             return  # first: the frame lookup below raises an audit event of its own
@@ -578,6 +591,7 @@ def install(candidate_file: str) -> Tracker:
     if not _INSTALLED:
         _wrap_launchers()
         _wrap_host_reads()
+        _wrap_host_made()
         sys.addaudithook(_audit)
         _INSTALLED = True
     return tracker
@@ -661,6 +675,25 @@ def _wrap_compiled_runner() -> None:
         return launch
 
     CompiledKernel.__getitem__ = getitem
+
+
+def _wrap_host_made() -> None:
+    """Ways host memory becomes a tensor without an op the dispatch mode sees."""
+    import torch.utils.dlpack
+
+    for owner, name in ((torch, "frombuffer"), (torch, "from_numpy"),
+                        (torch, "from_dlpack"), (torch.utils.dlpack, "from_dlpack"),
+                        (torch, "as_tensor"), (torch, "asarray")):
+        original = getattr(owner, name)
+
+        def wrapper(*args: Any, _original: Any = original,
+                    _name: str = f"torch.{name}", **kwargs: Any) -> Any:
+            made = _original(*args, **kwargs)
+            if _TRACKER is not None and not (args and isinstance(args[0], torch.Tensor)):
+                _TRACKER.host_made(_name, made)  # (as_tensor of a tensor is that tensor)
+            return made
+
+        setattr(owner, name, wrapper)
 
 
 def _wrap_host_reads() -> None:

@@ -105,6 +105,8 @@ PAST_THE_TRACKER = {
     "dlpack_numpy": "torch.utils.dlpack.to_dlpack() read the data on the host",
     "storage_tolist_frombuffer": "TypedStorage.tolist() read the data on the host",
     "raise_on_decoy": "Tensor.item() read the data on the host",  # its probe's read
+    # read through torch.save (no wrapped read), back in through torch.frombuffer
+    "save_load_frombuffer": "holds values from torch.frombuffer (a tensor of host memory)",
 }
 
 
