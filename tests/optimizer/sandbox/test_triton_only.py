@@ -253,3 +253,14 @@ def test_a_shape_whose_answer_ignores_the_data_passes_the_counterfactual(task, s
     kernel is not refused."""
     result = evaluate(task, get_task(task).template, shapes=[shape], seeds=1)
     assert result.ok, result.text
+
+
+def test_as_tensor_of_a_tensor_is_that_tensor_not_host_memory(tmp_path):
+    """torch.as_tensor / asarray of a tensor hand back that tensor: its provenance stays
+    (an input), unlike a tensor made from host memory."""
+    source = get_task("softmax").template.replace(
+        "    x = x.contiguous()\n",
+        "    x = torch.asarray(torch.as_tensor(x)).contiguous()\n", 1)
+    assert "torch.asarray" in source, "the line moved in softmax's template"
+    result = run_worker_here(source, tmp_path)
+    assert result.get("error_kind") is None, result.get("error_message")
