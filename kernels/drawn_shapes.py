@@ -10,9 +10,10 @@ How: each dimension is drawn log-uniformly between the least and the largest val
 shapes it is drawn among give it; a dimension they never vary keeps its one value, one
 whose declared values (all of the task's lists) are all powers of two stays a power of
 two (a head size), and one whose values are all 0 or 1 (a flag) keeps a declared value.
-A draw above the byte cap has its largest free dimension halved until it fits; a draw
-that some list names is drawn again. Whether the reference accepts the shape is the
-caller's to check (``optimizer/sandbox/judge.py`` draws again where it raises).
+A draw that does not fit the caller's cap (bytes, FLOPs) has its largest free dimension
+halved until it does; a draw that some list names is drawn again. Whether the reference
+accepts the shape is the caller's to check (``optimizer/sandbox/judge.py`` draws again
+where it raises).
 """
 
 from __future__ import annotations
@@ -26,10 +27,9 @@ TRIES = 20  # draws before giving up (a task whose lists leave no shape off them
 
 
 def draw_shape(among: Sequence[Shape], declared: Sequence[Shape],
-               size_of: Callable[[Shape], int], max_bytes: int,
-               rng: random.Random) -> Shape | None:
-    """A shape within ``among``'s bounds that no shape of ``declared`` equals, whose
-    ``size_of`` is at most ``max_bytes``; None when ``TRIES`` draws found none."""
+               fits: Callable[[Shape], bool], rng: random.Random) -> Shape | None:
+    """A shape within ``among``'s bounds that no shape of ``declared`` equals and that
+    ``fits``; None when ``TRIES`` draws found none."""
     if not among:
         return None
     named = {tuple(s) for s in declared} | {tuple(s) for s in among}
@@ -38,14 +38,14 @@ def draw_shape(among: Sequence[Shape], declared: Sequence[Shape],
     for _ in range(TRIES):
         shape = [_draw(kind, column, rng) for kind, column in zip(kinds, columns, strict=True)]
         free = [i for i, kind in enumerate(kinds) if kind in ("range", "pow2")]
-        while size_of(tuple(shape)) > max_bytes:
+        while not fits(tuple(shape)):
             shrinkable = [i for i in free if shape[i] > max(min(columns[i]), 1)]
             if not shrinkable:
                 break
             i = max(shrinkable, key=lambda j: shape[j])
             shape[i] = max(min(columns[i]), shape[i] // 2, 1)
         drawn = tuple(shape)
-        if drawn not in named and size_of(drawn) <= max_bytes:
+        if drawn not in named and fits(drawn):
             return drawn
     return None
 

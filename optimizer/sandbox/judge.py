@@ -365,8 +365,8 @@ class Judge:
 
     def drawn_shape(self) -> tuple[int, ...] | None:
         """Drawn within the bounds of the shapes the judge asked for and the task's edge
-        shapes, no larger than the largest asked nor ``DRAWN_MAX_BYTES``, and one the
-        task's reference accepts; None where none is."""
+        shapes, no larger than the largest asked (bytes and FLOPs) nor ``DRAWN_MAX_BYTES``,
+        and one the task's reference accepts; None where none is."""
         from kernelkb.kernels.drawn_shapes import draw_shape
 
         asked = [tuple(int(d) for d in s) for s in self.request["shapes"]]
@@ -376,10 +376,18 @@ class Judge:
         def size(shape: tuple[int, ...]) -> int:
             return _input_bytes(self.task, shape, self.dtype)
 
-        cap = min(DRAWN_MAX_BYTES, max(size(s) for s in asked))
+        def flops(shape: tuple[int, ...]) -> int:
+            return int(self.task.flops(shape, self.dtype))
+
+        max_bytes = min(DRAWN_MAX_BYTES, max(size(s) for s in asked))
+        max_flops = max(flops(s) for s in asked)  # the interpreter's time goes with FLOPs
+
+        def fits(shape: tuple[int, ...]) -> bool:
+            return size(shape) <= max_bytes and flops(shape) <= max_flops
+
         rng = random.SystemRandom()
         for _ in range(DRAWN_TRIES):
-            shape = draw_shape(among, declared, size, cap, rng)
+            shape = draw_shape(among, declared, fits, rng)
             if shape is None or self.reference_accepts(shape):
                 return shape
         return None

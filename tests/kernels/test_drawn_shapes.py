@@ -12,12 +12,16 @@ def _bytes(shape):
     return 2 * math.prod(shape)
 
 
+def _under(cap):
+    return lambda shape: _bytes(shape) <= cap
+
+
 def test_a_drawn_shape_keeps_each_dimensions_kind_and_is_on_no_list():
     # (rows, heads, head_dim, causal): rows free, heads fixed, head_dim powers of two, a flag
     among = [(1, 8, 64, 0), (4096, 8, 128, 1), (37, 8, 64, 1)]
     declared = [*among, (2, 8, 64, 0)]
     rng = random.Random(0)
-    drawn = [draw_shape(among, declared, _bytes, 1 << 30, rng) for _ in range(200)]
+    drawn = [draw_shape(among, declared, _under(1 << 30), rng) for _ in range(200)]
     assert all(d is not None for d in drawn)
     assert not set(drawn) & set(declared)
     rows, heads, dims, flags = zip(*drawn, strict=True)
@@ -27,15 +31,15 @@ def test_a_drawn_shape_keeps_each_dimensions_kind_and_is_on_no_list():
     assert set(flags) == {0, 1}
 
 
-def test_a_drawn_shape_is_cut_to_the_byte_cap():
+def test_a_drawn_shape_is_cut_to_the_cap():
     among = [(1, 7), (4096, 32000)]
     rng = random.Random(1)
     for _ in range(50):
-        shape = draw_shape(among, among, _bytes, 1 << 16, rng)
+        shape = draw_shape(among, among, _under(1 << 16), rng)
         assert shape is not None and _bytes(shape) <= 1 << 16
 
 
 def test_no_shape_is_drawn_where_the_lists_leave_none():
-    assert draw_shape([(4, 128)], [(4, 128)], _bytes, 1 << 30, random.Random(2)) is None
-    assert draw_shape([(1, 7), (4, 128)], [], _bytes, 1, random.Random(3)) is None
-    assert draw_shape([], [], _bytes, 1 << 30, random.Random(4)) is None
+    assert draw_shape([(4, 128)], [(4, 128)], _under(1 << 30), random.Random(2)) is None
+    assert draw_shape([(1, 7), (4, 128)], [], _under(1), random.Random(3)) is None
+    assert draw_shape([], [], _under(1 << 30), random.Random(4)) is None
