@@ -1,54 +1,77 @@
-"""What a torch.profiler (CUPTI) session costs in a fresh process: the first one against
-the ones after it. Why: the evaluator reads the GPU's own timestamps (kernel_clock.py) in
-the candidate's worker, a fresh process every evaluation, so the first session's start is
-paid on every evaluation that reads them. Run on a GPU host:
+"""What reading the GPU's own timestamps costs in a fresh process: the first session
+against the ones after it, for each reader (kernel_clock.py: the CUPTI bindings, or
+torch.profiler). Why: the evaluator reads them in the candidate's worker, a fresh process
+every evaluation, so the first session's start is paid on every evaluation that reads
+them. Each reader runs in a process of its own, the readers alternating. Run on a GPU
+host:
 
-    python benchmarks/cupti_start.py [--sessions 4]
+    python benchmarks/cupti_start.py [--sessions 4] [--rounds 3]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import statistics
+import subprocess
+import sys
 import time
 
+ONE = """
+import json, sys, time
 import torch
-from torch.autograd import DeviceType
-from torch.profiler import ProfilerActivity, profile
+from kernelkb.optimizer.sandbox import kernel_clock
+x = torch.randn(4096, 4096, device="cuda")
+call = lambda: torch.softmax(x, -1)
+call(); torch.cuda.synchronize()
+for _ in range(int(sys.argv[2])):
+    began = time.perf_counter()
+    reading = kernel_clock.read(call, reader=sys.argv[1])
+    print(json.dumps({"session_s": time.perf_counter() - began,
+                      "reader": reading and reading.reader,
+                      "busy_ms": reading and reading.busy_ms,
+                      "kernels": sorted(reading.kernels) if reading else None}), flush=True)
+"""
 
 
-def one_session(call, calls: int = 10) -> dict[str, float]:
-    """Seconds to enter, run, leave and read one session, and the kernels it saw."""
-    t0 = time.perf_counter()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        t1 = time.perf_counter()
-        for _ in range(calls):
-            call()
-        torch.cuda.synchronize()
-        t2 = time.perf_counter()
-    t3 = time.perf_counter()
-    kernels = sum(1 for e in prof.events() if e.device_type == DeviceType.CUDA)
-    return {"enter_s": t1 - t0, "calls_s": t2 - t1, "exit_s": t3 - t2,
-            "read_s": time.perf_counter() - t3, "kernels": kernels}
+def fresh_process(reader: str, sessions: int) -> list[dict]:
+    done = subprocess.run([sys.executable, "-c", ONE, reader, str(sessions)],
+                          capture_output=True, text=True, timeout=300)
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode or not rows:
+        raise SystemExit(f"{reader}: rc {done.returncode}\n{done.stderr[-2000:]}")
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--sessions", type=int, default=4)
+    parser.add_argument("--sessions", type=int, default=4, help="per process")
+    parser.add_argument("--rounds", type=int, default=3, help="fresh processes per reader")
+    parser.add_argument("--readers", nargs="+", default=["cupti", "profiler"])
     args = parser.parse_args()
-    x = torch.randn(4096, 4096, device="cuda")
+    import torch
 
-    def call() -> torch.Tensor:
-        return torch.softmax(x, -1)
-
-    call()
-    torch.cuda.synchronize()
-    print(f"# CUPTI sessions in one fresh process on {torch.cuda.get_device_name()}")
-    for i in range(args.sessions):
-        s = one_session(call)
-        print(f"session {i}: enter {s['enter_s']:.3f} s, calls {s['calls_s']:.3f} s, "
-              f"exit {s['exit_s']:.3f} s, read {s['read_s']:.3f} s, {s['kernels']} kernels",
-              flush=True)
-
+    print(f"# GPU-timestamp sessions, fresh process each, on {torch.cuda.get_device_name()}")
+    first: dict[str, list[float]] = {r: [] for r in args.readers}
+    later: dict[str, list[float]] = {r: [] for r in args.readers}
+    t0 = time.monotonic()
+    for rnd in range(args.rounds):
+        order = args.readers if rnd % 2 == 0 else args.readers[::-1]
+        for reader in order:
+            rows = fresh_process(reader, args.sessions)
+            first[reader].append(rows[0]["session_s"])
+            later[reader] += [r["session_s"] for r in rows[1:]]
+            print(f"[{time.monotonic() - t0:5.0f} s] round {rnd} {reader}: read by "
+                  f"{rows[0]['reader']}, sessions (s) "
+                  f"{[round(r['session_s'], 4) for r in rows]}, busy ms "
+                  f"{[round(r['busy_ms'] or 0, 4) for r in rows]}, kernels "
+                  f"{rows[0]['kernels']}", flush=True)
+    for reader in args.readers:
+        f, rest = first[reader], later[reader] or [float("nan")]
+        print(f"{reader}: first session median {statistics.median(f):.3f} s "
+              f"[{min(f):.3f}, {max(f):.3f}] over {len(f)} processes; later sessions "
+              f"median {statistics.median(rest) * 1e3:.1f} ms "
+              f"[{min(rest) * 1e3:.1f}, {max(rest) * 1e3:.1f}]")
 
 if __name__ == "__main__":
     main()

@@ -2,11 +2,13 @@
 
     git worktree add .out/base b41f618^      # the evaluator before the judge's process
     python benchmarks/eval_cost.py --base .out/base [--tasks softmax ...] [--repeats 3]
+        [--setting profiler:KERNELKB_GPU_TIMESTAMPS=profiler ...]
 
 Per task and repeat, each checkout evaluates the task's naive kernel against itself the
 way the loop judges a candidate (``evaluate(..., parent=, parent_source=)`` on the
-representative shapes, one seed), each in a fresh Python process, the two checkouts
-alternating and the order flipped every repeat so that drift reaches both. The figure is
+representative shapes, one seed), each in a fresh Python process, the checkouts
+alternating and the order turned every repeat so that drift reaches all. ``--setting
+NAME:VAR=VALUE`` adds an arm: this checkout with one setting in its environment. The figure is
 the wall time of the judged evaluation alone (the parent's own evaluation, made first in
 the same process, is not counted). Prints every figure, the medians and the ratio; writes
 ``eval_cost_<gpu>.json`` and ``.md`` under ``--out``.
@@ -48,8 +50,8 @@ print(json.dumps({"wall_s": time.perf_counter() - began, "ok": result.ok,
 """
 
 
-def one(tree: Path, task: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+def one(tree: Path, task: str, setting: dict[str, str]) -> dict:
+    env = {**os.environ, **setting, "PYTHONPATH": os.pathsep.join(
         p for p in (os.environ.get("PYTHONPATH", "").replace(str(ROOT), str(tree)), str(tree))
         if p)}
     done = subprocess.run([sys.executable, "-c", ONE, task], cwd=tree, env=env,
@@ -61,23 +63,22 @@ def one(tree: Path, task: str) -> dict:
 
 
 def markdown(report: dict) -> str:
-    """The table: per task, each checkout's median and range of wall seconds."""
+    """The table: per task and arm, the median and range of wall seconds, and the ratio
+    of medians to the base."""
     commands = " then ".join(f"`{c}`" for c in report["commands"])
     lines = [f"# Cost per evaluation on {report['gpu']}: this checkout vs {report['base']}", "",
              f"{commands}: the naive kernel judged against itself, wall seconds of the judged "
-             "evaluation, fresh process each, the two checkouts alternating.", "",
-             "| task | base median [range] | this median [range] | ratio of medians | runs |",
-             "|---|---|---|---|---|"]
+             "evaluation, fresh process each, the arms alternating.", "",
+             "| task | arm | median [range] | ratio to base | runs |", "|---|---|---|---|---|"]
     for task, by_arm in report["rows"].items():
-        meds, cells = {}, []
-        for arm in ("base", "this"):
-            walls = [e["wall_s"] for e in by_arm[arm] if e["ok"] and e["wall_s"]]
-            meds[arm] = statistics.median(walls) if walls else None
-            cells.append(f"{meds[arm]:.2f} s [{min(walls):.2f}, {max(walls):.2f}]" if walls
-                         else "failed")
-        ratio = f"{meds['this'] / meds['base']:.2f}x" if meds["base"] and meds["this"] else "-"
-        lines.append(f"| {task} | {cells[0]} | {cells[1]} | {ratio} | "
-                     f"{len(by_arm['base'])} + {len(by_arm['this'])} |")
+        walls = {arm: [e["wall_s"] for e in entries if e["ok"] and e["wall_s"]]
+                 for arm, entries in by_arm.items()}
+        base = statistics.median(walls["base"]) if walls["base"] else None
+        for arm, w in walls.items():
+            med = statistics.median(w) if w else None
+            cell = f"{med:.2f} s [{min(w):.2f}, {max(w):.2f}]" if w else "failed"
+            ratio = f"{med / base:.2f}x" if med and base else "-"
+            lines.append(f"| {task} | {arm} | {cell} | {ratio} | {len(by_arm[arm])} |")
     return "\n".join(lines) + "\n"
 
 
@@ -87,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", nargs="+", default=["softmax", "rmsnorm", "matmul"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    parser.add_argument("--setting", action="append", default=[], metavar="NAME:VAR=VALUE",
+                        help="an arm: this checkout with VAR=VALUE in its environment")
     args = parser.parse_args(argv)
     base = args.base.resolve()
     if not (base / "optimizer" / "sandbox").is_dir():
@@ -96,14 +99,22 @@ def main(argv: list[str] | None = None) -> int:
     gpu = torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu"
     named = base / "REVISION"  # written beside the archive (see above)
     revision = named.read_text().strip() if named.is_file() else base.name
-    arms = {"base": base, "this": ROOT}
+    arms: dict[str, tuple[Path, dict[str, str]]] = {"base": (base, {}), "this": (ROOT, {})}
+    for spec in args.setting:
+        name, _, assignment = spec.partition(":")
+        var, eq, value = assignment.partition("=")
+        if not (name and var and eq):
+            parser.error(f"--setting {spec!r}: NAME:VAR=VALUE")
+        arms[name] = (ROOT, {var: value})
     rows: dict[str, dict[str, list]] = {t: {a: [] for a in arms} for t in args.tasks}
     t0 = time.monotonic()
     for task in args.tasks:
         for r in range(args.repeats):
-            order = list(arms) if r % 2 == 0 else list(arms)[::-1]
+            turn = r % len(arms)
+            order = list(arms)[turn:] + list(arms)[:turn]
             for arm in order:
-                entry = one(arms[arm], task)
+                tree, setting = arms[arm]
+                entry = one(tree, task, setting)
                 rows[task][arm].append(entry)
                 laps = entry.get("worker_laps_s") or {}
                 print(f"    worker steps (s): {laps}", flush=True)

@@ -6,12 +6,17 @@
 #   bash benchmarks/h200.sh hostcost   (host cost of a call: ours vs eager / compile / Liger)
 #   NOISE_BUDGET_S=300 bash benchmarks/h200.sh noise   (verdict noise, resumed to 30 A/A a task)
 #   bash benchmarks/h200.sh jail   (the jail and containment tests as root on the GPU host)
-#   bash benchmarks/h200.sh cost   (cost per evaluation against .out/base, carried)
+#   bash benchmarks/h200.sh cost   (cost per evaluation against .out/base, carried; COST_FLAGS)
+#   bash benchmarks/h200.sh cuptistart   (what reading the GPU's own timestamps costs)
+#   GPU_K=expr bash benchmarks/h200.sh gputests   (only the GPU tests -k expr selects)
 #   bash benchmarks/h200.sh ab:layernorm   (the retrieval A/B afresh, ~6 min for one task;
 #     AB_BUDGET_S, AB_ITERS, AB_PARALLEL, AB_REPEATS: each run's budget and rounds, runs at once)
 set -u
 export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
+# the CUPTI bindings where a user's install puts them: the sandbox's worker sees the
+# environment's site-packages, not /tmp (kernel_clock.py; pip install "kernelkb[cupti]")
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/cupti_python-*.whl 2>&1 | tail -2
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 deadline=$(( $(date +%s) + ${BUDGET_S:-560} ))
 left() { echo $(( deadline - $(date +%s) )); }
@@ -21,7 +26,7 @@ for stage in "$@"; do
     # every test file with GPU tests (the rest import the service's packages, absent here)
     # three pytest workers, one file each: the space test's compile pool (on the cores the
     # other two leave) runs beside the sandbox and peer tests instead of before them
-    gputests) s=$(date +%s); par="-p no:xdist"; python3 -c "import xdist" 2>/dev/null && par="-n 3 --dist loadfile"; timeout $(( $(left) - 30 )) python3 -m pytest -o addopts='--strict-markers' $par -m gpu -rA --durations=15 $(grep -rl "mark.gpu" tests) > "$OUT/gputests.log" 2>&1; echo "rc=$? wall=$(( $(date +%s) - s )) s" >> "$OUT/gputests.log"; tail -40 "$OUT/gputests.log" ;;
+    gputests) s=$(date +%s); par="-p no:xdist"; python3 -c "import xdist" 2>/dev/null && par="-n 3 --dist loadfile"; timeout $(( $(left) - 30 )) python3 -m pytest -o addopts='--strict-markers' $par -m gpu ${GPU_K:+-k "$GPU_K"} -rA --durations=15 $(grep -rl "mark.gpu" tests) > "$OUT/gputests.log" 2>&1; echo "rc=$? wall=$(( $(date +%s) - s )) s" >> "$OUT/gputests.log"; tail -40 "$OUT/gputests.log" ;;
     # small-M matmul candidates outside the space, round N (benchmarks/variants.py --wide N)
     wide:*) timeout $(( $(left) - 20 )) python3 benchmarks/variants.py explore --wide ${stage#wide:} --tasks ${WIDE_TASKS:-matmul} --budget-s $(( $(left) - 60 )) --out benchmarks/results > "$OUT/wide.log" 2>&1; echo "rc=$?" >> "$OUT/wide.log" ;;
     # the final stage for some tasks only (files tagged with the task names): final:softmax,matmul
@@ -30,7 +35,7 @@ for stage in "$@"; do
     # adds e.g. --fresh-machine when this is the machine's first stage
     noise) timeout $(( $(left) - 20 )) python3 benchmarks/verdict_noise.py --evals 30 --slower 10 --parallel 4 --budget-s ${NOISE_BUDGET_S:-$(( $(left) - 60 ))} ${NOISE_FLAGS-} --resume benchmarks/results/verdict_noise_h200.json --out benchmarks/results > "$OUT/noise.log" 2>&1; echo "rc=$?" >> "$OUT/noise.log" ;;
     # cost per evaluation, this checkout against .out/base (carried: see eval_cost.py)
-    cost) timeout $(( $(left) - 20 )) python3 benchmarks/eval_cost.py --base .out/base --tasks ${COST_TASKS:-softmax} --repeats ${COST_REPEATS:-2} > "$OUT/cost.log" 2>&1; echo "rc=$?" >> "$OUT/cost.log" ;;
+    cost) timeout $(( $(left) - 20 )) python3 benchmarks/eval_cost.py --base .out/base --tasks ${COST_TASKS:-softmax} --repeats ${COST_REPEATS:-2} ${COST_FLAGS-} > "$OUT/cost.log" 2>&1; echo "rc=$?" >> "$OUT/cost.log" ;;
     # the retrieval A/B afresh for some tasks (results under $OUT/ab, beside the shipped ones)
     ab:*) t=${stage#ab:}; timeout $(( $(left) - 20 )) python3 benchmarks/retrieval_ab.py --tasks ${t//,/ } --repeats ${AB_REPEATS:-3} --budget-s ${AB_BUDGET_S:-60} --max-iters ${AB_ITERS:-10} --parallel ${AB_PARALLEL:-4} --work /tmp/ab --out "$OUT/ab" > "$OUT/ab.log" 2>&1; echo "rc=$?" >> "$OUT/ab.log" ;;
     jail) timeout $(( $(left) - 20 )) python3 -m pytest -o addopts='--strict-markers' -p no:cacheprovider -rA tests/optimizer/sandbox/test_jailbreak.py tests/optimizer/sandbox/test_containment.py > "$OUT/jail.log" 2>&1; echo "rc=$?" >> "$OUT/jail.log"; tail -30 "$OUT/jail.log" ;;
@@ -42,6 +47,8 @@ for stage in "$@"; do
     overhead) timeout $(( $(left) - 20 )) python3 benchmarks/sandbox_overhead.py --runs ${RUNS:-5} > "$OUT/overhead.log" 2>&1; echo "rc=$?" >> "$OUT/overhead.log" ;;
     # DRAM bytes per kernel from hardware counters (torch.profiler / CUPTI): why a miss
     dram) timeout $(( $(left) - 20 )) python3 benchmarks/dram_traffic.py --out "$OUT" > "$OUT/dram.log" 2>&1; echo "rc=$?" >> "$OUT/dram.log" ;;
+    # the GPU-timestamp readers' first and later sessions, fresh process each
+    cuptistart) timeout $(( $(left) - 20 )) python3 benchmarks/cupti_start.py > "$OUT/cupti_start.log" 2>&1; echo "rc=$?" >> "$OUT/cupti_start.log" ;;
     hostcost) timeout $(( $(left) - 20 )) python3 benchmarks/host_cost.py --out "$OUT" > "$OUT/host_cost.log" 2>&1; echo "rc=$?" >> "$OUT/host_cost.log" ;;
     launch) timeout $(( $(left) - 20 )) python3 benchmarks/launch_bound.py --runs benchmarks/runs > "$OUT/launch.log" 2>&1; echo "rc=$?" >> "$OUT/launch.log" ;;
     revalidate:*) t=${stage#revalidate:}; KERNELKB_DATA_DIR=/tmp/kkb_revalidate timeout $(( $(left) - 20 )) python3 -m kernelkb revalidate --task "$t" --top ${TOP:-3} --journal "benchmarks/results/revalidate_${t}_h200.jsonl" 2>&1 | grep --line-buffered -v 'Warning\|INFO' | tee -a "$OUT/revalidate.log" ;;

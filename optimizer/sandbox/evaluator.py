@@ -17,7 +17,7 @@ import torch
 from kernelkb.kernels.base import DTYPES, Shape, Task, get_task, header_constants
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.stats import geomean
-from kernelkb.optimizer.sandbox import compare, feedback, interpreter_pass
+from kernelkb.optimizer.sandbox import compare, feedback, interpreter_pass, kernel_clock
 from kernelkb.optimizer.sandbox.hardware import detect_environment
 from kernelkb.optimizer.sandbox.result import Baseline, EvalResult
 from kernelkb.optimizer.sandbox.runner import run_worker
@@ -99,6 +99,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         "parent_timings": dict(parent.timings_median()) if parent else {},
         "parent_source": parent_source,
         "settle_s": settle_s,
+        "gpu_timestamps": kernel_clock.preference(),
         "peaks": {"mem_bandwidth_gbps": env.get("mem_bandwidth_gbps"),
                   "peak_tflops": env.get("peak_tflops")},
     }

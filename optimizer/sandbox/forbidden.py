@@ -1,5 +1,6 @@
 """Calls the candidate may not make: starting threads, stepping out of the dispatch mode
-or reading it, launching GPU work that neither the mode nor the launch tracking sees.
+or reading it, switching the GPU clock, launching GPU work that neither the mode nor the
+launch tracking sees.
 
 Why: the dispatch mode that records every torch op (provenance.py) sees only the thread it
 runs on, and only while it is on the stack. A candidate could compute its answer with
@@ -25,6 +26,10 @@ How it is seen, checked after the import and after every call:
 * the readers of the dispatch mode stack are refused outright (they raise): the mode
   on the stack is the tracker, and a candidate holding it could read which call is the
   counterfactual one or switch its recording off around a torch op;
+* so are the GPU clock's controls (the torch profiler's enable, disable and collection
+  toggle; the CUPTI bindings' activity switches, flushes and callbacks): off, or
+  flushed into the candidate's own callback, the GPU's timestamps (kernel_clock.py)
+  would miss the work under the clock;
 * GPU work launched past both: a CUDA graph's capture and replay (torch.softmax captured
   on an empty buffer computes nothing the mode would call data; replayed after the data
   is copied in, it computes the answer where nothing records it), and jiterator kernels,
@@ -72,6 +77,21 @@ _UNSEEN_GPU_WORK = ("torch.cuda.graphs.CUDAGraph.capture_begin",
                     "torch._C._CUDAGraph.replay", "torch.cuda.jiterator._create_jit_fn",
                     "torch.cuda.jiterator._create_multi_output_jit_fn",
                     "torch._C._cuda_jiterator_compile_and_launch_kernel")
+# the GPU clock's controls (kernel_clock.py): switching the evaluator's timestamps off,
+# toggling their collection, or taking their records would hide the GPU work under the
+# clock; refused like the reads above. The torch profiler's, in every module that holds
+# them, and the CUPTI bindings' where installed
+_PROFILER_CONTROLS = ("_enable_profiler", "_disable_profiler", "_prepare_profiler",
+                      "_enable_profiler_legacy", "_disable_profiler_legacy",
+                      "_toggle_collection_dynamic")
+_CUPTI_CONTROLS = ("activity_enable", "activity_disable", "activity_enable_context",
+                   "activity_disable_context", "activity_register_callbacks",
+                   "activity_flush_all", "activity_flush_period", "activity_enable_and_dump",
+                   "subscribe", "subscribe_v2", "unsubscribe", "finalize", "enable_callback",
+                   "enable_domain", "enable_all_domains")
+_CLOCK_CONTROLS = tuple(f"{module}.{name}" for module in (
+    "torch._C._autograd", "torch.autograd", "torch.autograd.profiler")
+    for name in _PROFILER_CONTROLS) + tuple(f"cupti.cupti.{n}" for n in _CUPTI_CONTROLS)
 _MACHINERY = ("threading", "concurrent.futures", "multiprocessing", "queue", "_thread")
 _LIBRARIES = ("torch", "triton")  # passed over too when finding who launched GPU work
 _WATCH: Forbidden | None = None
@@ -109,20 +129,27 @@ class Forbidden:
         for path in _UNSEEN_GPU_WORK:
             owner, name = path.rsplit(".", 1)
             self._wrap(owner, name, functools.partial(self._recording_unseen, what=path))
+        for path in _CLOCK_CONTROLS:  # the harness reaches them through torch: passed over
+            owner, name = path.rsplit(".", 1)
+            self._wrap(owner, name, functools.partial(
+                self._refusing_read, what=path, passed_over=_MACHINERY + _LIBRARIES))
 
     @staticmethod
     def _wrap(owner_path: str, name: str,
               recorder: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
         """Replace ``owner.name`` (owner a module, or a class inside one) by its recorder;
-        a name this torch build lacks (no CUDA: no graph replay, no jiterator) is left."""
+        a name this host lacks (no CUDA: no graph replay, no jiterator; no CUPTI
+        bindings) is left."""
         module_path, _, attrs = owner_path, "", ""
         while True:
             try:
                 owner: Any = importlib.import_module(module_path)
                 break
-            except ImportError:
+            except Exception:  # noqa: BLE001 - not a module (a class), or not loadable here
                 module_path, _, tail = module_path.rpartition(".")
                 attrs = f"{tail}.{attrs}" if attrs else tail
+                if not module_path:
+                    return
         for attr in filter(None, attrs.split(".")):
             owner = getattr(owner, attr, None)
         original = getattr(owner, name, None) if owner is not None else None
@@ -160,15 +187,16 @@ class Forbidden:
 
         return recorded
 
-    def _refusing_read(self, call: Callable[..., Any], what: str) -> Callable[..., Any]:
+    def _refusing_read(self, call: Callable[..., Any], what: str,
+                       passed_over: tuple[str, ...] = _MACHINERY) -> Callable[..., Any]:
         @functools.wraps(call)
         def refused(*args: Any, **kwargs: Any) -> Any:
-            where = self._candidate_frame()
+            where = self._candidate_frame(passed_over)
             if where:
                 with self._lock:
                     self.reads.append(f"{what} at {where}")
-                raise PermissionError(f"{what}: the dispatch mode on the stack is the "
-                                      "evaluator's, not the candidate's to read")
+                raise PermissionError(f"{what}: the dispatch mode and the GPU clock are "
+                                      "the evaluator's, not the candidate's to use")
             return call(*args, **kwargs)
 
         return refused
@@ -182,7 +210,8 @@ class Forbidden:
             return None
         return (f"the candidate reached into the evaluator ({', '.join(reads[:3])} of "
                 "candidate.py): the dispatch mode on the stack is the evaluator's tracker, "
-                "and a kernel's wrapper has no use for it")
+                "the profiler and CUPTI its GPU clock, and a kernel's wrapper has no use "
+                "for either")
 
     def _recording_unseen(self, call: Callable[..., Any], what: str) -> Callable[..., Any]:
         @functools.wraps(call)

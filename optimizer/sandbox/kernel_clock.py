@@ -14,19 +14,36 @@ the stack or not, calls coming back to back) launches the same Triton kernels bo
 times, so the launch counts cannot see it; the kernel names can: under the clock run()
 may run its own Triton kernels and copies or fills, not a library's compute kernels.
 
-Imports only torch (the sandbox's rule: it runs on a bare GPU host).
+Two readers of the same timestamps: NVIDIA's CUPTI bindings (PyPI ``cupti-python``),
+enabling kernel, copy and fill records only, and ``torch.profiler``, whose first session
+in a process enables far more (API callbacks, runtime and driver records) and costs
+seconds on an H200 host (``benchmarks/cupti_start.py``). The worker is a fresh process
+per evaluation, so that first session is paid on every evaluation that reads the clock.
+``KERNELKB_GPU_TIMESTAMPS`` picks one (``auto``: the bindings where installed).
+
+Imports only torch, and the CUPTI bindings where present (the sandbox's rule: it runs on
+a bare GPU host).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+try:  # imported with the harness, before the candidate could plant a module of the name
+    from cupti import cupti as _cupti
+except Exception:  # noqa: BLE001 - not installed, or no CUDA driver: the profiler reads
+    _cupti = None
+
 log = logging.getLogger("kernelkb.optimizer.sandbox.kernel_clock")
+_demangle = torch._C._demangle  # CUPTI names C++ kernels mangled; the profiler does not
+
+READERS = ("auto", "cupti", "profiler")  # KERNELKB_GPU_TIMESTAMPS
 
 PROFILED_CALLS = 10  # per shape; one profiler session for all of them
 UNDER_SHARE = 0.6  # a reported GPU time under this share of the busy time is a lie
@@ -43,33 +60,105 @@ LIBRARY_KERNELS = ("at::", "cutlass", "cublas", "cudnn", "gemm", "xmma", "nvjet"
 class Reading:
     busy_ms: float  # per call: the union of the kernels' intervals
     kernels: frozenset[str]  # the names of every kernel that ran
+    reader: str = "profiler"  # which reader took it: "cupti" or "profiler"
 
 
-def read(call: Callable[[], Any], calls: int = PROFILED_CALLS) -> Reading | None:
-    """The busy time per call and the kernels' names, from one profiler session over
-    ``calls`` calls; None where the profiler gives no device events here (no CUPTI on
-    this host, or a jail that refuses it)."""
+Span = tuple[float, float, str]  # start and end in ms on the GPU's clock, the name
+
+
+def reader_for(preference: str = "auto") -> str:
+    """The reader a preference names: ``auto`` is the CUPTI bindings where importable."""
+    if preference not in READERS:
+        raise ValueError(f"KERNELKB_GPU_TIMESTAMPS={preference!r}: one of {', '.join(READERS)}")
+    if preference == "auto":
+        return "cupti" if _cupti is not None else "profiler"
+    return preference
+
+
+def preference() -> str:
+    """``KERNELKB_GPU_TIMESTAMPS`` (default ``auto``), checked in the evaluator's process:
+    the worker does not see ``KERNELKB_*`` settings, so it travels in the request."""
+    value = os.environ.get("KERNELKB_GPU_TIMESTAMPS", "").strip() or "auto"
+    reader_for(value)  # a bad value is the caller's error, raised here
+    return value
+
+
+def read(call: Callable[[], Any], calls: int = PROFILED_CALLS,
+         reader: str = "auto") -> Reading | None:
+    """The busy time per call and the kernels' names, from one session over ``calls``
+    calls; None where no reader gives device records here (no CUPTI on this host, or a
+    jail that refuses it). A reader that fails hands over to the profiler."""
+    call()
+    torch.cuda.synchronize()
+    chosen = reader_for(reader)
+    spans: list[Span] | None = None
+    if chosen == "cupti":
+        try:
+            spans = _cupti_spans(call, calls)
+        except Exception as err:  # noqa: BLE001 - e.g. no bindings: the profiler reads
+            log.warning("CUPTI bindings gave no records (%s: %s); reading through "
+                        "torch.profiler", type(err).__name__, err)
+            chosen = "profiler"
+    if chosen == "profiler":
+        try:
+            spans = _profiler_spans(call, calls)
+        except Exception as err:  # noqa: BLE001 - a missing CUPTI leaves the other clocks
+            log.warning("no GPU timestamps here (%s: %s)", type(err).__name__, err)
+            return None
+    if not spans:
+        return None
+    return Reading(busy_ms=union_length(sorted((s, e) for s, e, _ in spans)) / calls,
+                   kernels=frozenset(name for _, _, name in spans), reader=chosen)
+
+
+def _profiler_spans(call: Callable[[], Any], calls: int) -> list[Span]:
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
-    call()
-    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            call()
+        torch.cuda.synchronize()
+    return [(e.time_range.start / 1e3, e.time_range.end / 1e3, e.name) for e in prof.events()
+            if e.device_type == DeviceType.CUDA and e.time_range.end > e.time_range.start]
+
+
+# the records read, by kind: a kernel carries its name, a copy or fill is named here
+# (movement, as MOVEMENT_KERNELS says); records land in _cupti_records on the flush
+_CUPTI_KINDS = {"CONCURRENT_KERNEL": "", "MEMCPY": "Memcpy", "MEMSET": "Memset"}
+_cupti_records: list[Span] = []
+_cupti_names: dict[int, str] = {}  # kind number -> the name above, set on first use
+
+
+def _cupti_completed(activities: list[Any]) -> None:
+    """CUPTI hands back a filled buffer (on the forced flush, in the flushing thread)."""
+    for a in activities:
+        if a.end > a.start:
+            name = getattr(a, "name", None) or _cupti_names.get(int(a.kind), "unknown")
+            _cupti_records.append((a.start / 1e6, a.end / 1e6, str(name)))
+
+
+def _cupti_spans(call: Callable[[], Any], calls: int) -> list[Span]:
+    if _cupti is None:
+        raise RuntimeError("the CUPTI bindings (PyPI cupti-python) are not installed")
+    if not _cupti_names:  # the first session in this process: register the buffers
+        _cupti_names.update({int(getattr(_cupti.ActivityKind, k)): n
+                             for k, n in _CUPTI_KINDS.items()})
+        _cupti.activity_register_callbacks(lambda: (8 << 20, 0), _cupti_completed)
+    kinds = list(_cupti_names)
+    _cupti_records.clear()
+    for kind in kinds:
+        _cupti.activity_enable(kind)
     try:
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(calls):
-                call()
-            torch.cuda.synchronize()
-        events = prof.events()
-    except Exception as err:  # noqa: BLE001 - a missing CUPTI leaves the other clocks
-        log.warning("no GPU timestamps here (%s: %s)", type(err).__name__, err)
-        return None
-    device = [e for e in events
-              if e.device_type == DeviceType.CUDA and e.time_range.end > e.time_range.start]
-    spans = sorted((e.time_range.start, e.time_range.end) for e in device)
-    if not spans:
-        return None
-    return Reading(busy_ms=union_length(spans) / 1e3 / calls,
-                   kernels=frozenset(e.name for e in device))
+        for _ in range(calls):
+            call()
+        torch.cuda.synchronize()
+    finally:
+        for kind in kinds:
+            _cupti.activity_disable(kind)
+        _cupti.activity_flush_all(1)
+    names = {n: _demangle(n) for n in {n for _, _, n in _cupti_records}}
+    return [(s, e, names[n]) for s, e, n in _cupti_records]
 
 
 def foreign_kernels(names: Iterable[str], own: Iterable[str]) -> list[str]:

@@ -38,7 +38,7 @@ import torch
 TIMING_MODULES = ("time", "triton.testing", "torch.cuda", "torch.cuda.streams",
                   "torch.cuda.memory", "triton.runtime.driver", "kernelkb.optimizer.sandbox.timing",
                   "triton.backends.nvidia.driver", "torch.profiler", "torch.autograd.profiler",
-                  "kernelkb.optimizer.sandbox.kernel_clock")
+                  "kernelkb.optimizer.sandbox.kernel_clock", "cupti.cupti")
 # Modules the checks and the worker rely on.
 HARNESS_MODULES = ("builtins", "torch", "torch.nn.functional", "torch.testing", "math",
                    "json", "os", "random", "numpy", "kernelkb.optimizer.sandbox.checks",

@@ -567,14 +567,14 @@ class Worker:
                         ) -> dict[str, float | None]:
         """The GPU's own timestamps of every kernel, every stream (kernel_clock.py): the
         GPU time reported must not be far under the time the GPU was busy per call.
-        A process's first CUPTI session costs seconds (5-6 s on an H200 host, a later one
-        a millisecond), so only ``calls`` are read: see _may_gain."""
+        A process's first torch.profiler session costs seconds (5-6 s on an H200 host, a
+        later one a millisecond), so only ``calls`` are read: see _may_gain."""
         self.lap("GPU time")  # the comparison; each shape's CUPTI pass is a lap of its own
         busy = {}
         for k, call in calls.items():
-            reading = kernel_clock.read(call)
+            reading = kernel_clock.read(call, reader=self.request.get("gpu_timestamps", "auto"))
             busy[k] = reading.busy_ms if reading else None
-            self.lap(f"GPU timestamps {k}")
+            self.lap(f"GPU timestamps ({reading.reader if reading else 'none'}) {k}")
             foreign = kernel_clock.foreign_kernels(reading.kernels, self.own_kernels) \
                 if reading else []
             if foreign:

@@ -1,25 +1,13 @@
 """Cheat (GPU): torch.softmax captured into a CUDA graph on an empty buffer, where it
 computes nothing the dispatch mode would call data; the input copied in and the graph
-replayed, which nothing records; the answer copied out by a Triton kernel. Honest only in
-the counterfactual call, read off the dispatch mode's own flag. Expected: torch_compute
-(GPU work unseen)."""
+replayed, which nothing records; the answer copied out by a Triton kernel. Expected:
+torch_compute (the capture is refused to the candidate's code, and the counterfactual
+call on decoys would come out right)."""
 import torch
 import triton
 import triton.language as tl
-from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 _GRAPHS = {}
-
-
-@triton.jit
-def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=-float("inf")).to(tl.float32)
-    e = tl.exp(x - tl.max(x, 0))
-    y = e / tl.sum(e, 0)
-    tl.store(out_ptr + row * stride_o + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -35,9 +23,6 @@ def run(x):
     x = x.contiguous()
     out = torch.empty_like(x)
     block = triton.next_power_of_2(x.shape[1])
-    if getattr(_get_current_dispatch_mode(), "counterfactual", False):
-        softmax_kernel[(x.shape[0],)](out, x, x.shape[1], x.stride(0), out.stride(0), BLOCK=block)
-        return out
     key = (tuple(x.shape), x.dtype)
     if key not in _GRAPHS:
         static_in = torch.empty_like(x)

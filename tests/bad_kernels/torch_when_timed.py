@@ -1,12 +1,12 @@
-"""Cheat (GPU): honest while the evaluator's dispatch mode is on the stack (the checked
-calls), torch.softmax when it is not (the timed calls). The same Triton launch runs both
-times, same grid, same arguments, so the launch counts and signatures match; when timed
-it reads a device-side flag and returns at once. Expected: torch_compute (the GPU's own
-timestamps name ATen's softmax kernel under the clock)."""
+"""Cheat (GPU): honest on an input's first calls (the checks), torch.softmax from the
+third call in a row on the same input (a clock repeating its inputs), told apart without
+reading the evaluator (mode_flag_sniff.py reads its mode, refused as cheat_tamper). The
+same Triton launch runs both times, same grid, same arguments, so the launch counts and
+signatures match; when timed it reads a device-side flag and returns at once. Expected:
+torch_compute (the GPU's own timestamps name ATen's softmax kernel under the clock)."""
 import torch
 import triton
 import triton.language as tl
-from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 
 @triton.jit
@@ -22,10 +22,15 @@ def softmax_kernel(out_ptr, x_ptr, skip_ptr, n_cols, stride_x, stride_o, BLOCK: 
     tl.store(out_ptr + row * stride_o + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
+_LAST = {"ptr": None, "calls": 0}
+
+
 def run(x):
     x = x.contiguous()
     out = torch.empty_like(x)
-    timed = _get_current_dispatch_mode() is None
+    same = _LAST["ptr"] == x.data_ptr()
+    _LAST.update(ptr=x.data_ptr(), calls=_LAST["calls"] + 1 if same else 1)
+    timed = _LAST["calls"] >= 3
     skip = torch.full((1,), int(timed), dtype=torch.int32, device=x.device)
     if timed:
         torch.softmax(x, dim=-1, out=out)

@@ -148,6 +148,7 @@ def test_stale_parent_figure_is_retimed_beside_the_child(timed):
     ("jiterator_hidden", "torch_compute"),  # exp(x - max) by a jiterator kernel
     ("grid_hook_compute", "torch_compute"),  # torch in a pre-run hook, inside the launch
     ("torch_when_timed", "torch_compute"),  # honest when checked, torch when timed
+    ("clock_switched_off", "cheat_tamper"),  # the GPU's own clock switched off
 ])
 def test_planted_cheat_is_caught_on_the_gpu(name, kind):
     """The GPU's layers alone: the rule that refuses code swaps and gc walks at the

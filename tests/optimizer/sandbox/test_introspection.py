@@ -26,6 +26,8 @@ REACHING = {
     "skips_conditions": "gc.get_objects",  # the worker's input conditions switched off
     # the tracker taken from the dispatch mode stack, its recording switched off
     "mode_flag_sniff": "torch.utils._python_dispatch._get_current_dispatch_mode at line",
+    # the GPU's own clock switched off around a side stream's work
+    "clock_switched_off": "torch.autograd._disable_profiler at line 27",
 }
 
 

@@ -74,3 +74,25 @@ def test_a_librarys_compute_kernel_is_foreign_its_own_kernels_and_copies_are_not
         "nvjet_hsh_128x256_64x4_1x2_h_bz_coopA_NNT", "triton_red_fused__softmax_0",
         "void at::native::(anonymous namespace)::cunn_SoftMaxForward<8, c10::Half>"]
     assert kernel_clock.foreign_kernels(["softmax_kernel"], set()) == []  # not a library's
+
+
+def test_the_reader_is_named_by_a_setting_and_a_bad_name_is_refused(monkeypatch):
+    """KERNELKB_GPU_TIMESTAMPS: checked in the evaluator's process, where the user set it;
+    auto takes the CUPTI bindings only where they import."""
+    monkeypatch.setenv("KERNELKB_GPU_TIMESTAMPS", "profiler")
+    assert kernel_clock.preference() == "profiler"
+    monkeypatch.delenv("KERNELKB_GPU_TIMESTAMPS")
+    assert kernel_clock.preference() == "auto"
+    assert kernel_clock.reader_for("auto") == ("cupti" if kernel_clock._cupti else "profiler")
+    monkeypatch.setenv("KERNELKB_GPU_TIMESTAMPS", "nsight")
+    with pytest.raises(ValueError, match="KERNELKB_GPU_TIMESTAMPS='nsight': one of auto"):
+        kernel_clock.preference()
+
+
+def test_a_bad_reader_setting_stops_the_evaluation_before_it_starts(monkeypatch):
+    from kernelkb.kernels.base import get_task
+    from kernelkb.optimizer.sandbox import evaluate
+
+    monkeypatch.setenv("KERNELKB_GPU_TIMESTAMPS", "nsight")
+    with pytest.raises(ValueError, match="KERNELKB_GPU_TIMESTAMPS"):
+        evaluate("softmax", get_task("softmax").template, shapes=[(1, 7)], seeds=1)

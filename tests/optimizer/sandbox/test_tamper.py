@@ -184,7 +184,7 @@ def test_time_all_plumbing_on_the_cpu(tmp_path, monkeypatch, name, kernels, kind
     monkeypatch.setattr(compare, "settle", lambda max_s: compare.Settled(True, 0.0, 1.0, 1.0))
     monkeypatch.setattr(compare, "GpuClock", FixedClock)
 
-    def fake_read(call, calls=kernel_clock.PROFILED_CALLS):
+    def fake_read(call, calls=kernel_clock.PROFILED_CALLS, reader="auto"):
         for _ in range(calls):
             call()
         return kernel_clock.Reading(busy_ms=0.2, kernels=frozenset(kernels))
