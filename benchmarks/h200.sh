@@ -16,7 +16,9 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=/tmp/site:$PWD
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
 # the CUPTI bindings where a user's install puts them: the sandbox's worker sees the
 # environment's site-packages, not /tmp (kernel_clock.py; pip install "kernelkb[cupti]")
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/cupti_python-*.whl 2>&1 | tail -2
+# (PYTHONPATH unset: pip would take the copy in /tmp/site as installed)
+PYTHONPATH= python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/cupti_python-*.whl 2>&1 | tail -3
+PYTHONPATH= python3 -c "import cupti.cupti" 2>&1 | tail -1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 deadline=$(( $(date +%s) + ${BUDGET_S:-560} ))
 left() { echo $(( deadline - $(date +%s) )); }

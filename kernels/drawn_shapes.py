@@ -6,12 +6,17 @@ knows and fast, unsafe, everywhere else, it passes every named check while users
 (a new batch size, a new vocabulary) meet the unsafe path. A shape drawn afresh inside
 the lists' bounds is one it cannot have prepared for.
 
-How: each dimension is drawn log-uniformly between the least and the largest value the
-shapes it is drawn among give it; a dimension they never vary keeps its one value, one
-whose declared values (all of the task's lists) are all powers of two stays a power of
-two (a head size), and one whose values are all 0 or 1 (a flag) keeps a declared value.
-A draw that does not fit the caller's cap (bytes, FLOPs) has its largest free dimension
-halved until it does; a draw that some list names is drawn again. Whether the reference
+How: the draw starts from one of the shapes it is drawn among (the anchor) and moves
+each free dimension to another value of the same power-of-two bucket, no larger than the
+anchor's and with the same divisibility by 16: those are what Triton specialises a
+kernel on (a block size from ``next_power_of_2``, an argument's alignment), so the
+drawn shape runs the kernels the checks already compiled and costs calls, not a compile
+(a compile was most of the judge's share of an evaluation). A dimension the shapes
+never vary keeps its one value; one whose declared values (all of the task's lists) are
+all powers of two (a head size) or all 0 or 1 (a flag) takes one of the values the
+shapes give it. A draw that
+does not fit the caller's cap (bytes, FLOPs) has its largest free dimension halved
+until it does; a draw that some list names is drawn again. Whether the reference
 accepts the shape is the caller's to check (``optimizer/sandbox/judge.py`` draws again
 where it raises).
 """
@@ -36,7 +41,10 @@ def draw_shape(among: Sequence[Shape], declared: Sequence[Shape],
     columns = list(zip(*among, strict=True))
     kinds = [_kind(column, [s[i] for s in named]) for i, column in enumerate(columns)]
     for _ in range(TRIES):
-        shape = [_draw(kind, column, rng) for kind, column in zip(kinds, columns, strict=True)]
+        anchor = rng.choice(list(among))
+        shape = [rng.choice(sorted(set(column))) if kind in ("flag", "pow2")
+                 else _draw(kind, value, min(column), rng)
+                 for kind, value, column in zip(kinds, anchor, columns, strict=True)]
         free = [i for i, kind in enumerate(kinds) if kind in ("range", "pow2")]
         while not fits(tuple(shape)):
             shrinkable = [i for i in free if shape[i] > max(min(columns[i]), 1)]
@@ -60,12 +68,18 @@ def _kind(column: Sequence[int], declared_values: Sequence[int]) -> str:
     return "range"
 
 
-def _draw(kind: str, column: Sequence[int], rng: random.Random) -> int:
-    low, high = max(min(column), 1), max(column)
-    if kind == "fixed":
-        return column[0]
-    if kind == "flag":
-        return rng.choice(sorted(set(column)))
-    if kind == "pow2":
-        return 1 << rng.randint(low.bit_length() - 1, high.bit_length() - 1)
-    return max(low, min(high, round(math.exp(rng.uniform(math.log(low), math.log(high))))))
+def _draw(kind: str, value: int, least: int, rng: random.Random) -> int:
+    """A value in ``value``'s power-of-two bucket, at most ``value`` and at least
+    ``least``, divisible by 16 exactly when ``value`` is (a range dimension; any other
+    keeps ``value``)."""
+    if kind != "range" or value <= 2:
+        return value
+    bottom = max(least, 1 << (value - 1).bit_length() - 1) + 1  # the bucket is (2^k, 2^(k+1)]
+    if bottom >= value:
+        return value
+    drawn = round(math.exp(rng.uniform(math.log(bottom), math.log(value))))
+    if value % 16 == 0:
+        drawn -= drawn % 16
+    elif drawn % 16 == 0:
+        drawn -= 1
+    return drawn if bottom <= drawn <= value else value

@@ -71,7 +71,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
              mem_limit_mb: int | None = None, timing: bool | None = None,
              peaks: dict[str, float] | None = None,
              parent_source: str | None = None, settle_s: float = 3.0,
-             conditions: bool = True, refuse_introspection: bool = True) -> EvalResult:
+             conditions: bool = True, refuse_introspection: bool = True,
+             refuse_surroundings: bool = True) -> EvalResult:
     """Evaluate one candidate in a sandboxed subprocess; never raises for candidate faults.
 
     ``parent_source``: the incumbent; on a GPU the candidate is timed against it,
@@ -81,6 +82,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
     ``refuse_introspection``: the candidate may not reach frames, gc, code objects or
     ctypes (introspection.py); False only to test that the layers behind that rule (the
     tamper check, the launch counts, the judge) each hold alone.
+    ``refuse_surroundings``: the candidate may not read the clock, its process, files or
+    the environment (surroundings.py); False only to test that the jail holds alone.
 
     Raises ValueError / KeyError only for bad arguments (unknown task, dtype, shape set).
     """
@@ -96,6 +99,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         "shapes": [list(s) for s in shape_list], "seeds": seeds, "timing": do_time,
         "seed_base": secrets.randbelow(2**30), "conditions": bool(conditions),
         "refuse_introspection": bool(refuse_introspection),
+        "refuse_surroundings": bool(refuse_surroundings),
         "parent_timings": dict(parent.timings_median()) if parent else {},
         "parent_source": parent_source,
         "settle_s": settle_s,

@@ -40,6 +40,7 @@ from kernelkb.optimizer.sandbox import (
     jit_globals,
     kernel_clock,
     provenance,
+    surroundings,
     tamper,
     timing,
 )
@@ -99,6 +100,7 @@ class Worker:
         self.snapshot: tamper.Snapshot | None = None
         self.forbidden: forbidden.Forbidden | None = None
         self.introspection: introspection.Introspection | None = None
+        self.surroundings: surroundings.Surroundings | None = None
         self.expected_launches: dict[str, tuple[int, set[tuple[Any, ...]]]] = {}
         self.own_kernels: set[str] = set()  # the candidate's Triton kernels, by name, when checked
         # the incumbent, loaded once when first timed (the comparison, the judge's clock)
@@ -152,7 +154,8 @@ class Worker:
     def reached_in(self) -> str | None:
         """What the candidate was refused when it reached into the harness, or None."""
         return (self.introspection.problem() if self.introspection else None) \
-            or (self.forbidden.reached() if self.forbidden else None)
+            or (self.forbidden.reached() if self.forbidden else None) \
+            or (self.surroundings.problem() if self.surroundings else None)
 
     def evaluate(self) -> None:
         self.progress("syntax")
@@ -164,6 +167,15 @@ class Worker:
                 lambda path: os.path.basename(path) == CANDIDATE_FILE, module_name="candidate")
         else:
             introspection.stand_down()
+        if self.request.get("refuse_surroundings", True):
+            reads = surroundings.source_reads(self.request["source"])
+            if reads:
+                self.fail("syntax", "cheat_tamper", surroundings.message(reads))
+                return
+            self.surroundings = surroundings.watch(
+                lambda path: os.path.basename(path) == CANDIDATE_FILE)
+        else:
+            surroundings.stand_down()
         main = sys.modules.get("__main__")
         self.snapshot = tamper.Snapshot(
             task_module=self.task.reference.__module__,

@@ -104,7 +104,8 @@ def test_the_probe_reaches_nothing_inside_the_namespaces(planted):
     project = Path(_PROJECT_ROOT)
     before = (project / "kernels" / "softmax.py").stat().st_mtime_ns
     result = evaluate("softmax", probe_source(project, home, store, server.port, marker),
-                      shapes=[(1, 7)], seeds=1)
+                      shapes=[(1, 7)], seeds=1,
+                      refuse_surroundings=False)  # the jail alone
     report = probe_report(result)
     # a host without a delegated cgroup adds "; limits per process only (...)" (the H200)
     assert result.containment.split("; ")[0] == "namespaces"
@@ -125,7 +126,8 @@ def test_without_namespaces_the_environment_is_still_scrubbed_and_the_child_ende
     decoy = tmp_path / "decoy_project"  # the fallback cannot protect files: not the real one
     (decoy / "kernels").mkdir(parents=True)
     result = evaluate("softmax", probe_source(decoy, home, store, server.port, marker),
-                      shapes=[(1, 7)], seeds=1)
+                      shapes=[(1, 7)], seeds=1,
+                      refuse_surroundings=False)  # the jail alone
     report = probe_report(result)
     for value in SECRETS.values():
         assert value not in report

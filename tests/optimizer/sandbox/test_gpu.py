@@ -154,7 +154,7 @@ def test_planted_cheat_is_caught_on_the_gpu(name, kind):
     """The GPU's layers alone: the rule that refuses code swaps and gc walks at the
     source is off here (test_introspection.py has it)."""
     result = evaluate("softmax", (BAD / f"{name}.py").read_text(), shapes=SHAPES[1:],
-                      refuse_introspection=False)
+                      refuse_introspection=False, refuse_surroundings=False)
     assert not result.ok and result.error_kind == kind, result.text
     assert not result.timing_available
 
@@ -166,6 +166,15 @@ def test_reaching_into_the_harness_is_refused_on_the_gpu(name):
     result = evaluate("softmax", (BAD / f"{name}.py").read_text(), shapes=SHAPES[1:])
     assert result.error_kind == "cheat_tamper", result.text
     assert "reached into the evaluator" in result.error_message, result.error_message
+
+
+@pytest.mark.parametrize("name", ["time_bomb", "date_bomb", "jail_detect", "env_detect",
+                                  "file_detect", "modules_detect"])
+def test_a_kernel_honest_only_inside_the_evaluator_is_refused_on_the_gpu(name):
+    """The rule that a kernel's wrapper does not read its surroundings, on the GPU path."""
+    result = evaluate("softmax", (BAD / f"{name}.py").read_text(), shapes=SHAPES[1:])
+    assert result.error_kind == "cheat_tamper", result.text
+    assert "read its surroundings" in result.error_message, result.error_message
 
 
 def test_a_read_past_the_end_whose_values_are_discarded_is_caught_on_the_gpu(timed):

@@ -22,7 +22,7 @@ def _evaluate(name: str):
     """The judge alone: the rule that refuses code swaps and gc walks at the source
     (introspection.py) is off, so what reaches the judge is what it must catch itself."""
     return evaluate("softmax", (BAD / name).read_text(), shapes="cpu", seeds=1,
-                    refuse_introspection=False)
+                    refuse_introspection=False, refuse_surroundings=False)
 
 
 def test_a_check_rewritten_in_the_candidate_process_does_not_fool_the_judge() -> None:

@@ -34,7 +34,7 @@ def test_replacing_what_the_harness_uses_is_caught(name, kind, named):
     """The snapshot alone: the rule that refuses a code swap at the source is off here
     (test_introspection.py has it), so each layer is seen to hold by itself."""
     result = evaluate("softmax", (BAD / f"{name}.py").read_text(), shapes=[(1, 7)], seeds=1,
-                      refuse_introspection=False)
+                      refuse_introspection=False, refuse_surroundings=False)
     assert not result.ok and result.error_kind == kind, result.text
     for text in named:
         assert text in result.error_message, result.error_message
@@ -89,7 +89,7 @@ def _checked_worker(tmp_path, name: str):
     request = {"task": "softmax", "dtype": "float16", "shapes": [[4, 128]], "seeds": 1,
                "source": (BAD / f"{name}.py").read_text(),
                "result_path": str(tmp_path / "result.json"),
-               "refuse_introspection": False}
+               "refuse_introspection": False, "refuse_surroundings": False}
     worker = Worker(request)
     worker.evaluate()  # checks only on the CPU: records what each checked call launched
     assert worker.expected_launches["rows=4,cols=128"][0] == 1

@@ -26,7 +26,9 @@ def run_worker_here(source: str, tmp_path: Path, task: str = "softmax",
                     ) -> dict:
     request = {"task": task, "dtype": "float16", "shapes": shapes, "seeds": 2,
                "source": source, "result_path": str(tmp_path / "result.json"),
-               "refuse_introspection": refuse_introspection}
+               "refuse_introspection": refuse_introspection,
+               # in this process: the readers stay out of the test's own (surroundings.py)
+               "refuse_surroundings": False}
     Worker(request).evaluate()
     return json.loads((tmp_path / "result.json").read_text())
 
