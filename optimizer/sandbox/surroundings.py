@@ -11,10 +11,12 @@ so the rule is on the reads themselves: a Triton kernel's wrapper needs none of 
 How, in the worker, before the candidate's import:
 
 * the clocks (``time``'s readers, ``datetime``'s ``now``/``today``), the process's
-  identity (``os.getpid``, ``getuid``, ``uname``, ``times``, ``getcwd``, ``socket.gethostname``),
-  a file's metadata (``os.stat``, ``lstat``, ``access``: ``os.path.exists`` goes through
-  them) and ``os.environ`` (``os.getenv`` reads it) are replaced by readers that refuse
-  the candidate's own calls;
+  identity and limits (``os.getpid``, ``getuid``, ``uname``, ``times``, ``getcwd``,
+  ``cpu_count``, ``resource.getrlimit``, ``socket.gethostname``), a file's metadata
+  (``os.stat``, ``lstat``, ``access``: ``os.path.exists`` goes through them), the GPU's
+  state beyond the inputs (``torch.cuda.memory_allocated``, ``mem_get_info``, ...) and
+  ``os.environ`` (``os.getenv`` reads it) are replaced by readers that refuse the
+  candidate's own calls;
 * opening a file or listing a folder is seen by an audit hook (``open``, ``os.listdir``,
   ``os.scandir``, ``glob.glob``), which nothing in the process can remove;
 * ``sys.modules`` and ``sys.argv`` are plain containers no reader sees, so the source is
@@ -22,8 +24,8 @@ How, in the worker, before the candidate's import:
 
 A call is the candidate's when the innermost frame outside the standard library is in
 its file, and no standard-library module on the way reads for itself (the import system
-opening a module's source, logging stamping a record's time): torch, Triton and the
-harness read as they like. A refused read raises; the evaluation fails as
+finding a module by name, logging stamping a record's time, a warning's source line):
+torch, Triton and the harness read as they like. A refused read raises; the evaluation fails as
 ``cheat_tamper``.
 
 Not seen: a clock, a reader or a path kept under another name by a library the candidate
@@ -53,18 +55,30 @@ _READERS = {
              "ctime", "asctime", "strftime"),
     "os": ("getpid", "getppid", "getuid", "geteuid", "getgid", "getegid", "getgroups",
            "getlogin", "getpgrp", "getsid", "uname", "times", "getloadavg", "getcwd",
-           "stat", "lstat", "access", "readlink"),
+           "stat", "lstat", "access", "readlink", "statvfs", "cpu_count",
+           "sched_getaffinity", "sysconf"),
     "socket": ("gethostname",),
-    "resource": ("getrusage",),
+    "resource": ("getrusage", "getrlimit"),
+    # the GPU's state beyond the inputs: what the evaluator has allocated, what else runs
+    **{module: ("memory_allocated", "max_memory_allocated", "memory_reserved",
+                "max_memory_reserved", "memory_stats", "memory_stats_as_nested_dict",
+                "memory_summary", "memory_snapshot", "mem_get_info", "list_gpu_processes",
+                "utilization", "temperature", "power_draw", "clock_rate")
+       for module in ("torch.cuda", "torch.cuda.memory")},
 }
 # audited operations that read the file system
 _AUDITED = frozenset({"open", "os.listdir", "os.scandir", "glob.glob", "os.getxattr",
                       "os.listxattr"})
-# standard-library modules that read for themselves and hand the candidate nothing of it
-_OWN_READERS = ("importlib", "zipimport", "logging", "linecache", "traceback", "warnings",
-                "encodings", "inspect", "tokenize")
-# names of the interpreter's state that only a source read can see
-_SYS_STATE = frozenset({"modules", "argv", "orig_argv", "executable", "path", "flags"})
+# standard-library modules that read for themselves and hand the candidate nothing of
+# it: logging's time stamp, a warning's or a traceback's source line
+_OWN_READERS = ("logging", "warnings", "traceback")
+# the import system finding and loading a module by name (not a loader called on a path
+# of the candidate's choosing, which would hand the file back in a syntax error)
+_IMPORTING = frozenset({"_find_and_load", "_find_and_load_unlocked", "_gcd_import"})
+# names of the interpreter's state that only a source read can see (and where imports
+# are looked for: a folder put there would make the import system read for the candidate)
+_SYS_STATE = frozenset({"modules", "argv", "orig_argv", "executable", "path", "flags",
+                        "meta_path", "path_hooks", "path_importer_cache"})
 _STDLIB = frozenset(sys.stdlib_module_names)
 _WATCH: Surroundings | None = None
 
@@ -166,7 +180,7 @@ class Surroundings:
             top = str(frame.f_globals.get("__name__", "")).partition(".")[0]
             if top not in _STDLIB:
                 break
-            if top in _OWN_READERS:
+            if top in _OWN_READERS or frame.f_code.co_name in _IMPORTING:
                 return None
             frame = frame.f_back
         if frame is not None and self._is_candidate(frame.f_code.co_filename):

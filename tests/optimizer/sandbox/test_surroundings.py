@@ -52,6 +52,28 @@ def run(*args):
     assert "os.stat at line" in result.error_message, result.error_message
 
 
+@pytest.mark.parametrize(("read", "named"), [
+    ("torch.cuda.memory_allocated() > 2**30", "torch.cuda.memory_allocated at line"),
+    ("__import__('importlib.machinery').machinery.SourceFileLoader("
+     "'x', '/proc/self/cgroup').get_data('/proc/self/cgroup')", "open('/proc/self/cgroup')"),
+    ("__import__('os').cpu_count() < 4", "os.cpu_count at line"),
+])
+def test_the_gpus_state_a_loader_on_a_path_and_the_hosts_size_are_surroundings_too(read, named):
+    source = get_task("softmax").template + f"""
+
+_inner = run
+
+
+def run(*args):
+    if {read}:
+        pass
+    return _inner(*args)
+"""
+    result = evaluate("softmax", source, shapes=[(4, 128)], seeds=1)
+    assert result.error_kind == "cheat_tamper", result.text
+    assert named in result.error_message, result.error_message
+
+
 def test_libraries_and_the_standard_librarys_own_reads_are_allowed():
     source = get_task("softmax").template + '''
 
@@ -69,6 +91,9 @@ def _block(cols):
 
 def run(*args):
     log.warning("a record, stamped with the time by logging itself")
+    import colorsys  # the import system finds and reads a module the process lacked
+
+    assert colorsys.rgb_to_hsv(0, 0, 0)[2] == 0
     return _inner(*args)
 '''
     result = evaluate("softmax", source, shapes=[(4, 128), (1, 7)], seeds=1)
