@@ -49,6 +49,7 @@ def test_prompt_holds_what_the_article_lists() -> None:
     system, user = (m["content"] for m in build_messages(context))
     assert TASK.signature in system and "ONE main change" in system
     assert "Triton operations only" in system and "atol" in system
+    assert "no clock, environment variables, files" in system  # the surroundings rule
     assert "NUM_WARPS = 4" in user  # the current best kernel
     assert "torch.softmax" in user  # the reference implementation
     assert "ONLINE" in user and "suggestions, not mandates" in user
