@@ -30,8 +30,10 @@ torch, Triton and the harness read as they like. A refused read raises; the eval
 
 Not seen: a clock, a reader or a path kept under another name by a library the candidate
 can reach (``somelib.perf_counter`` taken with ``from time import perf_counter`` before
-the readers were replaced) and a ``datetime`` class another module holds. Closing those
-means a process whose surroundings are the same inside and outside the evaluator.
+the readers were replaced) and a ``datetime`` class another module holds; nor a bomb on
+the kernel's own call count set past the calls an evaluation makes, which reads nothing.
+Closing those means a process whose surroundings are the same inside and outside the
+evaluator.
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ _READERS = {
            "stat", "lstat", "access", "readlink", "statvfs", "cpu_count",
            "sched_getaffinity", "sysconf"),
     "socket": ("gethostname",),
+    # a timer is a clock: an alarm's handler could flip a kernel to its other path later
+    "signal": ("signal", "alarm", "setitimer", "getitimer"),
     "resource": ("getrusage", "getrlimit"),
     # the GPU's state beyond the inputs: what the evaluator has allocated, what else runs
     **{module: ("memory_allocated", "max_memory_allocated", "memory_reserved",

@@ -57,6 +57,7 @@ def run(*args):
     ("__import__('importlib.machinery').machinery.SourceFileLoader("
      "'x', '/proc/self/cgroup').get_data('/proc/self/cgroup')", "open('/proc/self/cgroup')"),
     ("__import__('os').cpu_count() < 4", "os.cpu_count at line"),
+    ("__import__('signal').alarm(600)", "signal.alarm at line"),  # a timer is a clock
 ])
 def test_the_gpus_state_a_loader_on_a_path_and_the_hosts_size_are_surroundings_too(read, named):
     source = get_task("softmax").template + f"""
