@@ -123,9 +123,10 @@ CONDITIONS = (
                    "row max is subtracted first", lambda inputs, seed: (inputs[0] * (40 / 3),)),
     InputCondition("offset logits", "every logit +100: softmax does not move, exp does",
                    lambda inputs, seed: (inputs[0] + 100,)),
-    InputCondition("negative logits", "every logit -100: a row max that counts the masked "
-                   "padding as 0 is 100 too high, and exp underflows",
-                   lambda inputs, seed: (inputs[0] - 100,)),
+    InputCondition("negative logits", "every logit -1e4, as an additive mask leaves a row: a "
+                   "row max that counts the masked padding as 0 is 1e4 too high, every exp "
+                   "underflows to 0 and the row divides 0 by 0 (at -100 the denormals hide it)",
+                   lambda inputs, seed: (inputs[0] - 1e4,)),
 )
 
 TASK = register(

@@ -2,9 +2,9 @@
 as 0.0 (not -inf) and the row max is taken over the whole tile, padding included; the
 exp of padding is masked out afterwards. Right whenever some logit is >= ~-80: the
 plain draw, 40*randn and +100 offset logits all pass. Wrong (0/0 = NaN) for a row of
-very negative logits, e.g. log-probabilities or an additive -1e4 mask (users meet
-these); the evaluator shifts logits only upwards (+100). Non-power-of-two rows only.
-Expected: wrong_result (only with a "-100 offset" style condition).
+very negative logits, e.g. an additive -1e4 mask (users meet these); near -100 the
+fp32 denormals leave it only imprecise. Non-power-of-two rows only.
+Expected: wrong_result (only with a large negative offset condition).
 """
 import torch
 import triton
