@@ -78,7 +78,10 @@ class Introspection:
             self._is_candidate, self._module, self.reached = is_candidate, module_name, []
 
     def audit(self, event: str, args: tuple[Any, ...]) -> None:
-        if event not in _ALWAYS and event not in _ON_OBJECTS and event[:7] != "ctypes.":
+        if event == "object.__getattr__":
+            if args[1] != "__code__" and args[1] not in _FRAME_ATTRS:
+                return  # a read of defaults or globals: refused by nothing
+        elif event not in _ALWAYS and event not in _ON_OBJECTS and event[:7] != "ctypes.":
             return  # the fast path: every other audited event in the process
         if getattr(self._inside, "on", False):
             return
@@ -93,18 +96,21 @@ class Introspection:
             raise RuntimeError(f"refused by the evaluator: {what}")
 
     def _refused(self, event: str, args: tuple[Any, ...]) -> str | None:
-        """'EVENT at line N' when the candidate's own code makes this operation."""
+        """'EVENT at line N' when the candidate's own code makes this operation. Whose
+        operation it is comes first: most are the harness's or a library's (the tamper
+        check reads every harness function's code after every call), and for those the
+        object needs no look."""
+        line = self._candidate_line(sys._getframe(2))  # the operation's frame
+        if not line:
+            return None
         if event in _ON_OBJECTS:
             obj, name = args[0], str(args[1])
-            if name in _FRAME_ATTRS:
-                pass  # a frame leads up the stack, whose frame it is
-            elif event == "object.__getattr__" and name != "__code__":
-                return None
-            elif self._owns(obj):
+            # a frame leads up the stack, whose frame it is; the candidate's own functions
+            # and classes are its own to read and change
+            if name not in _FRAME_ATTRS and self._owns(obj):
                 return None
             event = f"{event} {name!r}"
-        line = self._candidate_line(sys._getframe(2))  # the operation's frame
-        return f"{event} at line {line} of candidate.py" if line else None
+        return f"{event} at line {line} of candidate.py"
 
     def _owns(self, obj: Any) -> bool:
         """The candidate's own function, code object or class (its file, its module)."""

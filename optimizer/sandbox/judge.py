@@ -344,13 +344,19 @@ class Judge:
             seed = secrets.randbelow(2**30)
             # a shape the worker has not run yet compiles (and autotunes) first
             first = new_shape and i == 0
+            began = time.perf_counter()
             answer = self.ask({"op": "run", "shape": list(shape), "seed": seed,
                                "label": label, "grad": grad,
                                "condition": condition.name if condition else None},
                               timeout_s=NEW_SHAPE_TIMEOUT_S if first else ANSWER_TIMEOUT_S)
-            self.compare(shape, label, seed, self.tensors(answer), condition,
+            outs = self.tensors(answer)
+            answered = time.perf_counter()
+            self.compare(shape, label, seed, outs, condition,
                          f"{where}, called under {GRAD_WORDS[grad]}")
             seen["spot_checked"].append(label)
+            # seconds to the worker's answer (its run, the copy out) and to the verdict
+            seen.setdefault("spot_s", {})[label] = [round(answered - began, 3),
+                                                    round(time.perf_counter() - answered, 3)]
 
     def check_drawn_shape(self, seen: dict[str, Any]) -> None:
         """A shape no list of the task names (kernels/drawn_shapes.py), under every input

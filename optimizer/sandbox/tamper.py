@@ -110,11 +110,20 @@ def _contents(cell: Any) -> Any:
         return None
 
 
-def _watched(namespace: dict[str, Any], constants: bool) -> dict[str, Held]:
-    """Callables (and, for the harness's own modules, its UPPER_CASE constants)."""
-    return {k: _held(v) for k, v in list(namespace.items())
-            if callable(v) or isinstance(v, (staticmethod, classmethod, property))
-            or (constants and k.isupper() and not k.startswith("_"))}
+def _watched(namespace: dict[str, Any], constants: bool, memo: dict[int, Held]
+             ) -> dict[str, Held]:
+    """Callables (and, for the harness's own modules, its UPPER_CASE constants). ``memo``
+    holds each object once, whichever namespaces name it (a tensor method is named by
+    every tensor class): its code is read once."""
+    watched = {}
+    for k, v in list(namespace.items()):
+        if callable(v) or isinstance(v, (staticmethod, classmethod, property)) \
+                or (constants and k.isupper() and not k.startswith("_")):
+            held = memo.get(id(v))
+            if held is None:
+                held = memo[id(v)] = _held(v)
+            watched[k] = held
+    return watched
 
 
 def _resolved(cls: type) -> dict[str, Any]:
@@ -135,6 +144,7 @@ class Snapshot:
 
     def __init__(self, task_module: str | None = None, extra: tuple[str, ...] = ()) -> None:
         self.entries: dict[str, tuple[dict[str, Held], bool]] = {}
+        self._memo: dict[int, Held] = {}  # by id: the held values keep the objects alive
         self._initial_names: dict[str, frozenset[str]] = {}
         names = [(m, True) for m in TIMING_MODULES] + [(m, False) for m in HARNESS_MODULES]
         names += [(m, False) for m in (task_module, *extra) if m]
@@ -159,13 +169,17 @@ class Snapshot:
         self.modes = _mode_depths()
 
     def _add(self, where: str, namespace: dict[str, Any], timing: bool) -> None:
-        self.entries[where] = (_watched(namespace, where.startswith("kernelkb.")), timing)
+        self.entries[where] = (_watched(namespace, where.startswith("kernelkb."), self._memo),
+                               timing)
         if where in sys.modules:  # names a module already had (callable or not)
             self._initial_names[where] = frozenset(namespace)
 
     def changes(self) -> list[Change]:
-        """What was replaced or deleted since the snapshot (empty when nothing was)."""
+        """What was replaced or deleted since the snapshot (empty when nothing was). An
+        object named in several places has its insides compared once: reading a
+        function's code is an audited event, which the evaluator's hooks look at."""
         found: list[Change] = []
+        intact: dict[int, bool] = {}  # id of an object still in place -> insides unchanged
         for where, (before, timing) in self.entries.items():
             now = self._namespace(where)
             if now is None:
@@ -175,10 +189,15 @@ class Snapshot:
                 if attr in ("__weakref__", "__dict__", "__subclasshook__", "__init_subclass__"):
                     continue
                 value = now.get(attr, _MISSING)
-                if value is held[0] and len(held) == 1:
-                    continue  # most entries: the same object, nothing inside to swap
-                if (value is _MISSING or not _same(held, value)) \
-                        and f"{where}.{attr}" not in REBOUND_BY_TORCH:
+                if value is held[0]:
+                    if len(held) == 1:
+                        continue  # most entries: the same object, nothing inside to swap
+                    same = intact.get(id(value))
+                    if same is None:
+                        same = intact[id(value)] = _same(held, value)
+                    if same:
+                        continue
+                if f"{where}.{attr}" not in REBOUND_BY_TORCH:
                     found.append(Change(f"{where}.{attr}", timing))
             if where in sys.modules and where != "builtins":
                 shadowing = (set(now) - set(before)) & _BUILTIN_NAMES - {"__builtins__"}
