@@ -29,6 +29,8 @@ import importlib
 import sys
 import time
 from dataclasses import dataclass
+from itertools import repeat
+from operator import is_not
 from types import CodeType, FunctionType, ModuleType
 from typing import Any
 
@@ -137,14 +139,18 @@ def _resolved(cls: type) -> dict[str, Any]:
 
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
+# slots every class has, rebound by Python itself
+_UNWATCHED = frozenset({"__weakref__", "__dict__", "__subclasshook__", "__init_subclass__"})
 
 
 class Snapshot:
     """Identities of what the harness calls, taken before the candidate is imported."""
 
     def __init__(self, task_module: str | None = None, extra: tuple[str, ...] = ()) -> None:
-        self.entries: dict[str, tuple[dict[str, Held], bool]] = {}
+        self.entries: dict[str, tuple[tuple[str, ...], tuple[Any, ...], frozenset[str], bool]]
+        self.entries = {}  # where -> (names, the objects they named, those names, timing)
         self._memo: dict[int, Held] = {}  # by id: the held values keep the objects alive
+        self._named: dict[int, list[tuple[str, bool]]] = {}  # id -> where it is named
         self._initial_names: dict[str, frozenset[str]] = {}
         names = [(m, True) for m in TIMING_MODULES] + [(m, False) for m in HARNESS_MODULES]
         names += [(m, False) for m in (task_module, *extra) if m]
@@ -169,44 +175,47 @@ class Snapshot:
         self.modes = _mode_depths()
 
     def _add(self, where: str, namespace: dict[str, Any], timing: bool) -> None:
-        self.entries[where] = (_watched(namespace, where.startswith("kernelkb."), self._memo),
-                               timing)
+        watched = {k: v for k, v in _watched(namespace, where.startswith("kernelkb."),
+                                             self._memo).items() if k not in _UNWATCHED}
+        self.entries[where] = (tuple(watched), tuple(h[0] for h in watched.values()),
+                               frozenset(watched), timing)
+        for attr, held in watched.items():
+            if len(held) > 1:  # something inside to swap: compared once, named everywhere
+                self._named.setdefault(id(held[0]), []).append((f"{where}.{attr}", timing))
         if where in sys.modules:  # names a module already had (callable or not)
             self._initial_names[where] = frozenset(namespace)
 
     def changes(self) -> list[Change]:
-        """What was replaced or deleted since the snapshot (empty when nothing was). An
-        object named in several places has its insides compared once: reading a
-        function's code is an audited event, which the evaluator's hooks look at."""
+        """What was replaced or deleted since the snapshot (empty when nothing was). Two
+        passes, both run after every call of the candidate, so both are cheap: each
+        namespace's objects compared by identity in one sweep; then each object with
+        insides (a function's code, defaults, closure) compared once, however many
+        namespaces name it: reading a function's code is an audited event, which the
+        evaluator's hooks look at."""
         found: list[Change] = []
-        intact: dict[int, bool] = {}  # id of an object still in place -> insides unchanged
-        for where, (before, timing) in self.entries.items():
+        for where, (keys, objects, watched, timing) in self.entries.items():
             now = self._namespace(where)
             if now is None:
                 found.append(Change(where, timing))
                 continue
-            for attr, held in before.items():
-                if attr in ("__weakref__", "__dict__", "__subclasshook__", "__init_subclass__"):
-                    continue
-                value = now.get(attr, _MISSING)
-                if value is held[0]:
-                    if len(held) == 1:
-                        continue  # most entries: the same object, nothing inside to swap
-                    same = intact.get(id(value))
-                    if same is None:
-                        same = intact[id(value)] = _same(held, value)
-                    if same:
-                        continue
-                if f"{where}.{attr}" not in REBOUND_BY_TORCH:
-                    found.append(Change(f"{where}.{attr}", timing))
+            current = tuple(map(now.get, keys, repeat(_MISSING, len(keys))))
+            if any(map(is_not, current, objects)):  # identity only: no __eq__ of theirs
+                found += [Change(f"{where}.{attr}", timing)
+                          for attr, was, value in zip(keys, objects, current, strict=True)
+                          if value is not was and f"{where}.{attr}" not in REBOUND_BY_TORCH]
             if where in sys.modules and where != "builtins":
-                shadowing = (set(now) - set(before)) & _BUILTIN_NAMES - {"__builtins__"}
+                shadowing = (now.keys() - watched) & _BUILTIN_NAMES - {"__builtins__"}
                 found += [Change(f"{where}.{attr} (over the builtin)", timing)
                           for attr in sorted(shadowing) if attr not in self._globals(where)]
+        for key, names in self._named.items():
+            held = self._memo[key]
+            if not _same(held, held[0]):
+                found += [Change(name, timing) for name, timing in names
+                          if name not in REBOUND_BY_TORCH]
         if _mode_depths() != self.modes:
             found.append(Change("PyTorch's mode stack (a TorchFunctionMode or "
                                 "TorchDispatchMode was left open)", False))
-        return found
+        return list(dict.fromkeys(found))
 
     def _globals(self, where: str) -> frozenset[str]:
         return self._initial_names.get(where, frozenset())
