@@ -6,7 +6,9 @@ knows and fast, unsafe, everywhere else, it passes every named check while users
 (a new batch size, a new vocabulary) meet the unsafe path. A shape drawn afresh inside
 the lists' bounds is one it cannot have prepared for.
 
-How: the draw starts from one of the shapes it is drawn among (the anchor) and moves
+How: the draw starts from one shape (the anchor: the judge takes one the evaluation
+asked for, so one the worker has run; the bounds also take in the task's edge shapes)
+and moves
 each free dimension to another value of the same power-of-two bucket, no larger than the
 anchor's and with the same divisibility by 16: those are what Triton specialises a
 kernel on (a block size from ``next_power_of_2``, an argument's alignment), so the
@@ -32,16 +34,19 @@ TRIES = 20  # draws before giving up (a task whose lists leave no shape off them
 
 
 def draw_shape(among: Sequence[Shape], declared: Sequence[Shape],
-               fits: Callable[[Shape], bool], rng: random.Random) -> Shape | None:
+               fits: Callable[[Shape], bool], rng: random.Random,
+               anchors: Sequence[Shape] | None = None) -> Shape | None:
     """A shape within ``among``'s bounds that no shape of ``declared`` equals and that
-    ``fits``; None when ``TRIES`` draws found none."""
-    if not among:
+    ``fits``, anchored on one of ``anchors`` (default: ``among``); None when ``TRIES``
+    draws found none."""
+    anchors = list(anchors or among)
+    if not among or not anchors:
         return None
     named = {tuple(s) for s in declared} | {tuple(s) for s in among}
     columns = list(zip(*among, strict=True))
     kinds = [_kind(column, [s[i] for s in named]) for i, column in enumerate(columns)]
     for _ in range(TRIES):
-        anchor = rng.choice(list(among))
+        anchor = rng.choice(anchors)
         shape = [rng.choice(sorted(set(column))) if kind in ("flag", "pow2")
                  else _draw(kind, value, min(column), rng)
                  for kind, value, column in zip(kinds, anchor, columns, strict=True)]

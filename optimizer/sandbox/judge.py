@@ -371,7 +371,7 @@ class Judge:
 
     def drawn_shape(self) -> tuple[int, ...] | None:
         """Drawn within the bounds of the shapes the judge asked for and the task's edge
-        shapes, no larger than the largest asked (bytes and FLOPs) nor ``DRAWN_MAX_BYTES``,
+        shapes, anchored on one asked (its kernels are compiled), no larger than the largest asked (bytes and FLOPs) nor ``DRAWN_MAX_BYTES``,
         and one the task's reference accepts; None where none is."""
         from kernelkb.kernels.drawn_shapes import draw_shape
 
@@ -393,7 +393,7 @@ class Judge:
 
         rng = random.SystemRandom()
         for _ in range(DRAWN_TRIES):
-            shape = draw_shape(among, declared, fits, rng)
+            shape = draw_shape(among, declared, fits, rng, anchors=asked)
             if shape is None or self.reference_accepts(shape):
                 return shape
         return None

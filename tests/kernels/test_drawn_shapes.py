@@ -59,5 +59,18 @@ def test_a_drawn_dimension_keeps_what_triton_specialises_on():
                        for d, a in zip(shape, anchor, strict=True)) for anchor in among), shape
 
 
+def test_the_anchor_is_a_shape_asked_the_bounds_take_in_the_rest():
+    """The judge anchors on the shapes the evaluation asked (the worker compiled those);
+    an edge shape only widens the bounds: no draw lands in a bucket only it reaches."""
+    asked = [(1, 32000), (4096, 32768)]
+    among = [*asked, (2, 70000), (1823, 781)]
+    rng = random.Random(6)
+    for _ in range(300):
+        shape = draw_shape(among, among, _under(1 << 31), rng, anchors=asked)
+        assert shape is not None
+        assert any(all(_bucket(d) == _bucket(a) and d <= a
+                       for d, a in zip(shape, anchor, strict=True)) for anchor in asked), shape
+
+
 def _bucket(n):
     return (n - 1).bit_length()
