@@ -8,6 +8,7 @@
 #   bash benchmarks/h200.sh jail   (the jail and containment tests as root on the GPU host)
 #   bash benchmarks/h200.sh cost   (cost per evaluation against .out/base, carried; COST_FLAGS)
 #   bash benchmarks/h200.sh cuptistart   (what reading the GPU's own timestamps costs)
+#   bash benchmarks/h200.sh profile:softmax   (the worker's steps with the rules off and on)
 #   GPU_K=expr bash benchmarks/h200.sh gputests   (only the GPU tests -k expr selects)
 #   bash benchmarks/h200.sh ab:layernorm   (the retrieval A/B afresh, ~6 min for one task;
 #     AB_BUDGET_S, AB_ITERS, AB_PARALLEL, AB_REPEATS: each run's budget and rounds, runs at once)
@@ -51,6 +52,7 @@ for stage in "$@"; do
     dram) timeout $(( $(left) - 20 )) python3 benchmarks/dram_traffic.py --out "$OUT" > "$OUT/dram.log" 2>&1; echo "rc=$?" >> "$OUT/dram.log" ;;
     # the GPU-timestamp readers' first and later sessions, fresh process each
     cuptistart) timeout $(( $(left) - 20 )) python3 benchmarks/cupti_start.py > "$OUT/cupti_start.log" 2>&1; echo "rc=$?" >> "$OUT/cupti_start.log" ;;
+    profile:*) t=${stage#profile:}; timeout $(( $(left) - 20 )) python3 benchmarks/profile_worker.py "$t" > "$OUT/profile_$t.txt" 2>&1; echo "rc=$?" >> "$OUT/profile_$t.txt" ;;
     hostcost) timeout $(( $(left) - 20 )) python3 benchmarks/host_cost.py --out "$OUT" > "$OUT/host_cost.log" 2>&1; echo "rc=$?" >> "$OUT/host_cost.log" ;;
     launch) timeout $(( $(left) - 20 )) python3 benchmarks/launch_bound.py --runs benchmarks/runs > "$OUT/launch.log" 2>&1; echo "rc=$?" >> "$OUT/launch.log" ;;
     revalidate:*) t=${stage#revalidate:}; KERNELKB_DATA_DIR=/tmp/kkb_revalidate timeout $(( $(left) - 20 )) python3 -m kernelkb revalidate --task "$t" --top ${TOP:-3} --journal "benchmarks/results/revalidate_${t}_h200.jsonl" 2>&1 | grep --line-buffered -v 'Warning\|INFO' | tee -a "$OUT/revalidate.log" ;;
