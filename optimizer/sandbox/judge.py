@@ -371,8 +371,9 @@ class Judge:
 
     def drawn_shape(self) -> tuple[int, ...] | None:
         """Drawn within the bounds of the shapes the judge asked for and the task's edge
-        shapes, anchored on one asked (its kernels are compiled), no larger than the largest asked (bytes and FLOPs) nor ``DRAWN_MAX_BYTES``,
-        and one the task's reference accepts; None where none is."""
+        shapes, anchored on one asked (its kernels are compiled), no larger than the
+        largest asked (bytes and FLOPs) nor ``DRAWN_MAX_BYTES``, and one the task's
+        reference accepts; None where none is."""
         from kernelkb.kernels.drawn_shapes import draw_shape
 
         asked = [tuple(int(d) for d in s) for s in self.request["shapes"]]
