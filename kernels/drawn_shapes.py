@@ -39,9 +39,9 @@ def draw_shape(among: Sequence[Shape], declared: Sequence[Shape],
     """A shape within ``among``'s bounds that no shape of ``declared`` equals and that
     ``fits``, anchored on one of ``anchors`` (default: ``among``); None when ``TRIES``
     draws found none."""
-    anchors = list(anchors or among)
-    if not among or not anchors:
+    if not among:
         return None
+    anchors = list(anchors or among)
     named = {tuple(s) for s in declared} | {tuple(s) for s in among}
     columns = list(zip(*among, strict=True))
     kinds = [_kind(column, [s[i] for s in named]) for i, column in enumerate(columns)]

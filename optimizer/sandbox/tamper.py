@@ -150,7 +150,8 @@ class Snapshot:
         self.entries: dict[str, tuple[tuple[str, ...], tuple[Any, ...], frozenset[str], bool]]
         self.entries = {}  # where -> (names, the objects they named, those names, timing)
         self._memo: dict[int, Held] = {}  # by id: the held values keep the objects alive
-        self._named: dict[int, list[tuple[str, bool]]] = {}  # id -> where it is named
+        # id -> (what was held of an object with insides, where it is named)
+        self._insides: dict[int, tuple[Held, list[tuple[str, bool]]]] = {}
         self._initial_names: dict[str, frozenset[str]] = {}
         names = [(m, True) for m in TIMING_MODULES] + [(m, False) for m in HARNESS_MODULES]
         names += [(m, False) for m in (task_module, *extra) if m]
@@ -181,7 +182,8 @@ class Snapshot:
                                frozenset(watched), timing)
         for attr, held in watched.items():
             if len(held) > 1:  # something inside to swap: compared once, named everywhere
-                self._named.setdefault(id(held[0]), []).append((f"{where}.{attr}", timing))
+                self._insides.setdefault(id(held[0]), (held, []))[1].append(
+                    (f"{where}.{attr}", timing))
         if where in sys.modules:  # names a module already had (callable or not)
             self._initial_names[where] = frozenset(namespace)
 
@@ -207,8 +209,7 @@ class Snapshot:
                 shadowing = (now.keys() - watched) & _BUILTIN_NAMES - {"__builtins__"}
                 found += [Change(f"{where}.{attr} (over the builtin)", timing)
                           for attr in sorted(shadowing) if attr not in self._globals(where)]
-        for key, names in self._named.items():
-            held = self._memo[key]
+        for held, names in self._insides.values():
             if not _same(held, held[0]):
                 found += [Change(name, timing) for name, timing in names
                           if name not in REBOUND_BY_TORCH]
