@@ -1,9 +1,13 @@
 """Contain the worker that runs a candidate: code an LLM wrote.
 
-Each worker starts under ``unshare`` (util-linux, present on any Linux host) in new user,
-mount, network and PID namespaces; no root is needed, and as root inside a container it
-works the same (seen on this project's CPU host and the lent H200). Then this module,
-run as the namespace's first process, builds the worker's root and execs the worker:
+This module is the evaluation's entry process. It opens what the worker's root will
+show while it still can (as the runner's user), then gives up root: run by root, it
+becomes ``JAIL_UID`` (an unprivileged host uid, ``nobody``) before it makes new user,
+mount, network, PID, UTS and IPC namespaces, so the jail's uid 0 is that unprivileged uid
+on the host, never host root. Host-global files (/proc/sys, sysrq-trigger, ...) are
+refused to it by the kernel for that reason alone, and masked or read-only besides, as
+container runtimes do. No root is needed; the first child is PID 1 of the new PID
+namespace and builds the worker's root, then execs the worker:
 
 * the root is a fresh tmpfs holding an allow-list, bound read-only from the host: the
   system paths (/usr, /bin, /lib*, /sys), a few files of /etc (the loader's cache and
@@ -17,16 +21,19 @@ run as the namespace's first process, builds the worker's root and execs the wor
   urandom and the NVIDIA nodes, bound from the host's;
 * no way back (``lock_down``): every capability dropped with locked securebits,
   no_new_privs, and a seccomp filter refusing mount, namespace, ptrace and similar calls;
-* the network namespace has only a downed loopback: no connection leaves it;
+* the network namespace has only a downed loopback: no connection leaves it; the host
+  name is ``kernelkb-jail``, not the host's; no core file is ever written;
 * the worker is PID 1 of its namespace: when it ends, the kernel kills every process
-  left in it, including children that detached with ``setsid``; ``--kill-child`` ends
-  the worker if the runner dies.
+  left in it, including children that detached with ``setsid``; it is killed when the
+  entry process dies.
 
-The environment is scrubbed by the runner (runner.py): only what Python, Triton and CUDA
-need. Where namespaces or the jail are unavailable (no ``unshare``, user namespaces
-disabled, a step of the jail refused: ``unavailable_reason`` probes it once) the runner
-falls back to the scrubbed environment and fresh working directory alone, logs a
-warning, and the evaluation's feedback says so (``EvalResult.containment``).
+The environment is passed by the runner (runner.py) by exact names only. Where
+namespaces or the jail are unavailable (user namespaces disabled, a step of the jail
+refused: ``mode`` probes it once) the runner falls back to the scrubbed environment and
+fresh working directory alone, logs a warning, and the evaluation's feedback says so
+(``EvalResult.containment``). A host that refuses user namespaces to an unprivileged
+uid but not to root gets the jail with its root mapped to host root (the host-global
+files still masked), and the containment line says that too.
 """
 
 from __future__ import annotations
@@ -36,46 +43,59 @@ import ctypes
 import functools
 import json
 import os
-import shutil
+import resource
+import signal
 import subprocess
 import sys
 from typing import Any
 
-UNSHARE_FLAGS = ("--user", "--map-root-user", "--mount", "--net", "--pid", "--fork",
-                 "--kill-child", "--mount-proc")
+JAIL_UID = 65534  # ``nobody``: the host uid of the jail's root when the runner is root
+HOST_NAME = "kernelkb-jail"
+_CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+_CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+_NAMESPACES = (_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWPID | _CLONE_NEWUTS
+               | _CLONE_NEWIPC)
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 1, 2, 4, 8
-_MS_REMOUNT, _MS_BIND, _MS_REC = 32, 4096, 16384
+_MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 32, 4096, 16384, 1 << 18
 _MS_NOATIME, _MS_NODIRATIME, _MS_RELATIME, _MS_STRICTATIME = 1024, 2048, 1 << 21, 1 << 24
 _LOCKED_FLAGS = {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": _MS_NOEXEC,
                  "noatime": _MS_NOATIME, "nodiratime": _MS_NODIRATIME,
                  "relatime": _MS_RELATIME, "strictatime": _MS_STRICTATIME}
-_LEFT_WRITABLE = ("/proc", "/dev")  # a fresh /proc and the private /dev (_private_dev)
+# host-global files of a fresh /proc (as container runtimes treat them): read-only, or
+# covered (a file by /dev/null, a folder by an empty read-only tmpfs)
+PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs")
+PROC_MASKED = ("kcore", "keys", "timer_list", "sched_debug", "latency_stats", "acpi", "scsi")
 
 
 @functools.lru_cache(maxsize=1)
+def mode() -> tuple[bool | None, str]:
+    """(unprivileged, why) probed once per process: (True, "") where the jail's root is an
+    unprivileged host uid; (False, why) where it could only be made as the runner's root;
+    (None, why) where no jail can be made here."""
+    unprivileged = _probe_jail(unprivileged=True)
+    if unprivileged is None:
+        return True, ""
+    if os.geteuid() == 0 and _probe_jail(unprivileged=False) is None:
+        return False, f"the jail's root is the host's root ({unprivileged})"
+    return None, unprivileged
+
+
 def unavailable_reason() -> str | None:
-    """None when namespaces work here (probed once per process), else why not."""
-    exe = shutil.which("unshare")
-    if exe is None:
-        return "no unshare binary (util-linux)"
-    try:
-        probe = subprocess.run([exe, *UNSHARE_FLAGS, "true"], capture_output=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return f"unshare failed: {err}"
-    if probe.returncode != 0:
-        return f"unshare refused: {probe.stderr.decode(errors='replace').strip()[:200]}"
-    return _probe_jail()
+    """None when the jail works here, else why not."""
+    usable, why = mode()
+    return None if usable is not None else why
 
 
-def _probe_jail() -> str | None:
-    """The whole jail once around a Python that does nothing: a host where the new root,
-    the pivot or the lock-down cannot be made says so here, before any candidate runs."""
+def _probe_jail(*, unprivileged: bool) -> str | None:
+    """The whole jail once around a Python that does nothing: a host where the
+    namespaces, the new root, the pivot or the lock-down cannot be made says so here,
+    before any candidate runs."""
     import tempfile
 
     python = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))]
     with tempfile.TemporaryDirectory(prefix="kernelkb_jail_probe_") as tmp:
         argv = command([sys.executable, "-I", "-c", "pass"], workdir=tmp, cwd=tmp, hide=[],
-                       keep=python, mkdirs=())
+                       keep=python, mkdirs=(), unprivileged=unprivileged)
         try:
             probe = subprocess.run(argv, capture_output=True, timeout=30)
         except (OSError, subprocess.TimeoutExpired) as err:
@@ -87,15 +107,18 @@ def _probe_jail() -> str | None:
 
 def command(worker_argv: list[str], *, workdir: str, cwd: str, hide: list[str],
             keep: list[str], mkdirs: tuple[str, ...] = ("home", "tmp", "triton"),
-            workdir_size: str = "512m") -> list[str]:
+            workdir_size: str = "512m", unprivileged: bool | None = None) -> list[str]:
     """The argv that runs ``worker_argv`` inside the namespaces, laid out as the module
     docstring says: ``workdir`` is the one writable tree (a fresh tmpfs of
-    ``workdir_size`` holding ``mkdirs``), ``cwd`` its working directory."""
+    ``workdir_size`` holding ``mkdirs``), ``cwd`` its working directory.
+    ``unprivileged``: whether a root runner gives up root first (``mode`` by default)."""
+    if unprivileged is None:
+        unprivileged = mode()[0] is not False
     spec = {"workdir": workdir, "cwd": cwd, "hide": hide, "keep": keep, "mkdirs": list(mkdirs),
-            "workdir_size": workdir_size}
+            "workdir_size": workdir_size, "unprivileged": unprivileged}
     # run by path in isolated mode: the package's __init__ would import torch for nothing
-    return [shutil.which("unshare") or "unshare", *UNSHARE_FLAGS, sys.executable, "-I",
-            os.path.abspath(__file__), json.dumps(spec), "--", *worker_argv]
+    return [sys.executable, "-I", os.path.abspath(__file__), json.dumps(spec), "--",
+            *worker_argv]
 
 
 # -- inside the namespaces --------------------------------------------------------------
@@ -203,7 +226,6 @@ def _shown(keep: list[str]) -> tuple[dict[str, int], dict[str, str]]:
         if not _under(path, roots):
             held[path] = os.open(path, os.O_PATH | os.O_DIRECTORY)
             roots.append(path)
-    held["/proc"] = os.open("/proc", os.O_PATH | os.O_DIRECTORY)  # the namespace's own
     return held, links
 
 
@@ -216,20 +238,19 @@ def _skeletons(held: dict[str, int], workdir: str) -> list[str]:
     return sorted(tops - set(held) - {workdir})
 
 
-def lay_out(spec: dict[str, Any]) -> None:
-    """Build the worker's root on a tmpfs, pivot into it, make it read-only but for the
-    working tree (a tmpfs of its own), /tmp, /dev and /proc."""
+def build_root(spec: dict[str, Any], held: dict[str, int], links: dict[str, str],
+               devices: dict[str, int], hide: list[str], owner: int) -> str:
+    """Build the worker's root on a tmpfs over the working folder from what ``held``
+    shows, and make it read-only but for the working tree (a tmpfs of its own, owned by
+    ``owner``: the host uid of the jail's root), /tmp and /dev. Built before the jail's
+    user namespace exists, these mounts are locked there: its root cannot undo them."""
     workdir = os.path.realpath(spec["workdir"])
-    keep = [os.path.realpath(p) for p in spec["keep"] if os.path.isdir(p)]
-    hide = [os.path.realpath(p) for p in spec.get("hide", ()) if os.path.isdir(p)]
-    held, links = _shown(keep)
-    devices = {n: os.open(f"/dev/{n}", os.O_PATH) for n in _device_nodes()}
     root = workdir  # the new root's skeleton, mounted over the (empty) working folder
     _mount("tmpfs", root, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755,size=4m")
     for path, size in (("/tmp", "64m"), (workdir, spec.get("workdir_size", "512m"))):
         os.makedirs(root + path, exist_ok=True)  # before the binds: a kept path may lie here
-        _mount("tmpfs", root + path, "tmpfs", _MS_NOSUID | _MS_NODEV,
-               f"mode={'1777' if path == '/tmp' else '700'},size={size}")
+        mode = "1777" if path == "/tmp" else f"700,uid={owner},gid={owner}"
+        _mount("tmpfs", root + path, "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode={mode},size={size}")
     for top in _skeletons(held, workdir):  # a kept path under /tmp (a checkout there)
         os.makedirs(root + top, exist_ok=True)
         _mount("tmpfs", root + top, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755,size=1m")
@@ -241,19 +262,51 @@ def lay_out(spec: dict[str, Any]) -> None:
         if _under(path, list(held)) and os.path.isdir(root + path):
             _mount("tmpfs", root + path, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755,size=1m")
     _private_dev(root, devices)
+    os.makedirs(f"{root}/proc", exist_ok=True)
     for name in spec.get("mkdirs", ()):
         os.makedirs(os.path.join(root + workdir, name), exist_ok=True)
-    _pivot(root)
+        os.chown(os.path.join(root + workdir, name), owner, owner)
+    writable = [root + "/tmp", root + workdir, root + "/dev"]
     for path, flags in _mounts():  # a kept path bound under /tmp is made read-only too
-        if path in ("/tmp", workdir) or _under(path, [workdir, *_LEFT_WRITABLE]):
+        if not _under(path, [root]) or _under(path, writable):
             continue
         try:
             _mount(None, path, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags)
         except OSError as err:
-            if path == "/":
+            if path == root:
                 raise  # the root left writable is no containment
-            sys.stderr.write(f"jail: {path} left as it was: {err}\n")
-    os.chdir(spec.get("cwd") or workdir)
+            sys.stderr.write(f"jail: {path[len(root):]} left as it was: {err}\n")
+    return root
+
+
+def enter_root(root: str, cwd: str) -> None:
+    """In the new PID namespace: its own /proc, host-global files of it masked, then
+    ``root`` becomes / and the host's root is detached. ``root`` is bound over itself
+    first: pivot_root refuses a mount locked by the namespace that made it."""
+    _mount(root, root, None, _MS_BIND | _MS_REC)
+    _mount("proc", f"{root}/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    _pivot(root)
+    _mask_proc()
+    for path, flags in _mounts():
+        if _under(path, ["/proc"]) and path != "/proc":
+            _mount(None, path, None, _MS_REMOUNT | _MS_BIND | _MS_RDONLY | flags)
+    os.chdir(cwd)
+
+
+def _mask_proc() -> None:
+    """The host-global files of the fresh /proc bound over themselves (made read-only
+    with the rest of the root) or covered: the kernel already refuses writes to them from
+    an unprivileged uid; this holds where the jail's root is the host's root too."""
+    for name in PROC_READ_ONLY:
+        if os.path.exists(f"/proc/{name}"):
+            _mount(f"/proc/{name}", f"/proc/{name}", None, _MS_BIND | _MS_REC)
+    for name in PROC_MASKED:
+        path = f"/proc/{name}"
+        if os.path.isdir(path):
+            _mount("tmpfs", path, "tmpfs", _MS_RDONLY | _MS_NOSUID | _MS_NODEV | _MS_NOEXEC,
+                   "size=4k")
+        elif os.path.exists(path):
+            _mount("/dev/null", path, None, _MS_BIND)
 
 
 def _pivot(root: str) -> None:
@@ -375,10 +428,68 @@ def lock_status() -> dict[str, int]:
     return out
 
 
+_PR_SET_DUMPABLE, _PR_SET_PDEATHSIG = 4, 1
+_OTHERS = _CLONE_NEWNET | _CLONE_NEWPID | _CLONE_NEWUTS | _CLONE_NEWIPC
+
+
+def _unshare(flags: int, uid: int, gid: int) -> None:
+    """New namespaces; with a user namespace among them, its uid and gid 0 mapped to
+    ``uid`` and ``gid``: the caller's own (one line a process may write for itself) or
+    any, written by host root before it made the namespace."""
+    _ok(_libc().unshare(ctypes.c_int(flags)), "unshare")
+    if flags & _CLONE_NEWUSER:
+        for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"),
+                           ("gid_map", f"0 {gid} 1")):
+            with open(f"/proc/self/{name}", "w") as handle:
+                handle.write(text)
+
+
+def _give_up_root() -> None:
+    """Host root becomes ``JAIL_UID`` for good: groups, gid and uid, real and saved."""
+    os.setgroups([])
+    os.setresgid(JAIL_UID, JAIL_UID, JAIL_UID)
+    os.setresuid(JAIL_UID, JAIL_UID, JAIL_UID)
+    _ok(_prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0), "dumpable")  # its /proc/self is its own
+
+
+def _relay(child: int) -> None:
+    """The entry process outside the new PID namespace: wait for its PID 1 and exit as it
+    did (a signal N as 128 + N, never re-raised: no core file, no host-side handler)."""
+    _, status = os.waitpid(child, 0)
+    code = os.waitstatus_to_exitcode(status)
+    os._exit(128 - code if code < 0 else code)
+
+
 def main(argv: list[str]) -> int:
+    """Host root builds the root in a mount namespace of its own (it can open every kept
+    path), gives up root and makes the jail's namespaces; another user makes a user
+    namespace first (its own paths are open to it) and the rest after."""
     spec = json.loads(argv[0])
     worker_argv = argv[argv.index("--") + 1:]
-    lay_out(spec)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash writes nothing anywhere
+    as_root = os.geteuid() == 0
+    uid, gid = os.geteuid(), os.getegid()
+    drop = as_root and bool(spec.get("unprivileged", True))
+    if as_root:
+        _unshare(_CLONE_NEWNS, uid, gid)
+    else:
+        _unshare(_CLONE_NEWUSER | _CLONE_NEWNS, uid, gid)
+    _mount(None, "/", None, _MS_REC | _MS_PRIVATE)  # nothing mounted here reaches the host
+    keep = [os.path.realpath(p) for p in spec["keep"] if os.path.isdir(p)]
+    hide = [os.path.realpath(p) for p in spec.get("hide", ()) if os.path.isdir(p)]
+    held, links = _shown(keep)
+    devices = {n: os.open(f"/dev/{n}", os.O_PATH) for n in _device_nodes()}
+    root = build_root(spec, held, links, devices, hide, JAIL_UID if drop else 0)
+    if drop:
+        _give_up_root()
+        uid = gid = JAIL_UID
+    _unshare(_OTHERS | (_CLONE_NEWUSER | _CLONE_NEWNS if as_root else 0), uid, gid)
+    child = os.fork()
+    if child:
+        _relay(child)
+    _ok(_prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent death signal")
+    enter_root(root, spec.get("cwd") or os.path.realpath(spec["workdir"]))
+    _ok(_libc().sethostname(HOST_NAME.encode(), len(HOST_NAME)), "sethostname")
     lock_down()
     os.execv(worker_argv[0], worker_argv)
     return 127  # pragma: no cover - execv does not return

@@ -164,25 +164,28 @@ def _run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
         run_id = uuid.uuid4().hex
         env = worker_env(os.environ, tmp, use_gpu=use_gpu, run_id=run_id)
         argv = [sys.executable, "-m", "kernelkb.optimizer.sandbox.worker", f"fd:{files.request}"]
-        reason = jail.unavailable_reason()
-        if reason is None:
+        usable, why = jail.mode()
+        if usable is not None:
+            _readable(task_copy)  # the jail's root may be an unprivileged host uid
             argv = jail.command(argv, workdir=tmp, cwd=env["HOME"], hide=hidden_paths(),
-                                keep=kept_paths() + task_keep)
-            containment = "namespaces"
+                                keep=kept_paths() + task_keep, unprivileged=usable)
+            containment = "namespaces" if usable else f"namespaces; {why}"
         else:
             log.warning("sandbox: no namespaces here (%s); the candidate runs with a "
-                        "scrubbed environment only", reason)
-            containment = f"uncontained: {reason}"
+                        "scrubbed environment only", why)
+            containment = f"uncontained: {why}"
         if confine.note:
             containment += f"; {confine.note}"
         keep_fds = tuple(fd for fd in (files.request, files.result, lock_fd, gate_fd)
                          if fd is not None)
         start = time.monotonic()
         proc = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=files.stdout, stderr=files.stderr, env=env,
-            cwd=env["HOME"], start_new_session=True, preexec_fn=confine.preexec,
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=env, cwd=env["HOME"], start_new_session=True, preexec_fn=confine.preexec,
             pass_fds=keep_fds,
         )
+        assert proc.stdout is not None and proc.stderr is not None
+        stdout, stderr = OutputTail(proc.stdout), OutputTail(proc.stderr)
         waited = 0.0
         try:
             timed_out, waited = _wait(proc, files.result, start, timeout_s)
@@ -194,7 +197,7 @@ def _run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
             _kill_marked(run_id)
             confine.end()
         wall = time.monotonic() - start
-        stdout_tail, stderr_tail = _tail(files.stdout), _tail(files.stderr)
+        stdout_tail, stderr_tail = stdout.text(), stderr.text()
         data = read_result(files.result)
         if timed_out:
             data = _timeout(data, timeout_s, waited)
@@ -216,17 +219,15 @@ def _run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
 class _Files:
     request: int
     result: int
-    stdout: int
-    stderr: int
 
 
 @contextlib.contextmanager
 def _private_files(folder: str) -> Iterator[_Files]:
-    """The runner's own descriptors: request (read by the worker), result (written by
-    it), stdout and stderr; created exclusively, never followed as links."""
+    """The runner's own descriptors: request (read by the worker) and result (written by
+    it); created exclusively, never followed as links."""
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fds = [os.open(os.path.join(folder, name), flags, 0o600)
-           for name in ("request.json", "result.json", "stdout", "stderr")]
+           for name in ("request.json", "result.json")]
     try:
         yield _Files(*fds)
     finally:
@@ -277,12 +278,16 @@ def _safe(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in text)[:40]
 
 
-# What Python, Triton and CUDA need from the parent's environment; nothing else passes
-# (API keys, tokens, KERNELKB_* settings, proxies stay behind).
-_ENV_NAMES = frozenset({"PATH", "LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME",
-                        "CUDA_PATH", "LANG", "LC_ALL", "OMP_NUM_THREADS", "MKL_NUM_THREADS"})
-_ENV_PREFIXES = ("TRITON_", "CUDA_", "PYTORCH_", "NVIDIA_")
-_SECRET_WORDS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+# What Python, Triton and CUDA need from the parent's environment, by exact name; nothing
+# else passes (API keys, tokens, KERNELKB_* settings, proxies, a secret under a prefix
+# that looks like Triton's or CUDA's stay behind).
+ENV_NAMES = frozenset({
+    "PATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME", "CUDA_PATH",
+    "CUDA_MODULE_LOADING", "CUDA_LAUNCH_BLOCKING", "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_DRIVER_CAPABILITIES", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING",
+    "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH",
+    "TRITON_LIBCUDA_PATH", "TRITON_LIBDEVICE_PATH", "TRITON_INTERPRET"})
 RUN_ID_VAR = "SANDBOX_RUN_ID"
 
 
@@ -290,9 +295,7 @@ def worker_env(parent: Any, evaldir: str, *, use_gpu: bool, run_id: str) -> dict
     """The worker's whole environment: the allowed names from ``parent``, and HOME,
     TMPDIR, the working directory and the Triton cache inside the evaluation's directory
     (a fresh cache per candidate: a shared one could be poisoned for the next)."""
-    env = {k: v for k, v in parent.items()
-           if (k in _ENV_NAMES or k.startswith(_ENV_PREFIXES))
-           and not any(word in k.upper() for word in _SECRET_WORDS)}
+    env = {k: v for k, v in parent.items() if k in ENV_NAMES}
     for name in ("home", "tmp", "triton"):
         os.makedirs(os.path.join(evaldir, name), exist_ok=True)
     env.update(HOME=os.path.join(evaldir, "home"), TMPDIR=os.path.join(evaldir, "tmp"),
@@ -434,12 +437,36 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
-def _tail(fd: int) -> str:
-    """The last ``TAIL_CHARS`` bytes written to a log descriptor of the runner's."""
-    try:
-        size = os.fstat(fd).st_size
-        return os.pread(fd, TAIL_CHARS, max(0, size - TAIL_CHARS)).decode(errors="replace")
-    except OSError:
-        return ""
+class OutputTail:
+    """Drains one of the worker's output pipes on a thread and keeps only its last
+    ``TAIL_CHARS`` bytes: what a candidate prints costs the host no disk and at most
+    that much memory, however much it prints (it was a host file capped at 8 GiB)."""
+
+    def __init__(self, pipe: Any) -> None:
+        self.pipe, self.kept, self.total = pipe, b"", 0
+        self.thread = threading.Thread(target=self._drain, daemon=True)
+        self.thread.start()
+
+    def _drain(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while chunk := self.pipe.read1(65536):
+                self.total += len(chunk)
+                self.kept = (self.kept + chunk)[-TAIL_CHARS:]
+
+    def text(self) -> str:
+        """The kept tail, once the pipe is closed (every writer ended) or after 2 s."""
+        self.thread.join(timeout=2.0)
+        dropped = self.total - len(self.kept)
+        head = f"[{dropped} earlier bytes not kept]\n" if dropped > 0 else ""
+        return head + self.kept.decode(errors="replace")
+
+
+def _readable(folder: str) -> None:
+    """A task copy the runner made, readable to any uid (the jail's root may be none of
+    the runner's): folders 0755, files 0644; its contents are the user's task, no secret."""
+    for base, _dirs, names in os.walk(folder):
+        os.chmod(base, 0o755)
+        for name in names:
+            os.chmod(os.path.join(base, name), 0o644)
 
 

@@ -121,7 +121,7 @@ def test_the_probe_reaches_nothing_inside_the_namespaces(planted):
 def test_without_namespaces_the_environment_is_still_scrubbed_and_the_child_ended(
         planted, tmp_path, monkeypatch):
     home, store, server = planted
-    monkeypatch.setattr(jail, "unavailable_reason", lambda: "disabled by the test")
+    monkeypatch.setattr(jail, "mode", lambda: (None, "disabled by the test"))
     marker = f"probe-{uuid.uuid4().hex}"
     decoy = tmp_path / "decoy_project"  # the fallback cannot protect files: not the real one
     (decoy / "kernels").mkdir(parents=True)
