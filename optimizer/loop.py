@@ -169,7 +169,7 @@ class Loop:
             log.warning("interrupted in round %d: keeping the rounds done, no sweep", iteration)
             interrupted = True
         except AgentUnavailable as err:  # the endpoint failed: that round is no experience
-            log.error("%s", err)
+            log.info("stopping: the agent failed (the result's failure says why)")
             failure = str(err)
             interrupted = True
         reason = StopReason.interrupt if interrupted else \

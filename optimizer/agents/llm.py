@@ -2,12 +2,16 @@
 
 The prompt (optimizer/prompts/*.txt) carries what the article's section 4.2 lists: task,
 current best kernel, reference, feedback format, constraints, suggested directions,
-retrieved few-shot experiences and reminders of invalid rounds. A reply that cannot be
-used is a failed round, never a crash. The endpoint itself failing is not a round: an
-endpoint that is down, refuses the key or the model, or stays rate-limited or erroring
-through ``attempts`` tries (waits of ``backoff_s`` doubling, at most ``MAX_WAIT_S`` each,
-a server's Retry-After heeded up to that) raises ``AgentUnavailable`` with what failed;
-``preflight`` asks once before the run starts, so such a run stores nothing.
+retrieved few-shot experiences and reminders of invalid rounds.
+
+A reply that cannot be used is a failed round, never a crash: no code, a body that is
+not a chat completion (a proxy's HTML page, cut-off JSON), no answer within the timeout
+(llm_endpoint.py says each in one sentence). ``MISCONFIGURED`` replies in a row without
+code say the model looks misconfigured; ``SILENT_ROUNDS`` rounds in a row without any
+answer stop the run with its report. The endpoint itself failing is not a round: down,
+refusing the key or the model, or rate-limited or erroring through the client's retries,
+it raises ``AgentUnavailable``; ``preflight`` asks once before the run starts, so such a
+run stores nothing.
 """
 
 from __future__ import annotations
@@ -15,13 +19,17 @@ from __future__ import annotations
 import inspect
 import logging
 import re
-import time
-from dataclasses import dataclass
 from typing import Any
 
 from kernelkb.kernels.base import Task, header_constants
 from kernelkb.kernels.shared.vocabulary import EDIT_CATEGORIES, ProposalKind
 from kernelkb.optimizer.agents.base import AgentContext, AgentUnavailable, Proposal
+from kernelkb.optimizer.agents.llm_endpoint import (
+    Endpoint,
+    LLMSettings,
+    NoAnswer,
+    Silence,
+)
 from kernelkb.optimizer.prompting import render
 from kernelkb.retrieval.quoting import NAME_CHARS, inline
 
@@ -31,24 +39,10 @@ _CODE_BLOCK = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTAL
 _FIELD = re.compile(r"^\s*\**(CHANGE|WHY|CATEGORIES)\**\s*:\s*(.+?)\s*$", re.I | re.M)
 
 
-@dataclass(frozen=True)
-class LLMSettings:
-    base_url: str | None
-    model: str
-    api_key: str | None = None
-    temperature: float = 0.2
-    max_tokens: int = 4096
-    timeout_s: float = 120.0  # one reply may take this long
-    connect_timeout_s: float = 10.0  # an endpoint that does not answer at all fails fast
-    attempts: int = 3  # tries per request when the endpoint is down, rate-limits or errs
-    backoff_s: float = 1.0  # first wait; doubles each retry (1 + 2 s by default)
-
-
-MAX_WAIT_S = 30.0  # longest single wait between tries, Retry-After included
-_NO_LISTING = (404, 405, 501)  # an endpoint without GET /models: reachable, nothing to list
-
-
+MISCONFIGURED = 3  # replies in a row without code before the model is called misconfigured
+SILENT_ROUNDS = 3  # rounds in a row with no answer at all before the run stops
 PREDICTED_SHOWN = 5  # the ranker's first configurations shown to the model, as a hint
+
 
 def extract_code(reply: str) -> str | None:
     """The last fenced block that defines run(...); a bare module is accepted too."""
@@ -146,49 +140,33 @@ def _reference_source(task: Task) -> str:
 
 
 class LLMAgent:
-    """Asks the model for one edit per round; an unusable reply is a failed round, an
-    endpoint that fails is AgentUnavailable (the run stops; see the module docstring)."""
+    """Asks the model for one edit per round. A reply that cannot be used, or none within
+    the timeout, is a failed round; an endpoint that fails is AgentUnavailable (the run
+    stops with its report; see the module docstring)."""
 
     name = "llm"
     fixed_round_kind: ProposalKind | None = None  # the policy's exploit / explore schedule
 
     def __init__(self, settings: LLMSettings) -> None:
-        import httpx
-        import openai
-
-        self._openai = openai
         self.settings = settings
         self.model: str | None = settings.model
-        timeout = httpx.Timeout(settings.timeout_s, connect=settings.connect_timeout_s)
-        self._client = openai.OpenAI(base_url=settings.base_url,
-                                     api_key=settings.api_key or "not-needed",
-                                     # openai >= 3 types its timeout as httpx2's Timeout
-                                     # and converts an httpx one (openai/_httpx2.py)
-                                     timeout=timeout,  # type: ignore[arg-type]
-                                     max_retries=0)
+        self._endpoint = Endpoint(settings)
         self.last_messages: list[dict[str, str]] = []
         self._reachable = False  # preflight passed
+        self._without_code = 0  # replies in a row without code
+        self._silent = 0  # rounds in a row the endpoint gave no answer at all
 
     @property
     def endpoint(self) -> str:
-        return str(self._client.base_url).rstrip("/")
+        return self._endpoint.url
 
     def preflight(self) -> None:
-        """Ask the endpoint for its models once, before the run: down, a refused key or
-        rate limits past the retries raise AgentUnavailable before anything is stored.
-        An endpoint that lists no models (404/405/501) is taken as reachable."""
+        """Ask the endpoint for its models once, before the run: down, a refused key or an
+        answer that is not the API raise AgentUnavailable before anything is stored. An
+        endpoint that lists no models (404/405/501) is taken as reachable."""
         if self._reachable:
             return
-        oa = self._openai
-        try:
-            listed = self._call(lambda: [m.id for m in self._client.models.list()],
-                                "listing the models", at_once=_NO_LISTING)
-        except AgentUnavailable as err:
-            status = getattr(err.__cause__, "status_code", None)
-            if isinstance(err.__cause__, oa.APIStatusError) and status in _NO_LISTING:
-                self._reachable = True
-                return
-            raise
+        listed = self._endpoint.list_models()
         self._reachable = True
         if listed and self.settings.model not in listed:
             log.warning("model %r is not among those %s lists (%s); asking anyway",
@@ -196,79 +174,29 @@ class LLMAgent:
 
     def propose(self, context: AgentContext) -> Proposal:
         self.last_messages = build_messages(context)
-        reply = self._complete(self.last_messages)
-        return parse_reply(reply, context.task, context.best_source)
+        try:
+            reply = self._endpoint.complete(self.last_messages)
+        except NoAnswer as err:
+            self._silent = self._silent + 1 if isinstance(err, Silence) else 0
+            if self._silent >= SILENT_ROUNDS:
+                raise AgentUnavailable(f"{err}; {self._silent} rounds in a row without an "
+                                       "answer: stopping the run") from err
+            proposal = Proposal(source=None, summary=f"no usable reply: {err}",
+                                categories=("other",), error=str(err))
+        else:
+            self._silent = 0
+            proposal = parse_reply(reply, context.task, context.best_source)
+        self._count(proposal)
+        return proposal
 
     def observe(self, proposal: Proposal, score: float | None, verdict: str) -> None:
         """The model learns through the next prompt (feedback, reminders), not here."""
 
-    def _complete(self, messages: list[dict[str, str]]) -> str:
-        cfg = self.settings
-
-        def ask() -> str:
-            response = self._client.chat.completions.create(
-                model=cfg.model, messages=messages,  # type: ignore[arg-type]
-                temperature=cfg.temperature, max_tokens=cfg.max_tokens)
-            content = response.choices[0].message.content if response.choices else None
-            return content or ""
-
-        return self._call(ask, "asking for an edit")
-
-    def _call(self, request: Any, what: str, at_once: tuple[int, ...] = ()) -> Any:
-        """``request()`` with bounded retries of what may pass (connection, timeout, 429,
-        5xx); AgentUnavailable at once for what will not (401, 403, 404, 400) and for
-        the statuses in ``at_once``."""
-        oa, cfg = self._openai, self.settings
-        retryable = (oa.APIConnectionError, oa.RateLimitError, oa.InternalServerError)
-        began = time.monotonic()
-        for attempt in range(1, cfg.attempts + 1):
-            try:
-                return request()
-            except retryable as err:
-                problem = _describe(err)
-                if attempt == cfg.attempts or getattr(err, "status_code", None) in at_once:
-                    raise AgentUnavailable(
-                        f"the LLM endpoint {self.endpoint} failed while {what}: {problem}; "
-                        f"gave up after {cfg.attempts} attempts in "
-                        f"{time.monotonic() - began:.1f} s (nothing was recorded for this "
-                        "round)") from err
-                wait = min(MAX_WAIT_S, max(cfg.backoff_s * 2 ** (attempt - 1),
-                                           _retry_after(err)))
-                log.warning("LLM endpoint %s: %s; attempt %d/%d, retrying in %.1f s",
-                            self.endpoint, problem, attempt, cfg.attempts, wait)
-                time.sleep(wait)
-            except oa.APIError as err:  # 4xx: retrying will not help
-                raise AgentUnavailable(
-                    f"the LLM endpoint {self.endpoint} refused {what}: {_describe(err)}"
-                    f"{_hint(err)} (not retried; nothing was recorded for this round)"
-                ) from err
-        raise AssertionError("unreachable")
-
-
-def _describe(err: Exception) -> str:
-    status = getattr(err, "status_code", None)
-    message = str(getattr(err, "message", "") or err).strip().splitlines()
-    text = message[0][:300] if message else type(err).__name__
-    if status is not None:
-        return f"HTTP {status} ({type(err).__name__}): {text}"
-    cause = err.__cause__ or err.__context__
-    return f"{type(err).__name__}: {text}" + (f" ({cause})" if cause else "")
-
-
-def _hint(err: Exception) -> str:
-    status = getattr(err, "status_code", None)
-    if status in (401, 403):
-        return "; check KERNELKB_LLM_API_KEY (or OPENAI_API_KEY)"
-    if status == 404:
-        return "; check KERNELKB_LLM_BASE_URL and the model name (--model)"
-    return ""
-
-
-def _retry_after(err: Exception) -> float:
-    """Seconds a 429 or 503 response asks to wait (Retry-After), else 0."""
-    response = getattr(err, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        return max(0.0, float(value)) if value else 0.0
-    except ValueError:
-        return 0.0
+    def _count(self, proposal: Proposal) -> None:
+        """After MISCONFIGURED replies in a row without code, say once what to check."""
+        self._without_code = 0 if proposal.source is not None else self._without_code + 1
+        if self._without_code == MISCONFIGURED:
+            log.warning("%d replies in a row without code from model %r at %s: the model "
+                        "looks misconfigured (check --model, --base-url and that it is a "
+                        "chat model that writes code; each round's line says what came)",
+                        MISCONFIGURED, self.settings.model, self.endpoint)

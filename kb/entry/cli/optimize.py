@@ -71,6 +71,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="OpenAI-compatible endpoint of --agent llm, e.g. vLLM "
                              "http://localhost:8000/v1 or Ollama http://localhost:11434/v1 "
                              "(else KERNELKB_LLM_BASE_URL or OPENAI_BASE_URL)")
+    parser.add_argument("--llm-timeout-s", type=float, default=120.0, metavar="S",
+                        help="--agent llm: seconds one reply may take (default 120); a "
+                             "round with no answer by then is a failed round, three in a "
+                             "row stop the run")
+    parser.add_argument("--llm-retries", type=int, default=2, metavar="N",
+                        help="--agent llm: the openai client's retries of a request that "
+                             "failed to connect, timed out, or got 429/5xx (default 2)")
     parser.add_argument("--seed", type=int, default=0)
 
 
@@ -230,16 +237,17 @@ def make_agent(args: argparse.Namespace, settings: Any) -> Any:
             "--agent llm needs an endpoint: --base-url URL for a local server (vLLM: "
             "http://localhost:8000/v1, Ollama: http://localhost:11434/v1), or an API key "
             "(KERNELKB_LLM_API_KEY or OPENAI_API_KEY) for the public OpenAI endpoint")
-    return LLMAgent(LLMSettings(base_url=base_url, model=model,
-                                api_key=settings.llm_api_key))
+    return LLMAgent(LLMSettings(base_url=base_url, model=model, api_key=settings.llm_api_key,
+                                timeout_s=args.llm_timeout_s, retries=args.llm_retries))
 
 
 def log_round(outcome: Any) -> None:
     time_text = f"{outcome.time_ms:.4f} ms" if outcome.time_ms is not None else "untimed"
     best = f"best {outcome.best_ms:.4f} ms" if outcome.best_ms is not None else "best -"
     mark = " *new best*" if outcome.improved else ""
+    shown = 300 if outcome.verdict == "failed" else 90  # a failure's reason, in full
     progress.info("round %3d %-8s %-9s %-10s %s | %s%s", outcome.iteration, outcome.kind,
-                  outcome.verdict, time_text, best, outcome.summary[:90], mark)
+                  outcome.verdict, time_text, best, outcome.summary[:shown], mark)
 
 
 COMMANDS = (Command("optimize", HELP, add_arguments, run),)

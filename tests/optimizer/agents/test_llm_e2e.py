@@ -54,8 +54,7 @@ def closed_port() -> int:
 
 def test_llm_rounds_are_classified_and_the_journal_ingests_once(
         tmp_path: Path, llm_server_url: str, local_knowledge) -> None:
-    agent = LLMAgent(LLMSettings(base_url=llm_server_url, model="scripted", api_key="k",
-                                 backoff_s=0.05))
+    agent = LLMAgent(LLMSettings(base_url=llm_server_url, model="scripted", api_key="k"))
     down = RemoteKnowledge(f"http://127.0.0.1:{closed_port()}", timeout=2.0)
     result = optimize("softmax", agent, out_dir=tmp_path, knowledge=down,
                       policy=PolicyConfig(max_iters=4, patience=10),

@@ -77,7 +77,7 @@ def test_injected_record_is_quoted_not_obeyed(tmp_path: Path, local_knowledge) -
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         agent = LLMAgent(LLMSettings(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1",
-                                     model="recorder", api_key="k", backoff_s=0.05))
+                                     model="recorder", api_key="k"))
         optimize("softmax", agent, out_dir=tmp_path / "out", knowledge=local_knowledge,
                  policy=PolicyConfig(max_iters=1, patience=10),
                  options=LoopOptions(shapes=[(4, 128)], sweep_shapes=[(4, 128)], seeds=1,
