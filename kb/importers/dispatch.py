@@ -90,11 +90,16 @@ def import_file(file: Path, root: Path, fmt: str, *,
     if files.is_text(file):
         yield from _import_log(file, name, fmt, gpu=gpu, license=license)
         return
+    recovered: list[str] = []  # an open Kernel Tuner cache's note
     try:
         data = files.load_json(file)
     except ValueError as exc:
-        yield name, ImportRejection(name, (("<file>", str(exc)),))
-        return
+        reopened = _open_cache(file)
+        if reopened is None:
+            yield name, ImportRejection(name, (("<file>", str(exc)),))
+            return
+        data, note = reopened
+        recovered.append(note)
     module = next((m for m in _MODULES if m.matches(data)), None)
     if module is None and triton_autotune.kernel_name_of(file.name):  # damaged, not other
         keys = ", ".join(list(data)[:6]) if isinstance(data, dict) else type(data).__name__
@@ -116,9 +121,18 @@ def import_file(file: Path, root: Path, fmt: str, *,
     except _MALFORMED as exc:  # a shape no check foresaw: the file, not the import, fails
         yield name, ImportRejection(name, (("<file>", _unreadable(module, exc)),))
         return
-    for note in notes:
+    for note in recovered + notes:
         yield name, ImportNote(name, note)
     yield from _items(name, ctx, module, entries)
+
+
+def _open_cache(file: Path) -> tuple[dict[str, Any], str] | None:
+    """A Kernel Tuner cache its run never closed, read as Kernel Tuner reads it."""
+    try:
+        text = files.read_bytes(file).decode("utf-8")
+    except (ValueError, OSError, EOFError, zlib.error):
+        return None
+    return kernel_tuner.close_open_cache(text)
 
 
 def _entries(module: Any, data: dict[str, Any], ctx: FileContext) -> Iterator[Any]:

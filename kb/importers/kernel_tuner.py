@@ -5,10 +5,18 @@ and ``cache``: a map from the comma-joined parameter values to one entry per
 configuration with every parameter, ``time`` (mean ms, or a failure label such as
 "CompilationFailedConfig" / "RuntimeFailedConfig"), ``times`` (the repeats),
 ``GB/s`` or ``GFLOP/s`` and ``timestamp``.
+
+Kernel Tuner writes the cache as it tunes (kernel_tuner/util.py): the header up to
+``"cache": {``, then one ``\n"key": {...},`` per configuration, and closes the brackets
+only when ``tune_kernel`` returns. A run killed, crashed or still going leaves the file
+open; Kernel Tuner and KTdashboard read it by dropping the trailing comma and closing it.
+``close_open_cache`` does the same, so such a file keeps every complete measurement.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +31,36 @@ AGENT = "kernel_tuner"
 _NOT_PARAMS = frozenset({"time", "times", "compile_time", "verification_time", "benchmark_time",
                          "strategy_time", "framework_time", "timestamp", "GB/s", "GFLOP/s",
                          "TFLOP/s", "energy", "power"})
+
+
+_OPENED = re.compile(r'"cache"\s*:\s*\{')
+
+
+def close_open_cache(text: str) -> tuple[dict[str, Any], str] | None:
+    """The data of a cache left open, closed as Kernel Tuner closes it, and a note saying
+    how many measurements it kept; None when ``text`` is not an open cache. A last entry
+    cut off mid-write (no comma after it: Kernel Tuner writes the comma with the entry)
+    is dropped, never read as a shorter number."""
+    text = text.rstrip().rstrip("\x00").rstrip()
+    if not text.startswith("{") or not _OPENED.search(text):
+        return None
+    cut = not text.endswith((",", "{"))
+    if cut:
+        text = text[:text.rfind("\n")].rstrip() if "\n" in text else ""
+        if not text.endswith((",", "{")):
+            return None
+    try:
+        data = json.loads(text.removesuffix(",") + "}\n}")
+    except (ValueError, RecursionError):
+        return None
+    if not matches(data):
+        return None
+    count = len(data["cache"])
+    note = (f"an open Kernel Tuner cache (never closed: its tuning run was killed, crashed "
+            f"or is still going): closed as Kernel Tuner reads it, {count} complete "
+            f"measurement{'s' if count != 1 else ''} recovered"
+            + ("; the last entry, cut off mid-write, dropped" if cut else ""))
+    return data, note
 
 
 def matches(data: Any) -> bool:
