@@ -107,8 +107,13 @@ def import_file(file: Path, root: Path, fmt: str, *,
                                             "it holds no 'key' and 'configs_timings' list "
                                             f"(top level: {keys})"),))
         return
+    if module is None and triton_autotune.is_compiled_metadata(file.name, data):
+        yield name, ImportNote(name, "skipped: Triton compile metadata, not tuning data",
+                               skip="triton-compiled")
+        return
     if module is None or fmt not in ("auto", module.FORMAT):
-        yield name, ImportNote(name, _skip_reason(data, fmt, module))
+        yield name, ImportNote(name, _skip_reason(data, fmt, module),
+                               skip="other-format" if module else "not-tuning-data")
         return
     try:
         ctx, notes = _context(file, name, data, module, gpu=gpu, license=license,
@@ -176,7 +181,8 @@ def _import_log(file: Path, name: str, fmt: str, *, gpu: GpuFacts | gpus.Unknown
                 license: str | None) -> Iterator[tuple[str, Item]]:
     """A text file: an Inductor log if it holds an AUTOTUNE table, else a note."""
     if fmt not in ("auto", inductor.FORMAT):
-        yield name, ImportNote(name, f"skipped: a text file, and --format is {fmt}")
+        yield name, ImportNote(name, f"skipped: a text file, and --format is {fmt}",
+                               skip="other-format")
         return
     try:
         is_log = any(inductor.is_header(line) for line in files.read_lines(file))
@@ -185,7 +191,8 @@ def _import_log(file: Path, name: str, fmt: str, *, gpu: GpuFacts | gpus.Unknown
         return
     if not is_log:
         yield name, ImportNote(name, "skipped: a text file with no 'AUTOTUNE op(...)' table "
-                                     "(not an Inductor max-autotune log)")
+                                     "(not an Inductor max-autotune log)",
+                               skip="not-tuning-data")
         return
     if gpu is None:
         yield name, ImportRejection(name, (_no_gpu(inductor),))

@@ -27,6 +27,7 @@ class FileImport:
     problems: list[str] = field(default_factory=list)  # "file:position: field: reason"
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    skipped: str = ""  # why the whole file was skipped (records.SKIPS), else ""
 
     @property
     def rejected(self) -> int:
@@ -36,10 +37,16 @@ class FileImport:
     def seen(self) -> int:
         return self.accepted + self.duplicates + self.rejected
 
+    @property
+    def unreadable(self) -> bool:
+        """The whole file was refused (not JSON, cut short, no GPU...), not one entry."""
+        return self.rejected_at == {self.source} and not self.accepted + self.duplicates
+
     def as_dict(self) -> dict[str, object]:
         return {"source": self.source, "accepted": self.accepted,
                 "duplicates": self.duplicates, "rejected": self.rejected,
                 "rejections": self.problems, "notes": self.notes,
+                "skipped": self.skipped or None,
                 "seconds": round(self.seconds, 3)}
 
 
@@ -68,6 +75,7 @@ def load_file(source: str, items: Iterable[tuple[str, Item]], ingest: IngestFn,
     for where, item in items:
         if isinstance(item, ImportNote):
             result.notes.append(item.message)
+            result.skipped = item.skip or result.skipped
         elif isinstance(item, ImportRejection):
             result.rejected_at.add(item.where)
             result.problems.extend(item.lines())

@@ -52,10 +52,22 @@ class ImportRejection:
 @dataclass(frozen=True)
 class ImportNote:
     """Something the user should read that loses nothing: a skipped non-data file, a GPU
-    taken from the file name."""
+    taken from the file name. ``skip`` names why a whole file was skipped (one of
+    ``SKIPS``), so a summary can count such files instead of listing each."""
 
     where: str
     message: str
+    skip: str = ""
+
+
+# why a whole file was skipped -> how a summary line counts them
+SKIPS = {
+    "triton-compiled": "Triton compile metadata (a compiled kernel's files in a Triton "
+                       "cache, not tuning data)",
+    "not-tuning-data": "not tuning data (JSON of no known format, or text with no "
+                       "Inductor AUTOTUNE table)",
+    "other-format": "of a format other than --format",
+}
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,22 @@ def matches(data: Any) -> bool:
         and "key" in data
 
 
+# keys of the metadata Triton writes beside each compiled kernel (<hash>/<kernel>.json)
+_COMPILED_KEYS = frozenset({"hash", "target", "num_warps", "num_stages", "num_ctas", "shared",
+                            "triton_version", "backend_name", "arch", "cluster_dims"})
+
+
+def is_compiled_metadata(file_name: str, data: Any) -> bool:
+    """Whether a JSON file is what Triton's cache holds for a compiled kernel, not tuning
+    data: the kernel's metadata (its name, launch and target keys) or the group file
+    ``__grp__<kernel>.json`` listing the kernel's files. A cache of 400 kernels holds 800."""
+    if not isinstance(data, dict):
+        return False
+    if file_name.startswith("__grp__"):
+        return isinstance(data.get("child_paths"), dict)
+    return isinstance(data.get("name"), str) and len(_COMPILED_KEYS & data.keys()) >= 3
+
+
 def kernel_name_of(file_name: str) -> str | None:
     """"matmul_kernel.autotune.json" -> "matmul_kernel" (a flat copy's prefix dropped)."""
     name = file_name.removesuffix(".gz")

@@ -297,7 +297,8 @@ def test_cli_import_reports_per_file_and_is_idempotent(
     assert cli.main(["import", str(hub)]) == 0
     out = capsys.readouterr()
     assert "hub/conv/A6000.json.gz: 3 accepted, 0 duplicate, 0 rejected" in out.out
-    assert "note: skipped: not a Kernel Tuner cache" in out.out
+    assert "1 file skipped: not tuning data (JSON of no known format, or text with no " \
+           "Inductor AUTOTUNE table): hub/conv/T1_search_space.json" in out.out
     assert "hub/conv/A6000.json.gz: 3 records in" in out.err  # the progress line
     assert cli.main(["import", str(hub), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

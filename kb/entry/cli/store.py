@@ -81,6 +81,7 @@ def _add_import(parser: argparse.ArgumentParser) -> None:
 def _run_import(args: argparse.Namespace) -> int:
     import time
 
+    from kernelkb.kb.entry.cli.import_report import progress_line, skipped_counts, summary_lines
     from kernelkb.kb.importers import iter_files
     from kernelkb.kb.importers.load import load_file
     from kernelkb.kb.limits import SHORT
@@ -106,9 +107,9 @@ def _run_import(args: argparse.Namespace) -> int:
                                                 license=args.license, source=args.source,
                                                 kernel=args.kernel):
                     r = load_file(source, items, kb.ingest, progress=shown)
-                    rate = r.seen / r.seconds if r.seconds else 0.0
-                    print(f"{source}: {r.seen} records in {r.seconds:.1f} s ({rate:.0f}/s)",
-                          file=sys.stderr, flush=True)
+                    line = progress_line(r)
+                    if line:
+                        print(line, file=sys.stderr, flush=True)
                     results.append(r)
     except (ValueError, FileNotFoundError) as exc:
         print(str(exc), file=sys.stderr)
@@ -116,23 +117,19 @@ def _run_import(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - start
     total = {k: sum(getattr(r, k) for r in results)
              for k in ("accepted", "duplicates", "rejected")}
+    skipped = skipped_counts(results)
     if args.json:
-        print_json({"files": [r.as_dict() for r in results], **total,
-                     "seconds": round(seconds, 2)})
+        print_json({"files": [r.as_dict() for r in results], **total, "skipped": skipped,
+                    "seconds": round(seconds, 2)})
     else:
-        for r in results:
-            print(f"{r.source}: {r.accepted} accepted, {r.duplicates} duplicate, "
-                  f"{r.rejected} rejected")
-            for note in r.notes:
-                print(f"  note: {note}")
-            for line in r.problems[:5]:
-                print(f"  {line}")
-            if len(r.problems) > 5:
-                print(f"  ... and {len(r.problems) - 5} more")
+        for line in summary_lines(results):
+            print(line)
         records = sum(r.seen for r in results)
+        read = len(results) - sum(skipped.values())
         print(f"total: {total['accepted']} accepted, {total['duplicates']} duplicate, "
-              f"{total['rejected']} rejected from {len(results)} files in {seconds:.1f} s "
-              f"({records / seconds if seconds else 0:.0f} records/s)")
+              f"{total['rejected']} rejected from {read} file{'s' if read != 1 else ''}"
+              + (f" ({sum(skipped.values())} skipped)" if skipped else "")
+              + f" in {seconds:.1f} s ({records / seconds if seconds else 0:.0f} records/s)")
     return 1 if total["rejected"] else 0
 
 
