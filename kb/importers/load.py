@@ -7,7 +7,7 @@ not depend on the service that owns the store.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kernelkb.kb.importers.dispatch import Item
@@ -16,6 +16,7 @@ from kernelkb.kb.record import ExperienceRecord
 from kernelkb.kb.seeds import IngestFn
 
 BATCH = 2000
+TwinsFn = Callable[[Sequence[ExperienceRecord]], set[int]]
 
 
 @dataclass
@@ -52,20 +53,26 @@ class FileImport:
 
 def load_file(source: str, items: Iterable[tuple[str, Item]], ingest: IngestFn,
               batch: int = BATCH,
-              progress: Callable[[FileImport], None] | None = None) -> FileImport:
-    """Ingest the file's records ``batch`` at a time; rejections keep their position."""
+              progress: Callable[[FileImport], None] | None = None,
+              twins: TwinsFn | None = None) -> FileImport:
+    """Ingest the file's records ``batch`` at a time; rejections keep their position.
+    ``twins(records)``: the positions of records whose measurement is already stored
+    (twins.stored_twins), counted as duplicates and not ingested."""
     result = FileImport(source)
     start = time.perf_counter()
     pending: list[ExperienceRecord] = []
     wheres: list[str] = []
 
     def flush() -> None:
-        report = ingest(pending)
+        known = twins(pending) if twins is not None else set()
+        fresh = [i for i in range(len(pending)) if i not in known]
+        report = ingest([pending[i] for i in fresh])
         result.accepted += len(report.accepted)
-        result.duplicates += len(report.duplicates)
+        result.duplicates += len(report.duplicates) + len(known)
         for r in report.rejected:  # already validated, so not expected; kept if it happens
-            result.rejected_at.add(wheres[r.index])
-            result.problems.append(f"{wheres[r.index]}: {r.field}: {r.reason}")
+            where = wheres[fresh[r.index]]
+            result.rejected_at.add(where)
+            result.problems.append(f"{where}: {r.field}: {r.reason}")
         pending.clear()
         wheres.clear()
         result.seconds = time.perf_counter() - start

@@ -84,6 +84,7 @@ def _run_import(args: argparse.Namespace) -> int:
     from kernelkb.kb.entry.cli.import_report import progress_line, skipped_counts, summary_lines
     from kernelkb.kb.importers import iter_files
     from kernelkb.kb.importers.load import load_file
+    from kernelkb.kb.importers.twins import stored_twins
     from kernelkb.kb.limits import SHORT
     from kernelkb.kb.terminal import progress
 
@@ -106,7 +107,8 @@ def _run_import(args: argparse.Namespace) -> int:
                 for source, items in iter_files(path, args.fmt, gpu=args.gpu,
                                                 license=args.license, source=args.source,
                                                 kernel=args.kernel):
-                    r = load_file(source, items, kb.ingest, progress=shown)
+                    r = load_file(source, items, kb.ingest, progress=shown,
+                                  twins=lambda records: stored_twins(kb.session, records))
                     line = progress_line(r)
                     if line:
                         print(line, file=sys.stderr, flush=True)
