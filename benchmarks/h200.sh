@@ -41,7 +41,7 @@ for stage in "$@"; do
     cost) timeout $(( $(left) - 20 )) python3 benchmarks/eval_cost.py --base .out/base --tasks ${COST_TASKS:-softmax} --repeats ${COST_REPEATS:-2} ${COST_FLAGS-} > "$OUT/cost.log" 2>&1; echo "rc=$?" >> "$OUT/cost.log" ;;
     # the retrieval A/B afresh for some tasks (results under $OUT/ab, beside the shipped ones)
     ab:*) t=${stage#ab:}; timeout $(( $(left) - 20 )) python3 benchmarks/retrieval_ab.py --tasks ${t//,/ } --repeats ${AB_REPEATS:-3} --budget-s ${AB_BUDGET_S:-60} --max-iters ${AB_ITERS:-10} --parallel ${AB_PARALLEL:-4} --work /tmp/ab --out "$OUT/ab" > "$OUT/ab.log" 2>&1; echo "rc=$?" >> "$OUT/ab.log" ;;
-    jail) timeout $(( $(left) - 20 )) python3 -m pytest -o addopts='--strict-markers' -p no:cacheprovider -rA tests/optimizer/sandbox/test_jailbreak.py tests/optimizer/sandbox/test_containment.py > "$OUT/jail.log" 2>&1; echo "rc=$?" >> "$OUT/jail.log"; tail -30 "$OUT/jail.log" ;;
+    jail) timeout $(( $(left) - 20 )) python3 -m pytest -o addopts="--strict-markers" -p no:cacheprovider -rA tests/optimizer/sandbox/test_jail_root.py tests/optimizer/sandbox/test_jailbreak.py tests/optimizer/sandbox/test_containment.py > "$OUT/jail.log" 2>&1; echo "rc=$?" >> "$OUT/jail.log"; tail -30 "$OUT/jail.log" ;;
     peers) timeout $(( $(left) - 30 )) python3 benchmarks/peers.py --runs benchmarks/runs > "$OUT/peers.log" 2>&1; echo "rc=$?" >> "$OUT/peers.log" ;;
     space) timeout $(( $(left) - 20 )) python3 benchmarks/measure_space.py --workers 14 --tasks ${SPACE_TASKS:-attention rmsnorm softmax swiglu rope matmul} > "$OUT/space.log" 2>&1 ;;
     smoke) timeout $(( $(left) - 30 )) python3 -m kernelkb optimize softmax --no-retrieval --max-iters 3 --out runs_smoke 2>&1 | tail -30 ;;
