@@ -41,6 +41,10 @@ for stage in "$@"; do
     cost) timeout $(( $(left) - 20 )) python3 benchmarks/eval_cost.py --base .out/base --tasks ${COST_TASKS:-softmax} --repeats ${COST_REPEATS:-2} ${COST_FLAGS-} > "$OUT/cost.log" 2>&1; echo "rc=$?" >> "$OUT/cost.log" ;;
     # the retrieval A/B afresh for some tasks (results under $OUT/ab, beside the shipped ones)
     ab:*) t=${stage#ab:}; timeout $(( $(left) - 20 )) python3 benchmarks/retrieval_ab.py --tasks ${t//,/ } --repeats ${AB_REPEATS:-3} --budget-s ${AB_BUDGET_S:-60} --max-iters ${AB_ITERS:-10} --parallel ${AB_PARALLEL:-4} --work /tmp/ab --out "$OUT/ab" > "$OUT/ab.log" 2>&1; echo "rc=$?" >> "$OUT/ab.log" ;;
+    # the whole space of some tasks through the fast door (kernelkb sweep), resumable
+    sweep:*) t=${stage#sweep:}; for task in ${t//,/ }; do [ $(left) -gt 60 ] || break; timeout $(( $(left) - 30 )) python3 -m kernelkb sweep "$task" ${SWEEP_DTYPES:---dtype float16} --out benchmarks/sweeps 2>&1 | grep --line-buffered -v Warning >> "$OUT/sweep.log"; done; tail -5 "$OUT/sweep.log" ;;
+    # A/A and twice the work through the fast door, alone and beside a neighbour process
+    fastdoor) timeout $(( $(left) - 20 )) python3 benchmarks/fast_door.py --aa ${AA:-30} --slower ${SLOWER:-10} --out benchmarks/results > "$OUT/fastdoor.log" 2>&1; echo "rc=$?" >> "$OUT/fastdoor.log"; cat "$OUT/fastdoor.log" | tail -20 ;;
     jail) timeout $(( $(left) - 20 )) python3 -m pytest -o addopts="--strict-markers" -p no:cacheprovider -rA tests/optimizer/sandbox/test_jail_root.py tests/optimizer/sandbox/test_jailbreak.py tests/optimizer/sandbox/test_containment.py > "$OUT/jail.log" 2>&1; echo "rc=$?" >> "$OUT/jail.log"; tail -30 "$OUT/jail.log" ;;
     peers) timeout $(( $(left) - 30 )) python3 benchmarks/peers.py --runs benchmarks/runs > "$OUT/peers.log" 2>&1; echo "rc=$?" >> "$OUT/peers.log" ;;
     space) timeout $(( $(left) - 20 )) python3 benchmarks/measure_space.py --workers 14 --tasks ${SPACE_TASKS:-attention rmsnorm softmax swiglu rope matmul} > "$OUT/space.log" 2>&1 ;;
@@ -61,5 +65,5 @@ for stage in "$@"; do
     confirm) timeout $(( $(left) - 20 )) python3 benchmarks/transfer.py --confirm 2>&1 | grep --line-buffered -v Warning | tail -40 > "$OUT/confirm.log" ;;
   esac
 done
-tar czf "$OUT/results.tgz" benchmarks/results benchmarks/space benchmarks/runs runs_smoke 2>/dev/null
+tar czf "$OUT/results.tgz" benchmarks/results benchmarks/space benchmarks/sweeps benchmarks/runs runs_smoke 2>/dev/null
 tail -5 "$OUT"/*.log 2>/dev/null

@@ -61,6 +61,10 @@ class Reading:
     busy_ms: float  # per call: the union of the kernels' intervals
     kernels: frozenset[str]  # the names of every kernel that ran
     reader: str = "profiler"  # which reader took it: "cupti" or "profiler"
+    # per call: CUDA events around each of the same calls, on the current stream. Another
+    # process on the GPU stretches a kernel's span and its events alike, so only this
+    # figure, read in the same calls, may call the spans a lie (see hides_work)
+    bracketed_ms: float | None = None
 
 
 Span = tuple[float, float, str]  # start and end in ms on the GPU's clock, the name
@@ -92,6 +96,8 @@ def read(call: Callable[[], Any], calls: int = PROFILED_CALLS,
     torch.cuda.synchronize()
     chosen = reader_for(reader)
     spans: list[Span] | None = None
+    brackets: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
+    call = _bracketed(call, brackets)
     if chosen == "cupti":
         try:
             spans = _cupti_spans(call, calls)
@@ -100,6 +106,7 @@ def read(call: Callable[[], Any], calls: int = PROFILED_CALLS,
                         "torch.profiler", type(err).__name__, err)
             chosen = "profiler"
     if chosen == "profiler":
+        brackets.clear()
         try:
             spans = _profiler_spans(call, calls)
         except Exception as err:  # noqa: BLE001 - a missing CUPTI leaves the other clocks
@@ -107,8 +114,24 @@ def read(call: Callable[[], Any], calls: int = PROFILED_CALLS,
             return None
     if not spans:
         return None
+    bracketed = sum(a.elapsed_time(b) for a, b in brackets) / len(brackets) if brackets \
+        else None
     return Reading(busy_ms=union_length(sorted((s, e) for s, e, _ in spans)) / calls,
-                   kernels=frozenset(name for _, _, name in spans), reader=chosen)
+                   kernels=frozenset(name for _, _, name in spans), reader=chosen,
+                   bracketed_ms=bracketed)
+
+
+def _bracketed(call: Callable[[], Any], brackets: list[tuple[torch.cuda.Event, torch.cuda.Event]]
+               ) -> Callable[[], Any]:
+    """``call`` with CUDA events recorded around it (on the current stream) each time."""
+    def inner() -> Any:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        out = call()
+        end.record()
+        brackets.append((start, end))
+        return out
+    return inner
 
 
 def _profiler_spans(call: Callable[[], Any], calls: int) -> list[Span]:
@@ -185,9 +208,16 @@ def union_length(spans: list[tuple[float, float]]) -> float:
     return total + end - start
 
 
-def under_busy_time(reported_ms: float, busy_ms: float | None) -> bool:
+def under_busy_time(reported_ms: float | None, busy_ms: float | None) -> bool:
     """A reported GPU time the GPU's own timestamps contradict."""
-    return busy_ms is not None and reported_ms < UNDER_SHARE * busy_ms
+    return busy_ms is not None and reported_ms is not None and reported_ms < UNDER_SHARE * busy_ms
+
+
+def hides_work(reading: Reading | None) -> bool:
+    """Whether the GPU was busy with this process's kernels far longer than the events
+    around the same calls saw: work on a stream the events do not bracket. Read in the
+    same calls, a neighbour on the GPU stretches both alike and cannot fire this."""
+    return reading is not None and under_busy_time(reading.bracketed_ms, reading.busy_ms)
 
 
 def clears_stream_clock(stream_ms: float, busy_ms: float | None) -> bool:

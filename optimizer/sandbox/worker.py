@@ -103,6 +103,7 @@ class Worker:
         self.surroundings: surroundings.Surroundings | None = None
         self.expected_launches: dict[str, tuple[int, set[tuple[Any, ...]]]] = {}
         self.own_kernels: set[str] = set()  # the candidate's Triton kernels, by name, when checked
+        self.unreliable: list[str] = []  # timing the GPU's own timestamps could not confirm
         # the incumbent, loaded once when first timed (the comparison, the judge's clock)
         self.parent_run = _ParentRunner(request.get("parent_source"))
         # checks share the GPU with other evaluations; timing has it alone (gpu_turns.py)
@@ -531,6 +532,7 @@ class Worker:
             self.progress("performance", label)
             self.out["gpu"] = self.gpu_time(module, all_sets, parent_run, set(unsync))
             reasons += _unsync_kept(unsync, timings, self.out["gpu"]["busy_ms"])
+            reasons += self.unreliable
             for k, (median, _, _) in self.out["gpu"]["alone"].items():
                 if floors.get(k) is not None and median < floors[k]:
                     reasons.append(f"({k}) {median:.4f} ms of GPU time, under the "
@@ -582,7 +584,7 @@ class Worker:
         A process's first torch.profiler session costs seconds (5-6 s on an H200 host, a
         later one a millisecond), so only ``calls`` are read: see _may_gain."""
         self.lap("GPU time")  # the comparison; each shape's CUPTI pass is a lap of its own
-        busy = {}
+        busy: dict[str, float | None] = {}
         for k, call in calls.items():
             reading = kernel_clock.read(call, reader=self.request.get("gpu_timestamps", "auto"))
             busy[k] = reading.busy_ms if reading else None
@@ -597,12 +599,20 @@ class Worker:
                     f"nor a copy or fill: {shown}. The checked calls launched the same "
                     f"Triton kernels, so the work was handed to a library only when timed; "
                     f"{provenance.RULE}"))
-        for k, ms in busy.items():
-            if kernel_clock.under_busy_time(alone[k][0], ms):
+            if kernel_clock.hides_work(reading):
+                assert reading is not None and reading.bracketed_ms is not None
                 raise Tampered("cheat_timer", (
-                    f"({k}): {alone[k][0]:.4f} ms of GPU time by the events, where the "
-                    f"GPU's own timestamps saw it busy {ms:.4f} ms per call (all streams): "
-                    "work the events do not bracket (a side stream never joined back?)"))
+                    f"({k}): the events around the same calls saw {reading.bracketed_ms:.4f} "
+                    f"ms per call, where the GPU's own timestamps saw it busy "
+                    f"{reading.busy_ms:.4f} ms per call (all streams): work the events do "
+                    "not bracket (a side stream never joined back?)"))
+            if kernel_clock.under_busy_time(alone[k][0], busy[k]):
+                # the same calls agree, the timed pass read far less: the GPU changed
+                # between the passes (another process on it), or the candidate did
+                self.unreliable.append(
+                    f"({k}) timed at {alone[k][0]:.4f} ms of GPU time, but the GPU's own "
+                    f"timestamps saw {busy[k]:.4f} ms busy per call in a later pass: timing "
+                    "unreliable (another process on the GPU?)")
         return busy
 
     def check_launches_over(self, calls: dict[str, _Counted], tracker: provenance.Tracker

@@ -14,7 +14,8 @@ import os
 import sys
 from collections.abc import Sequence
 
-from kernelkb.kb.entry.cli import dispatch, mcp, optimize, query, revalidate, serve, store, tasks
+from kernelkb.kb.entry.cli import (dispatch, mcp, optimize, query, revalidate, serve, store,
+                                   sweep, tasks)
 from kernelkb.kb.entry.cli.common import Command
 from kernelkb.kb.entry.errors import user_message
 
@@ -26,7 +27,7 @@ def register(command: Command) -> None:
     COMMANDS[command.name] = command
 
 
-for _group in (serve, store, query, optimize, revalidate, tasks, dispatch, mcp):
+for _group in (serve, store, query, optimize, revalidate, sweep, tasks, dispatch, mcp):
     for _command in _group.COMMANDS:
         register(_command)
 

@@ -52,6 +52,7 @@ def test_the_gpus_own_timestamps_see_a_side_stream_the_events_miss():
     events_ms = compare.gpu_profile(hidden, compare.GpuClock())[0]
     assert reading is not None and reading.busy_ms > 0.05, reading  # ~0.2 ms of matmul
     assert kernel_clock.under_busy_time(events_ms, reading.busy_ms), (events_ms, reading)
+    assert kernel_clock.hides_work(reading), reading  # the events around the same calls too
     # and the timestamps name it: a library's GEMM, none of a candidate's kernels
     assert kernel_clock.foreign_kernels(reading.kernels, {"softmax_kernel"}), reading.kernels
 
@@ -258,3 +259,26 @@ def test_a_kernel_safe_only_where_the_checks_look_is_caught_on_the_gpu(plant):
     result = evaluate("softmax", (BAD / f"{plant}.py").read_text(), shapes=SHAPES[1:])
     assert result.error_kind == "wrong_result", result.text
     assert "the judge" in result.error_message, result.error_message
+
+
+def test_an_honest_kernel_beside_another_process_on_the_gpu_is_no_cheat():
+    """A neighbour (another process's matmuls on the same GPU) stretches the GPU's own
+    timestamps and the events alike: the naive kernels are correct, never cheat_*."""
+    import subprocess
+    import sys
+    import time
+
+    busy = ("import torch, time\na = torch.randn(8192, 8192, device='cuda', dtype=torch.float16)\n"
+            "end = time.time() + 600\nwhile time.time() < end:\n    a @ a\n")
+    neighbour = subprocess.Popen([sys.executable, "-c", busy])
+    try:
+        time.sleep(8)  # its context up and its matmuls running
+        for name in ("softmax", "rmsnorm"):
+            task = get_task(name)
+            result = evaluate(name, task.render(task.default_config), shapes="tune",
+                              parent_source=task.render(task.default_config))
+            assert result.ok, result.text
+            assert not (result.error_kind or "").startswith("cheat_"), result.text
+    finally:
+        neighbour.kill()
+        neighbour.wait()

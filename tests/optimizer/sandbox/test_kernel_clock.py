@@ -24,6 +24,11 @@ def test_a_reported_time_far_under_the_busy_time_is_refused():
     assert not kernel_clock.under_busy_time(0.1, 0.1)
     assert not kernel_clock.under_busy_time(0.12, 0.1)  # L2 flushed before: slower
     assert not kernel_clock.under_busy_time(0.01, None)  # no timestamps: no verdict
+    # only events around the same calls may call the timestamps a lie
+    hidden = kernel_clock.Reading(busy_ms=0.1, kernels=frozenset(), bracketed_ms=0.01)
+    stretched = kernel_clock.Reading(busy_ms=0.5, kernels=frozenset(), bracketed_ms=0.55)
+    assert kernel_clock.hides_work(hidden) and not kernel_clock.hides_work(stretched)
+    assert not kernel_clock.hides_work(kernel_clock.Reading(0.1, frozenset()))
 
 
 def test_an_unsynchronised_reading_the_timestamps_contradict_is_dropped():

@@ -1,0 +1,82 @@
+"""``kernelkb sweep TASK``: the CLI face of ``optimizer.sweep`` (the fast door).
+
+Light at import (argparse only). Every legal configuration of the task's template, per
+shape regime, checked in a pool of processes and compared with its parent on the GPU
+with the judge's interval; one journal line a point, resumable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from kernelkb.kb.entry.cli.common import Command
+from kernelkb.kb.entry.cli.optimize import tasks_dir_flag
+
+HELP = "measure a task's whole space per regime (generated code: the fast door)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("task", help="task name, e.g. softmax")
+    tasks_dir_flag(parser)
+    parser.add_argument("--dtype", action="append", default=None,
+                        help="float16, bfloat16, ... (repeat for several; default float16)")
+    parser.add_argument("--regime", action="append", default=None,
+                        help="one regime (repeat for several; default every regime)")
+    parser.add_argument("--limit", type=int, default=None,
+                        help="the first N configurations only (the naive kernel first)")
+    parser.add_argument("--shapes", default="sweep",
+                        help="the shape set timed per regime: sweep (default), tune, all, cpu")
+    parser.add_argument("--workers", type=int, default=None,
+                        help="processes that check and compile (default: every core but one)")
+    parser.add_argument("--out", type=Path, default=Path("sweeps"),
+                        help="folder of the journals, one <task>_<dtype>.jsonl each "
+                             "(default: sweeps); an existing journal is resumed")
+
+
+def run(args: argparse.Namespace) -> int:
+    from kernelkb.kernels.base import all_tasks, get_task
+    from kernelkb.optimizer.sweep import SweepPlan, describe, run_sweep
+    from kernelkb.retrieval.names import UnknownName, match_name
+
+    try:
+        task = get_task(match_name("task", args.task, all_tasks()))
+    except UnknownName as err:
+        print(f"kernelkb sweep: {err}", file=sys.stderr)
+        return 2
+    for dtype in args.dtype or ["float16"]:
+        try:
+            plan = SweepPlan.of(task.name, dtype, args.regime, args.limit, args.shapes)
+        except ValueError as err:
+            print(f"kernelkb sweep: {err}", file=sys.stderr)
+            return 2
+        journal = args.out / f"{task.name}_{dtype}.jsonl"
+        print(f"{task.name} {dtype}: {len(plan.configs)} configurations x "
+              f"{len(plan.regimes)} regimes ({', '.join(plan.regimes)}) = {plan.points} "
+              f"points -> {journal}", flush=True)
+        began = time.perf_counter()
+        points = run_sweep(plan, journal, workers=args.workers, on_point=_Progress(describe))
+        timed = [p for p in points if p.comparison]
+        sure = [p for p in timed if p.comparison and p.comparison["outcome"] != "neutral"]
+        print(f"{task.name} {dtype}: {len(points)} points, {len(timed)} compared with their "
+              f"parent ({len(sure)} sure), {sum(not p.ok for p in points)} failed, in "
+              f"{time.perf_counter() - began:.0f} s", flush=True)
+    return 0
+
+
+class _Progress:
+    """One line a point: how far, how fast (points a second since the first was timed)."""
+
+    def __init__(self, describe) -> None:  # type: ignore[no-untyped-def]
+        self.describe, self.first, self.began = describe, None, 0.0
+
+    def __call__(self, point, count: int, total: int) -> None:  # type: ignore[no-untyped-def]
+        if self.first is None:
+            self.first, self.began = count - 1, time.perf_counter()
+        rate = (count - self.first) / max(1e-9, time.perf_counter() - self.began)
+        print(f"[{count}/{total} {rate:.1f}/s] {self.describe(point)}", flush=True)
+
+
+COMMANDS = (Command("sweep", HELP, add_arguments, run),)

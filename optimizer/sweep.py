@@ -1,0 +1,395 @@
+"""The fast door into measurement: code the project generates, measured at GPU speed.
+
+A configuration rendered from a task's own template (a point of its space) is the
+project's code, not a model's or a user's: it needs the correctness checks and the
+interleaved comparison, not the adversarial layers (jail, provenance, tamper, judge
+process) that make the full judge cost 20 s a candidate. So a sweep:
+
+1. **checks** every configuration in a pool of processes on every CPU core at once
+   (compiling it into Triton's cache as it goes): the edge shapes, every shape of every
+   regime, and each of the task's input conditions (strided rows, large or negative
+   values, ...) on the edge and smallest shapes, against the task's reference;
+2. **compares** each configuration that passed with its parent (the neighbour one knob
+   closer to the naive kernel; the naive kernel where that neighbour failed), per shape
+   regime, in this process on an otherwise idle GPU, one CUDA context for the whole
+   space: ``compare.compare``, the judge's own interleaved GPU-time comparison with its
+   95% interval, so a point's verdict is the same rule as an agent's round.
+
+Each point (configuration x regime x dtype) is one line of a JSONL journal, written as
+it is measured: an interrupted sweep resumes where it stopped, and
+``benchmarks/sweep_to_seeds.py`` turns journals into seed experiences. Without a GPU the
+sweep checks correctness under the interpreter and times nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from kernelkb.kernels.base import DTYPES, Shape, Task, get_task, load_candidate
+
+log = logging.getLogger(__name__)
+
+SEEDS = (0, 1, 2)  # input sets each shape is timed on (rotated call by call)
+# the comparison's settings for generated code: fewer calls a round than the judge's,
+# the same interval rule; a point never takes longer than TIME_CAP_S
+CALLS_PER_ROUND = 3
+MIN_ROUNDS = 4
+MAX_ROUNDS = 24
+TIME_CAP_S = 4.0
+
+
+def key(config: dict[str, Any]) -> str:
+    """One configuration's stable name: its knobs, sorted."""
+    return ",".join(f"{k}={v}" for k, v in sorted(config.items()))
+
+
+def parent_of(task: Task, config: dict[str, Any]) -> tuple[dict[str, Any], str] | None:
+    """The neighbour one knob closer to the naive kernel and the knob that differs (the
+    variants first, then the knobs, in the task's order); None for the naive kernel."""
+    default = task.default_config
+    changed = [p.name for p in (*task.variants, *task.knobs) if config[p.name] != default[p.name]]
+    if not changed:
+        return None
+    for name in changed:
+        parent = {**config, name: default[name]}
+        if task.constraint(parent) is None:
+            return parent, name
+    return dict(default), changed[0]
+
+
+# -- phase 1: checks, in a pool (one process per core) -----------------------------------
+def _fresh(task: Task, inputs: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Clones of the inputs the op writes (a KV cache), so every call starts alike."""
+    return tuple(x.clone() if i in task.mutated_inputs else x for i, x in enumerate(inputs))
+
+
+def check_config(task_name: str, dtype: str, config: dict[str, Any],
+                 shapes: list[Shape], condition_shapes: list[Shape]) -> dict[str, Any]:
+    """Correctness of one configuration of the task's template (``check_source``)."""
+    return check_source(task_name, dtype, get_task(task_name).render(config), shapes,
+                        condition_shapes)
+
+
+def check_source(task_name: str, dtype: str, source: str, shapes: list[Shape],
+                 condition_shapes: list[Shape]) -> dict[str, Any]:
+    """Correctness of one kernel on ``shapes`` (plain inputs) and on ``condition_shapes``
+    under each of the task's input conditions. Runs in a pool process: compiling here
+    fills Triton's cache for the timing phase."""
+    import torch
+
+    from kernelkb.optimizer.sandbox import checks
+
+    task = get_task(task_name)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    tol = task.tolerances[dtype]
+    began = time.perf_counter()
+    try:
+        module = load_candidate(source, "sweep_candidate")
+    except Exception as err:  # noqa: BLE001 - a template point that fails to import
+        return {"ok": False, "error_kind": "compile_error", "error_message": str(err)[:400]}
+    worst = 0.0
+    for shape in shapes:
+        label = task.shape_label(shape)
+        base = task.make_inputs(shape, DTYPES[dtype], 0, device)
+        cases = [("plain", base)]
+        if shape in condition_shapes:
+            cases += [(c.name, c.apply(base, 0)) for c in task.input_conditions]
+        for name, inputs in cases:
+            try:
+                out = module.run(*_fresh(task, inputs))
+                ref = task.reference(*_fresh(task, inputs))
+                stats = checks.compare_outputs(out, ref, tol.atol, tol.rtol)
+            except Exception as err:  # noqa: BLE001 - a compile or launch failure there
+                kind = "compile_error" if "compil" in type(err).__name__.lower() else \
+                    "runtime_error"
+                return {"ok": False, "error_kind": kind, "failing_shapes": [label],
+                        "error_message": f"on ({label}, {name}): {err}"[:400]}
+            problem = stats if isinstance(stats, str) else checks.shape_verdict(
+                stats, tol.max_bias)
+            if problem:
+                return {"ok": False, "error_kind": "wrong_result", "failing_shapes": [label],
+                        "error_message": f"on ({label}, {name}): {problem}"[:400]}
+            assert not isinstance(stats, str)
+            worst = max(worst, stats.max_rel_err)
+    return {"ok": True, "max_rel_err": worst, "check_s": round(time.perf_counter() - began, 3)}
+
+
+def _pool_start() -> None:
+    """A pool process: quiet, and on the GPU every process on device 0."""
+    logging.basicConfig(level=logging.WARNING)
+
+
+# -- phase 2: the comparison, in this process --------------------------------------------
+@dataclass
+class Point:
+    """One line of the journal: a configuration on one regime in one dtype."""
+
+    task: str
+    dtype: str
+    regime: str
+    config: dict[str, Any]
+    parent: dict[str, Any] | None
+    changed: str | None
+    ok: bool
+    error_kind: str | None = None
+    error_message: str | None = None
+    failing_shapes: list[str] | None = None
+    max_rel_err: float | None = None
+    comparison: dict[str, Any] | None = None  # compare.Comparison.to_dict()
+    shapes: list[str] | None = None
+    measured_at: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.task}|{self.dtype}|{self.regime}|{key(self.config)}"
+
+    def to_json(self) -> str:
+        return json.dumps(self.__dict__, sort_keys=True)
+
+
+def read_journal(path: Path) -> tuple[dict[str, Any], dict[str, Point]]:
+    """(the header, the points measured so far by id); a torn last line is dropped."""
+    header: dict[str, Any] = {}
+    points: dict[str, Point] = {}
+    if not path.exists():
+        return header, points
+    for line in path.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # the line a killed sweep was writing
+        if "header" in row:
+            header = row["header"]
+        else:
+            point = Point(**row)
+            points[point.id] = point
+    return header, points
+
+
+class _Timer:
+    """Modules by configuration and input sets by shape, loaded once for the sweep."""
+
+    def __init__(self, task: Task, dtype: str) -> None:
+        import torch
+
+        from kernelkb.optimizer.sandbox.compare import GpuClock, settle
+
+        self.task, self.dtype = task, dtype
+        self.settled = settle()
+        self.clock = GpuClock()
+        self.modules: dict[str, Any] = {}
+        self.inputs: dict[Shape, list[tuple[Any, ...]]] = {}
+        self.torch_dtype = DTYPES[dtype]
+        self.torch = torch
+
+    def module(self, config: dict[str, Any]) -> Any:
+        name = key(config)
+        if name not in self.modules:
+            self.modules[name] = load_candidate(self.task.render(config), "sweep_point")
+        return self.modules[name]
+
+    def calls(self, config: dict[str, Any], shapes: list[Shape]) -> dict[str, Callable[[], Any]]:
+        from kernelkb.optimizer.sandbox.timing import rotating
+
+        run = self.module(config).run
+        out = {}
+        for shape in shapes:
+            if shape not in self.inputs:
+                self.inputs[shape] = [self.task.make_inputs(shape, self.torch_dtype, s, "cuda")
+                                      for s in SEEDS]
+            sets = [_fresh(self.task, x) if self.task.mutated_inputs else x
+                    for x in self.inputs[shape]]
+            out[self.task.shape_label(shape)] = rotating(run, sets)
+        return out
+
+    def compare(self, config: dict[str, Any], incumbent: dict[str, Any],
+                shapes: list[Shape]) -> dict[str, Any]:
+        from kernelkb.optimizer.sandbox.compare import compare
+
+        weights = {self.task.shape_label(s): self.task.objective_weight(s) for s in shapes}
+        result = compare(self.calls(config, shapes), self.calls(incumbent, shapes), weights,
+                         self.clock, calls=CALLS_PER_ROUND, min_rounds=MIN_ROUNDS,
+                         max_rounds=MAX_ROUNDS, time_cap_s=TIME_CAP_S)
+        return result.to_dict()
+
+
+@dataclass
+class SweepPlan:
+    """What one sweep measures: a task's configurations x regimes in one dtype."""
+
+    task: Task
+    dtype: str
+    configs: list[dict[str, Any]]
+    regimes: dict[str, list[Shape]]
+    edge_shapes: list[Shape] | None = None  # checked, never timed (default: the task's)
+
+    @classmethod
+    def of(cls, task_name: str, dtype: str, regimes: Iterable[str] | None = None,
+           limit: int | None = None, shapes: str = "sweep") -> SweepPlan:
+        task = get_task(task_name)
+        if dtype not in task.dtypes:
+            raise ValueError(f"task {task.name} has no dtype {dtype!r} (it has "
+                             f"{', '.join(task.dtypes)})")
+        groups = task.shapes_by_regime(task.shapes(shapes))
+        wanted = list(regimes) if regimes else list(groups)
+        unknown = [r for r in wanted if r not in groups]
+        if unknown:
+            raise ValueError(f"task {task.name}: no shapes in regime(s) {unknown} (it has "
+                             f"{', '.join(groups)})")
+        configs = list(task.space())
+        if limit is not None:  # the naive kernel first: every point's last resort
+            default = task.default_config
+            configs = [default, *[c for c in configs if c != default][:max(0, limit - 1)]]
+        return cls(task, dtype, configs, {r: groups[r] for r in wanted})
+
+    @property
+    def points(self) -> int:
+        return len(self.configs) * len(self.regimes)
+
+
+def _check_shapes(plan: SweepPlan) -> tuple[list[Shape], list[Shape]]:
+    """Every shape a point must be right on, and those checked under each condition
+    (the edge shapes and each regime's smallest: a condition's bug shows on any size)."""
+    task = plan.task
+    timed = [s for shapes in plan.regimes.values() for s in shapes]
+    edges = list(task.edge_shapes if plan.edge_shapes is None else plan.edge_shapes)
+    every = list(dict.fromkeys([*edges, *timed]))
+    smallest = [min(shapes, key=lambda s: task.bytes_moved(s, DTYPES[plan.dtype]))
+                for shapes in plan.regimes.values()]
+    return every, list(dict.fromkeys([*edges, *smallest]))
+
+
+def run_sweep(plan: SweepPlan, journal: Path, *, workers: int | None = None,
+              on_point: Callable[[Point, int, int], None] | None = None) -> list[Point]:
+    """Check every configuration of ``plan`` in a pool, then compare each that passed
+    with its parent on each regime (on a GPU). Appends each point to ``journal`` as it is
+    measured and skips points already there. Returns every point of the plan."""
+    import torch
+
+    task, dtype = plan.task, plan.dtype
+    timed_here = torch.cuda.is_available()
+    header, done = read_journal(journal)
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    if not header:
+        from kernelkb.optimizer.sandbox import detect_environment
+
+        with journal.open("a") as handle:
+            handle.write(json.dumps({"header": {
+                "task": task.name, "dtype": dtype, "env": detect_environment(),
+                "timed": timed_here, "started_at": _now(),
+                "settings": {"calls_per_round": CALLS_PER_ROUND, "min_rounds": MIN_ROUNDS,
+                             "max_rounds": MAX_ROUNDS, "time_cap_s": TIME_CAP_S}}}) + "\n")
+    todo = [c for c in plan.configs
+            if any(_point_id(task.name, dtype, r, c) not in done for r in plan.regimes)]
+    every, conditioned = _check_shapes(plan)
+    checked = dict(_checked_from(done, task.name, dtype, plan))
+    checked.update(_check_all(task.name, dtype, [c for c in todo if key(c) not in checked],
+                              every, conditioned, workers))
+    default = task.default_config
+    if not checked.get(key(default), {}).get("ok"):
+        raise RuntimeError(f"{task.name}: the naive kernel fails its own checks: "
+                           f"{checked.get(key(default))}")
+    timer = _Timer(task, dtype) if timed_here else None
+    total, count = plan.points, len(done)
+    with journal.open("a") as handle:
+        if journal.stat().st_size and not journal.read_bytes().endswith(b"\n"):
+            handle.write("\n")  # end the line a killed sweep left torn
+        for config in todo:
+            verdict = checked[key(config)]
+            step = parent_of(task, config)
+            parent, changed = step if step else (None, None)
+            if parent is not None and not checked.get(key(parent), {}).get("ok"):
+                parent = dict(default)  # its parent failed: compare with the naive kernel
+            for regime, shapes in plan.regimes.items():
+                pid = _point_id(task.name, dtype, regime, config)
+                if pid in done:
+                    continue
+                point = Point(task.name, dtype, regime, config, parent, changed,
+                              ok=bool(verdict.get("ok")),
+                              error_kind=verdict.get("error_kind"),
+                              error_message=verdict.get("error_message"),
+                              failing_shapes=verdict.get("failing_shapes"),
+                              max_rel_err=verdict.get("max_rel_err"),
+                              shapes=[task.shape_label(s) for s in shapes], measured_at=_now())
+                if point.ok and timer is not None and parent is not None:
+                    try:
+                        point.comparison = timer.compare(config, parent, shapes)
+                    except Exception as err:  # noqa: BLE001 - fails on a timed shape only
+                        point.ok, point.error_kind = False, "runtime_error"
+                        point.error_message = f"while timing: {err}"[:400]
+                handle.write(point.to_json() + "\n")
+                handle.flush()
+                done[pid] = point
+                count += 1
+                if on_point:
+                    on_point(point, count, total)
+    return [p for p in done.values() if p.task == task.name and p.dtype == dtype]
+
+
+def _point_id(task: str, dtype: str, regime: str, config: dict[str, Any]) -> str:
+    return f"{task}|{dtype}|{regime}|{key(config)}"
+
+
+def _checked_from(done: dict[str, Point], task: str, dtype: str, plan: SweepPlan
+                  ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Check outcomes a resumed sweep already journaled (any regime of the config)."""
+    for point in done.values():
+        if point.task == task and point.dtype == dtype:
+            yield key(point.config), {"ok": point.ok, "error_kind": point.error_kind,
+                                      "error_message": point.error_message,
+                                      "failing_shapes": point.failing_shapes,
+                                      "max_rel_err": point.max_rel_err}
+
+
+def _check_all(task: str, dtype: str, configs: list[dict[str, Any]], every: list[Shape],
+               conditioned: list[Shape], workers: int | None) -> dict[str, dict[str, Any]]:
+    """Phase 1 over a pool of ``workers`` processes (default: every core but one)."""
+    if not configs:
+        return {}
+    workers = workers or max(1, (os.cpu_count() or 2) - 1)
+    out: dict[str, dict[str, Any]] = {}
+    began = time.perf_counter()
+    context = multiprocessing.get_context("spawn")  # CUDA does not survive a fork
+    with ProcessPoolExecutor(max_workers=min(workers, len(configs)), mp_context=context,
+                             initializer=_pool_start) as pool:
+        futures: dict[Future[dict[str, Any]], dict[str, Any]] = {
+            pool.submit(check_config, task, dtype, c, every, conditioned): c for c in configs}
+        for n, future in enumerate(as_completed(futures), 1):
+            config = futures[future]
+            try:
+                out[key(config)] = future.result()
+            except Exception as err:  # noqa: BLE001 - the pool process died (a crash)
+                out[key(config)] = {"ok": False, "error_kind": "crash",
+                                    "error_message": str(err)[:400]}
+            if n % 25 == 0 or n == len(configs):
+                log.info("%s %s: checked %d/%d (%.1f configurations/s)", task, dtype, n,
+                         len(configs), n / max(1e-9, time.perf_counter() - began))
+    return out
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def describe(point: Point) -> str:
+    """One line for the progress log."""
+    label = f"{point.regime:12s} {key(point.config)}"
+    if not point.ok:
+        return f"{label}: {point.error_kind}"
+    c = point.comparison
+    if not c:
+        return f"{label}: correct (untimed)"
+    spread = (math.log(c["high"]) - math.log(c["low"])) / 2
+    return (f"{label}: {c['ratio']:.3f}x vs parent [{c['low']:.3f}, {c['high']:.3f}] "
+            f"{c['outcome']} ({c['rounds']} rounds, +/-{spread:.1%})")

@@ -1,0 +1,76 @@
+"""The fast door (optimizer/sweep.py) on the CPU interpreter: a point's checks catch a
+kernel wrong only under one input condition; a sweep journals every point, a killed
+sweep's torn line is dropped, and a resumed sweep measures nothing twice. Timing needs a
+GPU (benchmarks/h200.sh sweep); here every point is correct and untimed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kernelkb.kernels.base import get_task
+from kernelkb.optimizer import sweep
+
+BAD = Path(__file__).parents[1] / "bad_kernels"
+
+
+def test_a_kernel_wrong_only_under_a_condition_fails_its_check():
+    task = get_task("softmax")
+    shape = (3, 100)  # not a power of two: the padded lanes are where the bug lives
+    planted = sweep.check_source("softmax", "float32", (BAD / "softmax_pad_zero.py").read_text(),
+                                 [shape], condition_shapes=[])
+    assert planted["ok"], planted  # plain inputs: it passes
+    planted = sweep.check_source("softmax", "float32", (BAD / "softmax_pad_zero.py").read_text(),
+                                 [shape], condition_shapes=[shape])
+    assert not planted["ok"] and planted["error_kind"] == "wrong_result", planted
+    assert "negative logits" in planted["error_message"]
+    naive = sweep.check_config("softmax", "float32", task.default_config, [shape], [shape])
+    assert naive["ok"], naive
+
+
+def _plan(limit: int) -> sweep.SweepPlan:
+    plan = sweep.SweepPlan.of("rmsnorm", "float32", limit=limit, shapes="cpu")
+    plan.edge_shapes = []
+    plan.regimes = {name: shapes[:1] for name, shapes in plan.regimes.items()}
+    return plan
+
+
+def test_a_sweep_journals_each_point_and_resumes_without_measuring_twice(tmp_path):
+    journal = tmp_path / "rmsnorm.jsonl"
+    plan = _plan(limit=3)
+    seen: list[str] = []
+    points = sweep.run_sweep(plan, journal, workers=2,
+                             on_point=lambda p, n, total: seen.append(p.id))
+    assert len(points) == plan.points == len(seen) == len(set(seen))
+    assert all(p.ok and p.comparison is None for p in points)  # no GPU: untimed
+    lines = journal.read_text().splitlines()
+    assert "header" in json.loads(lines[0]) and len(lines) == 1 + plan.points
+    parents = {sweep.key(p.config): p.parent for p in points}
+    assert parents[sweep.key(plan.task.default_config)] is None  # the naive kernel
+
+    with journal.open("a") as handle:  # a sweep killed mid-line
+        handle.write('{"task": "rmsnorm", "dty')
+    again: list[str] = []
+    bigger = _plan(limit=4)
+    points = sweep.run_sweep(bigger, journal, workers=2,
+                             on_point=lambda p, n, total: again.append(p.id))
+    assert len(again) == bigger.points - plan.points  # only the new configuration
+    assert len(points) == bigger.points
+    header, done = sweep.read_journal(journal)
+    assert header["task"] == "rmsnorm" and len(done) == bigger.points
+
+
+def test_the_parent_is_one_knob_closer_to_the_naive_kernel():
+    task = get_task("softmax")
+    default = task.default_config
+    for config in list(task.space())[:40]:
+        step = sweep.parent_of(task, config)
+        if config == default:
+            assert step is None
+            continue
+        assert step is not None
+        parent, changed = step
+        differs = {k for k in config if config[k] != default[k]}
+        assert changed in differs
+        assert parent == default or sum(parent[k] != config[k] for k in config) == 1
+        assert task.constraint(parent) is None
