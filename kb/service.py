@@ -35,6 +35,7 @@ from kernelkb.kb.seeds import load_seeds, seeds_missing
 from kernelkb.kb.settings import Settings
 from kernelkb.kb.vector_index import VectorIndex
 from kernelkb.retrieval.columns import snapshot
+from kernelkb.retrieval.first_try import settle_first
 from kernelkb.retrieval.hardware import bootstrap as bootstrap_plan
 from kernelkb.retrieval.hardware import plan_warnings
 from kernelkb.retrieval.insights import insights as insight_report
@@ -326,6 +327,7 @@ class LocalKnowledge:
                                   shapes=shapes)
             plan.warnings = plan_warnings(target, plan.similar_hardware)
             if not op_type:
+                settle_first(plan)
                 return plan
             key = json.dumps([snapshot(session).key, op_type, target, limit,
                               space.task_id if space else None,
@@ -348,6 +350,7 @@ class LocalKnowledge:
             plan.prediction_note = cached
         else:
             plan.prediction = cached
+        settle_first(plan)
         return plan
 
     def count(self) -> int:

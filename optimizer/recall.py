@@ -58,7 +58,9 @@ def recall(knowledge: Knowledge, task: Task, dtype: str, env: Environment, *, so
     return Recalled(records, result.prompt_block, list(report.categories))
 
 
-MIN_SIMILARITY = 0.7  # same architecture and alike in SMs and bandwidth (retrieval.hardware)
+# same architecture and alike in SMs and bandwidth (retrieval.hardware.gpu_similarity;
+# its FAR cut)
+MIN_SIMILARITY = 0.85
 MAX_KNOWN = 2  # known configurations offered to an agent per run, best first
 MAX_PREDICTED = 3  # predicted configurations the offline agent may adopt, in ranker order
 RANKED = 1000  # how much of the ranker's order a run keeps (the tuner walks it)
@@ -163,11 +165,13 @@ def predicted_item(task: Task, dtype: str, item: Any, gpu: str) -> Any:
     default = task.default_config
     changed = sorted({p.category for p in task.params
                       if item.config.get(p.name) != default[p.name]})
-    rel = f"{item.predicted_rel_time:.2f}x" if item.predicted_rel_time else "?"
+    from kernelkb.retrieval.first_try import time_vs_best
+
+    rel = time_vs_best(item.predicted_rel_time, "the best per shape")
     why = f"; {item.evidence[0]}" if item.evidence else ""
     return PlanItem(kind="predicted", category=(changed or ["other"])[0],
                     config=dict(item.config), from_hardware="learned cost model",
-                    evidence=f"predicted rank {item.rank} on {gpu}, {rel} the best, by the "
+                    evidence=f"predicted rank {item.rank} on {gpu}, {rel}, by the "
                              f"learned cost model: a hint, not measured on {gpu}{why}",
                     example_ids=[], score=-(item.predicted_rel_time or item.rank),
                     task_id=task.name, dtype=dtype)

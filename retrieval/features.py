@@ -53,10 +53,13 @@ A missing fact or cost gives NaN, never a guess: LightGBM routes missing values 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from kernelkb.kernels.shared.launch import Launch
+
+if TYPE_CHECKING:
+    from kernelkb.kernels.shared.gpus import GpuFacts
 
 NAN = float("nan")
 MAX_REGS_PER_THREAD = 255
@@ -203,3 +206,30 @@ def raw_features(op: str, config: Mapping[str, Any]) -> dict[str, float]:
         elif isinstance(value, str):
             out[f"{op}.{name}"] = float(zlib.crc32(value.encode()) % 9973)
     return out
+
+
+def default_facts(env: Any) -> dict[str, Any]:
+    """GPU facts of a record's environment: the facts table (kernels.shared.gpus, when present)
+    under the fingerprint the record itself carries."""
+    facts: dict[str, Any] = {}
+    lookup: Callable[[str | None], GpuFacts | None] | None
+    try:
+        from kernelkb.kernels.shared.gpus import lookup
+    except ImportError:  # the facts table is optional: the fingerprint alone still works
+        lookup = None
+    if lookup is not None:
+        found = lookup(env.gpu_name)
+        if found is not None:
+            facts.update(found if isinstance(found, Mapping) else found.facts())
+        else:  # a part the table lacks: what its architecture fixes
+            from kernelkb.kernels.shared.gpus import family_facts
+
+            family = family_facts(env.gpu_name or "") or {}
+            facts.update({k: v for k, v in family.items()
+                          if k not in ("gpu_name", "facts_from", "unknown_facts")})
+    for name in ("gpu_name", "arch", "sm_count", "mem_bandwidth_gbps", "smem_per_sm_kib",
+                 "peak_tflops"):
+        value = getattr(env, name, None)
+        if value is not None:
+            facts[name] = value
+    return facts

@@ -2,7 +2,10 @@
 
 Whole entries are dropped from the end rather than cut mid-sentence; diffs are clipped
 first because they are the longest part, but never below their first changed lines
-(``MIN_DIFF_LINES``) while one entry fits with them. A diff shows its changed lines only
+(``MIN_DIFF_LINES``) while one entry fits with them; the most compact form keeps an
+entry's head (with its id prefix) and edit only. Wins come first, then neutral entries
+under their own heading (a 1.01x within noise is no win), then losses. A diff shows its
+changed lines only
 (the file header and context lines say nothing a reader needs, and a diff cut to its
 first lines was all header). About 4 characters make one token.
 """
@@ -25,6 +28,11 @@ LEGEND = ("(speedup vs parent: over the kernel the edit changed; vs baseline: ov
           "task's PyTorch reference run eagerly on the same GPU and shapes; >1x is faster)")
 
 LEGEND_AT_TOP_CHARS = 1000  # below this budget the legend goes last, if it fits
+ID_CHARS = 10  # an id prefix `kernelkb show` and GET /experiences/ID take
+SHAPES_SHOWN = 2  # shape labels named per entry
+WORKED_HEAD = "Past experiences that worked (most useful first; measured > claimed):"
+LOST_HEAD = "Tried here and lost (avoid repeating these):"
+NEUTRAL_HEAD = "Tried with no clear gain (neutral: within noise, or untimed):"
 
 
 def changed_lines(diff: str) -> list[str]:
@@ -57,6 +65,19 @@ def _speed(hit: Hit) -> str:
     if fb.speedup_vs_baseline is not None:
         parts.append(f"{fb.speedup_vs_baseline:.2f}x vs baseline")
     return ", ".join(parts) or "no timing"
+
+
+def _shapes(hit: Hit) -> str:
+    """The shapes the figures are from (the timings'), else the task's shape set."""
+    labels = list(dict.fromkeys(t.shape for t in hit.record.feedback.timings))
+    if not labels:
+        return f"shape set {inline(hit.record.task.shape_set, 80)}"
+    more = f" (+{len(labels) - SHAPES_SHOWN} more)" if len(labels) > SHAPES_SHOWN else ""
+    return "timed on " + "; ".join(inline(s, 60) for s in labels[:SHAPES_SHOWN]) + more
+
+
+def _worked(hit: Hit) -> bool:
+    return hit.record.verdict.value == "improved"
 
 
 def _repeated(hit: Hit) -> bool:
@@ -94,12 +115,14 @@ def _render_entry(hit: Hit, diff_lines: int) -> str:
     head = (f"{relation}{q(r.task.op_type, 60)}/{q(r.task.task_id, 60)} "
             f"{q(r.task.dtype, 60)} on {q(r.env.gpu_name, 60)} ({q(r.env.arch, 60)}, triton "
             f"{q(r.env.triton_version, 60)}) | {r.verdict.value}, {_speed(hit)} "
-            f"| {hit.evidence}" + (f", {hit.support} similar wins" if _repeated(hit) else ""))
-    lines = [head, f"    edit [{', '.join(r.edit.categories)}]: {q(r.edit.summary)}"]
+            f"| {hit.evidence}" + (f", {hit.support} similar wins" if _repeated(hit) else "")
+            + f" | id {q((hit.id or '')[:ID_CHARS], 40)}")
+    lines = [head] + ([f"    {_shapes(hit)}"] if diff_lines else []) + [
+        f"    edit [{', '.join(r.edit.categories)}]: {q(r.edit.summary)}"]
     if hit.version_note:
         lines.append(f"    note: {q(hit.version_note, 160)}, re-check before trusting its "
                      "speed")
-    if r.edit.config:
+    if r.edit.config and diff_lines:  # the most compact form: head and edit only
         lines.append("    config: " + ", ".join(f"{q(k, 60)}={q(v, 60)}"
                                                for k, v in list(r.edit.config.items())[:16]))
     fb = r.feedback
@@ -148,18 +171,22 @@ def _assemble(
     legend_first = max_chars >= LEGEND_AT_TOP_CHARS
     if legend_first:
         add(LEGEND)
-    if hits and add("Past experiences that worked (most useful first; measured > claimed):"):
-        for n, hit in enumerate(hits, 1):
-            if hit.related and not (n > 1 and hits[n - 2].related) and not add(RELATED_HEAD):
+    worked = [h for h in hits if _worked(h)]
+    neutral = [h for h in hits if not _worked(h)]
+    groups = ((WORKED_HEAD, worked, diff_lines), (NEUTRAL_HEAD, neutral, diff_lines),
+              (LOST_HEAD, list(warnings), min(diff_lines, 4)))
+    for head, group, lines in groups:  # once an entry does not fit, none after it is added
+        if group and not add(head):
+            break
+        for i, hit in enumerate(group):
+            if hit.related and not (i and group[i - 1].related) and not add(RELATED_HEAD):
                 break
-            if not add(render_hit(n, hit, diff_lines)):
+            if not add(render_hit(shown + 1, hit, lines)):
                 break
             shown += 1
-    if warnings and add("Tried here and lost (avoid repeating these):"):
-        for n, hit in enumerate(warnings, len(hits) + 1):
-            if not add(render_hit(n, hit, min(diff_lines, 4))):
-                break
-            shown += 1
+        else:
+            continue
+        break
     if not legend_first:  # a small budget: the entries first, the legend where it fits
         add(LEGEND)
     return "\n".join(out), shown

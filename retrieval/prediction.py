@@ -33,6 +33,7 @@ from kernelkb.kb.models import Experience
 from kernelkb.kb.record import ExperienceRecord
 from kernelkb.kernels.shared.errors import UserError
 from kernelkb.kernels.shared.gpus import PART_FACTS, family_facts, lookup, unknown_gpu_message
+from kernelkb.retrieval.first_try import time_vs_best
 from kernelkb.retrieval.launch import config_launch, record_launch
 from kernelkb.retrieval.ranker import (
     CostModel,
@@ -283,12 +284,13 @@ def _item(rank: int, ranked: Any, found: Sequence[Any],
         if n.shape not in closest or n.similarity > closest[n.shape].similarity:
             closest[n.shape] = n
     evidence = [f"on {n.gpu} (similarity {n.similarity:.2f}), {n.shape}: "
-                + (f"{n.rel_time:.2f}x its best" if n.rel_time is not None else "failed")
+                + (time_vs_best(n.rel_time, "its best there") if n.rel_time is not None
+                   else "failed")
                 + f", rank {100 * n.rank_pct:.0f}% of its configurations"
                 for n in closest.values()]
     if ranked.measured_rel_time is not None:
-        evidence.insert(0, f"measured on the target: {ranked.measured_rel_time:.2f}x its best "
-                           "so far")
+        evidence.insert(0, "measured on the target: "
+                           + time_vs_best(ranked.measured_rel_time, "its best so far"))
     if not evidence:
         evidence = ["not measured on any GPU: from the transferable features alone"]
     return RankedItem(rank=rank, config=dict(ranked.config),

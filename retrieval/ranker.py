@@ -99,21 +99,17 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from kernelkb.kernels.shared.launch import Launch
 from kernelkb.kernels.shared.stats import geomean
-from kernelkb.retrieval.features import derive_features, raw_features
-from kernelkb.retrieval.hardware import gpu_similarity
-
-if TYPE_CHECKING:
-    from kernelkb.kernels.shared.gpus import GpuFacts
+from kernelkb.retrieval.features import default_facts, derive_features, raw_features
+from kernelkb.retrieval.hardware import STACK_POWER, gpu_similarity
 
 MAX_LOG_REL = math.log(20.0)  # clip: past 20x slower, how much slower no longer matters
 FAIL_FACTOR = math.log(2.0)  # a failed configuration: twice the group's slowest
-STACK_POWER = 4.0  # similarity ** this: a near-identical GPU outweighs several distant ones
 
 
 def config_key(config: Mapping[str, Any]) -> str:
@@ -165,33 +161,6 @@ class RankedConfig:
 
 
 # -- rows -----------------------------------------------------------------------------
-def default_facts(env: Any) -> dict[str, Any]:
-    """GPU facts of a record's environment: the facts table (kernels.shared.gpus, when present)
-    under the fingerprint the record itself carries."""
-    facts: dict[str, Any] = {}
-    lookup: Callable[[str | None], GpuFacts | None] | None
-    try:
-        from kernelkb.kernels.shared.gpus import lookup
-    except ImportError:  # the facts table is optional: the fingerprint alone still works
-        lookup = None
-    if lookup is not None:
-        found = lookup(env.gpu_name)
-        if found is not None:
-            facts.update(found if isinstance(found, Mapping) else found.facts())
-        else:  # a part the table lacks: what its architecture fixes
-            from kernelkb.kernels.shared.gpus import family_facts
-
-            family = family_facts(env.gpu_name or "") or {}
-            facts.update({k: v for k, v in family.items()
-                          if k not in ("gpu_name", "facts_from", "unknown_facts")})
-    for name in ("gpu_name", "arch", "sm_count", "mem_bandwidth_gbps", "smem_per_sm_kib",
-                 "peak_tflops"):
-        value = getattr(env, name, None)
-        if value is not None:
-            facts[name] = value
-    return facts
-
-
 def rows_from_records(
     records: Iterable[Any],
     launch_of: Callable[[Any, str], Any],

@@ -149,6 +149,10 @@ class BootstrapPlan(BaseModel):
     prediction: Prediction | None = Field(default=None, description="ranked configurations from "
                                           "the learned cost model (with an op)")
     prediction_note: str | None = Field(default=None, description="why there is no prediction")
+    try_first: PlanItem | None = Field(default=None, description="the one configuration or edit "
+                                       "to try first: the ranker's first where the target "
+                                       "measured nothing of the op, else the best measured "
+                                       "(retrieval/first_try.py)")
     warnings: list[str] = Field(default_factory=list, description="what the plan stands on "
                                 "and lacks: facts taken from the architecture, the nearest "
                                 "measured hardware far from the target")

@@ -31,6 +31,7 @@ from kernelkb.optimizer.agents.llm_endpoint import (
     Silence,
 )
 from kernelkb.optimizer.prompting import render
+from kernelkb.retrieval.first_try import time_vs_best
 from kernelkb.retrieval.quoting import NAME_CHARS, inline
 
 log = logging.getLogger(__name__)
@@ -112,7 +113,7 @@ def build_messages(context: AgentContext) -> list[dict[str, str]]:
                    for item in context.known_configs]
     reminders = context.reminders[-5:] or ["(none)"]
     predicted = [f"{item.rank}. " + _config_text(item.config)
-                 + (f": predicted {item.predicted_rel_time:.2f}x the best"
+                 + (": predicted " + time_vs_best(item.predicted_rel_time, "the best per shape")
                     if item.predicted_rel_time else "")
                  + (f" ({inline(item.evidence[0])})" if item.evidence else "")
                  for item in context.predicted[:PREDICTED_SHOWN]]

@@ -49,8 +49,9 @@ def _check(result: RetrievalResult, op: str, relatives: tuple[str, ...]) -> None
     assert flags == sorted(flags), "a related op's hit came before one of the op's own"
     for n, hit in enumerate(hits):  # never the same edit twice
         assert all(not (_keys(hit) & _keys(other)) for other in hits[:n]), hit.record.edit
-    for n, hit in enumerate(hits, 1):
-        line = next(x for x in result.prompt_block.splitlines() if x.startswith(f"[{n}] "))
+    for hit in hits:  # each entry by its id prefix (neutral entries follow the wins)
+        line = next(x for x in result.prompt_block.splitlines()
+                    if x.startswith("[") and x.endswith(f"| id {(hit.id or '')[:10]}"))
         assert ("(related op " in line) == hit.related, line
 
 

@@ -139,10 +139,13 @@ def _run_bootstrap(args: argparse.Namespace) -> int:
         return 0
     for warning in plan.warnings:
         print(f"note: {warning}")
+    _print_first(plan)
     _print_prediction(plan)
     for m in plan.similar_hardware:
         print(f"similar: {m.gpu_name} ({m.arch}) similarity {m.similarity:.2f}, "
               f"{m.experiences} experiences")
+    if plan.items:
+        print("what worked there, best first:")
     for n, item in enumerate(plan.items, 1):
         config = f" {item.config}" if item.config else ""
         note = f" ({item.version_note})" if item.version_note else ""
@@ -157,7 +160,25 @@ def check_dtype(dtype: str) -> None:
         raise UsageError(f"--dtype {dtype!r}: one of {', '.join(DTYPES)}")
 
 
+def _config_text(config: dict) -> str:  # type: ignore[type-arg]
+    return ", ".join(f"{k}={v}" for k, v in config.items())
+
+
+def _percent(rel: float) -> str:
+    return f"{round(100 * (rel - 1.0)):+d}%"
+
+
+def _print_first(plan) -> None:  # type: ignore[no-untyped-def]
+    first = plan.try_first
+    if first is None:
+        return
+    what = _config_text(first.config) if first.config else f"{first.category} edits"
+    print(f"try first: {what}\n  ({first.evidence})")
+
+
 def _print_prediction(plan) -> None:  # type: ignore[no-untyped-def]
+    from kernelkb.retrieval.first_try import time_vs_best
+
     pred = plan.prediction
     if pred is None:
         if plan.prediction_note:
@@ -168,12 +189,11 @@ def _print_prediction(plan) -> None:  # type: ignore[no-untyped-def]
     if pred.interval_note:
         print(f"  intervals: {pred.interval_note}")
     for item in pred.items:
-        rel = f"{item.predicted_rel_time:.2f}x" if item.predicted_rel_time else "?"
+        rel = time_vs_best(item.predicted_rel_time, "the best per shape")
         if item.predicted_rel_low is not None and item.predicted_rel_high is not None:
-            rel += (f" ({100 * (pred.interval_level or 0):.0f}%: {item.predicted_rel_low:.2f}"
-                    f"-{item.predicted_rel_high:.2f}x)")
-        config = ", ".join(f"{k}={v}" for k, v in item.config.items())
-        print(f"{item.rank:3}. predicted {rel} the best | {config}")
+            rel += (f" ({100 * (pred.interval_level or 0):.0f}%: "
+                    f"{_percent(item.predicted_rel_low)} to {_percent(item.predicted_rel_high)})")
+        print(f"{item.rank:3}. predicted {rel} | {_config_text(item.config)}")
         for line in item.evidence:
             print(f"       {line}")
     print()

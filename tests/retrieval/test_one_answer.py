@@ -1,0 +1,119 @@
+"""What ``bootstrap`` and ``query`` print reads one way: one similarity per pair of GPUs,
+one "try first" answer, time ratios said as extra time (never "1.20x the best" for a
+configuration predicted slower), hits that carry their id and shape, and a neutral hit
+kept out of "what worked". The shipped seeds in a real SQLite store, through the CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kernelkb.kb.entry.cli import main as cli
+from kernelkb.kb.service import LocalKnowledge
+from kernelkb.kb.settings import Settings
+from kernelkb.kernels.base import get_task
+from kernelkb.optimizer.spaces import task_space
+from kernelkb.retrieval.first_try import time_vs_best
+
+SEEDS = Path(__file__).resolve().parents[2] / "seeds"
+SOFTMAX = get_task("softmax")
+H100 = "NVIDIA H100 SXM"
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKnowledge]:
+    kb = LocalKnowledge(Settings(data_dir=tmp_path_factory.mktemp("seeded"), vectors=False,
+                                 seeds_dir=SEEDS))
+    assert all(not r.rejected for r in kb.seed().values())
+    yield kb
+    kb.close()
+
+
+@pytest.fixture
+def cli_store(seeded: LocalKnowledge, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KERNELKB_DATA_DIR", str(seeded.settings.data_dir))
+    monkeypatch.setenv("KERNELKB_VECTORS", "false")
+    monkeypatch.setenv("KERNELKB_SEEDS_DIR", str(SEEDS))
+
+
+def test_one_similarity_per_pair_of_gpus(seeded: LocalKnowledge) -> None:
+    plan = seeded.bootstrap({"gpu_name": H100}, op_type="softmax", space=task_space(SOFTMAX))
+    assert plan.prediction is not None
+    plan_figure = {m.gpu_name: round(m.similarity, 2) for m in plan.similar_hardware}
+    ranker_figures = {(n.gpu, round(n.similarity, 2)) for item in plan.prediction.items
+                      for n in item.neighbours}
+    assert ranker_figures and all(plan_figure[gpu] == s for gpu, s in ranker_figures)
+
+
+def test_the_cli_gives_one_try_first_and_says_time_as_time(
+        cli_store: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["bootstrap", "--op", "softmax", "--gpu", H100]) == 0
+    out = capsys.readouterr().out
+    assert out.count("try first:") == 1
+    first = out.split("try first: ", 1)[1].splitlines()[0]
+    ranked_first = re.search(r"^\s+1\. predicted .* \| (.*)$", out, re.M)
+    assert ranked_first and ranked_first.group(1) == first  # the ranker's #1, said once
+    assert "the learned ranker's #1 for softmax" in out
+    assert not re.search(r"\d\.\d\dx (the|its) best", out)  # no ratio that reads as speed
+    assert re.search(r"predicted \+\d+% time vs the best per shape", out)
+    similarities = set(re.findall(r"NVIDIA H200 \(sm_90\)? ?\(?similarity (\d\.\d\d)", out)
+                       + re.findall(r"on NVIDIA H200 \(similarity (\d\.\d\d)\)", out)
+                       + re.findall(r"similar: NVIDIA H200 \(sm_90\) similarity (\d\.\d\d)", out))
+    assert len(similarities) == 1, similarities
+    measured = [line for line in out.splitlines() if "[config]" in line and "softmax" in line]
+    assert measured and all("the ranker's #" in line or "not in the ranker's first" in line
+                            for line in measured)
+
+
+def test_a_gpu_with_its_own_measurements_tries_its_best_measured_first(
+        tmp_path: Path) -> None:
+    """The optimizer's rule (recall.known): the ranker leads only where the target has
+    measured nothing of the op. Here an H100 holds a share of the seeds' softmax space."""
+    lines = (SEEDS / "space_softmax_float16.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    moved = []
+    for record in records[::3]:
+        record = {**record, "env": {**record["env"], "gpu_name": "NVIDIA H100 80GB HBM3",
+                                    "mem_bandwidth_gbps": 3350.0, "smem_per_sm_kib": 228}}
+        record.pop("id")
+        moved.append(record)
+    kb = LocalKnowledge(Settings(data_dir=tmp_path / "s", vectors=False,
+                                 seeds_dir=tmp_path / "none"))
+    assert not kb.ingest(records + moved).rejected
+    plan = kb.bootstrap({"gpu_name": "NVIDIA H100 80GB HBM3"}, op_type="softmax",
+                        space=task_space(SOFTMAX), include_own=True)
+    assert plan.prediction is not None and plan.prediction.target_measurements > 0
+    measured = [i for i in plan.items if i.kind == "config" and i.task_id == "softmax"]
+    assert measured and plan.try_first == measured[0]
+    kb.close()
+
+
+
+def test_time_ratios_read_as_extra_time() -> None:
+    assert time_vs_best(1.2) == "+20% time vs the best"
+    assert time_vs_best(0.83, "its best so far") == "-17% time vs its best so far"
+    assert time_vs_best(1.001) == "as fast as the best" and time_vs_best(None) == "time unknown"
+
+
+def test_query_hits_carry_id_and_shape_and_neutral_is_not_a_win(
+        seeded: LocalKnowledge, cli_store: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["query", "--op", "rmsnorm", "--gpu", "NVIDIA H200", "-k", "8",
+                     "--max-chars", "30000", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    block, hits = result["prompt_block"], result["hits"]
+    neutral = [h for h in hits if h["record"]["verdict"] == "neutral"]
+    assert neutral, "the seeds' rmsnorm hits hold a neutral one"
+    worked_part = block.split("Tried with no clear gain")[0]
+    for hit in hits:
+        head = next(line for line in block.splitlines()
+                    if line.startswith("[") and line.endswith(f"| id {hit['id'][:10]}"))
+        shapes = block.split(head, 1)[1].splitlines()[1]
+        timed = [t["shape"] for t in hit["record"]["feedback"]["timings"]]
+        assert shapes.strip().startswith("timed on " if timed else "shape set ")
+        assert not timed or timed[0] in shapes
+        in_worked = head in worked_part
+        assert in_worked == (hit["record"]["verdict"] == "improved"), head
