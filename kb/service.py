@@ -31,7 +31,7 @@ from kernelkb.kb.ingest import IngestReport
 from kernelkb.kb.limits import check_regime
 from kernelkb.kb.models import Experience
 from kernelkb.kb.record import ExperienceRecord
-from kernelkb.kb.seeds import load_seeds, seeds_missing
+from kernelkb.kb.seeds import FileDone, count_records, load_seeds, seed_files, seeds_missing
 from kernelkb.kb.settings import Settings
 from kernelkb.kb.vector_index import VectorIndex
 from kernelkb.retrieval.columns import snapshot
@@ -177,29 +177,39 @@ class LocalKnowledge:
         return ingest_mod.reindex(self.engine, self.embedder, self.index,
                                   batch=self.settings.write_batch, on_batch=on_batch)
 
-    def seed(self) -> dict[str, IngestReport]:
-        return load_seeds(self.settings.seeds_dir, self.ingest)
+    def seed(self, on_file: FileDone | None = None) -> dict[str, IngestReport]:
+        """Load every shipped seed file; ``on_file(name, report)`` as each is stored."""
+        return load_seeds(self.settings.seeds_dir, self.ingest, on_file)
 
     def is_empty(self) -> bool:
         with self.session() as session:
             return not queries.count_experiences(session)
 
-    def seed_if_empty(self) -> dict[str, IngestReport]:
-        """Load the shipped seeds into a store that lacks them, unless the settings keep it
-        empty (``load_seeds_on_start=False``: ``empty_note`` then says how to fill it).
-        Lacking them is read per seed file from its first record's id (a content hash): a
-        store that a ``kernelkb import`` filled first still gets the seeds, and one that
-        holds them costs a few lookups."""
+    def seeds_to_load(self) -> list[str]:
+        """The seed files ``seed_if_empty`` would load now: every one into an empty store,
+        those whose first record is missing otherwise, none when the settings keep the
+        store empty. Lacking them is read per seed file from its first record's id (a
+        content hash): a store that a ``kernelkb import`` filled first still gets the
+        seeds, and one that holds them costs a few lookups (so a read command can say
+        "loading" only when it loads)."""
         if not self.settings.load_seeds_on_start:
-            return {}
+            return []
         if self.is_empty():
-            log.info("empty store: loading seeds from %s", self.settings.seeds_dir)
-            return self.seed()
-        missing = seeds_missing(self.settings.seeds_dir, self.has_experience)
+            return [p.name for p in seed_files(self.settings.seeds_dir)]
+        return seeds_missing(self.settings.seeds_dir, self.has_experience)
+
+    def seed_if_empty(self, on_file: FileDone | None = None) -> dict[str, IngestReport]:
+        """Load the shipped seeds into a store that lacks them (``seeds_to_load``), unless
+        the settings keep it empty (``load_seeds_on_start=False``: ``empty_note`` then
+        says how to fill it)."""
+        missing = self.seeds_to_load()
         if not missing:
             return {}
-        log.info("the store lacks the shipped seeds (%s): loading them", ", ".join(missing))
-        return self.seed()
+        files = seed_files(self.settings.seeds_dir)
+        log.info("the store at %s lacks the shipped seeds: loading %d files (%d records) "
+                 "from %s, the embedding model first", self.location(), len(files),
+                 count_records(files), self.settings.seeds_dir)
+        return self.seed(on_file)
 
     def has_experience(self, experience_id: str) -> bool:
         with self.session() as session:

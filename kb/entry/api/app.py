@@ -34,12 +34,17 @@ def create_app(
 ) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        # a line for each step that can take seconds on a fresh machine (the first serve
+        # was silent for 52 s): the store, the seeds file by file, the model
+        log.info("opening the store")
         kb = knowledge_ or open_store(settings or Settings())
         add_tasks_dirs(split_dirs(kb.settings.tasks_dir))  # their related ops, for queries
         kb.seed_if_empty()
         note = kb.empty_note()
         if note:
             log.warning(note)
+        log.info("warming up: the embedding model and the vector matrix, so the first "
+                 "request does not wait for them")
         kb.warm_up()  # first request should not pay for the model and the matrix
         # the pool that runs the sync endpoints: a few threads, the rest queue in order
         anyio.to_thread.current_default_thread_limiter().total_tokens = \

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from kernelkb.kb.entry.errors import UsageError
 
 if TYPE_CHECKING:
+    from kernelkb.kb.ingest import IngestReport
     from kernelkb.kb.service import LocalKnowledge
 
 __all__ = ["Command", "UsageError", "hardware_flags", "json_flag", "knowledge", "no_arguments",
@@ -55,8 +56,24 @@ def reader() -> LocalKnowledge:
     from kernelkb.kb.terminal import progress
 
     store = knowledge()
-    with progress("first use: loading the shipped seeds into the store"):
-        reports = store.seed_if_empty()
+    reports: dict[str, IngestReport] = {}
+    if store.seeds_to_load():  # said only when it loads (a full store: a few lookups)
+        print(f"first use: loading the shipped seeds into the store at {store.location()} "
+              "(the embedding model loads first)", file=sys.stderr, flush=True)
+
+        def stored(name: str, report: IngestReport) -> None:
+            print(f"  stored {name}: {len(report.accepted)} experiences", file=sys.stderr,
+                  flush=True)
+
+        levels = {name: logging.getLogger(name).level for name in SEEDING_LOGGERS}
+        for name in levels:
+            logging.getLogger(name).setLevel(logging.WARNING)
+        try:
+            with progress("first use: loading the shipped seeds into the store"):
+                reports = store.seed_if_empty(on_file=stored)
+        finally:
+            for name, level in levels.items():
+                logging.getLogger(name).setLevel(level)
     if reports:
         loaded = sum(len(r.accepted) for r in reports.values())
         print(f"empty store at {store.location()}: loaded {loaded} shipped experiences "
@@ -96,11 +113,16 @@ def print_report(name: str, report, as_json: bool,  # type: ignore[no-untyped-de
         print(f"  {name}:{line}: {r.field}: {r.reason}")
 
 
+# their INFO lines (each batch, each seed file) repeat what a command prints as it goes
+SEEDING_LOGGERS = ("kernelkb.kb.ingest", "kernelkb.kb.seeds", "kernelkb.kb.service")
+
+
 def quiet_batches(args: argparse.Namespace) -> None:
     """Without --verbose, ingest's per-batch INFO lines are noise beside a command's own
     summary."""
     if not args.verbose:
-        logging.getLogger("kernelkb.kb.ingest").setLevel(logging.WARNING)
+        for name in SEEDING_LOGGERS:
+            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def not_a_readable_file(path: Path) -> str | None:

@@ -60,7 +60,10 @@ def _run_query(args: argparse.Namespace) -> int:
         feedback_text=args.feedback_text, k=args.k, max_chars=args.max_chars,
         exclude_tasks=args.exclude_tasks, include_related=not args.no_related,
         related_ops=[] if args.no_related else None, regime=args.regime)
-    result = operations.retrieve(reader(), query)
+    from kernelkb.kb.terminal import progress
+
+    with progress("query: opening the store, loading the embedding model"):  # a terminal
+        result = operations.retrieve(reader(), query)
     if args.json:
         print_json(result.model_dump(mode="json"))
     else:

@@ -46,15 +46,30 @@ def _run_ingest(args: argparse.Namespace) -> int:
 
 
 def _run_seed(args: argparse.Namespace) -> int:
+    """A line before the store and the model open, then each file's line as it is stored:
+    a fresh install was silent for 28 s, then printed nine lines at once."""
+    from kernelkb.kb.seeds import count_records, seed_files
+    from kernelkb.kb.settings import Settings
+    from kernelkb.kb.terminal import progress
+
     quiet_batches(args)  # the per-file lines below say it
-    store = knowledge()
-    reports = store.seed()
-    if not reports:
-        print(f"kernelkb seed: no *.jsonl seed files in {store.settings.seeds_dir}",
-              file=sys.stderr)
+    seeds_dir = Settings().seeds_dir
+    files = seed_files(seeds_dir)
+    if not files:
+        print(f"kernelkb seed: no *.jsonl seed files in {seeds_dir}", file=sys.stderr)
         return 1
-    for name, report in reports.items():
-        print_report(name, report, args.json)
+    print(f"loading {len(files)} seed files ({count_records(files)} records) from "
+          f"{seeds_dir}: opening the store and the embedding model, then a line per file "
+          "as it is stored", file=sys.stderr, flush=True)
+    with progress("seed: opening the store and the embedding model") as bar:
+        store = knowledge()
+
+        def done(name: str, report: object) -> None:
+            print_report(name, report, args.json)
+            sys.stdout.flush()
+            bar.update(description=f"seed: stored {name}")
+
+        reports = store.seed(on_file=done)
     return 1 if any(r.rejected for r in reports.values()) else 0
 
 
