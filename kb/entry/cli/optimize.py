@@ -130,18 +130,24 @@ def run(args: argparse.Namespace) -> int:
     knowledge, write_back = open_for_runs(settings)
     if not on_gpu:
         progress.info("no GPU here: the CPU interpreter checks correctness only, nothing will "
-                      "be timed, and every round's verdict is neutral (untimed); %d rounds "
-                      "(--max-iters), kept in the run's journal%s", args.max_iters,
+                      "be timed, and every round's verdict is neutral (untimed); at most %d "
+                      "rounds in all (--max-iters), shared by the task's shape regimes, each "
+                      "of which also runs a baseline and a final sweep; kept in the run's "
+                      "journal%s", args.max_iters,
                       " and the store (--keep-untimed)" if args.keep_untimed else
                       ", not the store (--keep-untimed stores them)")
         write_back = write_back and args.keep_untimed
     interrupt_on_sigterm()
     with progress_bar(f"optimize {task_name}: baseline and round 1") as bar:
+        done: list[Any] = []
+
         def on_round(outcome: Any) -> None:
             log_round(outcome)
-            best = f"best {outcome.best_ms:.4f} ms" if outcome.best_ms is not None else ""
-            bar.update(description=f"optimize {task_name}: round {outcome.iteration + 1} "
-                                   f"(max {args.max_iters}) {best}")
+            done.append(outcome)
+            best = f", best {outcome.best_ms:.4f} ms" if outcome.best_ms is not None else ""
+            rounds = sum(o.kind != "baseline" for o in done)  # what --max-iters counts
+            bar.update(description=f"optimize {task_name}: {rounds} of at most "
+                                   f"{args.max_iters} rounds done{best}")
 
         out_dir = args.out or settings.runs_dir
         assert out_dir is not None  # Settings fills runs_dir in (home / "runs")
@@ -154,8 +160,8 @@ def run(args: argparse.Namespace) -> int:
         except (StartFailed, AgentUnavailable) as err:
             log.error("%s", err)
             return 1
-    progress.info("stopped by %s after %d rounds; report %s; kernel %s",
-                  result.stop_reason.value, len(result.rounds) - 1, result.report_path,
+    progress.info("stopped by %s after %s; report %s; kernel %s",
+                  result.stop_reason.value, rounds_text(result.rounds), result.report_path,
                   result.export_path)
     if result.env.arch == "cpu":
         progress.info("nothing was timed: no GPU here, the CPU interpreter checked "
@@ -239,6 +245,18 @@ def make_agent(args: argparse.Namespace, settings: Any) -> Any:
             "(KERNELKB_LLM_API_KEY or OPENAI_API_KEY) for the public OpenAI endpoint")
     return LLMAgent(LLMSettings(base_url=base_url, model=model, api_key=settings.llm_api_key,
                                 timeout_s=args.llm_timeout_s, retries=args.llm_retries))
+
+
+def rounds_text(rounds: list[Any]) -> str:
+    """"3 rounds (and 3 baselines)": the rounds --max-iters counts, apart from the
+    baseline each shape regime runs first (a 3-round run over 3 regimes once said
+    "after 5 rounds")."""
+    baselines = sum(o.kind == "baseline" for o in rounds)
+    count = len(rounds) - baselines
+    text = f"{count} round{'s' if count != 1 else ''}"
+    if baselines > 1:
+        text += f" (and {baselines} baselines, one per shape regime)"
+    return text
 
 
 def log_round(outcome: Any) -> None:
