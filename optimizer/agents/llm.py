@@ -19,6 +19,7 @@ from __future__ import annotations
 import inspect
 import logging
 import re
+from dataclasses import replace
 from typing import Any
 
 from kernelkb.kernels.base import Task, header_constants
@@ -176,7 +177,7 @@ class LLMAgent:
     def propose(self, context: AgentContext) -> Proposal:
         self.last_messages = build_messages(context)
         try:
-            reply = self._endpoint.complete(self.last_messages)
+            reply, finish = self._endpoint.complete(self.last_messages)
         except NoAnswer as err:
             self._silent = self._silent + 1 if isinstance(err, Silence) else 0
             if self._silent >= SILENT_ROUNDS:
@@ -187,6 +188,10 @@ class LLMAgent:
         else:
             self._silent = 0
             proposal = parse_reply(reply, context.task, context.best_source)
+            if proposal.source is None and finish == "length":  # why it has no whole block
+                error = (f"the reply was cut off at max_tokens ({self.settings.max_tokens}) "
+                         "before a whole ```python block defining run(...)")
+                proposal = replace(proposal, error=error, summary=f"unusable reply: {error}")
         self._count(proposal)
         return proposal
 

@@ -100,8 +100,9 @@ class Endpoint:
                                    "API's address (it usually ends in /v1)?")
         return [str(m.get("id")) for m in data if isinstance(m, dict) and m.get("id")]
 
-    def complete(self, messages: list[dict[str, str]]) -> str:
-        """The reply's text ("" for an empty message); NoAnswer or AgentUnavailable."""
+    def complete(self, messages: list[dict[str, str]]) -> tuple[str, str | None]:
+        """The reply's text ("" for an empty message) and its finish_reason ("length": cut
+        at max_tokens); NoAnswer or AgentUnavailable."""
         cfg = self.settings
         raw = self._ask(lambda: self._client.chat.completions.with_raw_response.create(
             model=cfg.model, messages=messages,  # type: ignore[arg-type]
@@ -141,8 +142,9 @@ class Endpoint:
                 "(not retried; nothing was recorded for this round)") from err
 
 
-def reply_text(payload: Any, url: str) -> str:
-    """choices[0].message.content of a chat completion; NoAnswer naming what is missing."""
+def reply_text(payload: Any, url: str) -> tuple[str, str | None]:
+    """choices[0].message.content of a chat completion and the choice's finish_reason;
+    NoAnswer naming what is missing."""
     choices = payload.get("choices") if isinstance(payload, dict) else None
     first = choices[0] if isinstance(choices, list) and choices else None
     message = first.get("message") if isinstance(first, dict) else None
@@ -156,7 +158,9 @@ def reply_text(payload: Any, url: str) -> str:
     content = message.get("content")
     if isinstance(content, list):  # content parts: [{"type": "text", "text": ...}]
         content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return content if isinstance(content, str) else ""
+    finish = first.get("finish_reason") if isinstance(first, dict) else None
+    return (content if isinstance(content, str) else "",
+            finish if isinstance(finish, str) else None)
 
 
 def _json_body(response: Any, what: str, url: str) -> Any:

@@ -8,6 +8,7 @@ The real LLM agent (openai client) against a real HTTP server on loopback
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from pathlib import Path
@@ -62,6 +63,17 @@ def test_a_bad_answer_is_a_failed_proposal_saying_what_came(answer: object, said
     assert proposal.summary == f"no usable reply: {proposal.error}"
     assert "\n" not in proposal.summary
     assert len(ScriptedLLM.requests) == 1  # a 200 is an answer: not asked again
+
+
+def test_a_reply_cut_at_max_tokens_says_so() -> None:
+    cut = {"id": "x", "object": "chat.completion", "created": 0, "model": "scripted",
+           "choices": [{"index": 0, "finish_reason": "length", "message": {
+               "role": "assistant", "content": "CHANGE: 8 warps\n```python\nimport triton\n"}}]}
+    with llm_server([Raw(json.dumps(cut))]) as url:
+        proposal = _agent(url, retries=0).propose(_context())
+    assert proposal.source is None
+    assert proposal.error == ("the reply was cut off at max_tokens (4096) before a whole "
+                              "```python block defining run(...)")
 
 
 def test_no_answer_costs_the_timeout_given_and_three_silent_rounds_stop() -> None:
