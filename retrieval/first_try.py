@@ -13,6 +13,8 @@ predicted 20% slower. ``time_vs_best`` says it as extra time.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kernelkb.retrieval.schemas import BootstrapPlan, PlanItem
 
 
@@ -57,5 +59,5 @@ def settle_first(plan: BootstrapPlan) -> None:
         example_ids=[], score=0.0, task_id=pred.task_id)
 
 
-def _key(config: dict[str, object]) -> tuple[tuple[str, str], ...]:
+def _key(config: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, repr(v)) for k, v in config.items()))
