@@ -87,6 +87,8 @@ def main() -> None:
                 rows = run_task(name, args.aa, args.slower)
                 results["runs"][f"{name}/{condition}"] = {"summary": summary(rows), **rows}
                 s = summary(rows)
+                args.out.mkdir(parents=True, exist_ok=True)  # kept as it goes
+                (args.out / "fast_door_h200.json").write_text(json.dumps(results, indent=1))
                 print(f"{name:10s} {condition:9s} A/A {s['aa_false']}/{s['aa']} false · "
                       f"2x work {s['slower_caught']}/{s['slower']} caught · interval width "
                       f"{s['median_interval_width']:.3f} · {s['median_seconds']:.2f} s each",

@@ -236,10 +236,11 @@ def compare(candidate: Mapping[str, Call], incumbent: Mapping[str, Call],
         rounds.append(sum(share[k] * per_shape[k][-1] for k in labels))
         if on_round:
             on_round(r + 1)
-        if len(rounds) >= min_rounds and mean_interval(rounds)[1] <= target:
+        even = len(rounds) % 2 == 0  # as many ABAB rounds as BABA: no order favoured
+        if even and len(rounds) >= min_rounds and mean_interval(rounds)[1] <= target:
             stopped = "narrow"
             break
-        if time.perf_counter() - began > time_cap_s and len(rounds) >= 2:
+        if time.perf_counter() - began > time_cap_s and len(rounds) >= 2 and even:
             stopped = "time_cap"
             break
     mean, half = mean_interval(rounds)
