@@ -191,7 +191,12 @@ def _private_dev(root: str, held: dict[str, int]) -> None:
 # it imports, the Python that runs it), not the host's root with holes covered.
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys")
 ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group",
-               "nsswitch.conf", "hosts", "localtime", "alternatives", "os-release")
+               "nsswitch.conf", "localtime", "alternatives", "os-release")
+# the jail's own /etc/hosts: the host's names its host (and its network)
+HOSTS = f"127.0.0.1 localhost {HOST_NAME}\n::1 localhost\n"
+# host folders of /sys that show the host's network (interfaces, MAC addresses): the
+# bound /sys is the host's, not the jail's network namespace's
+SYS_MASKED = ("/sys/class/net", "/sys/devices/virtual/net")
 _MNT_DETACH = 2
 _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 
@@ -262,6 +267,13 @@ def build_root(spec: dict[str, Any], held: dict[str, int], links: dict[str, str]
         if _under(path, list(held)) and os.path.isdir(root + path):
             _mount("tmpfs", root + path, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755,size=1m")
     _private_dev(root, devices)
+    for path in SYS_MASKED:
+        if os.path.isdir(root + path):
+            _mount("tmpfs", root + path, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC,
+                   "mode=755,size=4k")
+    os.makedirs(f"{root}/etc", exist_ok=True)
+    with open(f"{root}/etc/hosts", "w") as handle:
+        handle.write(HOSTS)
     os.makedirs(f"{root}/proc", exist_ok=True)
     for name in spec.get("mkdirs", ()):
         os.makedirs(os.path.join(root + workdir, name), exist_ok=True)
@@ -351,6 +363,10 @@ _SYSCALLS = {
 }
 
 
+_SOCKET = {"x86_64": 41, "aarch64": 198}
+_AF_VSOCK = 40
+
+
 class _Filter(ctypes.Structure):
     _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
                 ("k", ctypes.c_uint)]
@@ -373,6 +389,9 @@ def seccomp_program(machine: str) -> list[tuple[int, int, int, int]]:
     body += [(jeq, 0, 1, clone3), (ret, 0, 0, _RET_ENOSYS)]
     # clone: refuse when its flags (args[0], low word) hold a namespace flag
     body += [(jeq, 0, 3, clone), (ld_abs, 0, 0, 16), (jset, 0, 1, _CLONE_NEW_FLAGS),
+             (ret, 0, 0, _RET_EPERM), (ld_abs, 0, 0, 0)]
+    # socket: refuse AF_VSOCK, which no network namespace covers (the host's VM ports)
+    body += [(jeq, 0, 3, _SOCKET[machine]), (ld_abs, 0, 0, 16), (jeq, 0, 1, _AF_VSOCK),
              (ret, 0, 0, _RET_EPERM), (ld_abs, 0, 0, 0)]
     numbers = sorted(set(refused.values()))
     for n, number in enumerate(numbers):  # jump to the EPERM at the end on a match

@@ -49,6 +49,7 @@ import math
 import os
 import random
 import secrets
+import signal
 import select
 import sys
 import threading
@@ -134,6 +135,11 @@ def run(request: dict[str, Any], serve_worker: Any) -> int:
             os._exit(code)
     for fd in (ask_r, answer_w):
         os.close(fd)
+    # the judge is PID 1 of the jail's PID namespace: the kernel delivers a signal from
+    # the candidate to it only where it has a handler, and Python has one for SIGINT (a
+    # candidate's kill(getppid(), SIGINT) turned a wrong_result into a crash). The runner
+    # stops it with SIGKILL from outside, which nothing inside can refuse or send.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     warm = _warm_cuda() if request.get("timing") else None
     judge = Judge(request, pid, report_fd, data_fd, ask_w, answer_r)
     return judge.follow(warm)

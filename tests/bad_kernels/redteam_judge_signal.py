@@ -9,7 +9,8 @@ no verdict: the runner then reports a `crash` blamed on the worker ("worker cras
 signal SIGINT") in place of the judge's `wrong_result`, a verdict set by a signal rather
 than by the kernel's output. Signals are sent with os.kill from the candidate's own process
 and, where that is refused, with kill(1) from a child.
-Expected: wrong_result (the zeros), not a crash, and no signal name in the message."""
+Expected: the kernel's own rejection (torch_compute or wrong_result: the zeros), not a
+crash, and no signal name in the message."""
 import os
 import signal
 import subprocess
