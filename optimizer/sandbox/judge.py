@@ -49,8 +49,8 @@ import math
 import os
 import random
 import secrets
-import signal
 import select
+import signal
 import sys
 import threading
 import time
