@@ -1,0 +1,133 @@
+"""Turn sweep journals (``kernelkb sweep``, benchmarks/sweeps/*.jsonl) into seed
+experiences, and drop the single-figure records they replace.
+
+Every point becomes one experience: the configuration against its parent (one knob
+closer to the naive kernel) on one shape regime, with the diff, each shape's GPU time and
+the interleaved comparison's 95% interval; its verdict is that comparison's outcome (the
+judge's rule, optimizer/sandbox/compare.py). A point that failed its checks becomes a
+failure record. Then, for each task a journal covers, every timed seed record without a
+comparison (the rule before comparisons: one figure against another) is removed from
+the other seed files.
+
+    python benchmarks/sweep_to_seeds.py        # writes seeds/sweep_<task>_<dtype>.jsonl
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from kernelkb.kb.record import ExperienceRecord  # noqa: E402
+from kernelkb.kernels.base import get_task  # noqa: E402
+from kernelkb.kernels.shared.hashing import source_hash  # noqa: E402
+from kernelkb.kernels.shared.stats import geomean  # noqa: E402
+from kernelkb.optimizer.sweep import Point, read_journal  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def record_of(point: Point, header: dict, n: int) -> ExperienceRecord | None:
+    task = get_task(point.task)
+    if point.parent is None or point.changed is None:
+        return None  # the naive kernel: every other point's last resort, no edit
+    param = next(p for p in task.params if p.name == point.changed)
+    parent_src, child_src = task.render(point.parent), task.render(point.config)
+    diff = "".join(difflib.unified_diff(parent_src.splitlines(True), child_src.splitlines(True),
+                                        "parent.py", "child.py"))
+    summary = f"set {point.changed} {point.parent[point.changed]!r} -> " \
+              f"{point.config[point.changed]!r}"
+    others = sorted(k for k in point.config if point.config[k] != point.parent[k]
+                    and k != point.changed)
+    if others:  # its own parent failed: compared with the naive kernel instead
+        summary += f" (and {', '.join(others)}, against the naive kernel)"
+    if param.help:
+        summary += f": {param.help}"
+    return ExperienceRecord(
+        run_id=f"sweep-{point.task}-{point.dtype}-{header['started_at'][:10]}",
+        created_at=point.measured_at, iteration=n,
+        task={"op_type": task.op_type, "task_id": task.name, "dtype": point.dtype,
+              "shape_set": f"sweep:{';'.join(point.shapes or [])}", "regime": point.regime},
+        env=header["env"],
+        edit={"summary": summary, "categories": [param.category], "diff": diff,
+              "config": point.config, "parent_hash": source_hash(parent_src),
+              "child_hash": source_hash(child_src)},
+        feedback=feedback_of(point),
+        verdict=verdict_of(point),
+        provenance={"agent": "sweep", "round_kind": "sweep",
+                    "command": f"kernelkb sweep {point.task} --dtype {point.dtype}",
+                    "source": f"{header['env']['gpu_name']} sweep {header['started_at']}"})
+
+
+def verdict_of(point: Point) -> str:
+    if not point.ok:
+        return "incorrect" if point.error_kind in ("wrong_result", "bias") else "failed"
+    return point.comparison["outcome"] if point.comparison else "neutral"
+
+
+def feedback_of(point: Point) -> dict:
+    if not point.ok:
+        return {"stage": "correctness" if point.error_kind in ("wrong_result", "bias")
+                else "run", "error_kind": point.error_kind,
+                "error_message": (point.error_message or "")[:400],
+                "failing_shapes": point.failing_shapes or [],
+                "text": f"failed: {point.error_kind}: {(point.error_message or '')[:200]}"}
+    c = point.comparison
+    if not c:
+        return {"stage": "correctness", "max_rel_err": point.max_rel_err,
+                "text": "correctness: pass (untimed)"}
+    shapes = c["shapes"]
+    timings = [{"shape": label, "median_ms": s["candidate_ms"], "iqr_ms": s["candidate_iqr_ms"],
+                "gpu_ms": s["candidate_ms"], "gpu_iqr_ms": s["candidate_iqr_ms"],
+                "ratio": s["ratio"], "ratio_low": s["low"], "ratio_high": s["high"]}
+               for label, s in shapes.items()]
+    time_ms = geomean([s["candidate_ms"] for s in shapes.values()])
+    parent_ms = geomean([s["incumbent_ms"] for s in shapes.values()])
+    text = (f"correctness: pass (max rel err {point.max_rel_err:.1e}) · GPU time "
+            f"{time_ms:.4f} ms · parent {parent_ms:.4f} ms → {c['ratio']:.3f}x "
+            f"[{c['low']:.3f}, {c['high']:.3f}] (95%, {c['rounds']} rounds): {c['outcome']}")
+    return {"stage": "performance", "timing_available": True, "timings": timings,
+            "time_ms": time_ms, "parent_ms": parent_ms, "speedup_vs_parent": c["ratio"],
+            "max_rel_err": point.max_rel_err, "time_basis": "gpu",
+            "comparison": {k: c[k] for k in ("ratio", "low", "high", "rounds",
+                                             "calls_per_round", "noise_floor", "outcome")},
+            "text": text}
+
+
+def single_figure(row: dict) -> bool:
+    """A timed record whose verdict came from one figure against another."""
+    fb = row["feedback"]
+    return bool(fb.get("timing_available")) and fb.get("comparison") is None
+
+
+def main() -> None:
+    seeds = ROOT / "seeds"
+    covered: set[tuple[str, str]] = set()
+    for path in sorted((ROOT / "benchmarks" / "sweeps").glob("*.jsonl")):
+        header, points = read_journal(path)
+        records = [r for n, p in enumerate(points.values())
+                   if (r := record_of(p, header, n)) is not None]
+        target = seeds / f"sweep_{header['task']}_{header['dtype']}.jsonl"
+        target.write_text("".join(r.model_dump_json(exclude_none=True) + "\n" for r in records))
+        covered.add((header["task"], header["dtype"]))
+        print(f"{target.relative_to(ROOT)}: {len(records)} records "
+              f"({sum(r.feedback.comparison is not None for r in records)} with an interval)")
+    for path in sorted(seeds.glob("*.jsonl")):
+        if path.name.startswith("sweep_"):
+            continue
+        lines = path.read_text().splitlines()
+        kept = [line for line in lines
+                if not (single_figure(row := json.loads(line))
+                        and (row["task"]["task_id"], row["task"]["dtype"]) in covered)]
+        if len(kept) < len(lines):
+            path.write_text("".join(line + "\n" for line in kept))
+            print(f"{path.relative_to(ROOT)}: {len(lines) - len(kept)} single-figure records "
+                  f"of {', '.join(f'{t}/{d}' for t, d in sorted(covered))} dropped, "
+                  f"{len(kept)} kept")
+
+
+if __name__ == "__main__":
+    main()
