@@ -37,7 +37,7 @@ from kernelkb.kb.vector_index import VectorIndex
 from kernelkb.retrieval.columns import snapshot
 from kernelkb.retrieval.first_try import settle_first
 from kernelkb.retrieval.hardware import bootstrap as bootstrap_plan
-from kernelkb.retrieval.hardware import plan_warnings
+from kernelkb.retrieval.hardware import plan_warnings, store_facts
 from kernelkb.retrieval.insights import insights as insight_report
 from kernelkb.retrieval.names import UnknownName, match_gpu, match_name, store_names
 from kernelkb.retrieval.prediction import (
@@ -345,12 +345,13 @@ class LocalKnowledge:
                               list(shapes or ())], sort_keys=True, default=str)
             cached = self._predictions.get(key)
             records = measured_records(session, op_type) if cached is None else []
+            facts_of = store_facts(session)
         if cached is None:
             try:
                 ranked = space or store_space(records, op_type)
                 if shapes:  # ranked for the shapes asked, not the op's most measured
                     ranked = dataclasses.replace(ranked, shapes=tuple(shapes))
-                cached = predict(records, ranked, target, limit=limit)
+                cached = predict(records, ranked, target, limit=limit, facts_of=facts_of)
             except NoEvidence as err:
                 cached = str(err)
             while len(self._predictions) >= PREDICTIONS_KEPT:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import SimpleNamespace
 from typing import Any, NamedTuple
 
@@ -108,6 +108,19 @@ def similarity(target: Mapping[str, Any], hw: Hardware) -> float:
     way: 0.91 beside the ranker's 0.95 for the same H100 and H200)."""
     named = SimpleNamespace(**{**target, "gpu_name": target.get("gpu_name") or "target"})
     return gpu_similarity(default_facts(named), default_facts(hw))
+
+
+def store_facts(session: Session) -> Callable[[Any], dict[str, Any]]:
+    """A record's GPU facts as the store keeps them: the one fingerprint per GPU of its
+    hardware table (what the plan's similarity reads), not the record's own. Records of
+    one GPU can carry different fingerprints (a measured bandwidth, the nominal one), and
+    the ranker took the first record's: 0.97 beside the plan's 0.95 for one pair."""
+    kept = {hw.gpu_name: default_facts(hw) for hw in session.exec(select(Hardware)).all()}
+
+    def facts_of(env: Any) -> dict[str, Any]:
+        return dict(kept[env.gpu_name]) if env.gpu_name in kept else default_facts(env)
+
+    return facts_of
 
 
 def _weight(match: HardwareMatch) -> float:

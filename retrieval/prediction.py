@@ -164,9 +164,12 @@ def store_space(records: Sequence[ExperienceRecord], op_type: str) -> Space:
 
 
 def predict(records: Sequence[Any], space: Space, target: Mapping[str, Any],
-            limit: int = 10, model: CostModel | None = None) -> Prediction:
+            limit: int = 10, model: CostModel | None = None,
+            facts_of: Callable[[Any], dict[str, Any]] = default_facts) -> Prediction:
     """Rank ``space``'s configurations on ``target`` (resolved facts, see resolve_target);
-    ``records``: ExperienceRecords or ``measured_records``' views of them."""
+    ``records``: ExperienceRecords or ``measured_records``' views of them. ``facts_of``:
+    a record's GPU facts (default: its own fingerprint over the facts table; the store
+    passes its one fingerprint per GPU, so the similarities printed here are the plan's)."""
     facts = default_facts(_Env(target))
     facts["gpu_name"] = gpu = str(target.get("gpu_name") or "target")
     if space.parameters is not None:  # another kernel of the same name: not this space
@@ -175,7 +178,8 @@ def predict(records: Sequence[Any], space: Space, target: Mapping[str, Any],
         records = [_with_config(r, space.config_of_record(r.edit.config)) for r in records]
     mine = [r for r in records if r.env.gpu_name == gpu]
     others = [r for r in records if r.env.gpu_name != gpu]
-    rows = rows_from_records(others, space.launch_of_record, cost_of=space.cost_of_record)
+    rows = rows_from_records(others, space.launch_of_record, facts_of,
+                             cost_of=space.cost_of_record)
     timed = [r for r in rows if r.time_ms and not r.failed]
     if not timed:
         raise NoEvidence(f"no measurement of {space.op_type} on a GPU other than {gpu} to "
@@ -186,7 +190,8 @@ def predict(records: Sequence[Any], space: Space, target: Mapping[str, Any],
     if not shapes:
         raise NoEvidence(f"no shape of {space.op_type} to predict over")
     model = model or CostModel().fit(rows)
-    own = rows_from_records(mine, space.launch_of_record, cost_of=space.cost_of_record)
+    own = rows_from_records(mine, space.launch_of_record, facts_of,
+                            cost_of=space.cost_of_record)
     own_timed = [r for r in own if r.time_ms and not r.failed]
     if own_timed:
         model.update(own_timed)
