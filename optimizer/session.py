@@ -184,7 +184,7 @@ def regime_plan(task: Any, options: LoopOptions, on_gpu: bool
         elif not mine and swept and sweep_set == "cpu+edge":  # the interpreter's own sizes
             mine = swept
         if options.regimes and regime not in options.regimes:
-            untuned[regime] = "not asked for (--regime)"
+            untuned[regime] = "not asked for (--regime), or no shape of the model's in it"
         elif mine:
             plan[regime] = (mine, swept or mine)
         elif swept:

@@ -19,8 +19,8 @@ import pytest
 import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ("kernels/templates", "kb/entry/web/templates", "kb/entry/web/static",
-        "optimizer/prompts")  # folders of data files the wheel carries
+DATA = ("kernels/templates", "kernels/model_configs", "kb/entry/web/templates",
+        "kb/entry/web/static", "optimizer/prompts")  # folders of data files the wheel carries
 FOLDERS = {"kb": "kernelkb.kb", "retrieval": "kernelkb.retrieval",
            "optimizer": "kernelkb.optimizer", "kernels": "kernelkb.kernels",
            "seeds": "kernelkb.seeds", "kernelkb": "kernelkb"}

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelkb.kb.entry.cli.common import Command
+from kernelkb.kb.entry.cli.model_flags import add_model_flags, run_shapes
 
 HELP = "optimize a task's kernel with an agent, writing experiences back"
 progress = logging.getLogger("kernelkb.progress")
@@ -51,7 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not retrieve experiences (still writes them back)")
     parser.add_argument("--dtype", default="float16")
     parser.add_argument("--shapes", default="auto",
-                        help="shape set per round: auto, cpu, sweep, edge, all")
+                        help="shape set per round: auto, cpu, sweep, edge, all; or shapes "
+                             "to tune on, sizes joined by x (e.g. 1x4096,2048x4096), used "
+                             "for the rounds and the sweep")
+    add_model_flags(parser)
     parser.add_argument("--sweep-shapes", default="auto",
                         help="shape set of the final sweep: auto (every shape on a GPU; the "
                              "cpu and edge shapes on a CPU), cpu, sweep, edge, all")
@@ -93,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     from kernelkb.kb.entry.operations import open_for_runs
     from kernelkb.kb.settings import Settings
     from kernelkb.kb.terminal import quiet_own_logs
+    from kernelkb.kernels.base import get_task
     from kernelkb.optimizer.agents.base import AgentUnavailable
     from kernelkb.optimizer.loop import LoopOptions, StartFailed
     from kernelkb.optimizer.policy import PolicyConfig, StopReason
@@ -109,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
         args.max_iters = GPU_MAX_ITERS if on_gpu else CPU_MAX_ITERS
     try:  # every argument checked before the store opens or the model loads
         task_name = check_arguments(args)
+        given = run_shapes(args, get_task(task_name), on_gpu)
         policy = PolicyConfig(patience=args.patience, max_iters=args.max_iters,
                               target_speedup=args.target_speedup, budget_s=args.budget_s,
                               explore_every=args.explore_every)
@@ -121,10 +127,12 @@ def run(args: argparse.Namespace) -> int:
     except AgentUnavailable as err:
         log.error("%s", err)
         return 1
-    options = LoopOptions(dtype=args.dtype, shapes=args.shapes, sweep_shapes=args.sweep_shapes,
+    options = LoopOptions(dtype=args.dtype, shapes=given.shapes, sweep_shapes=given.sweep_shapes,
                           seeds=args.seeds, timeout_s=args.timeout_s,
                           retrieval=not args.no_retrieval, peers=not args.no_peers,
-                          regimes=tuple(getattr(args, "regime", [])))
+                          regimes=given.regimes)
+    for line in given.said:
+        progress.info("%s", line)
     from kernelkb.kb.terminal import progress as progress_bar
 
     knowledge, write_back = open_for_runs(settings)
@@ -180,6 +188,7 @@ def check_arguments(args: argparse.Namespace) -> str:
     import torch
 
     from kernelkb.kernels.base import all_tasks
+    from kernelkb.kernels.model_shapes import is_shape_list
     from kernelkb.optimizer.sandbox.evaluator import resolve_shapes, sweep_shape_set
     from kernelkb.retrieval.names import match_name
 
@@ -192,6 +201,8 @@ def check_arguments(args: argparse.Namespace) -> str:
     on_gpu = torch.cuda.is_available()
     for flag, value in (("--shapes", args.shapes),
                         ("--sweep-shapes", sweep_shape_set(args.sweep_shapes, on_gpu))):
+        if flag == "--shapes" and isinstance(value, str) and is_shape_list(value):
+            continue  # a listed --shapes: run_shapes checks it
         try:
             resolve_shapes(task, value, on_gpu)
         except ValueError as err:

@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from kernelkb.kb.entry.cli.common import Command
+from kernelkb.kb.entry.cli.model_flags import add_model_flags, derive, render
 from kernelkb.kb.entry.cli.optimize import tasks_dir_flag
 
 HELP = "list the tasks (built in, tasks folders, entry points); --check NAME tests one"
@@ -25,6 +26,11 @@ SPACE_RULE = (30, 90)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("shapes", nargs="*", metavar="shapes TASK",
+                        help="print TASK's shapes in --model-config's model, per regime "
+                             "(read only, no GPU): `kernelkb tasks shapes matmul "
+                             "--model-config llama-3-8b`")
+    add_model_flags(parser)
     parser.add_argument("--check", metavar="NAME", help="run a task's checks")
     parser.add_argument("--dtype", action="append", default=[],
                         help="--check: dtypes to check (default: all the task's)")
@@ -83,6 +89,8 @@ def execute(args: argparse.Namespace) -> tuple[int, str]:
     """(exit status, text to print): ``run`` prints it."""
     from kernelkb.kernels.base import all_tasks, get_task
 
+    if args.shapes:
+        return model_shapes(args)
     if args.check:
         try:
             task = get_task(args.check)
@@ -105,6 +113,29 @@ def execute(args: argparse.Namespace) -> tuple[int, str]:
         + (f"; variants {', '.join(row['variants'])}" if row["variants"] else "")
         + f"; related {', '.join(row['related_ops']) or 'none'}; from {row['from']}"
         for row in rows)
+
+
+def model_shapes(args: argparse.Namespace) -> tuple[int, str]:
+    """``tasks shapes TASK --model-config PATH``: 0 and the shapes, or 2 and one line."""
+    from kernelkb.kernels.base import get_task
+
+    words = list(args.shapes)
+    if words[0] != "shapes" or len(words) != 2:
+        return 2, (f"kernelkb: error: tasks takes `shapes TASK`, not {' '.join(words)!r}")
+    if not args.model_config:
+        return 2, "kernelkb: error: tasks shapes: --model-config PATH is required"
+    try:
+        task = get_task(words[1])
+        derived = derive(args, task)
+    except (KeyError, ValueError) as err:
+        return 2, f"kernelkb: error: {err.args[0] if isinstance(err, KeyError) else err}"
+    if args.json:
+        return 0, json.dumps({
+            "task": task.name, "model": derived.model, "reason": derived.reason,
+            "notes": list(derived.notes), "shape_names": list(task.shape_names),
+            "shapes": [{"shape": list(s), "regime": task.regime(s), "uses": derived.labels(s)}
+                       for s in derived.shapes]}, indent=2)
+    return 0, render(derived, task)
 
 
 def run(args: argparse.Namespace) -> int:
