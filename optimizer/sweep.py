@@ -36,7 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from kernelkb.kernels.base import DTYPES, Shape, Task, get_task, load_candidate
+from kernelkb.kernels.base import DTYPES, Knob, Shape, Task, Variant, get_task, load_candidate
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,8 @@ def parent_of(task: Task, config: dict[str, Any]) -> tuple[dict[str, Any], str] 
     """The neighbour one knob closer to the naive kernel and the knob that differs (the
     variants first, then the knobs, in the task's order); None for the naive kernel."""
     default = task.default_config
-    changed = [p.name for p in (*task.variants, *task.knobs) if config[p.name] != default[p.name]]
+    order: tuple[Knob | Variant, ...] = (*task.variants, *task.knobs)
+    changed = [p.name for p in order if config[p.name] != default[p.name]]
     if not changed:
         return None
     for name in changed:
@@ -300,12 +301,13 @@ def run_sweep(plan: SweepPlan, journal: Path, *, workers: int | None = None,
     header, done = read_journal(journal)
     journal.parent.mkdir(parents=True, exist_ok=True)
     if not header:
-        from kernelkb.optimizer.sandbox import detect_environment
+        from kernelkb.optimizer.sandbox import detect_environment, neighbours
 
         with journal.open("a") as handle:
             handle.write(json.dumps({"header": {
                 "task": task.name, "dtype": dtype, "env": detect_environment(),
                 "timed": timed_here, "started_at": _now(),
+                "gpu_shared": neighbours.shared_note() if timed_here else None,
                 "settings": {"calls_per_round": CALLS_PER_ROUND, "min_rounds": MIN_ROUNDS,
                              "max_rounds": MAX_ROUNDS, "time_cap_s": TIME_CAP_S}}}) + "\n")
     todo = [c for c in plan.configs

@@ -17,7 +17,7 @@ import torch
 from kernelkb.kernels.base import DTYPES, Shape, Task, get_task, header_constants
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.stats import geomean
-from kernelkb.optimizer.sandbox import compare, feedback, interpreter_pass, kernel_clock
+from kernelkb.optimizer.sandbox import compare, feedback, interpreter_pass, kernel_clock, neighbours
 from kernelkb.optimizer.sandbox.hardware import detect_environment
 from kernelkb.optimizer.sandbox.result import Baseline, EvalResult
 from kernelkb.optimizer.sandbox.runner import run_worker
@@ -108,6 +108,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
                   "peak_tflops": env.get("peak_tflops")},
     }
     bounds = interpreter_pass.start(task, request) if on_gpu else None
+    shared = neighbours.shared_note() if on_gpu else None
     try:
         outcome = run_worker(request, timeout_s=timeout_s, use_gpu=on_gpu,
                              mem_limit_mb=mem_limit_mb)
@@ -118,6 +119,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         if bounds:
             bounds[0].shutdown(wait=False, cancel_futures=True)
     data = outcome.data
+    if on_gpu:
+        shared = shared or neighbours.shared_note()  # one that came while it ran
     result = EvalResult(
         ok=False, stage=data.get("stage") or "run", task_name=task_name, dtype=dtype,
         shape_set=shape_set, error_kind=data.get("error_kind"),
@@ -127,7 +130,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         per_shape_errors=data.get("per_shape", {}), env=env,
         config=header_constants(source),
         source_hash=source_hash(source),
-        wall_s=outcome.wall_s, containment=outcome.containment,
+        wall_s=outcome.wall_s, containment=outcome.containment, gpu_shared=shared,
         judge=judge if isinstance(judge := data.get("judge"), dict) else {},
         artifacts={"stdout_tail": outcome.stdout_tail, "stderr_tail": outcome.stderr_tail,
                    "traceback": data.get("traceback", ""),

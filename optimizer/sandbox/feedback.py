@@ -57,6 +57,8 @@ def _err_line(r: EvalResult) -> str:
 def render(r: EvalResult) -> str:
     """The agent-facing text, with a last line when the candidate ran uncontained."""
     text = _render_layers(r)
+    if r.gpu_shared:
+        text += f"\n{r.gpu_shared}"
     if r.containment and r.containment.startswith("uncontained"):
         text += (f"\nsandbox: {r.containment}; the candidate ran with a scrubbed environment "
                  "and a fresh working directory only")

@@ -116,6 +116,7 @@ class EvalResult:
     source_hash: str = ""
     wall_s: float | None = None
     containment: str | None = None  # "namespaces", or "uncontained: <why>" (runner.py)
+    gpu_shared: str | None = None  # other processes on the GPU, when NVML saw any
 
     def timings_median(self) -> dict[str, float]:
         """shape label -> median call ms, the form a child's evaluation compares against."""

@@ -7,7 +7,6 @@ with a tool error while the server keeps serving."""
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path

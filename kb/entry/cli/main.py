@@ -14,8 +14,17 @@ import os
 import sys
 from collections.abc import Sequence
 
-from kernelkb.kb.entry.cli import (dispatch, mcp, optimize, query, revalidate, serve, store,
-                                   sweep, tasks)
+from kernelkb.kb.entry.cli import (
+    dispatch,
+    mcp,
+    optimize,
+    query,
+    revalidate,
+    serve,
+    store,
+    sweep,
+    tasks,
+)
 from kernelkb.kb.entry.cli.common import Command
 from kernelkb.kb.entry.errors import user_message
 

@@ -70,12 +70,13 @@ class _Progress:
     """One line a point: how far, how fast (points a second since the first was timed)."""
 
     def __init__(self, describe) -> None:  # type: ignore[no-untyped-def]
-        self.describe, self.first, self.began = describe, None, 0.0
+        self.describe, self.began = describe, 0.0
+        self.first: int | None = None
 
     def __call__(self, point, count: int, total: int) -> None:  # type: ignore[no-untyped-def]
         if self.first is None:
             self.first, self.began = count - 1, time.perf_counter()
-        rate = (count - self.first) / max(1e-9, time.perf_counter() - self.began)
+        rate = (count - (self.first or 0)) / max(1e-9, time.perf_counter() - self.began)
         print(f"[{count}/{total} {rate:.1f}/s] {self.describe(point)}", flush=True)
 
 

@@ -1,0 +1,50 @@
+"""Other processes on the GPU (optimizer/sandbox/neighbours.py): this process's own tree
+is never a neighbour, another process is; without NVML nothing is said."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from kernelkb.optimizer.sandbox import neighbours
+from kernelkb.optimizer.sandbox.feedback import render
+from kernelkb.optimizer.sandbox.result import EvalResult
+
+
+def test_own_descendants_are_not_neighbours_and_a_stranger_is():
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import subprocess, sys, time; subprocess.Popen([sys.executable, "
+                              "'-c', 'import time; time.sleep(30)']); time.sleep(30)"])
+    try:
+        import time
+
+        time.sleep(1.0)  # the grandchild started
+        tree = neighbours.own_tree()
+        assert os.getpid() in tree and child.pid in tree
+        assert len(tree) >= 3, tree  # this process, the child and its child
+        stranger = os.getppid() if os.getppid() not in tree else 1
+        assert neighbours.others([child.pid, stranger, stranger], tree) == [stranger]
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_sharing_is_said_in_the_feedback_text():
+    shared = EvalResult(ok=True, stage="correctness", task_name="softmax", dtype="float16",
+                        shape_set="cpu",
+                        gpu_shared="GPU shared with 1 other process(es) (pid 42): ...")
+    assert "GPU shared with 1 other process(es)" in render(shared)
+    alone = EvalResult(ok=True, stage="correctness", task_name="softmax", dtype="float16",
+                       shape_set="cpu")
+    assert "GPU shared" not in render(alone)
+
+
+def test_without_nvml_nothing_is_known_or_said():
+    try:
+        import pynvml  # noqa: F401
+    except ImportError:
+        assert neighbours.gpu_pids() is None and neighbours.shared_note() is None
+    else:  # a GPU host: whatever NVML says, this process itself is never counted
+        assert os.getpid() not in neighbours.others(neighbours.gpu_pids() or [],
+                                                    neighbours.own_tree())
