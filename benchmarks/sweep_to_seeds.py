@@ -7,7 +7,9 @@ the interleaved comparison's 95% interval; its verdict is that comparison's outc
 judge's rule, optimizer/sandbox/compare.py). A point that failed its checks becomes a
 failure record. Then, for each task a journal covers, every timed seed record without a
 comparison (the rule before comparisons: one figure against another) is removed from
-the other seed files.
+the space and variant seed files, whose configurations the sweep measured again. A run's
+records (an agent's edits, with their run's lineage) stay until `kernelkb revalidate`
+times them again.
 
     python benchmarks/sweep_to_seeds.py        # writes seeds/sweep_<task>_<dtype>.jsonl
 """
@@ -116,8 +118,8 @@ def main() -> None:
         print(f"{target.relative_to(ROOT)}: {len(records)} records "
               f"({sum(r.feedback.comparison is not None for r in records)} with an interval)")
     for path in sorted(seeds.glob("*.jsonl")):
-        if path.name.startswith("sweep_"):
-            continue
+        if not path.name.startswith(("space_", "variants_")):
+            continue  # the sweep's own, and runs' records (revalidated, not swept)
         lines = path.read_text().splitlines()
         kept = [line for line in lines
                 if not (single_figure(row := json.loads(line))

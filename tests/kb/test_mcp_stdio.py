@@ -42,8 +42,7 @@ SEEDED = 40
 def mcp(root: Path) -> Iterator[SyncClient]:
     seeds = root / "seeds"
     seeds.mkdir()
-    # a share of the shipped softmax sweep: enough for every tool, few enough that an
-    # untimed record the test writes is among the first hits of its own query
+    # a share of the shipped softmax sweep: enough for every tool
     lines = (REPO / "seeds" / "sweep_softmax_float16.jsonl").read_text().splitlines(True)
     (seeds / "sweep_softmax_float16.jsonl").write_text("".join(lines[:SEEDED]))
     env = {"KERNELKB_DATA_DIR": str(root / "store"), "KERNELKB_SEEDS_DIR": str(seeds),
@@ -128,7 +127,10 @@ def _stored(root: Path, exp_id: str) -> ExperienceRecord:
 def test_evaluate_writes_back_like_the_loop_and_is_retrieved(mcp: SyncClient,
                                                              root: Path) -> None:
     template = get_task("softmax").template
-    source = template.replace("NUM_WARPS = 4", "NUM_WARPS = 2", 1)
+    # two knobs at once: no sweep record has this diff (retrieval shows one record of a
+    # change, the measured one, where several carry it)
+    source = template.replace("NUM_WARPS = 4", "NUM_WARPS = 2", 1).replace(
+        "NUM_STAGES = 1", "NUM_STAGES = 2", 1)
     summary = "two warps per row for the short rows of small batches"
     out = _data(mcp.tool("evaluate_kernel", {
         "task": "softmax", "source": source, "summary": summary,
@@ -150,7 +152,7 @@ def test_evaluate_writes_back_like_the_loop_and_is_retrieved(mcp: SyncClient,
 
     # the record the loop would write for this round: diff, hashes, config, provenance
     stored = _stored(root, out["record_id"])
-    assert "-NUM_WARPS = 4\n+NUM_WARPS = 2" in stored.edit.diff
+    assert "-NUM_WARPS = 4\n-NUM_STAGES = 1\n+NUM_WARPS = 2\n+NUM_STAGES = 2" in stored.edit.diff
     assert stored.edit.parent_hash == source_hash(template)
     assert stored.edit.child_hash == source_hash(source)
     assert stored.edit.config["NUM_WARPS"] == 2 and stored.edit.child_source == source
