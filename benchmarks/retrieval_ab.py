@@ -67,7 +67,7 @@ POLICY_NOISE = PolicyConfig().min_noise  # the CLI runs the policy's default
 UNEVALUATED = ("unusable_reply", "no_change", "repeat")
 EVALUATED = re.compile(r"optimizer\.loop: evaluated in ([0-9.]+) s")
 REGIME = re.compile(r"\bregime (\S+) \(\d+ of \d+\)")  # a progress line of the session
-STOPPED = re.compile(r"stopped by (\w+) after (\d+) rounds")
+STOPPED = re.compile(r"stopped by (\w+) after (\d+) rounds?")
 # what decides where a run's store lives: replaced by the run's own
 STORE_VARS = ("KERNELKB_HOME", "KERNELKB_DATA_DIR", "KERNELKB_DB_URL", "KERNELKB_DATABASE_URL",
               "KERNELKB_CHROMA_PATH", "KERNELKB_CHROMA_HOST", "KERNELKB_SERVICE_URL",

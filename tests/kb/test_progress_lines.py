@@ -68,7 +68,8 @@ def test_read_commands_say_first_use_only_when_they_load(tmp_path: Path, seeds: 
     empty = subprocess.run(command, env=_env(tmp_path, seeds, **terminal), capture_output=True,
                            text=True, timeout=300)
     assert empty.returncode == 0, empty.stderr
-    assert "first use: loading the shipped seeds into the store at " in empty.stderr
+    assert "first use: loading seeds from " in empty.stderr
+    assert " into the store at " in empty.stderr
     assert f"  stored {SMALL}: {_count(SMALL)} experiences" in empty.stderr
     assert f"loaded {_count(SMALL) + _count(LARGE)} shipped experiences first" in empty.stderr
 

@@ -58,8 +58,9 @@ def reader() -> LocalKnowledge:
     store = knowledge()
     reports: dict[str, IngestReport] = {}
     if store.seeds_to_load():  # said only when it loads (a full store: a few lookups)
-        print(f"first use: loading the shipped seeds into the store at {store.location()} "
-              "(the embedding model loads first)", file=sys.stderr, flush=True)
+        print(f"first use: loading seeds from {store.settings.seeds_dir} into the store at "
+              f"{store.location()} (the embedding model loads first)", file=sys.stderr,
+              flush=True)
 
         def stored(name: str, report: IngestReport) -> None:
             print(f"  stored {name}: {len(report.accepted)} experiences", file=sys.stderr,
