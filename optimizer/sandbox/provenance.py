@@ -52,6 +52,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves, tree_map
 
+from kernelkb.optimizer.sandbox import launch_plan
+
 RULE = ("the output must come from the candidate's Triton kernels: inside run(), PyTorch "
         "may only allocate, view, copy and cast tensors and compute data-independent "
         "constants")
@@ -77,6 +79,10 @@ MOVEMENT_OPS = frozenset({
     "aten::detach_copy", "aten::alias_copy", "aten::narrow_copy", "aten::set_",
     "aten::record_stream", "aten::_local_scalar_dense", "aten::lift_fresh_copy",
 })
+# What a launch plan replays besides the launches: allocations, copies, casts and fills
+# (not .item(), which reads a value onto the host, nor set_ / record_stream)
+REPLAYED_OPS = (ALLOCATION_OPS | MOVEMENT_OPS) - {
+    "aten::_local_scalar_dense", "aten::set_", "aten::record_stream", "aten::lift_fresh_copy"}
 # Make a tensor from host values (Python lists, numpy arrays): a possible way back in.
 HOST_MADE_OPS = frozenset({"aten::lift_fresh", "aten::lift_fresh_copy", "aten::lift"})
 # a storage the tracker never saw made: host-made, or one a launch or the harness made
@@ -183,6 +189,8 @@ class Tracker(TorchDispatchMode):
         self.counting = False
         self.counted = 0
         self.sampled: set[tuple[Any, ...]] = set()
+        # one checked call's launch plan, while it is recorded (launch_plan.py)
+        self.plan: launch_plan.Plan | None = None
 
     # -- what the candidate's host code does ---------------------------------------
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None
@@ -227,6 +235,12 @@ class Tracker(TorchDispatchMode):
         written_ids = {id(t) for t in written}
         read = [t for t in _tensors((args, kwargs)) if id(t) not in written_ids]
         outs = [t for t in _tensors(out) if id(t) not in written_ids]
+        if self.plan is not None and not self.depth and name in REPLAYED_OPS:
+            self.depth += 1  # the plan's own copies are not the candidate's ops
+            try:
+                self.plan.op(func, args, kwargs, out)
+            finally:
+                self.depth -= 1
         if name in ALLOCATION_OPS:
             result = Prov()
             if name in _POISONED:  # in every recorded call: the counterfactual's look the same
@@ -326,6 +340,12 @@ class Tracker(TorchDispatchMode):
                 carried.ops |= prov.ops
                 carried.host |= prov.host - {UNSEEN}
         self.launches.append(Launch(name, own, _signature(grid, args, kwargs)))
+        if self.plan is not None and not self.counterfactual:
+            self.depth += 1
+            try:
+                self.plan.add_launch(do_launch, args, kwargs)
+            finally:
+                self.depth -= 1
         result = None
         self.depth += 1
         try:

@@ -29,6 +29,7 @@ ERROR_KINDS: tuple[str, ...] = (
     "cheat_input_modified",
     "cheat_aliasing",
     "cheat_cached_output",
+    "cheat_replay",
     "wrong_result",
     "bias",
     "missing_run",

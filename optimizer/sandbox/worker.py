@@ -39,6 +39,8 @@ from kernelkb.optimizer.sandbox import (
     introspection,
     jit_globals,
     kernel_clock,
+    launch_plan,
+    limits,
     provenance,
     surroundings,
     tamper,
@@ -57,7 +59,7 @@ TIMING_INPUT_SETS = 3
 GRAD_MODES = {"enabled": contextlib.nullcontext, "no_grad": torch.no_grad,
               "inference": torch.inference_mode}
 _SEVERITY = ("torch_compute", "cheat_unsynchronised", "cheat_input_modified", "cheat_aliasing",
-             "cheat_cached_output", "wrong_result", "bias")
+             "cheat_cached_output", "cheat_replay", "wrong_result", "bias")
 
 
 class ShapeFailure(Exception):
@@ -331,6 +333,7 @@ class Worker:
         previous: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None
         worst: dict[str, Any] | None = None
         shape_label = label
+        plan = launch_plan.Plan() if self.replays(shape) else None
         conditions = self.task.input_conditions if self.request.get("conditions", True) else ()
         draws = [*range(self.seeds), *conditions]
         for s in draws:
@@ -348,7 +351,9 @@ class Worker:
                     shape, seed=self.seed_base + 50 + draws.index(s))), self.seed_base))
                 previous = None
             saved = checks.snapshot(inputs)
-            out, rule_broken = self.tracked_call(run, inputs, label, record=s == 0)
+            out, rule_broken = self.tracked_call(
+                run, inputs, label, record=s == 0,
+                plan=plan if s == self.seeds - 1 else None)
             ref_inputs = checks.snapshot(saved)
             ref = self.task.reference(*ref_inputs)
             outs = checks.flatten_tensors(out)
@@ -390,15 +395,66 @@ class Worker:
                         [r.detach().clone() for r in checks.flatten_tensors(ref)])
         if not self.request.get("bounds_only"):  # the interpreter's pass reads bounds only
             self.check_counterfactual(run, shape, shape_label)
+            if plan is not None and plan.steps:
+                self.check_replay(plan, shape, shape_label)
 
-    def tracked_call(self, run: Any, inputs: list[Any], label: str, record: bool
-                     ) -> tuple[Any, str | None]:
+    def replays(self, shape: tuple[int, ...]) -> bool:
+        """Whether a shape's launch plan is recorded and replayed: the plan keeps every
+        storage of a call alive, so not past the inputs the judge re-checks itself."""
+        try:
+            size = self.task.bytes_moved(shape, self.dtype)
+        except Exception:  # noqa: BLE001 - a user's task without a byte count: small enough
+            size = 0
+        return size <= limits.SPOT_MAX_BYTES // 4
+
+    def check_replay(self, plan: launch_plan.Plan, shape: tuple[int, ...], label: str
+                     ) -> None:
+        """The recorded call's launches, allocations and copies, replayed on fresh inputs
+        without run() (launch_plan.py): an answer that depended on anything else run()
+        did is wrong there."""
+        fresh = [_own_copy(x) for x in self.make_inputs(shape, seed=self.seed_base + 90)]
+        ref = self.task.reference(*checks.snapshot(fresh))
+        try:
+            out = launch_plan.replay(plan, fresh)
+            if self.device == "cuda":
+                torch.cuda.synchronize()
+        except launch_plan.LayoutChanged as err:
+            log.info("(%s) no replay: %s", label, err)
+            return
+        except Exception as err:  # noqa: BLE001 - a plan this replay cannot run: no verdict
+            log.warning("(%s) the launch plan did not replay (%s: %s)", label,
+                        type(err).__name__, err)
+            return
+        finally:
+            self.guard(f"after the replay on ({label})")
+        stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
+        problem = stats if isinstance(stats, str) else checks.shape_verdict(
+            stats, self.tol.max_bias)
+        if problem:
+            detail = problem if isinstance(stats, str) else checks.describe_failure(
+                problem, label, stats, self.tol.max_bias)
+            raise ShapeFailure("cheat_replay", (
+                f"({label}): the candidate's own launches, replayed on fresh inputs without "
+                "run() (its kernels, grids and arguments in the order it launched them, with "
+                "the allocations and copies between them), gave a wrong answer: the answer "
+                "depended on other work run() did (PyTorch compute, a value read on the "
+                f"host, state kept from an earlier call). {detail}"))
+
+    def tracked_call(self, run: Any, inputs: list[Any], label: str, record: bool,
+                     plan: launch_plan.Plan | None = None) -> tuple[Any, str | None]:
         """One recorded call, the tamper check after it; (output, why the Triton-only
         rule was broken or None): the caller reports a replayed or aliased output first,
-        being the more specific diagnosis."""
+        being the more specific diagnosis. ``plan``: its launch plan is recorded there."""
         assert self.tracker is not None
         with self.tracker.call(inputs):
-            out = run(*inputs)
+            if plan is not None:
+                plan.inputs, self.tracker.plan = list(inputs), plan
+            try:
+                out = run(*inputs)
+            finally:
+                self.tracker.plan = None
+        if plan is not None:
+            plan.finish(out)
         if self.device == "cuda":
             torch.cuda.synchronize()
         self.guard(f"after a call on ({label})")
