@@ -117,6 +117,14 @@ def _quiet_row(inputs: tuple, seed: int) -> tuple:
     return (x, inputs[1])
 
 
+def _late_outlier(inputs: tuple, seed: int) -> tuple:
+    """One element x300 at each row's end (an outlier channel): its square passes fp16's
+    range, and it sits in the last chunk a chunked kernel reads."""
+    x = inputs[0].clone()
+    x[:, -1] = x[:, -1] * 300
+    return (x, inputs[1])
+
+
 CONDITIONS = (
     InputCondition("a zero row", "padding tokens are all zero: without eps, 0/0 is NaN",
                    _zero_row),
@@ -125,6 +133,9 @@ CONDITIONS = (
     InputCondition("a near-silent row", "one row at 1e-3 of the others: its mean square is "
                    "near eps, so eps must be added as the reference adds it, not only where "
                    "the row is exactly zero", _quiet_row),
+    InputCondition("an outlier late in a row", "one element x300 in each row's last column "
+                   "(an outlier channel): the mean square must be accumulated in fp32 over "
+                   "every chunk, the last included", _late_outlier),
 )
 
 TASK = register(

@@ -118,6 +118,20 @@ def peers() -> list[Peer]:
     return [*eager_and_compiled(softmax_eager), *optional(liger_softmax)]
 
 
+def _masked_prefix(inputs: tuple, seed: int) -> tuple:
+    """The first half of every row at -inf, as ``masked_fill(mask, -inf)`` leaves it."""
+    x = inputs[0].clone()
+    x[:, : x.shape[1] // 2] = float("-inf")
+    return (x,)
+
+
+def _late_spike(inputs: tuple, seed: int) -> tuple:
+    """One logit +100 in each row's last column: the row max is set late."""
+    x = inputs[0].clone()
+    x[:, -1] = 100.0
+    return (x,)
+
+
 CONDITIONS = (
     InputCondition("large logits", "40·randn logits: exp overflows fp32 past 88 unless the "
                    "row max is subtracted first", lambda inputs, seed: (inputs[0] * (40 / 3),)),
@@ -127,6 +141,12 @@ CONDITIONS = (
                    "row max that counts the masked padding as 0 is 1e4 too high, every exp "
                    "underflows to 0 and the row divides 0 by 0 (at -100 the denormals hide it)",
                    lambda inputs, seed: (inputs[0] - 1e4,)),
+    InputCondition("a masked prefix", "the first half of each row at -inf (a padding or "
+                   "causal mask filled with -inf): exp(-inf - max) must be 0, and a row max "
+                   "taken before the first real logit must not stay -inf", _masked_prefix),
+    InputCondition("a spike late in a row", "one logit +100 in the last column: a chunked "
+                   "pass whose running max and sum are not rescaled when a later chunk "
+                   "raises the max is wrong", _late_spike),
 )
 
 TASK = register(

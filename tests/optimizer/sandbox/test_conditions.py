@@ -102,6 +102,7 @@ def test_strided_rows_keep_the_values_and_leave_written_inputs_alone():
 @pytest.mark.parametrize(("name", "task_name", "condition"), [
     ("softmax_pad_zero", "softmax", "negative logits"),  # padding counted in the row max
     ("rmsnorm_eps_zero_row", "rmsnorm", "a near-silent row"),  # eps only for a zero row
+    ("softmax_first_chunk_max", "softmax", "a masked prefix"),  # the row max of chunk 1
 ])
 def test_numerics_right_only_where_the_other_conditions_look_fail(name, task_name, condition):
     source = (BAD / f"{name}.py").read_text()
