@@ -19,7 +19,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kernelkb.kb.importers import files, inductor, kernel_tuner, t4, triton_autotune
+from kernelkb.kb.importers import (
+    autoheuristic,
+    files,
+    inductor,
+    kernel_tuner,
+    t4,
+    triton_autotune,
+)
 from kernelkb.kb.importers.records import (
     FileContext,
     ImportNote,
@@ -31,7 +38,8 @@ from kernelkb.kb.record import ExperienceRecord
 from kernelkb.kernels.shared import gpus
 from kernelkb.kernels.shared.gpus import GpuFacts
 
-FORMATS = ("auto", kernel_tuner.FORMAT, t4.FORMAT, triton_autotune.FORMAT, inductor.FORMAT)
+FORMATS = ("auto", kernel_tuner.FORMAT, t4.FORMAT, triton_autotune.FORMAT, inductor.FORMAT,
+           autoheuristic.FORMAT)
 Item = ExperienceRecord | ImportRejection | ImportNote
 _MODULES = (kernel_tuner, t4, triton_autotune)  # the JSON formats, sniffed in this order
 
@@ -172,14 +180,24 @@ def _items(name: str, ctx: FileContext, module: Any, entries: Iterator[Any]
     except _UNREADABLE as exc:  # a log cut short in its gzip stream, a disk error
         yield name, ImportRejection(name, (("<file>", f"cannot read further: {exc}"),))
         return
-    if not measured_any and module is not inductor:  # said, so that a run that imported
-        # nothing shows why (an Inductor log says it with its own note)
+    if not measured_any and module not in (inductor, autoheuristic):  # said, so that a run
+        # that imported nothing shows why (those two say it with a note of their own)
         yield name, ImportNote(name, f"no entries: the {module.FORMAT} file measures nothing")
 
 
 def _import_log(file: Path, name: str, fmt: str, *, gpu: GpuFacts | gpus.UnknownPart | None,
                 license: str | None) -> Iterator[tuple[str, Item]]:
-    """A text file: an Inductor log if it holds an AUTOTUNE table, else a note."""
+    """A text file: an AutoHeuristic data set (its first line says so), an Inductor log
+    if it holds an AUTOTUNE table, else a note."""
+    try:
+        first = next(iter(files.read_lines(file)), "")
+    except _UNREADABLE as exc:
+        yield name, ImportRejection(name, (("<file>", f"cannot read: {exc}"),))
+        return
+    meta = autoheuristic.metadata(first)
+    if meta is not None:
+        yield from _import_autoheuristic(file, name, fmt, meta, gpu=gpu, license=license)
+        return
     if fmt not in ("auto", inductor.FORMAT):
         yield name, ImportNote(name, f"skipped: a text file, and --format is {fmt}",
                                skip="other-format")
@@ -204,6 +222,33 @@ def _import_log(file: Path, name: str, fmt: str, *, gpu: GpuFacts | gpus.Unknown
         sha8=files.file_sha8(file), task_id="matmul", triton_version="unknown",
         torch_version="unknown", options=f"--gpu {gpu.name!r}")
     yield from _items(name, ctx, inductor, inductor.measurements(files.read_lines(file)))
+
+
+def _import_autoheuristic(file: Path, name: str, fmt: str, meta: dict[str, Any], *,
+                          gpu: GpuFacts | gpus.UnknownPart | None, license: str | None
+                          ) -> Iterator[tuple[str, Item]]:
+    """An AutoHeuristic data set: the GPU named by --gpu, of the file's capability."""
+    if fmt not in ("auto", autoheuristic.FORMAT):
+        yield name, ImportNote(name, f"skipped: an AutoHeuristic data set, and --format is "
+                                     f"{fmt}", skip="other-format")
+        return
+    if gpu is None:
+        yield name, ImportRejection(name, (_no_gpu(autoheuristic),))
+        return
+    if isinstance(gpu, GpuFacts) and gpu.arch != autoheuristic.arch(meta):
+        yield name, ImportRejection(name, (("env.arch", (
+            f"the data set was measured on a {autoheuristic.arch(meta)} GPU (device_capa "
+            f"{meta['device_capa']}), and --gpu {gpu.name!r} is {gpu.arch}")),))
+        return
+    ctx = FileContext(
+        source=name, tool=autoheuristic.TOOL, agent=autoheuristic.AGENT,
+        fmt=autoheuristic.FORMAT, kernel_name=inductor.KERNEL, problem_size="unspecified",
+        facts=gpu, device=None, gpu_from="--gpu",
+        license=license or files.license_id(files.license_file(file.parent)),
+        sha8=files.file_sha8(file), task_id="matmul", triton_version="unknown",
+        torch_version="unknown", options=f"--gpu {gpu.name!r}")
+    yield from _items(name, ctx, autoheuristic,
+                      autoheuristic.measurements(files.read_lines(file)))
 
 
 _MALFORMED = (TypeError, KeyError, AttributeError, IndexError, OverflowError, ValueError)

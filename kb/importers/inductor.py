@@ -162,7 +162,7 @@ def _table_events(table: _Table, serial: Iterator[int]) -> Iterator[Event]:
     peer = "; ".join(f"ATen {e} (cuBLAS) took {t:.4f} ms" for e, t in externs.items())
     for number, name, time, params in triton:
         try:
-            config, detail = _config(name, params)
+            config, detail = config_of(name, params)
         except ValueError as exc:
             yield str(number), next(serial), "edit.config", f"not a matmul configuration: {exc}"
             continue
@@ -234,7 +234,7 @@ def _params(desc: str) -> dict[str, Any]:
     return params
 
 
-def _config(name: str, params: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def config_of(name: str, params: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The matmul config of one Triton choice and the lines saying what was left out.
     Inductor's GEMM templates never split K; the persistent TMA template (its TMA keys,
     or "persistent_tma" in the choice's name) is the task's PERSISTENT_TMA kernel."""

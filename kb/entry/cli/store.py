@@ -78,7 +78,8 @@ def _add_import(parser: argparse.ArgumentParser) -> None:
                         help="files or folders (*.json, *.json.gz, *.log, *.txt are read; "
                              "see docs/importing.md)")
     parser.add_argument("--format", dest="fmt",
-                        choices=("auto", "kernel-tuner", "t4", "triton-autotune", "inductor"),
+                        choices=("auto", "kernel-tuner", "t4", "triton-autotune", "inductor",
+                                 "autoheuristic"),
                         default="auto",
                         help="auto (default): sniff each file; or only files of that format")
     parser.add_argument("--gpu", help="GPU of files that name none (or one the table lacks); "
