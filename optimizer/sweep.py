@@ -23,6 +23,7 @@ sweep checks correctness under the interpreter and times nothing.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import math
@@ -314,9 +315,14 @@ def run_sweep(plan: SweepPlan, journal: Path, *, workers: int | None = None,
             if any(_point_id(task.name, dtype, r, c) not in done for r in plan.regimes)]
     every, conditioned = _check_shapes(plan)
     checked = dict(_checked_from(done, task.name, dtype, plan))
-    checked.update(_check_all(task.name, dtype, [c for c in todo if key(c) not in checked],
-                              every, conditioned, workers))
     default = task.default_config
+    # a configuration's parent and the naive kernel are checked too, measured or not: a
+    # share of the space (one GPU's of several) compares with the same incumbents
+    parents = [step[0] for step in map(functools.partial(parent_of, task), todo) if step]
+    needed = {key(c): c for c in [*todo, default, *parents]}
+    checked.update(_check_all(task.name, dtype,
+                              [c for k, c in needed.items() if k not in checked],
+                              every, conditioned, workers))
     if not checked.get(key(default), {}).get("ok"):
         raise RuntimeError(f"{task.name}: the naive kernel fails its own checks: "
                            f"{checked.get(key(default))}")

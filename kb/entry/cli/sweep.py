@@ -31,6 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the shape set timed per regime: sweep (default), tune, all, cpu")
     parser.add_argument("--workers", type=int, default=None,
                         help="processes that check and compile (default: every core but one)")
+    parser.add_argument("--gpus", default=None,
+                        help="spread the sweep over GPUs of this host, one worker each: all, "
+                             "a count N, or ids such as 0,3 (default: one GPU)")
+    parser.add_argument("--configs", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=Path("sweeps"),
                         help="folder of the journals, one <task>_<dtype>.jsonl each "
                              "(default: sweeps); an existing journal is resumed")
@@ -49,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
     for dtype in args.dtype or ["float16"]:
         try:
             plan = SweepPlan.of(task.name, dtype, args.regime, args.limit, args.shapes)
+            if args.configs is not None:  # a share of the space (a fan-out worker's)
+                plan.configs = _configs(task, args.configs)
+            gpus = _gpus(args.gpus)
         except ValueError as err:
             print(f"kernelkb sweep: {err}", file=sys.stderr)
             return 2
@@ -57,13 +64,45 @@ def run(args: argparse.Namespace) -> int:
               f"{len(plan.regimes)} regimes ({', '.join(plan.regimes)}) = {plan.points} "
               f"points -> {journal}", flush=True)
         began = time.perf_counter()
-        points = run_sweep(plan, journal, workers=args.workers, on_point=_Progress(describe))
+        if len(gpus) > 1:
+            from kernelkb.optimizer.fanout import run_fanout
+
+            points = run_fanout(plan, journal, gpus, shapes=args.shapes, workers=args.workers,
+                                on_progress=lambda line: print(line, flush=True))
+        else:
+            points = run_sweep(plan, journal, workers=args.workers,
+                               on_point=_Progress(describe))
         timed = [p for p in points if p.comparison]
         sure = [p for p in timed if p.comparison and p.comparison["outcome"] != "neutral"]
         print(f"{task.name} {dtype}: {len(points)} points, {len(timed)} compared with their "
               f"parent ({len(sure)} sure), {sum(not p.ok for p in points)} failed, in "
               f"{time.perf_counter() - began:.0f} s", flush=True)
     return 0
+
+
+def _configs(task, path: Path) -> list[dict]:  # type: ignore[no-untyped-def]
+    """A JSON list of the task's configurations, each checked legal."""
+    import json
+
+    try:
+        configs = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise ValueError(f"--configs {path}: {err}") from None
+    for config in configs:
+        reason = task.why_illegal(config)
+        if reason or set(config) != {p.name for p in task.params}:
+            raise ValueError(f"--configs {path}: not a configuration of {task.name}: {config}")
+    return configs
+
+
+def _gpus(text: str | None) -> list[str]:
+    if text is None:
+        return []
+    import torch
+
+    from kernelkb.optimizer.fanout import parse_gpus
+
+    return parse_gpus(text, torch.cuda.device_count())
 
 
 class _Progress:
@@ -74,10 +113,11 @@ class _Progress:
         self.first: int | None = None
 
     def __call__(self, point, count: int, total: int) -> None:  # type: ignore[no-untyped-def]
-        if self.first is None:
-            self.first, self.began = count - 1, time.perf_counter()
-        rate = (count - (self.first or 0)) / max(1e-9, time.perf_counter() - self.began)
-        print(f"[{count}/{total} {rate:.1f}/s] {self.describe(point)}", flush=True)
+        if self.first is None:  # the first point: the rate counts from here
+            self.first, self.began = count, time.perf_counter()
+        elapsed = time.perf_counter() - self.began
+        rate = f"{(count - self.first) / elapsed:.1f}/s" if count > self.first else "-"
+        print(f"[{count}/{total} {rate}] {self.describe(point)}", flush=True)
 
 
 COMMANDS = (Command("sweep", HELP, add_arguments, run),)
