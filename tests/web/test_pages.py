@@ -109,9 +109,10 @@ def test_what_worked_per_gpu_and_op_with_the_triton_filter(browser, site, shots)
         [c.category for c in expected.categories]
     first = expected.categories[0]
     cells = [td.text for td in rows[0].find_elements("css selector", "td")]
-    assert cells[1:3] == [str(first.count), str(first.wins)]
+    assert cells[1:4] == [str(first.count), str(first.wins), str(first.significant_wins)]
+    assert first.significant_wins > 0  # the shipped softmax sweep: every verdict an interval
     if first.median_speedup:
-        assert cells[4] == f"{first.median_speedup:.2f}x"
+        assert cells[5] == f"{first.median_speedup:.2f}x"
     assert _loaded_image(browser, "#insights-plot") > 0
     _shot(browser, shots, "insights_softmax_h200")
 
