@@ -52,3 +52,12 @@ def test_a_question_to_an_empty_store_loads_the_seeds_first(
     assert int(out.split()[0]) > 0  # "<n> experiences"
     assert cli.main(["stats"]) == 0
     assert json.loads(capsys.readouterr().out)["experiences"] > 100
+
+
+def test_version_names_the_installed_distribution(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"kernelkb {version('kernelkb')}"

@@ -41,12 +41,23 @@ for _group in (serve, store, query, optimize, revalidate, sweep, tasks, dispatch
         register(_command)
 
 
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml's, once installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kernelkb")
+    except PackageNotFoundError:  # a checkout on sys.path, never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kernelkb", description="KernelKB: an experience base for agent-driven Triton "
         "kernel optimization. Store, query and serve what worked (serve, query, insights, "
         "bootstrap); optimize a kernel (optimize); give coding agents the tools (mcp).")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--version", action="version", version=f"kernelkb {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS.values():
         command.add_arguments(sub.add_parser(command.name, help=command.help))
