@@ -1,0 +1,56 @@
+"""Red team 2: cheats on the correctness judge, written from the docs alone.
+
+Each plant in tests/bad_kernels/redteam2_*.py says in its docstring what it tries and what
+a correct judge returns. A plant the judge rejects is a plain assertion; one that gets
+through today is a strict xfail whose reason says how, so the hole stays on record and the
+test turns red the day it is closed (then make it a plain assertion).
+"""
+from pathlib import Path
+
+import pytest
+
+from kernelkb.optimizer.sandbox import evaluate
+
+pytestmark = pytest.mark.slow
+
+BAD = Path(__file__).resolve().parents[2] / "bad_kernels"
+
+
+def _open(reason):
+    return pytest.mark.xfail(strict=True, reason=f"open: {reason}")
+
+
+# (plant, task, the kind a correct judge returns; None: any rejection)
+CASES = [
+    pytest.param("redteam2_torch_in_hook_torch_frame", "softmax", "torch_compute",
+                 id="torch_in_hook_torch_frame"),
+    pytest.param("redteam2_time_bomb_torch_frame", "softmax", "cheat_tamper",
+                 id="time_bomb_torch_frame",
+                 marks=_open("time.monotonic called through starmap from torch's _pair() "
+                             "reads as torch's, so a time bomb passes")),
+    pytest.param("redteam2_numpy_in_hook", "softmax", "torch_compute", id="numpy_in_hook",
+                 marks=_open("numpy on TensorBase.numpy views in a pre-run hook computes the "
+                             "answer on the launch's own args: counterfactual and replay agree")),
+    pytest.param("redteam2_last_chunk_max", "softmax", "wrong_result", id="last_chunk_max",
+                 marks=_open("row max from the last 512 columns: no check draws a right-padded "
+                             "-inf mask or an early spike")),
+    pytest.param("redteam2_matmul_unit_col_stride", "matmul", "wrong_result",
+                 id="matmul_unit_col_stride",
+                 marks=_open("column stride taken for 1: no check passes a transposed operand")),
+    pytest.param("redteam2_scribbles_earlier_output", "softmax", "cheat_aliasing",
+                 id="scribbles_earlier_output",
+                 marks=_open("the output of two calls back is the next call's workspace: "
+                             "outputs are fresh, earlier ones are not re-read")),
+    pytest.param("redteam2_first_row_cache", "softmax", None, id="first_row_cache",
+                 marks=_open("answer cached per shape, validated on the device by the first "
+                             "row only: checks never repeat a first row with a new rest")),
+]
+
+
+@pytest.mark.parametrize(("plant", "task", "kind"), CASES)
+def test_redteam_plant_is_rejected(plant, task, kind):
+    source = (BAD / f"{plant}.py").read_text()
+    result = evaluate(task, source, shapes="auto", seeds=1)
+    assert not result.ok, f"{plant} passed the judge"
+    if kind is not None:
+        assert result.error_kind == kind, (result.error_kind, result.error_message)
