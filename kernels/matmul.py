@@ -16,6 +16,7 @@ import torch
 from kernelkb.kernels.base import (
     DTYPES,
     Config,
+    InputCondition,
     Knob,
     Launch,
     Regimes,
@@ -185,6 +186,19 @@ def peers() -> list[Peer]:
     return [Peer("cuBLAS", torch.matmul, "torch.matmul (cuBLAS)")]
 
 
+def _transposed_weight(inputs: tuple, seed: int) -> tuple:
+    """B as ``W.t()`` of a row-major weight W [N, K], as ``x @ W.t()`` (a linear layer)
+    passes it: the same values, strides (1, K)."""
+    a, b = inputs[0], inputs[1]
+    return (a, b.t().contiguous().t(), *inputs[2:])
+
+
+CONDITIONS = (
+    InputCondition("a transposed weight", "B is W.t() of a row-major weight, as a linear "
+                   "layer passes it (strides (1, K)): a kernel that takes the column stride "
+                   "for 1 reads the wrong elements", _transposed_weight),
+)
+
 TASK = register(
     Task(
         name="matmul",
@@ -213,6 +227,7 @@ TASK = register(
         },
         bytes_moved=bytes_moved,
         flops=flops,
+        input_conditions=CONDITIONS,
         template=TEMPLATE,
         knobs=(
             Knob("BLOCK_M", (16, 64, 128), "tiling", "output rows per program"),

@@ -125,6 +125,13 @@ def _masked_prefix(inputs: tuple, seed: int) -> tuple:
     return (x,)
 
 
+def _masked_suffix(inputs: tuple, seed: int) -> tuple:
+    """The last half of every row at -inf, as right padding filled with -inf leaves it."""
+    x = inputs[0].clone()
+    x[:, (x.shape[1] + 1) // 2:] = float("-inf")
+    return (x,)
+
+
 def _late_spike(inputs: tuple, seed: int) -> tuple:
     """One logit +100 in each row's last column: the row max is set late."""
     x = inputs[0].clone()
@@ -144,6 +151,9 @@ CONDITIONS = (
     InputCondition("a masked prefix", "the first half of each row at -inf (a padding or "
                    "causal mask filled with -inf): exp(-inf - max) must be 0, and a row max "
                    "taken before the first real logit must not stay -inf", _masked_prefix),
+    InputCondition("a masked suffix", "the last half of each row at -inf (right padding "
+                   "filled with -inf): a row max read from the last columns is -inf there",
+                   _masked_suffix),
     InputCondition("a spike late in a row", "one logit +100 in the last column: a chunked "
                    "pass whose running max and sum are not rescaled when a later chunk "
                    "raises the max is wrong", _late_spike),

@@ -330,6 +330,8 @@ class Worker:
         sits in memory for the candidate to find."""
         inputs: list[Any] | None = None
         earlier_outs: list[torch.Tensor] = []
+        earlier_saved: list[torch.Tensor] = []  # their values when returned
+        last_plain: list[Any] | None = None  # the inputs of the latest call
         previous: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None
         worst: dict[str, Any] | None = None
         shape_label = label
@@ -369,6 +371,12 @@ class Worker:
             alias = checks.aliasing(outs, inputs, earlier_outs)
             if alias:
                 raise ShapeFailure("cheat_aliasing", f"({label}): {alias}")
+            if any(not checks.bitwise_equal(held, saved)
+                   for held, saved in zip(earlier_outs, earlier_saved, strict=True)):
+                raise ShapeFailure("cheat_aliasing", (
+                    f"({label}): an output an earlier call returned changed during a later "
+                    "call: the caller's result was overwritten (a kept output used as "
+                    "workspace)"))
             kept = self.tracker.kept_outputs(outs) if self.tracker else []
             if kept:
                 raise ShapeFailure("cheat_aliasing", (
@@ -391,12 +399,40 @@ class Worker:
                 self.check_stream_order(run, inputs, saved, ref, label)
                 self.guard(f"after a call on ({label})")
             earlier_outs.extend(o.detach() for o in outs)
+            earlier_saved.extend(o.detach().clone() for o in outs)
+            last_plain = checks.snapshot(inputs)  # the latest call's, whatever its draw
             previous = ([o.detach().clone() for o in outs],
                         [r.detach().clone() for r in checks.flatten_tensors(ref)])
+        if last_plain is not None and not self.mutated:
+            self.check_partly_repeated(run, shape, shape_label, last_plain)
         if not self.request.get("bounds_only"):  # the interpreter's pass reads bounds only
             self.check_counterfactual(run, shape, shape_label)
             if plan is not None and plan.steps:
                 self.check_replay(plan, shape, shape_label)
+
+    def check_partly_repeated(self, run: Any, shape: tuple[int, ...], label: str,
+                              last: list[Any]) -> None:
+        """Inputs that repeat half of the latest call's (its first half with the rest
+        new, then the other way round): a fresh draw never does, a user's batch often
+        does (the same prompt prefix, the same first row). An answer cached and validated
+        by a part of the input is wrong here."""
+        for keep_first in (True, False):
+            fresh = self.make_inputs(shape, seed=self.seed_base + (71 if keep_first else 72))
+            mixed = [_half_repeated(old, new, keep_first) for old, new in
+                     zip(last, fresh, strict=True)]
+            where = f"{label} [the {'first' if keep_first else 'last'} half of an earlier input]"
+            saved = checks.snapshot(mixed)
+            out, _ = self.tracked_call(run, mixed, where, record=False)
+            ref = self.task.reference(*checks.snapshot(saved))
+            stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
+            problem = stats if isinstance(stats, str) else checks.shape_verdict(
+                stats, self.tol.max_bias)
+            if problem:
+                raise ShapeFailure("cheat_cached_output", (
+                    f"({where}): inputs repeating half of an earlier call's gave a wrong "
+                    "answer: an answer kept and validated by a part of the input. "
+                    + (problem if isinstance(stats, str) else checks.describe_failure(
+                        problem, where, stats, self.tol.max_bias))))
 
     def replays(self, shape: tuple[int, ...]) -> bool:
         """Whether a shape's launch plan is recorded and replayed: the plan keeps every
@@ -820,6 +856,22 @@ def measure_baseline(request: dict[str, Any]) -> dict[str, Any]:
         out[task.shape_label(shape)] = compare.gpu_profile(
             timing.rotating(task.reference, sets), clock)[0]
     return {"final": True, "timings": out, "settle": settled.to_dict()}
+
+
+def _half_repeated(old: Any, new: Any, keep_first: bool) -> Any:
+    """A float tensor input half old values (its first half in memory order, or its
+    last) and half new ones; anything else (positions, scalars) new as drawn."""
+    if not (isinstance(old, torch.Tensor) and isinstance(new, torch.Tensor)
+            and old.is_floating_point() and old.shape == new.shape and old.numel() > 1):
+        return new
+    mixed = _own_copy(new.contiguous())
+    flat, before = mixed.view(-1), old.contiguous().view(-1)
+    half = flat.numel() // 2
+    if keep_first:
+        flat[:half] = before[:half]
+    else:
+        flat[half:] = before[half:]
+    return mixed
 
 
 def _own_copy(value: Any) -> Any:

@@ -52,10 +52,11 @@ def test_a_kernel_right_only_on_the_plain_draw_fails_its_condition(task_name):
 
 
 def test_a_kernel_that_takes_the_row_length_for_the_stride_fails_strided_rows():
-    """Matmul declares no condition of its own; every task gets strided rows. Its naive
-    kernel passes A's row stride; the plant passes K, right only where A is contiguous."""
+    """Every task gets strided rows (matmul's own condition is a transposed weight). Its
+    naive kernel passes A's row stride; the plant passes K, right only where A is
+    contiguous."""
     task = get_task("matmul")
-    assert [c.name for c in task.input_conditions] == ["strided rows"]
+    assert [c.name for c in task.input_conditions] == ["a transposed weight", "strided rows"]
     source = task.template.replace("                        a.stride(0), a.stride(1), "
                                    "b.stride(0), b.stride(1),",
                                    "                        K, a.stride(1), "

@@ -31,19 +31,17 @@ CASES = [
     pytest.param("redteam2_numpy_in_hook", "softmax", "torch_compute", id="numpy_in_hook",
                  marks=_open("numpy on TensorBase.numpy views in a pre-run hook computes the "
                              "answer on the launch's own args: counterfactual and replay agree")),
-    pytest.param("redteam2_last_chunk_max", "softmax", "wrong_result", id="last_chunk_max",
-                 marks=_open("row max from the last 512 columns: no check draws a right-padded "
-                             "-inf mask or an early spike")),
+    # closed by softmax's masked-suffix condition
+    pytest.param("redteam2_last_chunk_max", "softmax", "wrong_result", id="last_chunk_max"),
+    # closed by matmul's transposed-weight condition
     pytest.param("redteam2_matmul_unit_col_stride", "matmul", "wrong_result",
-                 id="matmul_unit_col_stride",
-                 marks=_open("column stride taken for 1: no check passes a transposed operand")),
+                 id="matmul_unit_col_stride"),
+    # closed: earlier outputs are compared with their values when returned, after each call
     pytest.param("redteam2_scribbles_earlier_output", "softmax", "cheat_aliasing",
-                 id="scribbles_earlier_output",
-                 marks=_open("the output of two calls back is the next call's workspace: "
-                             "outputs are fresh, earlier ones are not re-read")),
-    pytest.param("redteam2_first_row_cache", "softmax", None, id="first_row_cache",
-                 marks=_open("answer cached per shape, validated on the device by the first "
-                             "row only: checks never repeat a first row with a new rest")),
+                 id="scribbles_earlier_output"),
+    # closed: inputs repeating half of the latest call's are checked too
+    pytest.param("redteam2_first_row_cache", "softmax", "cheat_cached_output",
+                 id="first_row_cache"),
 ]
 
 
