@@ -61,18 +61,16 @@ class Endpoint:
     """The openai client with our timeouts and its own retries; see the module doc."""
 
     def __init__(self, settings: LLMSettings) -> None:
-        import httpx
         import openai
 
         self._openai = openai
         self.settings = settings
-        timeout = httpx.Timeout(settings.timeout_s, connect=settings.connect_timeout_s)
+        # the client's own Timeout class: its HTTP library changed under it (httpx, then
+        # httpx2 from openai 3.63), and it refuses the other's
+        timeout = openai.Timeout(settings.timeout_s, connect=settings.connect_timeout_s)
         self._client = openai.OpenAI(base_url=settings.base_url,
                                      api_key=settings.api_key or "not-needed",
-                                     # openai >= 3 types its timeout as httpx2's Timeout
-                                     # and converts an httpx one (openai/_httpx2.py)
-                                     timeout=timeout,  # type: ignore[arg-type]
-                                     max_retries=settings.retries)
+                                     timeout=timeout, max_retries=settings.retries)
 
     @property
     def url(self) -> str:
