@@ -48,7 +48,10 @@ CASES = [
 @pytest.mark.parametrize(("plant", "task", "kind"), CASES)
 def test_redteam_plant_is_rejected(plant, task, kind):
     source = (BAD / f"{plant}.py").read_text()
-    result = evaluate(task, source, shapes="auto", seeds=1)
+    # a wide time limit: on a loaded 2-core machine a slow plant must not read as caught
+    # (a timeout is "not ok", which would pass an open plant's strict xfail)
+    result = evaluate(task, source, shapes="auto", seeds=1, timeout_s=600)
+    assert result.error_kind != "timeout", result.error_message
     assert not result.ok, f"{plant} passed the judge"
     if kind is not None:
         assert result.error_kind == kind, (result.error_kind, result.error_message)
