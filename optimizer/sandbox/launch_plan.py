@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_leaves, tree_map
 
 StorageKey = tuple[int, int]
 
@@ -40,9 +40,12 @@ StorageKey = tuple[int, int]
 def storage_key(t: torch.Tensor) -> StorageKey | None:
     """The identity of a tensor's storage while it lives: (object, address)."""
     try:
-        storage = t.untyped_storage()
+        return storage_key_of(t.untyped_storage())
     except (RuntimeError, NotImplementedError):
         return None
+
+
+def storage_key_of(storage: torch.UntypedStorage) -> StorageKey | None:
     ptr = storage.data_ptr()
     return (storage._cdata, ptr) if ptr else None
 
@@ -72,8 +75,8 @@ class Plan:
     def see(self, value: Any) -> None:
         """Copy each storage ``value`` uses that the plan cannot make again (not an
         input, not made by a recorded op) as it is now, the first time it is used."""
-        inputs = {storage_key(t) for t in _tensors(self.inputs)}
-        for t in _tensors(value):
+        inputs = {storage_key(t) for t in tensors(self.inputs)}
+        for t in tensors(value):
             key = storage_key(t)
             if key is None or key in inputs or key in self.made or key in self.found:
                 continue
@@ -85,8 +88,8 @@ class Plan:
     def op(self, func: Any, args: Any, kwargs: dict[str, Any], out: Any) -> None:
         self.see((args, kwargs))
         self.steps.append(Step(args, kwargs, func=func, out=out))
-        written = {id(t) for t in _tensors((args, kwargs))}
-        for t in _tensors(out):
+        written = {id(t) for t in tensors((args, kwargs))}
+        for t in tensors(out):
             key = storage_key(t)
             if key is not None and id(t) not in written:
                 self.made.add(key)
@@ -101,17 +104,15 @@ class Plan:
         self.outputs = outputs
 
 
-def _tensors(value: Any) -> list[torch.Tensor]:
-    found: list[torch.Tensor] = []
-
-    def visit(leaf: Any) -> Any:
+def tensors(value: Any) -> list[torch.Tensor]:
+    """Every tensor in a (nested) value, a host-side tensor descriptor's as well."""
+    found = []
+    for leaf in tree_leaves(value):
+        base = getattr(leaf, "base", None)  # a TensorDescriptor wraps its tensor
+        if isinstance(base, torch.Tensor):
+            leaf = base
         if isinstance(leaf, torch.Tensor):
             found.append(leaf)
-        elif isinstance(getattr(leaf, "base", None), torch.Tensor):
-            found.append(leaf.base)  # a host-side tensor descriptor
-        return leaf
-
-    tree_map(visit, value)
     return found
 
 
@@ -163,8 +164,8 @@ def replay(plan: Plan, fresh: list[Any]) -> Any:
                 step.launch(args, kwargs)
                 continue
             out = step.func(*args, **kwargs)
-            written = {storage_key(t) for t in _tensors((step.args, step.kwargs))}
-            for old, new in zip(_tensors(step.out), _tensors(out), strict=False):
+            written = {storage_key(t) for t in tensors((step.args, step.kwargs))}
+            for old, new in zip(tensors(step.out), tensors(out), strict=False):
                 key = storage_key(old)
                 if key is not None and key not in written:  # made by this op, now again
                     storages[key] = new.untyped_storage()

@@ -121,16 +121,8 @@ class Launch:
     signature: tuple[Any, ...]  # grid, scalar args, tensor shapes/dtypes: the work done
 
 
-def _key(t: torch.Tensor) -> tuple[int, int] | None:
-    try:
-        return _storage_key(t.untyped_storage())
-    except (RuntimeError, NotImplementedError):
-        return None
-
-
-def _storage_key(storage: torch.UntypedStorage) -> tuple[int, int] | None:
-    ptr = storage.data_ptr()
-    return (storage._cdata, ptr) if ptr else None
+_key = launch_plan.storage_key  # one definition of a storage's identity and of a
+_storage_key = launch_plan.storage_key_of  # value's tensors, shared with the launch plan
 
 
 def _pointer_objects(value: Any) -> list[str]:
@@ -146,15 +138,7 @@ def _pointer_objects(value: Any) -> list[str]:
     return odd
 
 
-def _tensors(value: Any) -> list[torch.Tensor]:
-    found = []
-    for leaf in tree_leaves(value):
-        base = getattr(leaf, "base", None)  # a TensorDescriptor wraps its tensor
-        if isinstance(base, torch.Tensor):
-            leaf = base
-        if isinstance(leaf, torch.Tensor):
-            found.append(leaf)
-    return found
+_tensors = launch_plan.tensors
 
 
 class Tracker(TorchDispatchMode):
