@@ -15,8 +15,9 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from kernelkb.kb import queries
+from kernelkb.kb.entry import operations
 from kernelkb.kb.entry.api.deps import KnowledgeDep
-from kernelkb.kb.entry.web import data, plots, runs
+from kernelkb.kb.entry.web import data, plots, run_list, runs
 from kernelkb.kb.entry.web.render import query_string, templates
 from kernelkb.kb.limits import OFFSET_MAX, SHORT
 from kernelkb.kernels.shared.vocabulary import Verdict
@@ -71,12 +72,23 @@ def index(request: Request, kb: KnowledgeDep) -> HTMLResponse:
 @router.get("/ui/insights", response_class=HTMLResponse)
 def insights_page(request: Request, kb: KnowledgeDep, op: Text = None,
                   gpu: Text = None, triton: Text = None) -> HTMLResponse:
+    from kernelkb.retrieval.names import UnknownName, closest_name
+
+    choices = _choices(kb)
+    try:  # any case and short forms, as the CLI, API and MCP match them
+        names = operations.resolve(kb, op_type=op or None, gpu_name=gpu or None)
+    except UnknownName as err:
+        near = {"op": closest_name(op, choices["ops"]) if op else None,
+                "gpu": closest_name(gpu, choices["gpus"]) if gpu else None}
+        return _page(request, "insights_unknown.html", status_code=404, message=str(err),
+                     near=near, op=op, gpu=gpu, triton=triton)
+    op, gpu = names["op_type"] or op, names["gpu_name"] or gpu
     report = kb.insights(op_type=op or None, gpu_name=gpu or None,
                          triton_version=triton or None)
     with kb.session() as session:
         measured = data.measurements(session, op or None, gpu or None, triton or None)
     return _page(request, "insights.html", report=report, op=op, gpu=gpu, triton=triton,
-                 measured=measured, config_text=data.config_text, **_choices(kb))
+                 measured=measured, config_text=data.config_text, **choices)
 
 
 @router.get("/ui/plots/insights.png")
@@ -156,12 +168,10 @@ def runs_page(request: Request, kb: KnowledgeDep) -> HTMLResponse:
     with kb.session() as session:
         stored = queries.list_runs(session)
         per_regime = data.run_regime_best(session, [r.run_id for r in stored])
-    known = {r.run_id for r in stored}
     folders = {f.run_id: f for f in runs.all_folders(kb.settings)}
-    only_folders = [f for run_id, f in sorted(folders.items()) if run_id not in known]
-    return _page(request, "runs.html", stored=stored, folders=folders,
-                 only_folders=only_folders, roots=runs.run_roots(kb.settings),
-                 runs_dir=kb.settings.runs_dir, per_regime=per_regime)
+    return _page(request, "runs.html", rows=run_list.run_rows(stored, folders),
+                 roots=runs.run_roots(kb.settings), runs_dir=kb.settings.runs_dir,
+                 per_regime=per_regime)
 
 
 @router.get("/ui/runs/{run_id}", response_class=HTMLResponse)
