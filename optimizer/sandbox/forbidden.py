@@ -36,7 +36,10 @@ How it is seen, checked after the import and after every call:
   compiled and launched from C++. Both the Python entry points and the C ones beneath
   them are recorded; a call is the candidate's when the innermost frame outside torch,
   Triton and the thread machinery is in its file, so the harness's own CUDA-graph
-  timing (through triton.testing) stays allowed.
+  timing (through triton.testing) stays allowed;
+* a kernel that reads the GPU's clock or the process (clock_reads.py), from its IR
+  before it is loaded on a GPU, from the candidate's source at its first launch under
+  the interpreter.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from kernelkb.optimizer.sandbox import clock_reads
 from kernelkb.optimizer.sandbox.provenance import RULE
 
 # the names a thread start can go through: _thread's own, and the aliases threading took
@@ -116,6 +120,8 @@ class Forbidden:
         self.exits: list[str] = []  # which way out of the mode, and where
         self.unseen: list[str] = []  # which GPU work past the mode and the launches, where
         self.reads: list[str] = []  # which read of the dispatch mode stack, where
+        self.clocks: list[str] = []  # kernels that read a clock register, and where seen
+        self._sources: dict[str, list[str]] = {}  # candidate file -> its clock reads
         self._harness: set[int] = set()
         self._lock = threading.Lock()
         for module, name in _STARTERS:
@@ -133,6 +139,10 @@ class Forbidden:
             owner, name = path.rsplit(".", 1)
             self._wrap(owner, name, functools.partial(
                 self._refusing_read, what=path, passed_over=_MACHINERY + _LIBRARIES))
+        self._wrap("triton.compiler.compiler.CompiledKernel", "_init_handles",
+                   self._refusing_clock_ir)
+        self._wrap("triton.runtime.interpreter.InterpretedFunction", "run",
+                   self._refusing_clock_source)
 
     @staticmethod
     def _wrap(owner_path: str, name: str,
@@ -161,6 +171,7 @@ class Forbidden:
         with self._lock:
             self._is_candidate = is_candidate
             self.started, self.exits, self.unseen, self.reads = [], [], [], []
+            self.clocks, self._sources = [], {}
             self._harness = set(sys._current_frames())
 
     def _recording_start(self, start: Callable[..., Any]) -> Callable[..., Any]:
@@ -201,11 +212,50 @@ class Forbidden:
 
         return refused
 
+    def _refusing_clock_ir(self, init: Callable[..., Any]) -> Callable[..., Any]:
+        """A compiled kernel whose IR reads a clock is not loaded (every first launch
+        loads it here, whoever compiled it)."""
+        @functools.wraps(init)
+        def refused(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+            if getattr(kernel, "module", None) is None:
+                what = clock_reads.ir_reads(getattr(kernel, "asm", None) or {})
+                if what:
+                    self._refuse_clock(what, f"kernel {getattr(kernel, 'name', '?')}")
+            return init(kernel, *args, **kwargs)
+
+        return refused
+
+    def _refusing_clock_source(self, run: Callable[..., Any]) -> Callable[..., Any]:
+        """Under the interpreter (no IR): a kernel of the candidate's file is not run when
+        that file reads a clock register."""
+        @functools.wraps(run)
+        def refused(function: Any, *args: Any, **kwargs: Any) -> Any:
+            path = getattr(getattr(function.fn, "__code__", None), "co_filename", "")
+            if path and self._is_candidate(path):
+                if path not in self._sources:
+                    try:
+                        with open(path, encoding="utf-8") as handle:
+                            self._sources[path] = clock_reads.source_reads(handle.read())
+                    except OSError:
+                        self._sources[path] = []
+                if self._sources[path]:
+                    self._refuse_clock(self._sources[path], "candidate.py, interpreted")
+            return run(function, *args, **kwargs)
+
+        return refused
+
+    def _refuse_clock(self, what: list[str], where: str) -> None:
+        with self._lock:
+            self.clocks.append(clock_reads.message(what, where))
+        raise PermissionError(self.clocks[-1])
+
     def reached(self) -> str | None:
         """The candidate's reads of the dispatch mode stack (refused), or None: reaching
         into the harness, like the reads introspection.py refuses."""
         with self._lock:
             reads = list(dict.fromkeys(self.reads))
+            if self.clocks:
+                return self.clocks[0]
         if not reads:
             return None
         return (f"the candidate reached into the evaluator ({', '.join(reads[:3])} of "
