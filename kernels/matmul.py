@@ -4,9 +4,10 @@ Search space: output tile (BLOCK_M x BLOCK_N) and K step (BLOCK_K); grouped prog
 order (GROUP_M > 1 walks GROUP_M tile rows together so that B tiles stay in L2);
 warps and software-pipelining stages; an even-K specialisation (no K masks when
 K % BLOCK_K == 0) and split-K (SPLIT_K programs share one output tile's K range and
-add their fp32 partials, which gives small-M shapes, e.g. decode, enough programs); and
-a persistent Hopper kernel (PERSISTENT_TMA) that loads and stores tiles through TMA
-descriptors, with split-K summed inside it.
+add their fp32 partials, which gives small-M shapes, e.g. decode, more programs than
+SMs), the partials met by a second summing kernel or, in one launch, by fp32 atomic adds
+(SPLIT_REDUCE); and a persistent Hopper kernel (PERSISTENT_TMA) that loads and stores
+tiles through TMA descriptors, with split-K summed inside it.
 """
 
 from __future__ import annotations
@@ -82,15 +83,24 @@ def tma_path(shape: Shape, size: int) -> bool:
 
 
 def constraint(cfg: Config) -> str | None:
-    """Prune the grid to the points worth a GPU measurement (87 of 6912)."""
+    """Prune the grid to the points worth a GPU measurement (89 of 34560)."""
     bm, bn, bk = int(cfg["BLOCK_M"]), int(cfg["BLOCK_N"]), int(cfg["BLOCK_K"])
     stages, warps = int(cfg["NUM_STAGES"]), int(cfg["NUM_WARPS"])
     split, group = int(cfg["SPLIT_K"]), int(cfg["GROUP_M"])
+    reduce = str(cfg.get("SPLIT_REDUCE", "kernel"))
+    if reduce != "kernel" and (split == 1 or cfg["PERSISTENT_TMA"]):
+        return ("SPLIT_REDUCE picks how the tiled kernel's split-K partials meet: it needs "
+                "SPLIT_K > 1 and no PERSISTENT_TMA (which sums its splits itself)")
     if cfg["PERSISTENT_TMA"]:
         return _tma_constraint(bm, bn, bk, stages, warps, split, group, bool(cfg["EVEN_K"]),
                                bool(cfg["FLATTEN"]))
     if cfg["FLATTEN"]:
         return "FLATTEN is a loop form of the persistent TMA kernel"
+    if reduce == "atomic":
+        return _atomic_constraint(bn, bk, stages, warps, bm, group, bool(cfg["EVEN_K"]))
+    if split not in (1, 4):
+        return ("split-K summed by a second kernel is measured at 4 ranges; 2, 8 and 16 "
+                "ranges are for the one-launch atomic reduction (SPLIT_REDUCE='atomic')")
     smem = (bm * bk + bk * bn) * 2 * stages
     if smem > SMEM_BUDGET_BYTES:
         return f"{stages} stages of A/B tiles need {smem // 1024} KiB of shared memory"
@@ -112,6 +122,12 @@ def constraint(cfg: Config) -> str | None:
         return "16-row tiles without split-K need wide N tiles to do enough work"
     if split > 1 and (bm != 16 or bn > 128):
         return "split-K is for small M (16-row tiles up to 128 wide)"
+    if bm == 16 and (stages == 2 or (bk == 32 and split == 1)):
+        return ("16-row tiles stream B: 2 stages, or a 32-deep K step without split-K, keep "
+                "too few bytes in flight (slowest of the 16-row points on the H200)")
+    if split > 1 and (bk == 32 or cfg["EVEN_K"]):
+        return ("split-K summed by a kernel: measured at 64- and 128-deep K steps without "
+                "EVEN_K (its K ranges are short; the masks cost little)")
     if stages == 6 and (bm, bn, bk, warps) != (64, 64, 64, 4):
         return ("6 stages are for 64x64 tiles at a 64-deep K step: small-M shapes, bound by "
                 "streaming B, keep 96 KiB of A/B in flight per program")
@@ -121,6 +137,25 @@ def constraint(cfg: Config) -> str | None:
     if cfg["EVEN_K"] and (bk != 64 or stages != 3):
         return "EVEN_K is measured at BLOCK_K=64, 3 stages (one point per tile shape)"
     return None
+
+
+def _atomic_constraint(bn: int, bk: int, stages: int, warps: int, bm: int, group: int,
+                       even_k: bool) -> str | None:
+    """The atomic split-K points: 16-row tiles (small M), no grouping (one tile row), the
+    masked loop, and the tiles of ATOMIC_TILES at 2, 4, 8 or 16 K ranges."""
+    if bm != 16 or group != 1:
+        return "atomic split-K is for small M: 16-row tiles, a single tile row, no grouping"
+    if even_k:
+        return "atomic split-K is measured with the masked K loop (EVEN_K off)"
+    if (bn, bk, stages, warps) not in ATOMIC_TILES:
+        return f"atomic split-K tiles are {ATOMIC_TILES} (columns, K step, stages, warps)"
+    return None
+
+
+# (BLOCK_N, BLOCK_K, NUM_STAGES, NUM_WARPS) of the atomic split-K points (BLOCK_M 16):
+# the summing kernel's best small-M tile (16x64, 4 stages of 64), its 128-deep K step
+# (fewer, longer loads) and the 128-wide tile for the wide-N projections (fewer tiles)
+ATOMIC_TILES = ((64, 64, 4, 4), (64, 128, 3, 4), (128, 64, 4, 4))
 
 
 def _tma_constraint(bm: int, bn: int, bk: int, stages: int, warps: int, split: int,
@@ -133,6 +168,8 @@ def _tma_constraint(bm: int, bn: int, bk: int, stages: int, warps: int, split: i
     if bk != 64:
         return "TMA's K step is 64 (128-byte rows: the widest swizzle)"
     if split > 1:
+        if split != 4:
+            return "TMA split-K is measured at 4 K ranges"
         if group != 1 or flatten:
             return "TMA split-K is for small M: a single tile row, no grouping, no flattening"
         if (bm, bn, warps, stages) not in TMA_SPLIT_TILES:
@@ -171,14 +208,18 @@ def launch(cfg: Config, shape: Shape, dtype: str) -> Launch:
         return Launch(programs=cdiv(m, bm) * cdiv(n, bn) * splits, threads_per_program=threads,
                       elements_per_program=bm * bn, bytes_per_element=size,
                       tile_bytes=smem + bm * bn * 4, smem_bytes=smem, num_stages=stages,
-                      vector_width=vector_width(bm * bk, threads, size), programs_per_sm_cap=1)
-    # with split-K, a second kernel sums the fp32 partials, 1024 outputs a program
-    summing = cdiv(m * n, 1024) if splits > 1 else 0
+                      vector_width=vector_width(bm * bk, threads, size), programs_per_sm_cap=1,
+                      reduction_splits=splits)
+    # with split-K, a second kernel sums the fp32 partials, 1024 outputs a program; the
+    # atomic reduction adds them in the same launch
+    atomic = splits > 1 and cfg.get("SPLIT_REDUCE", "kernel") == "atomic"
+    summing = cdiv(m * n, 1024) if splits > 1 and not atomic else 0
     return Launch(programs=cdiv(m, bm) * cdiv(n, bn) * splits + summing,
                   threads_per_program=threads,
                   elements_per_program=bm * bn, bytes_per_element=size,
                   tile_bytes=smem + bm * bn * 4, smem_bytes=smem, num_stages=stages,
-                  vector_width=vector_width(bm * bk, threads, size))
+                  vector_width=vector_width(bm * bk, threads, size),
+                  launches=2 if summing else 1, reduction_splits=splits)
 
 
 def peers() -> list[Peer]:
@@ -243,9 +284,16 @@ TASK = register(
             Variant("EVEN_K", (False, True), "specialization",
                     "drop the K bounds masks when K % BLOCK_K == 0 (the launcher checks and "
                     "falls back to the masked loop otherwise)"),
-            Variant("SPLIT_K", (1, 4), "algorithm",
+            Variant("SPLIT_K", (1, 2, 4, 8, 16), "algorithm",
                     "split the K loop over SPLIT_K programs per tile and sum fp32 partials: "
-                    "more programs for small M, at the cost of a partial buffer and a sum"),
+                    "more programs than SMs for small M (decode), at the cost of a partial "
+                    "buffer and a sum"),
+            Variant("SPLIT_REDUCE", ("kernel", "atomic"), "algorithm",
+                    "how split-K partials meet: 'kernel' writes SPLIT_K fp32 planes that a "
+                    "second kernel sums (two launches); 'atomic' adds them with fp32 atomics "
+                    "into a kept zeroed workspace and the last split of each tile casts and "
+                    "stores C and clears its part (one launch: small M, where a launch costs "
+                    "as much as the work)"),
             Variant("PERSISTENT_TMA", (False, True), "algorithm",
                     "Hopper form: a persistent grid (one program per SM) walks the output "
                     "tiles in grouped order and moves A, B and C through TMA descriptors "

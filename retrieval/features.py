@@ -34,6 +34,10 @@ retrieval.launch's for Kernel Tuner data):
 - ``vector_width``, ``vector_bytes``: contiguous elements (bytes) per thread and access;
   16-byte accesses are the widest on both vendors. ``num_stages``, ``unroll``: pipelining
   depth and unrolling, which trade registers and shared memory for latency hiding.
+- ``launches``: kernels a call launches; ``log2_reduction_splits``: programs sharing one
+  output's reduction (split-K): the small-problem moves that buy programs at the price
+  of a reduction, in one launch or two. What they cost depends on the GPU's launch and
+  atomic latency, so they transfer as features, not as a task's knob names.
 
 Shape features (from the shape's bytes moved and flops):
 
@@ -165,6 +169,8 @@ def launch_features(launch: Any, gpu: Mapping[str, Any]) -> dict[str, float]:
         "vector_bytes": float(ln.vector_width * ln.bytes_per_element),
         "num_stages": float(ln.num_stages),
         "unroll": float(ln.unroll),
+        "launches": float(ln.launches),
+        "log2_reduction_splits": _log2(ln.reduction_splits),
     }
 
 

@@ -20,7 +20,10 @@ class Launch:
     part of it staged in shared memory; num_stages: software-pipelining depth (1 = none);
     vector_width: contiguous elements one thread loads per access; unroll: loop unrolling
     (1 = none); programs_per_sm_cap: a persistent grid launches at most this many programs
-    per SM (0 = no cap; the cap needs the GPU's SM count, so features apply it).
+    per SM (0 = no cap; the cap needs the GPU's SM count, so features apply it);
+    launches: kernels one call launches (a split reduction summed by a second kernel is 2:
+    at small sizes a launch costs as much as the work); reduction_splits: programs that
+    share one output's reduction (split-K, split-KV), 1 = each output reduced by one.
     """
 
     programs: int
@@ -33,6 +36,8 @@ class Launch:
     vector_width: int = 1
     unroll: int = 1
     programs_per_sm_cap: int = 0
+    launches: int = 1
+    reduction_splits: int = 1
 
     def __post_init__(self) -> None:
         if self.programs < 1 or self.threads_per_program < 1 or self.elements_per_program <= 0:

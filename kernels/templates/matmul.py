@@ -10,6 +10,9 @@ NUM_WARPS = 4
 NUM_STAGES = 2
 EVEN_K = False  # drop the K masks when K % BLOCK_K == 0 (checked at launch)
 SPLIT_K = 1  # programs sharing one tile's K range; >1 sums fp32 partials (a 2nd kernel)
+# how split-K partials meet: "kernel" = fp32 planes a 2nd kernel sums; "atomic" = fp32
+# atomic adds into a kept workspace, the last split of a tile casts it (one launch)
+SPLIT_REDUCE = "kernel"
 PERSISTENT_TMA = False  # one program per SM over all tiles, A/B/C through TMA descriptors
 FLATTEN = False  # TMA kernel: tile and K loops flattened into one (pipelined across tiles)
 # not a search knob: within 0.3% either way on the H200's large shapes (variants --wide 5)
@@ -19,13 +22,18 @@ WARP_SPECIALIZE = False  # TMA kernel: producer warps load, consumer warps multi
 # kernel after each use; shared by calls of one tile count, so two such calls must not run
 # at once on different streams
 _COUNTERS = {}
+# device -> (fp32 workspace, int32 arrival counters) of the atomic split-K reduction: zero
+# between calls (the last split of each tile clears its part), grown when a call needs
+# more; the same one-stream rule as _COUNTERS
+_ATOMIC_SCRATCH = {}
 
 
 @triton.jit
-def matmul_kernel(c_ptr, a_ptr, b_ptr, M, N, K,
+def matmul_kernel(c_ptr, a_ptr, b_ptr, ws_ptr, count_ptr, M, N, K,
                   stride_am, stride_ak, stride_bk, stride_bn, stride_cs, stride_cm, stride_cn,
                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                  GROUP: tl.constexpr, K_EVEN: tl.constexpr, SPLITS: tl.constexpr):
+                  GROUP: tl.constexpr, K_EVEN: tl.constexpr, SPLITS: tl.constexpr,
+                  ATOMIC: tl.constexpr):
     pid = tl.program_id(0)
     split = tl.program_id(1)
     tiles_m = tl.cdiv(M, BM)
@@ -59,9 +67,25 @@ def matmul_kernel(c_ptr, a_ptr, b_ptr, M, N, K,
         acc = tl.dot(a, b, acc)
         a_ptrs += BK * stride_ak
         b_ptrs += BK * stride_bk
-    c_ptrs = (c_ptr + split.to(tl.int64) * stride_cs + rows[:, None].to(tl.int64) * stride_cm
-              + cols[None, :] * stride_cn)
-    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=row_ok & col_ok)
+    if ATOMIC:
+        # one launch: every split adds its fp32 partial into the zeroed workspace, then
+        # counts in; the last to arrive reads the sum (from L2, where the adds landed),
+        # writes C in its dtype and leaves the tile's workspace and counter zero again
+        ok = row_ok & col_ok
+        ws_ptrs = ws_ptr + rows[:, None].to(tl.int64) * N + cols[None, :]
+        tl.atomic_add(ws_ptrs, acc, mask=ok, sem="relaxed")
+        tl.debug_barrier()  # every thread's adds issued before the count is released
+        arrived = tl.atomic_add(count_ptr + pid, 1, sem="acq_rel")
+        if arrived == SPLITS - 1:
+            total = tl.load(ws_ptrs, mask=ok, other=0.0, cache_modifier=".cg")
+            c_ptrs = c_ptr + rows[:, None].to(tl.int64) * stride_cm + cols[None, :] * stride_cn
+            tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=ok)
+            tl.store(ws_ptrs, tl.zeros([BM, BN], dtype=tl.float32), mask=ok)
+            tl.atomic_xchg(count_ptr + pid, 0)
+    else:
+        c_ptrs = (c_ptr + split.to(tl.int64) * stride_cs + rows[:, None].to(tl.int64) * stride_cm
+                  + cols[None, :] * stride_cn)
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=row_ok & col_ok)
 
 
 @triton.jit
@@ -176,6 +200,19 @@ def _run_tma(a, b, M, N, K):
     return c
 
 
+def _atomic_scratch(device, elements, tiles):
+    """The zeroed fp32 workspace and arrival counters of the atomic split-K reduction,
+    kept per device and grown to the largest call so far (the kernel re-zeroes them)."""
+    key = str(device)
+    ws, count = _ATOMIC_SCRATCH.get(key, (None, None))
+    if ws is None or ws.numel() < elements:
+        ws = torch.zeros(elements, device=device, dtype=torch.float32)
+    if count is None or count.numel() < tiles:
+        count = torch.zeros(tiles, device=device, dtype=torch.int32)
+    _ATOMIC_SCRATCH[key] = (ws, count)
+    return ws, count
+
+
 def run(a, b):
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"matmul needs A [M, K] and B [K, N], got "
@@ -186,18 +223,21 @@ def run(a, b):
         return _run_tma(a, b, M, N, K)
     splits = max(1, min(SPLIT_K, triton.cdiv(K, BLOCK_K)))
     k_even = EVEN_K and K % BLOCK_K == 0  # every split then covers whole K steps
-    if splits == 1:
+    tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
+    atomic = splits > 1 and SPLIT_REDUCE == "atomic"
+    if splits == 1 or atomic:
         c = torch.empty((1, M, N), device=a.device, dtype=a.dtype)
     else:
         c = torch.empty((splits, M, N), device=a.device, dtype=torch.float32)
-    grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N), splits)
-    matmul_kernel[grid](c, a, b, M, N, K,
+    ws, count = _atomic_scratch(a.device, M * N, tiles) if atomic else (c, c)  # c: unread
+    grid = (tiles, splits)
+    matmul_kernel[grid](c, a, b, ws, count, M, N, K,
                         a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                         c.stride(0), c.stride(1), c.stride(2),
                         BM=BLOCK_M, BN=BLOCK_N, BK=BLOCK_K, GROUP=GROUP_M,
-                        K_EVEN=k_even, SPLITS=splits,
+                        K_EVEN=k_even, SPLITS=splits, ATOMIC=atomic,
                         num_warps=NUM_WARPS, num_stages=NUM_STAGES)
-    if splits == 1:
+    if splits == 1 or atomic:
         return c[0]
     out = torch.empty((M, N), device=a.device, dtype=a.dtype)
     splitk_sum_kernel[(triton.cdiv(M * N, 1024),)](out, c, M * N, SPLITS=splits, BLOCK=1024)
