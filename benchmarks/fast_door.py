@@ -1,9 +1,10 @@
 """The fast door's verdicts on the H200: A/A (the naive kernel against itself) and a
 kernel doing twice the work, per task, spread over its regimes, with the GPU alone and
-beside a neighbour process running matmuls on it. Every comparison is the sweep's
-(optimizer/sweep.py: the judge's interleaved comparison, the sweep's settings).
+beside a neighbour process running matmuls on it. Every comparison is the sweep's: shared
+rounds over the regime (optimizer/space_timing.py) with the sweep's settings, ``--space``
+configurations of the task's space timed in the same rounds as a sweep would.
 
-    python benchmarks/fast_door.py --aa 30 --slower 10 --out benchmarks/results
+    python benchmarks/fast_door.py --aa 30 --slower 10 --space 30 --out benchmarks/results
 """
 
 from __future__ import annotations
@@ -18,41 +19,51 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from kernelkb.kernels.base import get_task  # noqa: E402
-from kernelkb.optimizer import sweep  # noqa: E402
-from kernelkb.optimizer.sandbox.compare import compare  # noqa: E402
+from kernelkb.kernels.base import get_task
+from kernelkb.optimizer import space_timing, sweep
 
 NEIGHBOUR = ("import torch, time\na = torch.randn(8192, 8192, device='cuda', "
              "dtype=torch.float16)\nend = time.time() + 900\nwhile time.time() < end:\n"
              "    a @ a\n    torch.cuda.synchronize()\n")
 
 
-def run_task(name: str, aa: int, slower: int) -> dict:
+def run_task(name: str, aa: int, slower: int, space: int) -> dict:
+    """Per regime, in one set of shared rounds: copies of the naive kernel paired with each
+    other (A/A), the naive kernel doing its work twice paired with a copy (known slower),
+    and ``space`` configurations of the task's space beside them, as a sweep times them."""
     task = get_task(name)
     plan = sweep.SweepPlan.of(name, "float16")
     timer = sweep._Timer(task, "float16")
     default = task.default_config
+    extra = [c for c in task.space() if c != default][:space]
     regimes = list(plan.regimes.items())
-    rows: dict = {"aa": [], "slower": []}
-    for i in range(aa + slower):
-        regime, shapes = regimes[i % len(regimes)]
-        began = time.perf_counter()
-        if i < aa:
-            c = timer.compare(default, default, shapes)
-            kind = "aa"
-        else:
+    rows: dict = {"aa": [], "slower": [], "rounds": []}
+    for i, (regime, shapes) in enumerate(regimes):
+        n_aa = aa // len(regimes) + (i < aa % len(regimes))
+        n_slow = slower // len(regimes) + (i < slower % len(regimes))
+        arms = {f"naive{j}": timer.calls(default, shapes) for j in range(2 * n_aa + n_slow)}
+        for j in range(n_slow):
             calls = timer.calls(default, shapes)
-            twice = {k: (lambda f=f: (f(), f())) for k, f in calls.items()}
-            weights = {task.shape_label(s): task.objective_weight(s) for s in shapes}
-            c = compare(twice, timer.calls(default, shapes), weights, timer.clock,
-                        calls=sweep.CALLS_PER_ROUND, min_rounds=sweep.MIN_ROUNDS,
-                        max_rounds=sweep.MAX_ROUNDS, time_cap_s=sweep.TIME_CAP_S).to_dict()
-            kind = "slower"
-        rows[kind].append({"regime": regime, "outcome": c["outcome"], "ratio": c["ratio"],
-                           "low": c["low"], "high": c["high"], "rounds": c["rounds"],
-                           "seconds": round(time.perf_counter() - began, 3)})
+            arms[f"twice{j}"] = {k: (lambda f=f: (f(), f())) for k, f in calls.items()}
+        arms.update({sweep.key(c): timer.calls(c, shapes) for c in extra})
+        pairs = [(f"naive{2 * j + 1}", f"naive{2 * j}") for j in range(n_aa)]
+        pairs += [(f"twice{j}", f"naive{2 * n_aa + j}") for j in range(n_slow)]
+        pairs += [(sweep.key(c), "naive0") for c in extra]
+        began = time.perf_counter()
+        timed = space_timing.measure(arms, pairs, timer.weights(shapes), timer.clock,
+                                     calls=sweep.CALLS_PER_ROUND, min_rounds=sweep.MIN_ROUNDS,
+                                     max_rounds=sweep.MAX_ROUNDS,
+                                     time_cap_s=sweep.TIME_CAP_S * len(pairs))
+        rows["rounds"].append({"regime": regime, "arms": len(arms), "pairs": len(pairs),
+                               "rounds": timed.rounds, "calls": timed.calls,
+                               "seconds": round(time.perf_counter() - began, 3)})
+        for (cand, _), c in timed.comparisons.items():
+            kind = "aa" if cand.startswith("naive") else "slower" if cand.startswith(
+                "twice") else None
+            if kind:
+                rows[kind].append({"regime": regime, "outcome": c.outcome.value,
+                                   "ratio": c.ratio, "low": c.low, "high": c.high,
+                                   "rounds": c.rounds, "seconds": c.seconds})
     return rows
 
 
@@ -62,7 +73,8 @@ def summary(rows: dict) -> dict:
     return {"aa": len(aa), "aa_false": sum(r["outcome"] != "neutral" for r in aa),
             "slower": len(slow), "slower_caught": sum(r["outcome"] == "regressed" for r in slow),
             "median_interval_width": statistics.median(width) if width else None,
-            "median_seconds": statistics.median(r["seconds"] for r in aa + slow)}
+            "pairs_per_second": sum(r["pairs"] for r in rows["rounds"]) /
+            max(1e-9, sum(r["seconds"] for r in rows["rounds"]))}
 
 
 def main() -> None:
@@ -71,6 +83,8 @@ def main() -> None:
                                                         "matmul", "attention"])
     parser.add_argument("--aa", type=int, default=30)
     parser.add_argument("--slower", type=int, default=10)
+    parser.add_argument("--space", type=int, default=30,
+                        help="configurations of the space timed in the same rounds")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results"))
     args = parser.parse_args()
     if not torch.cuda.is_available():
@@ -84,14 +98,14 @@ def main() -> None:
             time.sleep(10)
         try:
             for name in args.tasks:
-                rows = run_task(name, args.aa, args.slower)
+                rows = run_task(name, args.aa, args.slower, args.space)
                 results["runs"][f"{name}/{condition}"] = {"summary": summary(rows), **rows}
                 s = summary(rows)
                 args.out.mkdir(parents=True, exist_ok=True)  # kept as it goes
                 (args.out / "fast_door_h200.json").write_text(json.dumps(results, indent=1))
                 print(f"{name:10s} {condition:9s} A/A {s['aa_false']}/{s['aa']} false · "
                       f"2x work {s['slower_caught']}/{s['slower']} caught · interval width "
-                      f"{s['median_interval_width']:.3f} · {s['median_seconds']:.2f} s each",
+                      f"{s['median_interval_width']:.3f} · {s['pairs_per_second']:.1f} pairs/s",
                       flush=True)
         finally:
             if neighbour is not None:

@@ -9,6 +9,7 @@
 #   bash benchmarks/h200.sh cost   (cost per evaluation against .out/base, carried; COST_FLAGS)
 #   bash benchmarks/h200.sh cuptistart   (what reading the GPU's own timestamps costs)
 #   bash benchmarks/h200.sh profile:softmax   (the worker's steps with the rules off and on)
+#   bash benchmarks/h200.sh doors:softmax,matmul   (where each door's seconds go; DOORS_FLAGS)
 #   GPU_K=expr bash benchmarks/h200.sh gputests   (only the GPU tests -k expr selects)
 #   bash benchmarks/h200.sh ab:layernorm   (the retrieval A/B afresh, ~6 min for one task;
 #     AB_BUDGET_S, AB_ITERS, AB_PARALLEL, AB_REPEATS: each run's budget and rounds, runs at once)
@@ -56,6 +57,8 @@ for stage in "$@"; do
     dram) timeout $(( $(left) - 20 )) python3 benchmarks/dram_traffic.py --out "$OUT" > "$OUT/dram.log" 2>&1; echo "rc=$?" >> "$OUT/dram.log" ;;
     # the GPU-timestamp readers' first and later sessions, fresh process each
     cuptistart) timeout $(( $(left) - 20 )) python3 benchmarks/cupti_start.py > "$OUT/cupti_start.log" 2>&1; echo "rc=$?" >> "$OUT/cupti_start.log" ;;
+    # where each door's seconds go: the full judge's laps, the fast door's checks and timing
+    doors:*) for t in $(echo ${stage#doors:} | tr , ' '); do timeout $(( $(left) - 20 )) python3 benchmarks/profile_doors.py "$t" ${DOORS_FLAGS-} > "$OUT/doors_$t.txt" 2>&1; echo "rc=$?" >> "$OUT/doors_$t.txt"; done ;;
     profile:*) t=${stage#profile:}; timeout $(( $(left) - 20 )) python3 benchmarks/profile_worker.py "$t" > "$OUT/profile_$t.txt" 2>&1; echo "rc=$?" >> "$OUT/profile_$t.txt" ;;
     hostcost) timeout $(( $(left) - 20 )) python3 benchmarks/host_cost.py --out "$OUT" > "$OUT/host_cost.log" 2>&1; echo "rc=$?" >> "$OUT/host_cost.log" ;;
     launch) timeout $(( $(left) - 20 )) python3 benchmarks/launch_bound.py --runs benchmarks/runs > "$OUT/launch.log" 2>&1; echo "rc=$?" >> "$OUT/launch.log" ;;

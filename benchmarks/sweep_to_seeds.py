@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernelkb.kb.record import ExperienceRecord  # noqa: E402
 from kernelkb.kernels.base import get_task  # noqa: E402
+from kernelkb.kernels.shared.comparison import failure_verdict  # noqa: E402
 from kernelkb.kernels.shared.hashing import source_hash  # noqa: E402
 from kernelkb.kernels.shared.stats import geomean  # noqa: E402
 from kernelkb.optimizer.sweep import Point, read_journal  # noqa: E402
@@ -66,8 +67,8 @@ def record_of(point: Point, header: dict, n: int) -> ExperienceRecord | None:
 
 def verdict_of(point: Point) -> str:
     if not point.ok:
-        return "incorrect" if point.error_kind in ("wrong_result", "bias") else "failed"
-    return point.comparison["outcome"] if point.comparison else "neutral"
+        return failure_verdict(point.error_kind, "correctness").value
+    return point.comparison.outcome.value if point.comparison else "neutral"
 
 
 def feedback_of(point: Point) -> dict:
@@ -81,21 +82,22 @@ def feedback_of(point: Point) -> dict:
     if not c:
         return {"stage": "correctness", "max_rel_err": point.max_rel_err,
                 "text": "correctness: pass (untimed)"}
-    shapes = c["shapes"]
-    timings = [{"shape": label, "median_ms": s["candidate_ms"], "iqr_ms": s["candidate_iqr_ms"],
-                "gpu_ms": s["candidate_ms"], "gpu_iqr_ms": s["candidate_iqr_ms"],
-                "ratio": s["ratio"], "ratio_low": s["low"], "ratio_high": s["high"]}
+    shapes = c.shapes
+    timings = [{"shape": label, "median_ms": s.candidate_ms, "iqr_ms": s.candidate_iqr_ms,
+                "gpu_ms": s.candidate_ms, "gpu_iqr_ms": s.candidate_iqr_ms,
+                "ratio": s.ratio, "ratio_low": s.low, "ratio_high": s.high}
                for label, s in shapes.items()]
-    time_ms = geomean([s["candidate_ms"] for s in shapes.values()])
-    parent_ms = geomean([s["incumbent_ms"] for s in shapes.values()])
+    time_ms = geomean([s.candidate_ms for s in shapes.values()])
+    parent_ms = geomean([s.incumbent_ms for s in shapes.values()])
     text = (f"correctness: pass (max rel err {point.max_rel_err:.1e}) · GPU time "
-            f"{time_ms:.4f} ms · parent {parent_ms:.4f} ms → {c['ratio']:.3f}x "
-            f"[{c['low']:.3f}, {c['high']:.3f}] (95%, {c['rounds']} rounds): {c['outcome']}")
+            f"{time_ms:.4f} ms · parent {parent_ms:.4f} ms → {c.ratio:.3f}x "
+            f"[{c.low:.3f}, {c.high:.3f}] (95%, {c.rounds} rounds): {c.outcome.value}")
     return {"stage": "performance", "timing_available": True, "timings": timings,
-            "time_ms": time_ms, "parent_ms": parent_ms, "speedup_vs_parent": c["ratio"],
+            "time_ms": time_ms, "parent_ms": parent_ms, "speedup_vs_parent": c.ratio,
             "max_rel_err": point.max_rel_err, "time_basis": "gpu",
-            "comparison": {k: c[k] for k in ("ratio", "low", "high", "rounds",
-                                             "calls_per_round", "noise_floor", "outcome")},
+            "comparison": {"ratio": c.ratio, "low": c.low, "high": c.high,
+                           "rounds": c.rounds, "calls_per_round": c.calls_per_round,
+                           "noise_floor": c.noise_floor, "outcome": c.outcome.value},
             "text": text}
 
 

@@ -118,7 +118,8 @@ def one(task: str, source: str, parent, parent_source: str | None, t0: float
                         noise=noise_threshold(result, parent))
         steps = json.loads(result.artifacts.get("wall_s") or "{}")
         entry.update(interleaved=verdict.value, previous=previous_rule(result, parent),
-                     comparison={k: v for k, v in (result.comparison or {}).items()
+                     comparison={k: v for k, v in (result.comparison.to_dict()
+                                                   if result.comparison else {}).items()
                                  if k != "shapes"},
                      gpu_ms=result.time_ms, call_ms=_geo(result.timings),
                      suspect=result.suspect_reasons,

@@ -350,7 +350,12 @@ class Loop:
             insights=recalled.insights,
             known_configs=self.known.configs if self.known else [],
             predicted=self.known.predicted if self.known else [],
-            gpu_arch=self.info.env.arch)
+            gpu_arch=self.info.env.arch, shapes=self._tuned_shapes(),
+            sm_count=self.info.env.sm_count)
+
+    def _tuned_shapes(self) -> list[tuple[int, ...]]:
+        """The shapes each round times (one regime's): what launch-shape moves judge."""
+        return resolve_shapes(self.task, self.options.shapes, self.info.env.arch != "cpu")[1]
 
     # -- the end of a run ---------------------------------------------------------------
     def _sweep(self, result: RunResult, iteration: int) -> None:
@@ -401,7 +406,7 @@ def _score(result: Any, best: float | None = None) -> float | None:
         return None
     comparison = getattr(result, "comparison", None)
     if comparison and best:
-        return best / float(comparison["ratio"])
+        return best / comparison.ratio
     return result.time_ms
 
 

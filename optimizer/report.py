@@ -344,7 +344,7 @@ def measurement_line(result: Any) -> str | None:
              if e is not None and getattr(e, "timing_available", False)]
     if not evals:
         return None
-    floors = sorted({e.comparison["noise_floor"] for e in evals if getattr(e, "comparison", None)})
+    floors = sorted({e.comparison.noise_floor for e in evals if e.comparison})
     settled = next((e.settle for e in evals if getattr(e, "settle", None)), None)
     line = ("- verdicts: interleaved GPU-time comparisons with the incumbent, 95% intervals, "
             f"noise floor {', '.join(f'{f:.0%}' for f in floors)}" if floors else

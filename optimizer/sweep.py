@@ -12,8 +12,11 @@ process) that make the full judge cost 20 s a candidate. So a sweep:
 2. **compares** each configuration that passed with its parent (the neighbour one knob
    closer to the naive kernel; the naive kernel where that neighbour failed), per shape
    regime, in this process on an otherwise idle GPU, one CUDA context for the whole
-   space: ``compare.compare``, the judge's own interleaved GPU-time comparison with its
-   95% interval, so a point's verdict is the same rule as an agent's round.
+   space: every configuration of a regime is timed in shared rounds, in a fresh random
+   order each pass (space_timing.py), and each pair's paired rounds give its ratio and
+   95% interval by the judge's own rule (kernels/shared/comparison.py), so a point's
+   verdict is the same rule as an agent's round; a parent is timed once for all its
+   children.
 
 Each point (configuration x regime x dtype) is one line of a JSONL journal, written as
 it is measured: an interrupted sweep resumes where it stopped, and
@@ -26,7 +29,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import math
 import multiprocessing
 import os
 import time
@@ -38,14 +40,16 @@ from pathlib import Path
 from typing import Any
 
 from kernelkb.kernels.base import DTYPES, Knob, Shape, Task, Variant, get_task, load_candidate
+from kernelkb.kernels.shared.comparison import Comparison
+from kernelkb.optimizer import space_timing
 
 log = logging.getLogger(__name__)
 
 SEEDS = (0, 1, 2)  # input sets each shape is timed on (rotated call by call)
 # the comparison's settings for generated code: the judge's calls a round and least
 # rounds (with three calls a round, tiny kernels' quantised event times read 14 of 30
-# A/A comparisons of swiglu as a change on the H200), fewer rounds at most; a point
-# never takes longer than TIME_CAP_S (then its interval is the one so far)
+# A/A comparisons of swiglu as a change on the H200), fewer rounds at most; a regime's
+# rounds stop after TIME_CAP_S a pair at most (then each interval is the one so far)
 CALLS_PER_ROUND = 5
 MIN_ROUNDS = 6
 MAX_ROUNDS = 16
@@ -163,7 +167,7 @@ class Point:
     error_message: str | None = None
     failing_shapes: list[str] | None = None
     max_rel_err: float | None = None
-    comparison: dict[str, Any] | None = None  # compare.Comparison.to_dict()
+    comparison: Comparison | None = None
     shapes: list[str] | None = None
     measured_at: str = ""
 
@@ -172,7 +176,15 @@ class Point:
         return f"{self.task}|{self.dtype}|{self.regime}|{key(self.config)}"
 
     def to_json(self) -> str:
-        return json.dumps(self.__dict__, sort_keys=True)
+        row = {**self.__dict__,
+               "comparison": self.comparison.to_dict() if self.comparison else None}
+        return json.dumps(row, sort_keys=True)
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Point:
+        comparison = row.get("comparison")
+        return cls(**{**row, "comparison": Comparison.from_dict(comparison)
+                      if comparison else None})
 
 
 def read_journal(path: Path) -> tuple[dict[str, Any], dict[str, Point]]:
@@ -189,7 +201,7 @@ def read_journal(path: Path) -> tuple[dict[str, Any], dict[str, Point]]:
         if "header" in row:
             header = row["header"]
         else:
-            point = Point(**row)
+            point = Point.from_row(row)
             points[point.id] = point
     return header, points
 
@@ -206,6 +218,7 @@ class _Timer:
         self.settled = settle()
         self.clock = GpuClock()
         self.modules: dict[str, Any] = {}
+        self.timed_calls = 0
         self.inputs: dict[Shape, list[tuple[Any, ...]]] = {}
         self.torch_dtype = DTYPES[dtype]
         self.torch = torch
@@ -234,14 +247,47 @@ class _Timer:
         return out
 
     def compare(self, config: dict[str, Any], incumbent: dict[str, Any],
-                shapes: list[Shape]) -> dict[str, Any]:
+                shapes: list[Shape]) -> Comparison:
+        """One configuration against one incumbent, pairwise (the judge's comparison)."""
         from kernelkb.optimizer.sandbox.compare import compare
 
-        weights = {self.task.shape_label(s): self.task.objective_weight(s) for s in shapes}
-        result = compare(self.calls(config, shapes), self.calls(incumbent, shapes), weights,
-                         self.clock, calls=CALLS_PER_ROUND, min_rounds=MIN_ROUNDS,
-                         max_rounds=MAX_ROUNDS, time_cap_s=TIME_CAP_S)
-        return result.to_dict()
+        return compare(self.calls(config, shapes), self.calls(incumbent, shapes),
+                       self.weights(shapes), self.clock, calls=CALLS_PER_ROUND,
+                       min_rounds=MIN_ROUNDS, max_rounds=MAX_ROUNDS, time_cap_s=TIME_CAP_S)
+
+    def weights(self, shapes: list[Shape]) -> dict[str, float]:
+        return {self.task.shape_label(s): self.task.objective_weight(s) for s in shapes}
+
+    def time_regime(self, regime: str, points: list[Point], shapes: list[Shape]) -> None:
+        """Every point of one regime that passed its checks against its parent, in shared
+        rounds (space_timing.py): fills each point's comparison, or marks the point
+        failed where its own configuration would not run on a timed shape."""
+        wanted = [p for p in points if p.ok and p.parent is not None]
+        configs = {key(c): c for p in wanted for c in (p.config, p.parent) if c is not None}
+        arms: dict[str, dict[str, Callable[[], Any]]] = {}
+        failed: dict[str, str] = {}
+        for name, config in configs.items():
+            try:
+                arms[name] = self.calls(config, shapes)
+            except Exception as err:  # noqa: BLE001 - fails on a timed shape only
+                failed[name] = f"{type(err).__name__}: {err}"[:400]
+        pairs = [(key(p.config), key(p.parent)) for p in wanted if p.parent is not None]
+
+        def progress(done: int, still: int, total: int) -> None:
+            log.info("%s %s %s: round %d, %d of %d pairs still open", self.task.name,
+                     self.dtype, regime, done, still, total)
+
+        timed = space_timing.measure(
+            arms, [p for p in pairs if p[0] in arms and p[1] in arms], self.weights(shapes),
+            self.clock, calls=CALLS_PER_ROUND, min_rounds=MIN_ROUNDS, max_rounds=MAX_ROUNDS,
+            time_cap_s=TIME_CAP_S * max(1, len(pairs)), on_round=progress)
+        failed.update(timed.failed)
+        self.timed_calls += timed.calls
+        for point, pair in zip(wanted, pairs, strict=True):
+            point.comparison = timed.comparisons.get(pair)
+            if pair[0] in failed:
+                point.ok, point.error_kind = False, "runtime_error"
+                point.error_message = f"while timing: {failed[pair[0]]}"[:400]
 
 
 @dataclass
@@ -310,7 +356,8 @@ def run_sweep(plan: SweepPlan, journal: Path, *, workers: int | None = None,
                 "timed": timed_here, "started_at": _now(),
                 "gpu_shared": neighbours.shared_note() if timed_here else None,
                 "settings": {"calls_per_round": CALLS_PER_ROUND, "min_rounds": MIN_ROUNDS,
-                             "max_rounds": MAX_ROUNDS, "time_cap_s": TIME_CAP_S}}}) + "\n")
+                             "max_rounds": MAX_ROUNDS, "time_cap_s": TIME_CAP_S,
+                             "rounds": "shared by the regime's configurations"}}}) + "\n")
     todo = [c for c in plan.configs
             if any(_point_id(task.name, dtype, r, c) not in done for r in plan.regimes)]
     every, conditioned = _check_shapes(plan)
@@ -331,36 +378,37 @@ def run_sweep(plan: SweepPlan, journal: Path, *, workers: int | None = None,
     with journal.open("a") as handle:
         if journal.stat().st_size and not journal.read_bytes().endswith(b"\n"):
             handle.write("\n")  # end the line a killed sweep left torn
-        for config in todo:
-            verdict = checked[key(config)]
-            step = parent_of(task, config)
-            parent, changed = step if step else (None, None)
-            if parent is not None and not checked.get(key(parent), {}).get("ok"):
-                parent = dict(default)  # its parent failed: compare with the naive kernel
-            for regime, shapes in plan.regimes.items():
-                pid = _point_id(task.name, dtype, regime, config)
-                if pid in done:
-                    continue
-                point = Point(task.name, dtype, regime, config, parent, changed,
-                              ok=bool(verdict.get("ok")),
-                              error_kind=verdict.get("error_kind"),
-                              error_message=verdict.get("error_message"),
-                              failing_shapes=verdict.get("failing_shapes"),
-                              max_rel_err=verdict.get("max_rel_err"),
-                              shapes=[task.shape_label(s) for s in shapes], measured_at=_now())
-                if point.ok and timer is not None and parent is not None:
-                    try:
-                        point.comparison = timer.compare(config, parent, shapes)
-                    except Exception as err:  # noqa: BLE001 - fails on a timed shape only
-                        point.ok, point.error_kind = False, "runtime_error"
-                        point.error_message = f"while timing: {err}"[:400]
+        for regime, shapes in plan.regimes.items():
+            points = [_point(task, dtype, regime, shapes, config, checked)
+                      for config in todo
+                      if _point_id(task.name, dtype, regime, config) not in done]
+            if timer is not None and points:
+                timer.time_regime(regime, points, shapes)
+            for point in points:
                 handle.write(point.to_json() + "\n")
                 handle.flush()
-                done[pid] = point
+                done[point.id] = point
                 count += 1
                 if on_point:
                     on_point(point, count, total)
     return [p for p in done.values() if p.task == task.name and p.dtype == dtype]
+
+
+def _point(task: Task, dtype: str, regime: str, shapes: list[Shape], config: dict[str, Any],
+           checked: dict[str, dict[str, Any]]) -> Point:
+    """A point with its check's outcome and its incumbent: the parent, or the naive
+    kernel where the parent failed its checks."""
+    verdict = checked[key(config)]
+    step = parent_of(task, config)
+    parent, changed = step if step else (None, None)
+    if parent is not None and not checked.get(key(parent), {}).get("ok"):
+        parent = dict(task.default_config)
+    return Point(task.name, dtype, regime, config, parent, changed,
+                 ok=bool(verdict.get("ok")), error_kind=verdict.get("error_kind"),
+                 error_message=verdict.get("error_message"),
+                 failing_shapes=verdict.get("failing_shapes"),
+                 max_rel_err=verdict.get("max_rel_err"),
+                 shapes=[task.shape_label(s) for s in shapes], measured_at=_now())
 
 
 def _point_id(task: str, dtype: str, regime: str, config: dict[str, Any]) -> str:
@@ -441,6 +489,5 @@ def describe(point: Point) -> str:
     c = point.comparison
     if not c:
         return f"{label}: correct (untimed)"
-    spread = (math.log(c["high"]) - math.log(c["low"])) / 2
-    return (f"{label}: {c['ratio']:.3f}x vs parent [{c['low']:.3f}, {c['high']:.3f}] "
-            f"{c['outcome']} ({c['rounds']} rounds, +/-{spread:.1%})")
+    return (f"{label}: {c.ratio:.3f}x vs parent [{c.low:.3f}, {c.high:.3f}] "
+            f"{c.outcome.value} ({c.rounds} rounds, +/-{c.half_width:.1%})")

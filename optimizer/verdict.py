@@ -13,14 +13,13 @@ both kernels, floored and capped.
 from __future__ import annotations
 
 import statistics
-from typing import Any
 
+from kernelkb.kernels.shared.comparison import failure_verdict, outcome
 from kernelkb.kernels.shared.vocabulary import Verdict
+from kernelkb.optimizer.sandbox.result import EvalResult
 
 MIN_NOISE = 0.02
 MAX_NOISE = 0.10
-_INCORRECT_KINDS = ("wrong_result", "bias", "cheat_")
-_NOT_A_CORRECTNESS_VERDICT = ("timeout", "out_of_memory", "crash", "missing_run")
 
 
 def relative_spread(timings: dict[str, tuple[float, float]]) -> float:
@@ -29,46 +28,39 @@ def relative_spread(timings: dict[str, tuple[float, float]]) -> float:
     return statistics.median(spreads) if spreads else 0.0
 
 
-def noise_threshold(result: Any, parent: Any | None, floor: float = MIN_NOISE) -> float:
+def noise_threshold(result: EvalResult, parent: EvalResult | None,
+                    floor: float = MIN_NOISE) -> float:
     """Relative change below which a timing difference is noise: the comparison's floor
     where there is one, else the spread rule."""
-    comparison = getattr(result, "comparison", None)
-    if comparison:
-        return float(comparison["noise_floor"])
-    spread = relative_spread(getattr(result, "timings", {}) or {})
+    if result.comparison:
+        return result.comparison.noise_floor
+    spread = relative_spread(result.timings)
     if parent is not None:
-        spread += relative_spread(getattr(parent, "timings", {}) or {})
+        spread += relative_spread(parent.timings)
     return min(MAX_NOISE, max(floor, spread))
 
 
-def judge(result: Any, parent: Any | None, *, claimed_gain: bool, noise: float) -> Verdict:
-    """improved / neutral / regressed / incorrect / failed / invalid, from an EvalResult."""
+def judge(result: EvalResult, parent: EvalResult | None, *, claimed_gain: bool,
+          noise: float) -> Verdict:
+    """improved / neutral / regressed / incorrect / failed / invalid, from an evaluation:
+    the rule itself is kernels/shared/comparison.py."""
     if not result.ok:
-        kind = result.error_kind or ""
-        if kind in _NOT_A_CORRECTNESS_VERDICT:  # ran out of time or memory: not wrong
-            return Verdict.failed
-        if result.stage == "correctness" or kind.startswith(_INCORRECT_KINDS):
-            return Verdict.incorrect
-        return Verdict.failed
+        return failure_verdict(result.error_kind, result.stage)
     if result.suspect:
         return Verdict.neutral
-    comparison = getattr(result, "comparison", None)
-    if comparison:
-        outcome = comparison["outcome"]
-        if outcome in ("improved", "regressed"):
-            return Verdict(outcome)
+    if result.comparison:
+        found = result.comparison.outcome
+        if found is not Verdict.neutral:
+            return found
         return Verdict.invalid if claimed_gain else Verdict.neutral
-    if getattr(result, "gpu_timings", None):
+    if result.gpu_timings:
         return Verdict.neutral  # timed, but not beside its parent: no verdict
     child_ms = result.time_ms if result.timing_available else None
     # the parent over the same shapes, with any shape re-timed beside the child
-    parent_ms = getattr(result, "parent_ms", None) or (
-        getattr(parent, "time_ms", None) if parent is not None else None)
-    if child_ms is None or parent_ms is None or result.suspect:
+    parent_ms = result.parent_ms or (parent.time_ms if parent is not None else None)
+    if child_ms is None or parent_ms is None:
         return Verdict.neutral  # correct but not (trustworthily) timed: 'verified'
-    ratio = parent_ms / child_ms
-    if ratio > 1.0 + noise:
-        return Verdict.improved
-    if ratio < 1.0 / (1.0 + noise):
-        return Verdict.regressed
+    found = outcome(parent_ms / child_ms, parent_ms / child_ms, noise)  # one figure each
+    if found is not Verdict.neutral:
+        return found
     return Verdict.invalid if claimed_gain else Verdict.neutral

@@ -18,7 +18,8 @@ machine read 2.8x slow for minutes. So a verdict is a comparison made inside one
 - **Steady state.** ``settle`` runs a fixed workload until it times the same twice in a
   row, before anything is timed, and says how long that took.
 
-Imports only torch (the sandbox's rule: it runs on a bare GPU host).
+Imports only torch and the floor's verdict rule (the sandbox's rule: it runs on a bare GPU
+host); the statistics and the rule are kernels/shared/comparison.py.
 """
 
 from __future__ import annotations
@@ -27,12 +28,19 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
 
-NOISE_FLOOR = 0.01  # a ratio inside 1 +/- this is no change, however sure the interval
+from kernelkb.kernels.shared.comparison import (
+    NOISE_FLOOR,
+    Comparison,
+    from_rounds,
+    iqr,
+    mean_interval,
+)
+
 TARGET_HALF_WIDTH = 0.006  # stop once the 95% interval of the log ratio is this narrow
 MIN_ROUNDS = 6
 MAX_ROUNDS = 40
@@ -45,26 +53,6 @@ SETTLE_TOLERANCE = 0.01
 SETTLE_BURST_MS = 20.0
 
 Call = Callable[[], Any]
-
-# two-sided 95% quantiles of Student's t by degrees of freedom (1..30); above: 1.96 + 2.4/df
-_T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
-         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
-         2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-
-
-def t975(df: int) -> float:
-    if df < 1:
-        return math.inf
-    return _T975[df - 1] if df <= len(_T975) else 1.96 + 2.4 / df
-
-
-def mean_interval(values: list[float]) -> tuple[float, float]:
-    """(mean, half width of its 95% interval) of independent replicates."""
-    mean = statistics.fmean(values)
-    if len(values) < 2:
-        return mean, math.inf
-    return mean, t975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
-
 
 class GpuClock:
     """Per-call GPU time with the host side hidden behind a sleep kernel (module doc).
@@ -167,47 +155,6 @@ def settle(max_s: float = 3.0, min_s: float = 0.3) -> Settled:
             return Settled(steady, round(spent, 3), bursts[-1], bursts[0])
 
 
-@dataclass
-class ShapeComparison:
-    ratio: float  # incumbent GPU time / candidate GPU time (> 1: the candidate is faster)
-    low: float
-    high: float
-    candidate_ms: float  # median GPU ms over every sample
-    candidate_iqr_ms: float
-    incumbent_ms: float
-    candidate_host_ms: float
-    incumbent_host_ms: float
-
-
-@dataclass
-class Comparison:
-    """The verdict's evidence: the ratio of GPU times with its 95% interval."""
-
-    ratio: float
-    low: float
-    high: float
-    rounds: int
-    calls_per_round: int
-    noise_floor: float
-    seconds: float
-    shapes: dict[str, ShapeComparison] = field(default_factory=dict)
-    stopped: str = ""  # "narrow" | "max_rounds" | "time_cap"
-
-    @property
-    def outcome(self) -> str:
-        """improved / regressed when the whole interval clears the floor, else neutral."""
-        if self.low > 1.0 + self.noise_floor:
-            return "improved"
-        if self.high < 1.0 / (1.0 + self.noise_floor):
-            return "regressed"
-        return "neutral"
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["outcome"] = self.outcome
-        return data
-
-
 def compare(candidate: Mapping[str, Call], incumbent: Mapping[str, Call],
             weights: Mapping[str, float], clock: GpuClock, *,
             noise_floor: float = NOISE_FLOOR, target: float = TARGET_HALF_WIDTH,
@@ -243,19 +190,8 @@ def compare(candidate: Mapping[str, Call], incumbent: Mapping[str, Call],
         if time.perf_counter() - began > time_cap_s and len(rounds) >= 2 and even:
             stopped = "time_cap"
             break
-    mean, half = mean_interval(rounds)
-    shapes = {}
-    for k in labels:
-        m, h = mean_interval(per_shape[k])
-        shapes[k] = ShapeComparison(
-            ratio=math.exp(m), low=math.exp(m - h), high=math.exp(m + h),
-            candidate_ms=statistics.median(times[k][0]), candidate_iqr_ms=_iqr(times[k][0]),
-            incumbent_ms=statistics.median(times[k][1]),
-            candidate_host_ms=host[k][0], incumbent_host_ms=host[k][1])
-    return Comparison(ratio=math.exp(mean), low=math.exp(mean - half), high=math.exp(mean + half),
-                      rounds=len(rounds), calls_per_round=calls, noise_floor=noise_floor,
-                      seconds=round(time.perf_counter() - began, 3), shapes=shapes,
-                      stopped=stopped)
+    return from_rounds(rounds, per_shape, times, host, calls=calls, noise_floor=noise_floor,
+                       seconds=time.perf_counter() - began, stopped=stopped)
 
 
 def _interleaved(clock: GpuClock, a: Call, b: Call, host: tuple[float, float], calls: int,
@@ -274,9 +210,4 @@ def gpu_profile(call: Call, clock: GpuClock, rounds: int = 8, calls: int = CALLS
     host = clock.host_ms(call)
     clock.samples(call, 2, host)
     samples = [t for _ in range(rounds) for t in clock.samples(call, calls, host)]
-    return statistics.median(samples), _iqr(samples), host
-
-
-def _iqr(samples: list[float]) -> float:
-    q = statistics.quantiles(samples, n=4) if len(samples) > 1 else [samples[0]] * 3
-    return q[2] - q[0]
+    return statistics.median(samples), iqr(samples), host

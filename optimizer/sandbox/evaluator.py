@@ -15,8 +15,10 @@ from typing import Any
 import torch
 
 from kernelkb.kernels.base import DTYPES, Shape, Task, get_task, header_constants
+from kernelkb.kernels.shared.comparison import Comparison
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.stats import geomean
+from kernelkb.kernels.shared.vocabulary import Verdict
 from kernelkb.optimizer.sandbox import compare, feedback, interpreter_pass, kernel_clock, neighbours
 from kernelkb.optimizer.sandbox.hardware import detect_environment
 from kernelkb.optimizer.sandbox.result import Baseline, EvalResult
@@ -245,21 +247,20 @@ def _fill_gpu(result: EvalResult, gpu: dict[str, Any], labels: list[str],
     result.host_timings = {k: float(v[2]) for k, v in alone.items() if k in labels}
     result.busy_timings = {k: float(v) for k, v in (gpu.get("busy_ms") or {}).items()
                            if k in labels and v is not None}
-    comparison = gpu.get("comparison")
-    if not comparison:
+    if not gpu.get("comparison"):
         return
-    shapes = comparison.get("shapes") or {}
+    comparison = Comparison.from_dict(gpu["comparison"])
     if parent_source is not None:
-        comparison["incumbent_hash"] = source_hash(parent_source)
+        comparison.incumbent_hash = source_hash(parent_source)
     result.comparison = comparison
+    shapes = comparison.shapes
     weights = [result.objective_weights.get(k, 1.0) for k in labels]
-    result.parent_timings = {k: float(shapes[k]["incumbent_ms"]) for k in labels if k in shapes}
+    result.parent_timings = {k: shapes[k].incumbent_ms for k in labels if k in shapes}
     if len(result.parent_timings) == len(labels):
         result.parent_ms = geomean([result.parent_timings[k] for k in labels], weights)
-    result.speedup_vs_parent = float(comparison["ratio"])
-    floor = float(comparison["noise_floor"])
-    result.regressions = {k: 1.0 / s["ratio"] - 1.0 for k, s in shapes.items()
-                          if s["high"] < 1.0 / (1.0 + floor)}
+    result.speedup_vs_parent = comparison.ratio
+    result.regressions = {k: 1.0 / s.ratio - 1.0 for k, s in shapes.items()
+                          if comparison.shape_outcome(k) is Verdict.regressed}
     before = parent.gpu_median() if parent is not None else {}
     drift = [result.parent_timings[k] / before[k] for k in result.parent_timings
              if before.get(k)]

@@ -113,9 +113,9 @@ def _render_layers(r: EvalResult) -> str:
     lines.append(time_line)
     if r.comparison:
         c = r.comparison
-        line = (f"vs parent, interleaved: {c['ratio']:.3f}x [{c['low']:.3f}, {c['high']:.3f}] "
-                f"(95%, {c['rounds']} rounds, noise floor {c['noise_floor']:.0%}) → "
-                f"{c['outcome']}")
+        line = (f"vs parent, interleaved: {c.ratio:.3f}x [{c.low:.3f}, {c.high:.3f}] "
+                f"(95%, {c.rounds} rounds, noise floor {c.noise_floor:.0%}) → "
+                f"{c.outcome.value}")
         if r.incumbent_drift is not None and abs(r.incumbent_drift - 1) > DRIFT_SHARE:
             line += f" · parent drifted {r.incumbent_drift - 1:+.0%} since it was measured"
         lines.append(line)

@@ -3,14 +3,16 @@
 One object carries every layer of feedback (stage, error statistics, timing, compiled
 metadata, guards) so that the optimizer, the report and the experience record read the
 same numbers. ``None`` means "not measured", never -1. This module imports nothing but
-the standard library: ``feedback_dict`` produces plain data that validates as
-``kb.record.Feedback`` without the sandbox importing pydantic.
+the standard library and the floor's verdict rule: ``feedback_dict`` produces plain data
+that validates as ``kb.record.Feedback`` without the sandbox importing pydantic.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from kernelkb.kernels.shared.comparison import Comparison
 
 # Failure kinds, in the order a failure is reported when a shape shows several.
 ERROR_KINDS: tuple[str, ...] = (
@@ -86,8 +88,8 @@ class EvalResult:
     # GPU busy ms per call by the GPU's own timestamps, all streams (kernel_clock.py)
     busy_timings: dict[str, float] = field(default_factory=dict)
     objective_weights: dict[str, float] = field(default_factory=dict)
-    # the interleaved comparison with the incumbent (compare.Comparison.to_dict), if any
-    comparison: dict[str, Any] | None = None
+    # the interleaved comparison with the incumbent, if any
+    comparison: Comparison | None = None
     incumbent_drift: float | None = None  # incumbent's GPU time now / when it was measured
     settle: dict[str, Any] | None = None  # how the GPU was brought to a steady state
     # what the judge checked itself (judge.py): shapes re-run on fresh inputs, its clock
@@ -130,26 +132,28 @@ class EvalResult:
     @property
     def outcome(self) -> str | None:
         """The comparison's outcome: improved / neutral / regressed; None without one."""
-        return (self.comparison or {}).get("outcome")
+        return self.comparison.outcome.value if self.comparison else None
 
     def _comparison_dict(self) -> dict[str, Any] | None:
         c = self.comparison
         if not c:
             return None
-        return {"ratio": c["ratio"], "low": c["low"], "high": c["high"], "rounds": c["rounds"],
-                "calls_per_round": c["calls_per_round"], "noise_floor": c["noise_floor"],
-                "outcome": c["outcome"], "incumbent_hash": c.get("incumbent_hash"),
+        return {"ratio": c.ratio, "low": c.low, "high": c.high, "rounds": c.rounds,
+                "calls_per_round": c.calls_per_round, "noise_floor": c.noise_floor,
+                "outcome": c.outcome.value, "incumbent_hash": c.incumbent_hash,
                 "drift": self.incumbent_drift}
 
     def _shape_row(self, label: str, med: float, iqr: float) -> dict[str, Any]:
         gpu = self.gpu_timings.get(label)
-        shape = ((self.comparison or {}).get("shapes") or {}).get(label) or {}
+        shape = self.comparison.shapes.get(label) if self.comparison else None
         return {"shape": label, "median_ms": med, "iqr_ms": iqr,
                 "graph_ms": self.graph_timings.get(label),
                 "baseline_ms": self.baseline_timings.get(label),
                 "gpu_ms": gpu[0] if gpu else None, "gpu_iqr_ms": gpu[1] if gpu else None,
-                "host_ms": self.host_timings.get(label), "ratio": shape.get("ratio"),
-                "ratio_low": shape.get("low"), "ratio_high": shape.get("high")}
+                "host_ms": self.host_timings.get(label),
+                "ratio": shape.ratio if shape else None,
+                "ratio_low": shape.low if shape else None,
+                "ratio_high": shape.high if shape else None}
 
     def feedback_dict(self) -> dict[str, Any]:
         """The feedback layer of an experience record (validates as kb.record.Feedback)."""

@@ -31,6 +31,7 @@ import torch
 
 from kernelkb.kernels.base import DTYPES, Task, get_task, load_candidate
 from kernelkb.kernels.discovery import load_origin
+from kernelkb.kernels.shared.comparison import may_improve
 from kernelkb.optimizer.sandbox import (
     checks,
     compare,
@@ -269,8 +270,8 @@ class Worker:
             seed = int(question["seed"])
             inputs = self.make_inputs(shape, seed=seed)
             if question.get("condition"):
-                (condition,) = [c for c in self.task.input_conditions
-                                if c.name == question["condition"]]
+                from kernelkb.kernels.draws import resolve  # a declared or a drawn one
+                condition = resolve(self.task, question["condition"])
                 inputs = list(condition.apply(tuple(inputs), seed))
             with GRAD_MODES[question.get("grad") or "enabled"]():
                 out = module.run(*inputs)
@@ -777,7 +778,7 @@ def _may_gain(label: str, comparison: dict[str, Any], unsync: set[str]) -> bool:
     shape = (comparison.get("shapes") or {}).get(label)
     if shape is None or label in unsync:
         return True
-    return bool(shape["high"] > 1.0 + comparison["noise_floor"])
+    return may_improve(shape["high"], comparison["noise_floor"])
 
 
 def _unsync_kept(unsync: dict[str, str], timings: dict[str, list[float]],

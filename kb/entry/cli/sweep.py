@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             points = run_sweep(plan, journal, workers=args.workers,
                                on_point=_Progress(describe))
         timed = [p for p in points if p.comparison]
-        sure = [p for p in timed if p.comparison and p.comparison["outcome"] != "neutral"]
+        sure = [p for p in timed if p.comparison and p.comparison.outcome != "neutral"]
         print(f"{task.name} {dtype}: {len(points)} points, {len(timed)} compared with their "
               f"parent ({len(sure)} sure), {sum(not p.ok for p in points)} failed, in "
               f"{time.perf_counter() - began:.0f} s", flush=True)

@@ -12,6 +12,7 @@ import random
 
 import pytest
 
+from kernelkb.kernels.shared import comparison as rule
 from kernelkb.optimizer.sandbox import compare
 
 
@@ -95,8 +96,8 @@ def test_weights_decide_the_objective() -> None:
 
 
 def test_student_t_quantiles() -> None:
-    assert compare.t975(1) == pytest.approx(12.706)
-    assert compare.t975(30) == pytest.approx(2.042)
-    assert 1.96 < compare.t975(200) < 1.98 and compare.t975(0) == math.inf
-    mean, half = compare.mean_interval([1.0, 2.0, 3.0])
+    assert rule.t975(1) == pytest.approx(12.706)
+    assert rule.t975(30) == pytest.approx(2.042)
+    assert 1.96 < rule.t975(200) < 1.98 and rule.t975(0) == math.inf
+    mean, half = rule.mean_interval([1.0, 2.0, 3.0])
     assert mean == 2.0 and half == pytest.approx(4.303 * 1.0 / math.sqrt(3))

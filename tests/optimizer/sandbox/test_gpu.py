@@ -119,8 +119,8 @@ def test_stale_parent_figure_is_retimed_beside_the_child(timed):
     assert set(child.parent_retimed) == set(child.timings)  # every shape looked 100x faster
     assert 0.5 < child.speedup_vs_parent < 2.0  # the same kernel: no gain, once re-timed
     # the verdict's figure: the interleaved comparison, the same kernel on both sides
-    assert child.comparison and child.comparison["outcome"] == "neutral", child.comparison
-    assert 0.97 < child.comparison["ratio"] < 1.03
+    assert child.comparison and child.comparison.outcome == "neutral", child.comparison
+    assert 0.97 < child.comparison.ratio < 1.03
 
 
 # -- issue 12: cheats only a GPU shows, and the CPU ones again on the GPU path ----------
