@@ -335,6 +335,11 @@ class Dispatcher:
     def __call__(self, *args):
         return self.call(*args)
 
+    def pick(self, args):
+        """The run() of the configuration ``args`` dispatch to (the launch plan's source)."""
+        k = self.key(args)
+        return self.by_key.get(k) or self.resolve(k)
+
     def resolve(self, key):
         if self.here is None:
             self.here = dispatch_gpu_here()

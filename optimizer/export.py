@@ -1,15 +1,20 @@
 """Export the best kernel as a Python module usable from PyTorch.
 
-The module is the candidate's own source (it defines ``run``) plus, where the signature
-allows, an operator ``torch.ops.kernelkb.<task>`` (torch.library define + impl) with a fake
-(meta) implementation, so it composes with torch.compile. The signature is read from the
-task itself: the input maker's argument types and the reference's output.
+The module carries the candidate's source (its kernels and ``run``), the launch-plan
+runtime (kernels/plan_record.py and plan_bind.py, verbatim: torch + triton only) and, with
+a dispatch table (optimizer/dispatch.py), the dispatch runtime (kernels/dispatch_runtime.py)
+and the table, both as a ``<module>.dispatch.json`` file beside it (what a user replaces
+with a merged table) and embedded (used when the file is missing).
 
-With a dispatch table (optimizer/dispatch.py) the module also carries the dispatch
-runtime (kernels/dispatch_runtime.py, verbatim: torch + triton only) and the table, both
-as a ``<module>.dispatch.json`` file beside it (what a user replaces with a merged table)
-and embedded (used when the file is missing); ``dispatch_run`` and the op then run the
-configuration the table holds for the call's regime on this GPU.
+What a call runs is the launch plan, not ``run``: the first call of an input layout calls
+the configuration's ``run`` once while its Triton launches and buffer allocations are
+recorded, and binds them into a generated launcher (each compiled kernel called directly
+with its grid and arguments); later calls of that layout run the launcher after one tuple
+and one dictionary lookup (kernels/plan_bind.py). ``launch(...)`` (``dispatch_run`` with a
+table) is that path; ``torch.ops.<namespace>.<task>`` registers it through torch.library
+(define + impl + a fake that reads the output sizes from the inputs, optimizer/op_fake.py),
+so torch.compile and CUDA graphs take the op whole. ``KERNELKB_LAUNCH_PLAN=0`` at import
+calls ``run`` per call instead (with its per-shape launch cache).
 """
 
 from __future__ import annotations
@@ -95,7 +100,7 @@ def export_module(task: Task, source: str, path: Path, *, dtype: str = "float16"
     (or name a hash in ``sources``, the other kernels the module must carry);
     ``namespace``: the op's, ``torch.ops.<namespace>.<task>``."""
     signature = op_signature(task, source, dtype)
-    entry = "dispatch_run" if table else "run"
+    entry = "dispatch_run" if table else "launch"
     how = f"{entry}(...), or torch.ops.{namespace}.{task.name}(...)" if signature else \
         f"{entry}(...)"
     title = f"Best {task.name} kernel found by kernelkb optimize. {note}".rstrip()
@@ -105,34 +110,75 @@ def export_module(task: Task, source: str, path: Path, *, dtype: str = "float16"
              "below).") if table else ""
     header = f'"""{title}\n\nCall {how} from PyTorch.{extra}\n"""\n'
     parts = [header, BEGIN, source.rstrip(), END, ""]
+    parts.append(_plan_glue(task.name))
     if table:
         from kernelkb.optimizer.dispatch import write_table
 
         write_table(table, path.with_name(f"{path.stem}.dispatch.json"))
         parts.append(_dispatch_glue(task, path.stem, table, sources or {}))
+    else:
+        parts.append(_single_glue(task.name))
     if signature:
+        from kernelkb.optimizer.op_fake import fake_rule
+
         parts.append(_wrapper(task.name, *signature, call=entry,
-                              mutated=task.mutated_inputs, namespace=namespace))
+                              mutated=task.mutated_inputs, namespace=namespace,
+                              fake=fake_rule(task)))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(parts) + "\n")
     return path
 
 
-def _runtime_text() -> str:
-    """kernels/dispatch_runtime.py without its docstring and __future__ import."""
-    from kernelkb.kernels import dispatch_runtime
+def _runtime_text(module: Any) -> str:
+    """A runtime file of kernels/ without its docstring, __future__ import and imports of
+    KernelKB (the module inlines those files before it)."""
+    text = Path(module.__file__).read_text()
+    body = text.split('"""', 2)[2].replace("from __future__ import annotations\n", "", 1)
+    lines, skipping = [], False
+    for line in body.splitlines():
+        if line.startswith("from kernelkb."):
+            skipping = "(" in line and ")" not in line
+            continue
+        if skipping:
+            skipping = not line.startswith(")")
+            continue
+        lines.append(line)
+    return "\n".join(lines).strip()
 
-    text = Path(dispatch_runtime.__file__).read_text()
-    body = text.split('"""', 2)[2]
-    return body.replace("from __future__ import annotations\n", "", 1).strip()
+
+def _plan_glue(name: str) -> str:
+    from kernelkb.kernels import plan_bind, plan_record
+
+    return "\n".join([
+        "",
+        "# -- launch plans (kernels/plan_record.py, plan_bind.py of KernelKB, generated) ---",
+        _runtime_text(plan_record),
+        "",
+        "",
+        _runtime_text(plan_bind),
+        "",
+    ])
+
+
+def _single_glue(name: str) -> str:
+    return "\n".join([
+        "",
+        "# -- this kernel's launcher (generated) -------------------------------------------",
+        f"launcher = PlanLauncher(lambda args: run, {name!r})",
+        "# run(...)'s launch plan per input layout: the launches, without run()'s Python",
+        "launch = launcher.call",
+        "",
+    ])
 
 
 def _dispatch_glue(task: Task, stem: str, table: dict[str, Any],
                    sources: dict[str, str]) -> str:
+    from kernelkb.kernels import dispatch_runtime
+
     return "\n".join([
         "",
         "# -- dispatch runtime (kernels/dispatch_runtime.py of KernelKB, generated) ------",
-        _runtime_text(),
+        _runtime_text(dispatch_runtime),
         "",
         "",
         "# -- dispatch of this kernel (generated) -------------------------------------------",
@@ -174,15 +220,18 @@ def _dispatch_glue(task: Task, stem: str, table: dict[str, Any],
         "",
         "",
         "_KKB_LOADED = []",
-        "# KERNELKB_FAST_LAUNCH=0 at import: Triton's own launch path for every configuration",
-        "_KKB_FAST = os.environ.get('KERNELKB_FAST_LAUNCH') != '0'",
+        "# the launch plans replace run()'s per-shape launch cache; KERNELKB_LAUNCH_PLAN=0 at",
+        "# import calls run() per call with it (KERNELKB_FAST_LAUNCH=0: Triton's own path)",
+        "_KKB_FAST = os.environ.get('KERNELKB_LAUNCH_PLAN') == '0' and \\",
+        "    os.environ.get('KERNELKB_FAST_LAUNCH') != '0'",
         "if _KKB_FAST:",
         "    dispatch_fast_launch_module(globals())",
         "dispatcher = Dispatcher(_kkb_table(), _kkb_load)",
+        f"launcher = PlanLauncher(dispatcher.pick, {task.name!r})",
         "",
         "",
-        "# run(...) with the configuration of the inputs' regime on this GPU",
-        "dispatch_run = dispatcher.call",
+        "# the launch plan of run(...) with the configuration of the inputs' regime on this GPU",
+        "dispatch_run = launcher.call",
         "",
     ])
 
@@ -207,7 +256,7 @@ def op_schema(name: str, params: list[tuple[Any, ...]], returns: str,
 
 def _wrapper(name: str, params: list[tuple[Any, ...]], returns: str,
              fake_from: int | None, call: str = "run", mutated: tuple[int, ...] = (),
-             namespace: str = "kernelkb") -> str:
+             namespace: str = "kernelkb", fake: Any = None) -> str:
     """``torch.ops.<namespace>.<name>``, registered through torch.library.Library (define +
     impl) rather than ``@torch.library.custom_op``: the same op (schema, fake, works under
     torch.compile) for ~5 us of host time a call instead of ~35 us of custom_op's Python
@@ -223,12 +272,19 @@ def _wrapper(name: str, params: list[tuple[Any, ...]], returns: str,
         f'if not hasattr(torch.ops.{namespace}, "{name}"):',
         f"    _kkb_lib.define({op_schema(name, params, returns, mutated)!r})",
     ]
-    if fake_from is not None:
+    made = None
+    if fake is not None:
+        from kernelkb.optimizer.op_fake import fake_source
+
+        made = fake_source(fake, [p[0] for p in params])
+    elif fake_from is not None:
+        made = f"torch.empty_like({params[fake_from][0]})"
+    if made is not None:
         lines += [
             "",
             f'    @torch.library.register_fake("{namespace}::{name}", lib=_kkb_lib)',
             f"    def _{name}_fake({args}):",
-            f"        return torch.empty_like({params[fake_from][0]})",
+            f"        return {made}",
         ]
     lines += [
         "with _kkb_warnings.catch_warnings():",

@@ -1,0 +1,242 @@
+"""A recorded launch plan bound into a launcher, and the op's per-call cache of them.
+
+Why: Triton's own launch path binds every argument, computes a cache key and looks the
+compiled kernel up on each call (tens of microseconds), and the candidate's ``run()``
+adds its Python; on a decode step that costs more than the kernel. ``plan_bind`` writes a
+Python function per input layout that makes the buffers the call made and calls each
+compiled kernel's launcher directly with the recorded grid and arguments (the interpreter
+replays through ``fn.run``); ``PlanLauncher`` keys calls by the inputs' layout (sizes,
+strides, dtype, device, 16-byte alignment: what Triton specializes on) and pays one tuple
+and one dictionary lookup before the launches. Written verbatim into the exported module
+(with plan_record.py): torch and triton only, names prefixed ``plan_`` / ``Plan``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import warnings
+
+import torch
+
+from kernelkb.kernels.plan_record import (  # export: plan_record.py is inlined above
+    PlanRefused,
+    plan_record,
+    plan_storage,
+    plan_tensors,
+)
+
+PLAN_CACHE_MAX = 4096  # input layouts bound per op before the cache restarts
+PLAN_EMPTY_OPS = ("aten::empty.memory_format", "aten::empty_strided", "aten::empty_like",
+                  "aten::new_empty", "aten::new_empty_strided")
+
+
+def _plan_same_view(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return (a.shape, a.stride(), a.storage_offset(), a.dtype) == \
+        (b.shape, b.stride(), b.storage_offset(), b.dtype)
+
+
+class _PlanWriter:
+    """The generated function's text and namespace, one name per value."""
+
+    def __init__(self, record) -> None:
+        self.ns: dict = {"_empty_strided": torch.empty_strided,
+                         "_as_strided": torch.as_strided, "_replace": dataclasses.replace,
+                         "_leaves": plan_tensors}
+        self.lines: list = []
+        self.bases: dict = {}  # storage -> (name, tensor laid out as that name is)
+        self.outputs = plan_tensors(record.outputs)
+        for i, value in enumerate(record.inputs):
+            if isinstance(value, torch.Tensor) and plan_storage(value) is not None:
+                self.bases.setdefault(plan_storage(value), (f"a{i}", value))
+
+    def const(self, value) -> str:
+        name = f"K{len(self.ns)}"
+        self.ns[name] = value
+        return name
+
+    def tensor(self, t: torch.Tensor, exact: bool) -> str:
+        """``t`` at call time: its base (input or made buffer), a view of it, or (on a
+        GPU launch, where only the address counts) the base's address plus the offset."""
+        found = self.bases.get(plan_storage(t))
+        if found is None:
+            return self.const(t)  # made before the call (a table, a cached buffer): kept
+        name, base = found
+        if _plan_same_view(t, base):
+            return name
+        delta = t.data_ptr() - base.data_ptr()
+        if not exact:
+            return name if delta == 0 else f"({name}.data_ptr() + {delta})"
+        if t.dtype != base.dtype or delta % t.element_size():
+            raise PlanRefused("a view that reads a buffer as another dtype")
+        return (f"_as_strided({name}, {tuple(t.shape)}, {tuple(t.stride())}, "
+                f"{name}.storage_offset() + {delta // t.element_size()})")
+
+    def value(self, v, exact: bool = True) -> str:
+        if isinstance(v, torch.Tensor):
+            return self.tensor(v, exact)
+        if not plan_tensors(v):  # the same for every call with this key
+            if v is None or type(v) in (bool, int, str) or \
+                    (type(v) is float and math.isfinite(v)):
+                return repr(v)
+            return self.const(v)
+        if type(v) in (list, tuple):
+            inner = ", ".join(self.value(x, exact) for x in v)
+            return f"[{inner}]" if type(v) is list else f"({inner},)"
+        if type(v) is dict:
+            return "{" + ", ".join(f"{k!r}: {self.value(x, exact)}" for k, x in v.items()) + "}"
+        base = getattr(v, "base", None)
+        if isinstance(base, torch.Tensor) and dataclasses.is_dataclass(v):
+            return f"_replace({self.const(v)}, base={self.tensor(base, True)})"
+        raise PlanRefused(f"cannot rebuild a {type(v).__name__} holding tensors")
+
+    def made(self, record, j: int, out) -> list:
+        return [(n, t) for n, t in enumerate(plan_tensors(out))
+                if record.made.get(plan_storage(t)) == (j, n)]
+
+    def op(self, record, j: int, step) -> None:
+        made = self.made(record, j, step.out)
+        if step.func.name() in PLAN_EMPTY_OPS and len(made) == 1:
+            (_, t), = made
+            # laid out as the output that views all of it (matmul's c[0]): no view per call
+            shaped = next((o for o in self.outputs if plan_storage(o) == plan_storage(t)
+                           and o.storage_offset() == 0 and o.is_contiguous()
+                           and o.numel() * o.element_size() == t.untyped_storage().nbytes()),
+                          t)
+            self.lines.append(f"m{j} = _empty_strided({tuple(shaped.shape)}, "
+                              f"{tuple(shaped.stride())}, dtype={self.const(shaped.dtype)}, "
+                              f"device={self.const(shaped.device)})")
+            self.bases[plan_storage(t)] = (f"m{j}", shaped)
+            return
+        args = self.value(tuple(step.args))
+        kwargs = self.value(dict(step.kwargs))
+        self.lines.append(f"r{j} = {self.const(step.func)}(*{args}, **{kwargs})")
+        for n, t in made:
+            self.lines.append(f"m{j}_{n} = _leaves(r{j})[{n}]")
+            self.bases[plan_storage(t)] = (f"m{j}_{n}", t)
+
+    def launch(self, j: int, step) -> None:
+        g0, g1, g2 = step.grid
+        if step.kernel is None:  # the interpreter: Triton's own path, exact tensors
+            args = self.value(tuple(step.args))
+            kwargs = self.value(dict(step.kwargs))
+            self.lines.append(f"{self.const(step.fn.run)}(*{args}, grid={step.grid!r}, "
+                              f"warmup=False, **{kwargs})")
+            return
+        kernel = step.kernel
+        args = ", ".join(self.value(a, exact=False) for a in step.args)
+        self.lines.append(f"{self.const(kernel.run)}({g0}, {g1}, {g2}, _s, "
+                          f"{self.const(kernel.function)}, "
+                          f"{self.const(kernel.packed_metadata)}, None, None, None, {args})")
+
+
+def plan_bind(record, slow=None):
+    """The launcher of ``record`` (a plan_record.PlanRecord): a function of the same
+    inputs returning the outputs as the recorded call laid them out; its text in
+    ``.plan_source``. ``slow``: called instead while a profiler's launch hook is set (so it
+    sees the launches). PlanRefused when the plan cannot be rebuilt."""
+    if record.refused:
+        raise PlanRefused(record.refused)
+    w = _PlanWriter(record)
+    for j, step in enumerate(record.steps):
+        if step.fn is None:
+            w.op(record, j, step)
+        else:
+            w.launch(j, step)
+    returns = w.value(record.outputs)
+    params = ", ".join(f"a{i}" for i in range(len(record.inputs)))
+    head = [f"def plan_launch({params}):"]
+    if any(step.kernel is not None for step in record.steps):
+        from triton.runtime import driver
+
+        try:
+            from triton import knobs
+            w.ns["_hooks"] = knobs.runtime
+            if slow is not None:
+                w.ns["_slow"] = slow
+                head.append("    if _hooks.launch_enter_hook is not None:")
+                head.append(f"        return _slow({params})")
+        except ImportError:
+            pass
+        device = next(t.get_device() for t in plan_tensors(record.inputs) if t.is_cuda)
+        w.ns["_stream"] = driver.active.get_current_stream
+        head.append(f"    _s = _stream({device})")
+    source = "\n".join([*head, *(f"    {line}" for line in w.lines), f"    return {returns}",
+                        ""])
+    exec(compile(source, "<kernelkb launch plan>", "exec"), w.ns)
+    launch = w.ns["plan_launch"]
+    launch.plan_source = source
+    return launch
+
+
+def plan_key_reader(args: tuple):
+    """The per-call key for calls typed as ``args``: per tensor its sizes, strides,
+    dtype, device and whether its address is 16-byte aligned; other arguments as they
+    are. Generated once (a loop over the arguments costs more per call)."""
+    parts = []
+    for i, a in enumerate(args):
+        if isinstance(a, torch.Tensor):
+            parts.append(f"a{i}.shape, a{i}.stride(), a{i}.dtype, a{i}.get_device(), "
+                         f"a{i}.data_ptr() & 15")
+        else:
+            parts.append(f"a{i}")
+    params = ", ".join(f"a{i}" for i in range(len(args)))
+    ns: dict = {}
+    exec(f"def plan_key({params}):\n    return ({', '.join(parts)},)\n", ns)
+    return ns["plan_key"]
+
+
+class PlanLauncher:
+    """The op's per-call path: the inputs' layout -> its bound launch plan.
+
+    ``pick(args) -> run``: the configuration's ``run()`` for these inputs (the dispatch
+    table's choice). The first call of a layout calls it once, recorded, and binds the
+    plan; later calls of that layout run the plan only. A layout whose call cannot be a
+    plan keeps calling ``run()`` (``refused`` says why, warned once)."""
+
+    def __init__(self, pick, name: str = "op") -> None:
+        self.pick, self.name = pick, name
+        self.bound: dict = {}
+        self.refused: dict = {}  # key -> why the layout runs run()
+        self.sources: dict = {}  # key -> the generated launcher's text
+        self.key = None
+        self.types: tuple = ()
+        self.on = os.environ.get("KERNELKB_LAUNCH_PLAN") != "0"
+        self.call = self._caller()
+
+    def _caller(self):
+        bound, first = self.bound, self.first
+
+        def call(*args):
+            try:
+                launch = bound.get(self.key(*args))
+            except (TypeError, AttributeError):  # no key reader yet, or other arguments
+                launch = None
+            if launch is None:
+                return first(args)
+            return launch(*args)
+
+        return call
+
+    def first(self, args: tuple):
+        types = tuple(isinstance(a, torch.Tensor) for a in args)
+        if self.key is None or types != self.types:
+            self.key, self.types = plan_key_reader(args), types
+        run = self.pick(args)
+        if not self.on:
+            return run(*args)
+        key = self.key(*args)
+        if len(self.bound) >= PLAN_CACHE_MAX:
+            self.bound.clear()
+        outputs, record = plan_record(run, args)
+        try:
+            self.bound[key] = launch = plan_bind(record, slow=run)
+            self.sources[key] = launch.plan_source
+        except PlanRefused as err:
+            if not self.refused:
+                warnings.warn(f"kernelkb {self.name}: this layout calls run() ({err})",
+                              stacklevel=3)
+            self.refused[key] = str(err)
+            self.bound[key] = run
+        return outputs
