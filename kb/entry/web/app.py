@@ -1,10 +1,11 @@
-"""Mount the pages and their stylesheet on the service's app."""
+"""Mount the pages, their stylesheet and script, and the charts' data on the service's app."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 
+from kernelkb.kb.entry.web.chart_routes import router as chart_router
 from kernelkb.kb.entry.web.pages import router
 from kernelkb.kb.entry.web.render import HERE
 
@@ -12,3 +13,4 @@ from kernelkb.kb.entry.web.render import HERE
 def install_pages(app: FastAPI) -> None:
     app.mount("/ui/static", StaticFiles(directory=HERE / "static"), name="web_static")
     app.include_router(router)
+    app.include_router(chart_router)

@@ -424,6 +424,7 @@ class Point:
     exp_id: str | None  # None: a prediction
     programs: int | None = None  # launch features, where the op's launch model gives them
     threads: int | None = None
+    dtype: str | None = None  # what the bytes and FLOPs of the shape are counted in
 
 
 @dataclass
@@ -494,7 +495,7 @@ def landscape(session: Session, op: str, gpu: str, shape: str, run_ids: list[str
         if t is None:
             continue
         points.append(Point(dict(record.edit.config), t.median_ms, record.id,
-                            *_launch(launch_of, record, shape)))
+                            *_launch(launch_of, record, shape), dtype=record.task.dtype))
     points.sort(key=lambda p: (p.time_ms, p.exp_id or ""))
     knobs = sorted({k for p in points for k in p.config})
     return Landscape(op, gpu, shape, points, knobs, len(rows) > LANDSCAPE_ROWS)
