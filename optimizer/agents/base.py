@@ -50,6 +50,10 @@ class AgentContext:
     # this GPU has no measurement of the task: a hint, not a measurement
     predicted: list[Any] = field(default_factory=list)
     gpu_arch: str = "cpu"
+    # the shapes the run tunes (one regime's) and the GPU's SM count: what launch-shape
+    # moves are judged on (optimizer/agents/launch_shape.py); empty / None: not judged
+    shapes: list[tuple[int, ...]] = field(default_factory=list)
+    sm_count: int | None = None
 
     @property
     def best_config(self) -> dict[str, ConfigValue]:

@@ -7,7 +7,9 @@ hardware first, then related ops; see ``evidence``), ties broken by the catalog 
 (variants first, then knobs, nearest values first), with epsilon-greedy exploration.
 Exploration rounds pick a structurally different candidate: a variant flip, or a far
 jump of a knob. Before any single edit, an exploit round adopts a configuration the
-knowledge base measured best for this task on this GPU (or an alike one) whole.
+knowledge base measured best for this task on this GPU (or an alike one) whole. While
+the best leaves SMs idle on the tuned shapes (small M, decode), the nearest points of
+the space whose grid fills the GPU come first, as whole jumps (``launch_shape``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from kernelkb.kernels.base import ConfigValue, Knob, Task, Variant
 from kernelkb.kernels.resources import smem_limit
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.vocabulary import ProposalKind
+from kernelkb.optimizer.agents import launch_shape
 from kernelkb.optimizer.agents.base import AgentContext, Proposal, SearchExhausted
 from kernelkb.optimizer.agents.evidence import Evidence, weigh
 
@@ -37,11 +40,14 @@ class Candidate:
     config: dict[str, ConfigValue]  # the full configuration to render
     enabler: dict[str, ConfigValue]  # other changes needed to make it legal, if any
     help: str = ""  # what the parameter does, from the task's catalog
+    fill: launch_shape.FillMove | None = None  # a launch-shape jump (fills idle SMs)
 
     def describe(self) -> str:
         """What changes and what the change does (the measured space's seeds read alike,
         so the two meet in the vector index)."""
         text = f"set {self.param} {self.old!r} -> {self.value!r}"
+        if self.fill is not None:
+            text = launch_shape.TAG + text
         if self.enabler:
             extra = ", ".join(f"{k}={v!r}" for k, v in self.enabler.items())
             text += f" (with {extra}, which it requires)"
@@ -128,7 +134,39 @@ class OfflineAgent:
             evidence.score += insight_bonus.get(cand.category, 0.0)
             ranked.append((cand, evidence))
         ranked.sort(key=lambda pair: (-round(pair[1].score, 6), pair[0].rank))
-        return ranked
+        filling = self._fill_candidates(context, base)
+        taken = {tuple(sorted(c.config.items())) for c, _ in filling}
+        return filling + [(c, e) for c, e in ranked
+                          if tuple(sorted(c.config.items())) not in taken]
+
+    def _fill_candidates(self, context: AgentContext, base: dict[str, ConfigValue]
+                         ) -> list[tuple[Candidate, Evidence]]:
+        """Whole jumps to points that fill idle SMs on the tuned shapes, best first, while
+        the base under-fills and fewer than FILL_TRIES of them lost in this run; a jump
+        the retrieved experiences speak against (net negative evidence) is left to the
+        ordinary ranking."""
+        task = context.task
+        if launch_shape.failed_tries(context.history) >= launch_shape.FILL_TRIES:
+            return []
+        moves = launch_shape.fill_moves(task, base, context.shapes, context.dtype,
+                                        context.sm_count, smem_limit(context.gpu_arch))
+        out = []
+        for move in moves:
+            if source_hash(task.render(move.config)) in context.tried_hashes:
+                continue
+            (param, value), *rest = move.changes.items()
+            spec = next(p for p in task.params if p.name == param)
+            evidence = weigh(context.experiences, task, context.gpu_arch, param, value,
+                             spec.category, move.config)
+            evidence.score += _history_vote(context, Candidate(
+                param, base[param], value, spec.category, False, 0, 0, move.config, {}))
+            if evidence.score < 0:
+                continue
+            cand = Candidate(param, base[param], value, spec.category,
+                             isinstance(spec, Variant), 0, 0, dict(move.config),
+                             dict(rest), spec.help, move)
+            out.append((cand, evidence))
+        return out
 
     def propose(self, context: AgentContext) -> Proposal:
         adopted = self.adoption(context) if context.round_kind == "exploit" else None
@@ -148,6 +186,12 @@ class OfflineAgent:
         else:
             cand, evidence = ranked[0]
             why = "highest evidence" if evidence.score else "catalog order (no evidence)"
+            if cand.fill is not None:
+                why = (f"launch shape first: the best fills "
+                       f"{cand.fill.fill - cand.fill.gain:.2f} of the GPU on the tuned "
+                       f"shapes ({context.sm_count} SMs; full = {launch_shape.FILLED:g} "
+                       f"programs per SM on each shape, less {launch_shape.LAUNCH_COST:g} "
+                       f"per extra launch), this point {cand.fill.fill:.2f}")
         cited = "; ".join(evidence.notes[:4]) or "no retrieved experience on it"
         rationale = f"{why}; evidence score {evidence.score:+.2f}: {cited}"
         summary = f"{self.base_note}{cand.describe()}"
