@@ -19,7 +19,14 @@ from kernelkb.kernels.shared.comparison import Comparison
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.stats import geomean
 from kernelkb.kernels.shared.vocabulary import Verdict
-from kernelkb.optimizer.sandbox import compare, feedback, interpreter_pass, kernel_clock, neighbours
+from kernelkb.optimizer.sandbox import (
+    compare,
+    feedback,
+    interpreter_pass,
+    kernel_clock,
+    neighbours,
+    regressions,
+)
 from kernelkb.optimizer.sandbox.hardware import detect_environment
 from kernelkb.optimizer.sandbox.result import Baseline, EvalResult
 from kernelkb.optimizer.sandbox.runner import run_worker
@@ -74,7 +81,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
              peaks: dict[str, float] | None = None,
              parent_source: str | None = None, settle_s: float = 3.0,
              conditions: bool = True, refuse_introspection: bool = True,
-             refuse_surroundings: bool = True) -> EvalResult:
+             refuse_surroundings: bool = True,
+             property_examples: int | None = None) -> EvalResult:
     """Evaluate one candidate in a sandboxed subprocess; never raises for candidate faults.
 
     ``parent_source``: the incumbent; on a GPU the candidate is timed against it,
@@ -86,6 +94,9 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
     tamper check, the launch counts, the judge) each hold alone.
     ``refuse_surroundings``: the candidate may not read the clock, its process, files or
     the environment (surroundings.py); False only to test that the jail holds alone.
+    ``property_examples``: cases the judge draws over the task's whole bounds
+    (properties.py; None: a few); the task's kept failing cases are asked first, and a
+    new one found is kept (regressions.py).
 
     Raises ValueError / KeyError only for bad arguments (unknown task, dtype, shape set).
     """
@@ -105,6 +116,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         "parent_timings": dict(parent.timings_median()) if parent else {},
         "parent_source": parent_source,
         "settle_s": settle_s,
+        "property_examples": property_examples, "regressions": regressions.load(task_name),
         "gpu_timestamps": kernel_clock.preference(),
         "peaks": {"mem_bandwidth_gbps": env.get("mem_bandwidth_gbps"),
                   "peak_tflops": env.get("peak_tflops")},
@@ -121,6 +133,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         if bounds:
             bounds[0].shutdown(wait=False, cancel_futures=True)
     data = outcome.data
+    regressions.keep(task_name, data.get("judge") if isinstance(data.get("judge"), dict) else None)
     if on_gpu:
         shared = shared or neighbours.shared_note()  # one that came while it ran
     result = EvalResult(

@@ -309,6 +309,8 @@ class Judge:
                 self.spot_check(shape, seen, every_condition=i == 0)
             if self.request.get("conditions", True) and getattr(self.task, "drawn_shapes", True):
                 self.check_drawn_shape(seen)
+                from kernelkb.optimizer.sandbox import properties
+                properties.judge_search(self, seen)  # every bucket, rows, layouts; shrunk
             lap("spot checks")
             if self.request.get("timing") and torch.cuda.is_available() \
                     and report.get("gpu"):
