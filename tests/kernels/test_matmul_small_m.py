@@ -9,6 +9,8 @@ on bf16 is wrong (tests/kernels/test_matmul.py says why).
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 from kernel_checks import assert_task_close, candidate_for, check_config
@@ -92,3 +94,19 @@ def test_launch_counts_one_kernel_for_atomic_and_two_for_the_summing_kernel():
     assert (summed.launches, summed.reduction_splits) == (2, 4)
     assert summed.programs == 64 * 4 + 16 * 4096 // 1024  # the summing kernel's programs
     assert (plain.launches, plain.reduction_splits, plain.programs) == (1, 1, 64)
+
+
+def test_the_sandbox_worker_passes_an_atomic_point(tmp_path):
+    """The evaluator's own checks (Triton-only rule, the counterfactual call on decoys,
+    the launch-plan replay on fresh inputs) accept scratch kept across calls that each
+    call leaves zero."""
+    from kernelkb.optimizer.sandbox.worker import Worker
+
+    request = {"task": "matmul", "dtype": "float16", "shapes": [[33, 70, 100], [1, 45, 257]],
+               "seeds": 2, "source": TASK.render(_point(4)),
+               "result_path": str(tmp_path / "result.json"), "refuse_introspection": True,
+               "refuse_surroundings": False}  # in this process: the test's own readers
+    Worker(request).evaluate()
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result.get("error_kind") is None, result.get("error_message")
+    assert result["stage"] == "correctness"
