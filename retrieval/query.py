@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    field_validator,
+)
 
 from kernelkb.kb import limits
 
@@ -14,7 +22,10 @@ class RetrievalQuery(BaseModel):
     model_config = ConfigDict(allow_inf_nan=False, str_max_length=limits.SHORT,
                               extra="forbid")
 
-    op_type: str = Field(min_length=1)
+    # one vocabulary at every door: "op" and "limit" (the older "op_type" and "k" are still
+    # taken); Python callers keep the attribute names
+    op_type: str = Field(min_length=1, validation_alias=AliasChoices("op", "op_type"),
+                         description="the op, e.g. softmax ('op_type': its older name)")
     task_id: str | None = None
     dtype: str | None = None  # soft: a match ranks higher, a mismatch is not dropped
     gpu_name: str | None = None
@@ -25,7 +36,8 @@ class RetrievalQuery(BaseModel):
         "experiences must have been measured on shapes of it")
     kernel_source: str | None = Field(default=None, max_length=limits.SOURCE)
     feedback_text: str | None = Field(default=None, max_length=limits.LONG_TEXT)
-    k: StrictInt = Field(default=5, ge=1, le=50)
+    k: StrictInt = Field(default=5, ge=1, le=50, validation_alias=AliasChoices("limit", "k"),
+                         description="experiences returned at most ('k': its older name)")
     max_warnings: StrictInt = Field(default=3, ge=0, le=20)
     exclude_tasks: list[str] = Field(default_factory=list, max_length=limits.LIST_ITEMS,
                                      description="held-out tasks")

@@ -67,8 +67,11 @@ def test_every_tool_is_listed_with_a_bounded_schema(mcp: SyncClient) -> None:
     assert set(tools["evaluate_kernel"].input_schema["required"]) == {"task", "source",
                                                                      "summary"}
     retrieve = tools["retrieve_experiences"].input_schema["properties"]
-    assert retrieve["op_type"]["maxLength"] == limits.SHORT
-    assert retrieve["k"]["minimum"] == 1 and retrieve["k"]["maximum"] == 50
+    op = retrieve["op"]["anyOf"][0]  # the op and the count: one name at every door
+    assert op["maxLength"] == limits.SHORT
+    limit = retrieve["limit"]["anyOf"][0]
+    assert limit["minimum"] == 1 and limit["maximum"] == 50
+    assert "deprecated" in retrieve["op_type"]["description"]
     assert "record" in tools["record_experience"].input_schema["properties"]
 
 

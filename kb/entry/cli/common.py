@@ -94,7 +94,7 @@ def json_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def hardware_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--op", dest="op_type", help="op type, e.g. softmax")
+    parser.add_argument("--op", dest="op_type", metavar="NAME", help="the op, e.g. softmax")
     parser.add_argument("--gpu", dest="gpu_name", help="GPU name, e.g. 'NVIDIA H200'")
     parser.add_argument("--arch", help="e.g. sm_90")
     parser.add_argument("--triton", dest="triton_version", help="Triton version")

@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     merge.add_argument("tables", nargs="+", type=Path, help="*.dispatch.json files")
     merge.add_argument("-o", "--out", type=Path, required=True, help="merged table to write")
     show = sub.add_parser("show", help="which entry each regime runs on a GPU")
-    show.add_argument("table", type=Path)
+    show.add_argument("table", type=Path, help="a *.dispatch.json file")
     show.add_argument("--gpu", help="GPU name (default: every GPU of the table)")
     show.add_argument("--arch", help="its architecture, e.g. sm_90 (for a GPU not in it)")
     show.add_argument("--sms", type=int, help="its SM count (for a GPU not in it)")

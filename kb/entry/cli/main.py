@@ -51,6 +51,18 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+class DefaultsHelp(argparse.HelpFormatter):
+    """Every flag's help says its default, unless it already names one in words."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if "default" in text.lower() or default in (None, False, [], argparse.SUPPRESS) \
+                or not action.option_strings:
+            return text
+        return f"{text} (default: {default})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kernelkb", description="KernelKB: an experience base for agent-driven Triton "
@@ -60,7 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kernelkb {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     for command in COMMANDS.values():
-        command.add_arguments(sub.add_parser(command.name, help=command.help))
+        command.add_arguments(sub.add_parser(command.name, help=command.help,
+                                             description=command.help,
+                                             formatter_class=DefaultsHelp))
     return parser
 
 

@@ -22,14 +22,21 @@ from kernelkb.kb.entry.cli.optimize import tasks_dir_flag
 def _add_query(parser: argparse.ArgumentParser) -> None:
     hardware_flags(parser)
     tasks_dir_flag(parser)
-    parser.add_argument("--task", dest="task_id")
-    parser.add_argument("--dtype")
+    parser.add_argument("--task", dest="task_id",
+                        help="the task the kernel is for (ranks its own experiences first)")
+    parser.add_argument("--dtype", help="dtype of the kernel, e.g. float16 (a match ranks "
+                        "higher; others are not dropped)")
     parser.add_argument("--source", type=Path, help="file with the current kernel source")
     parser.add_argument("--feedback", dest="feedback_text", help="latest feedback text")
-    parser.add_argument("-k", type=int, default=5)
-    parser.add_argument("--max-chars", type=int, default=4000)
-    parser.add_argument("--exclude-task", action="append", default=[], dest="exclude_tasks")
-    parser.add_argument("--no-related", action="store_true")
+    parser.add_argument("--limit", "-k", type=int, default=5, dest="k", metavar="N",
+                        help="experiences in the block at most (-k: its older name)")
+    parser.add_argument("--max-chars", type=int, default=4000,
+                        help="size of the few-shot block in characters at most")
+    parser.add_argument("--exclude-task", action="append", default=[], dest="exclude_tasks",
+                        metavar="TASK", help="leave this task's experiences out (repeatable; "
+                        "a held-out test)")
+    parser.add_argument("--no-related", action="store_true",
+                        help="only the op's own experiences, none from related ops")
     json_flag(parser)
 
 
@@ -111,10 +118,10 @@ def _run_insights(args: argparse.Namespace) -> int:
 
 def _add_bootstrap(parser: argparse.ArgumentParser) -> None:
     hardware_flags(parser)
-    parser.add_argument("--sm-count", type=int)
+    parser.add_argument("--sm-count", type=int, help="SMs of a GPU the table lacks")
     parser.add_argument("--bandwidth", type=float, dest="mem_bandwidth_gbps", help="GB/s")
     parser.add_argument("--smem", type=int, dest="smem_per_sm_kib", help="KiB per SM")
-    parser.add_argument("--dtype", default="float16")
+    parser.add_argument("--dtype", default="float16", help="dtype of the configurations")
     parser.add_argument("--limit", type=int, default=10, help="ranked configurations shown")
     parser.add_argument("--include-own", action="store_true",
                         help="also this GPU's own experiences (a card already measured)")

@@ -22,14 +22,17 @@ HELP = "re-time the store's best known configurations of a task on this GPU and 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--task", required=True, help="task name, e.g. softmax")
     tasks_dir_flag(parser)
-    parser.add_argument("--top", type=int, default=5,
-                        help="how many distinct configurations, best measured first")
-    parser.add_argument("--dtype", default="float16")
+    parser.add_argument("--limit", "--top", type=int, default=5, dest="top",
+                        help="how many distinct configurations, best measured first (--top: "
+                             "its older name)")
+    parser.add_argument("--dtype", default="float16", help="dtype to time them in")
     parser.add_argument("--shapes", default="auto",
                         help="auto (GPU: each stored record's shapes; CPU: the task's cpu "
                              "shapes), stored, or a shape set: cpu, edge, tune, sweep, all")
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--timeout-s", type=float, default=120.0)
+    parser.add_argument("--seeds", type=int, default=3,
+                        help="random inputs each configuration is checked on, per shape")
+    parser.add_argument("--timeout-s", type=float, default=120.0,
+                        help="seconds one configuration's evaluation may take")
     parser.add_argument("--journal", type=Path, default=None,
                         help="JSONL output (default: runs/<run id>/journal.jsonl)")
 

@@ -86,9 +86,11 @@ def _add_import(parser: argparse.ArgumentParser) -> None:
                                       "needed for Triton autotune caches and Inductor logs")
     parser.add_argument("--license", help="licence of the data (default: the LICENSE file "
                                           "in its folder or above, else 'unknown')")
-    parser.add_argument("--kernel", help="kernel name where a file names none (T4); for a "
+    parser.add_argument("--op", "--kernel", dest="kernel", metavar="NAME",
+                        help="op (kernel) name where a file names none (T4); for a "
                                          "Triton autotune cache, the name to use instead of "
-                                         "its file's (matmul maps it onto the matmul task)")
+                                         "its file's (matmul maps it onto the matmul task); "
+                                         "--kernel: its older name")
     parser.add_argument("--source", help="data set name for record sources (default: the "
                                          "folder holding the LICENSE file, else PATH)")
     json_flag(parser)
@@ -105,7 +107,7 @@ def _run_import(args: argparse.Namespace) -> int:
     from kernelkb.kb.terminal import progress
 
     for flag, value in (("--license", args.license), ("--source", args.source),
-                        ("--kernel", args.kernel)):
+                        ("--op", args.kernel)):
         if value is not None and (len(value) > SHORT or not value.strip()):
             raise UsageError(f"{flag}: 1 to {SHORT} characters (it goes into every record)")
     quiet_batches(args)  # the per-file lines below say it

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp.server import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp.server.mcpserver.tools import Tool
 
 from kernelkb.kb.entry.mcp.tasks import catalogue, task_entry
@@ -37,7 +37,56 @@ def strict(tool: Tool) -> Tool:
     model.model_config["extra"] = "forbid"
     model.model_rebuild(force=True)
     tool.parameters = model.model_json_schema(by_alias=True)
+    plain_argument_errors(tool)
     return tool
+
+
+def plain_argument_errors(tool: Tool) -> None:
+    """Arguments of the wrong type or out of bounds answered in sentences ("limit must be
+    at most 50, not 500."), not pydantic's dump with its internal model name and a URL.
+    The SDK raises ToolError from the ValidationError; that one is reworded."""
+    from pydantic import ValidationError
+
+    known = sorted(tool.fn_metadata.arg_model.model_fields)
+    run = tool.run
+
+    async def reworded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await run(*args, **kwargs)
+        except ToolError as err:
+            if isinstance(err.__cause__, ValidationError):
+                raise ToolError(f"Error executing tool {tool.name}: "
+                                f"{argument_sentences(err.__cause__, known)}") from None
+            raise
+
+    object.__setattr__(tool, "run", reworded)  # a pydantic model: no plain setattr
+
+
+def argument_sentences(err: Any, known: list[str]) -> str:
+    out = []
+    for e in err.errors(include_url=False):
+        where = ".".join(str(p) for p in e["loc"]) or "arguments"
+        kind, ctx = e["type"], e.get("ctx") or {}
+        if kind == "missing":
+            out.append(f"{where} is required")
+        elif kind == "extra_forbidden":
+            out.append(f"{where} is not an argument of this tool (its arguments: "
+                       f"{', '.join(known)})")
+        else:
+            bound = {"less_than_equal": "at most {le}", "greater_than_equal": "at least {ge}",
+                     "less_than": "below {lt}", "greater_than": "above {gt}",
+                     "too_long": "at most {max_length} long",
+                     "string_too_long": "at most {max_length} characters",
+                     "string_too_short": "at least {min_length} characters",
+                     "too_short": "at least {min_length} long"}.get(kind)
+            got = repr(e.get("input"))
+            got = got if len(got) <= 60 else got[:57] + "..."
+            if bound:
+                out.append(f"{where} must be {bound.format(**ctx)}, not {got}")
+            else:
+                message = str(e["msg"]).rstrip(".")
+                out.append(f"{where}: {message[0].lower() + message[1:]}, not {got}")
+    return "; ".join(out) + "."
 
 
 def build_server(knowledge: LocalKnowledge, *, write_back: bool | Callable[[], bool] = True,

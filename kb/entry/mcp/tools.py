@@ -68,27 +68,37 @@ class Tools:
 
     def retrieve_experiences(
         self,
-        op_type: Annotated[Name, Field(description="op family, e.g. softmax, attention")],
+        op: Annotated[OptName, Field(description="the op, e.g. softmax, attention")] = None,
         kernel_source: Annotated[str | None, Field(max_length=limits.SOURCE)] = None,
         feedback_text: Annotated[str | None, Field(max_length=limits.LONG_TEXT,
                                                    description="the latest feedback")] = None,
         gpu_name: OptName = None, arch: OptName = None, triton_version: OptName = None,
         task_id: OptName = None, dtype: OptName = None,
-        k: Annotated[int, Field(ge=1, le=50)] = 5,
+        limit: Annotated[int | None, Field(ge=1, le=50, description="experiences returned "
+                                           "at most (default 5)")] = None,
         max_chars: Annotated[int, Field(ge=200, le=100_000)] = 4000,
         include_related: bool = True,
         regime: Annotated[OptName, Field(description="the task's shape regime, e.g. "
                                          "long_rows (kernelkb dispatch regimes)")] = None,
+        op_type: Annotated[OptName, Field(description="deprecated: the older name of op")
+                           ] = None,
+        k: Annotated[int | None, Field(ge=1, le=50, description="deprecated: the older name "
+                                       "of limit")] = None,
     ) -> dict[str, Any]:
         """Few-shot experiences for a kernel and its feedback: what was tried on this op (and
         related ops) on this GPU, what won and what lost, as a prompt block plus the hits.
         An unknown op, task or GPU is an error naming the closest known one."""
+        name = one_of("op", op, "op_type", op_type)
+        if name is None:
+            raise ToolError("op is required: the op to retrieve for, e.g. softmax")
+        count = one_of("limit", limit, "k", k)
         try:
-            query = RetrievalQuery(op_type=op_type, kernel_source=kernel_source,
+            query = RetrievalQuery(op_type=name, kernel_source=kernel_source,
                                    feedback_text=feedback_text, gpu_name=gpu_name, arch=arch,
                                    triton_version=triton_version, task_id=task_id,
-                                   dtype=dtype, k=k, max_chars=max_chars,
-                                   include_related=include_related, regime=regime)
+                                   dtype=dtype, k=5 if count is None else count,
+                                   max_chars=max_chars, include_related=include_related,
+                                   regime=regime)
         except ValidationError as err:
             raise ToolError(f"bad query: {_reasons(err)}") from None
         result = operations.retrieve(self.knowledge, query)
@@ -99,19 +109,21 @@ class Tools:
 
     def insights(
         self,
-        op_type: Annotated[OptName, Field(description="e.g. softmax")] = None,
+        op: Annotated[OptName, Field(description="the op, e.g. softmax")] = None,
         gpu_name: OptName = None, arch: OptName = None,
         triton_version: Annotated[OptName, Field(description="filter to this version")] = None,
         current_triton: Annotated[OptName, Field(
             description="label and rank lower what another Triton version measured")] = None,
         regime: Annotated[OptName, Field(description="keep experiences measured on shapes "
                                          "of this regime")] = None,
+        op_type: Annotated[OptName, Field(description="deprecated: the older name of op")
+                           ] = None,
     ) -> dict[str, Any]:
         """What worked for an op on a GPU: per edit category, how often it won, by how much
         (median and best speedup), with example experience ids. Names match in any case and
         by short forms ('h200'); an unknown one is an error naming the closest."""
-        names = operations.resolve(self.knowledge, op_type=op_type, gpu_name=gpu_name,
-                                   arch=arch)
+        names = operations.resolve(self.knowledge, op_type=one_of("op", op, "op_type", op_type),
+                                   gpu_name=gpu_name, arch=arch)
         report = self.knowledge.insights(op_type=names["op_type"], gpu_name=names["gpu_name"],
                                          arch=names["arch"], triton_version=triton_version,
                                          current_triton=current_triton, regime=regime)
@@ -121,7 +133,8 @@ class Tools:
         self,
         gpu_name: Annotated[OptName, Field(description="a part kernels.shared.gpus knows, e.g. "
                                            "'NVIDIA H100 SXM'; or give the facts below")] = None,
-        op_type: OptName = None,
+        op: Annotated[OptName, Field(description="the op, e.g. softmax: then the learned "
+                                     "ranker's order of its configurations too")] = None,
         arch: OptName = None,
         sm_count: Annotated[int | None, Field(ge=1, le=limits.COUNT_MAX)] = None,
         mem_bandwidth_gbps: Annotated[float | None, Field(gt=0, le=1e6)] = None,
@@ -134,6 +147,8 @@ class Tools:
             max_length=limits.LIST_ITEMS, description="shape labels such as "
             "'rows=1024,cols=128256': each task's best configuration is then the one measured "
             "fastest on them")] = None,
+        op_type: Annotated[OptName, Field(description="deprecated: the older name of op")
+                           ] = None,
     ) -> dict[str, Any]:
         """What to try first on a card: the edits and configurations that won on the most
         similar hardware and, with an op, the learned ranker's order of its configurations."""
@@ -144,7 +159,8 @@ class Tools:
         if not env:
             raise ToolError("name the GPU (gpu_name) or give its facts (arch, sm_count, "
                             "mem_bandwidth_gbps, smem_per_sm_kib)")
-        plan = operations.bootstrap(self.knowledge, env, op_type=op_type,
+        plan = operations.bootstrap(self.knowledge, env,
+                                    op_type=one_of("op", op, "op_type", op_type),
                                     include_own=include_own, dtype=dtype, limit=limit,
                                     shapes=shapes)
         return plan.model_dump(mode="json")
@@ -217,6 +233,15 @@ def user_errors(tool: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, 
             raise ToolError(message) from None
 
     return call
+
+
+def one_of(name: str, value: Any, old: str, old_value: Any) -> Any:
+    """An argument given by its name or its older (deprecated) one; both, differing: an
+    error in words."""
+    if value is not None and old_value is not None and value != old_value:
+        raise ToolError(f"{name} {value!r} and {old} {old_value!r}: give one ({old} is the "
+                        f"older name of {name})")
+    return value if value is not None else old_value
 
 
 def _reasons(err: ValidationError) -> str:

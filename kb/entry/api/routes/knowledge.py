@@ -8,6 +8,7 @@ import numpy as np
 from anyio import to_thread
 from fastapi import APIRouter, Query, Request, Response
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -35,7 +36,9 @@ class BootstrapRequest(BaseModel):
     env: BootstrapTarget = Field(description="the target: {'gpu_name': ...} alone for a part "
                                  "the GPU table (kernels.shared.gpus) knows, or explicit facts "
                                  "(arch, sm_count, mem_bandwidth_gbps, smem_per_sm_kib, ...)")
-    op_type: str | None = Field(None, max_length=SHORT)
+    op_type: str | None = Field(None, max_length=SHORT,
+                                validation_alias=AliasChoices("op", "op_type"),
+                                description="the op, e.g. softmax ('op_type': its older name)")
     include_own: StrictBool = Field(False, description="also the target GPU's own experiences "
                               "(a second optimization on a known card), not only others'")
     dtype: Dtype = "float16"
@@ -85,27 +88,44 @@ class Names(BaseModel):
 
 
 NameParam = Annotated[str | None, Query(max_length=SHORT)]
+# the op is "op" at every door; "op_type", its older name here, is still taken
+OpParam = Annotated[str | None, Query(max_length=SHORT, description="the op, e.g. softmax")]
+OldOpParam = Annotated[str | None, Query(max_length=SHORT, deprecated=True,
+                                         description="the older name of op")]
+
+
+def one_op(op: str | None, op_type: str | None) -> str | None:
+    """The op from ``op`` or its older name; both given and different: a user error."""
+    from kernelkb.kb.entry.errors import UsageError
+
+    if op and op_type and op != op_type:
+        raise UsageError(f"op {op!r} and op_type {op_type!r}: give one (op_type is the "
+                         "older name of op)")
+    return op or op_type
 
 
 @router.get("/names", response_model=Names)
-def names(kb: KnowledgeDep, op_type: NameParam = None, gpu_name: NameParam = None,
-          arch: NameParam = None, task_id: NameParam = None) -> Names:
+def names(kb: KnowledgeDep, op: OpParam = None, gpu_name: NameParam = None,
+          arch: NameParam = None, task_id: NameParam = None,
+          op_type: OldOpParam = None) -> Names:
     """Names as the store and the service's task registry spell them (any case, short
     forms such as 'h200'); an unknown one: 422 naming the closest. What a remote client
     (an MCP server or a CLI pointed at this service) matches its users' names with."""
-    return Names(**operations.resolve(kb, op_type=op_type, gpu_name=gpu_name, arch=arch,
-                                      task_id=task_id))
+    return Names(**operations.resolve(kb, op_type=one_op(op, op_type), gpu_name=gpu_name,
+                                      arch=arch, task_id=task_id))
 
 
 @router.get("/insights", response_model=InsightReport)
-def insights(kb: KnowledgeDep, op_type: str | None = None, gpu_name: str | None = None,
+def insights(kb: KnowledgeDep, op: OpParam = None, gpu_name: str | None = None,
              arch: str | None = None, triton_version: str | None = None,
              current_triton: str | None = None, check_names: bool = True,
-             regime: str | None = Query(None, pattern=REGIME.pattern)) -> InsightReport:
+             regime: str | None = Query(None, pattern=REGIME.pattern),
+             op_type: OldOpParam = None) -> InsightReport:
     """``triton_version`` filters; ``current_triton`` labels and ranks other versions lower;
     ``regime`` keeps the experiences measured on shapes of that regime. Names match in any
     case and by short forms ('h200'); an unknown one: 422 (``check_names=false``: taken as
     given, as programs send them)."""
+    op_type = one_op(op, op_type)
     names = operations.resolve(kb, op_type=op_type, gpu_name=gpu_name, arch=arch) \
         if check_names else \
         {"op_type": op_type, "gpu_name": gpu_name, "arch": arch}

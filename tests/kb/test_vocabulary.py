@@ -1,0 +1,108 @@
+"""One vocabulary at every door: the op is ``op`` and the count ``limit`` on the CLI, over
+HTTP and over MCP; the older names (``op_type``, ``k``, ``--top``, ``-k``, ``--kernel``)
+still work. An MCP argument of the wrong type is a sentence, not pydantic's dump; every
+CLI flag has help, and says its default."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+import httpx
+from kb_testdata import make_knowledge, record_dict
+from mcp import Client
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
+from live_server import live_server  # noqa: E402
+
+from kernelkb.kb.entry.mcp.server import build_server  # noqa: E402
+
+
+def _store(tmp_path: Path):  # type: ignore[no-untyped-def]
+    kb = make_knowledge(tmp_path / "store", vectors=False)
+    kb.ingest([record_dict(hw="H200", summary=f"edit {i}", config={"N": i}) for i in range(4)])
+    return kb
+
+
+def test_http_takes_op_and_limit_and_the_older_names(tmp_path: Path) -> None:
+    kb = _store(tmp_path)
+    with live_server(kb) as port:
+        base = f"http://127.0.0.1:{port}"
+        new = httpx.get(f"{base}/insights", params={"op": "softmax"}, timeout=60).json()
+        old = httpx.get(f"{base}/insights", params={"op_type": "softmax"}, timeout=60).json()
+        assert new["total"] == old["total"] == 4
+        both = httpx.get(f"{base}/insights", params={"op": "softmax", "op_type": "rope"},
+                         timeout=60)
+        assert both.status_code == 422 and "give one" in both.text
+        listed = httpx.get(f"{base}/experiences", params={"op": "SOFTMAX", "limit": 2},
+                           timeout=60).json()
+        assert len(listed["items"]) == 2
+        assert httpx.get(f"{base}/names", params={"op": "Softmax"},
+                         timeout=60).json()["op_type"] == "softmax"
+        hits = httpx.post(f"{base}/retrieve", json={"op": "softmax", "limit": 2},
+                          timeout=60).json()["hits"]
+        older = httpx.post(f"{base}/retrieve", json={"op_type": "softmax", "k": 2},
+                           timeout=60).json()["hits"]
+        assert len(hits) == len(older) == 2
+        plan = httpx.post(f"{base}/bootstrap", json={"env": {"gpu_name": "NVIDIA H100 SXM"},
+                                                     "op": "softmax", "limit": 2}, timeout=60)
+        assert plan.status_code == 200, plan.text
+        schema = httpx.get(f"{base}/openapi.json", timeout=60).json()
+        params = {p["name"]: p for p in schema["paths"]["/insights"]["get"]["parameters"]}
+        assert params["op_type"].get("deprecated") and not params["op"].get("deprecated")
+
+
+def test_mcp_takes_op_and_limit_and_says_type_errors_in_words(tmp_path: Path) -> None:
+    server = build_server(_store(tmp_path), journal_dir=tmp_path / "journals")
+
+    async def calls() -> dict[str, object]:
+        async with Client(server) as client:
+            async def call(name: str, arguments: dict) -> object:
+                return await client.call_tool(name, arguments)
+            return {
+                "new": await call("retrieve_experiences", {"op": "softmax", "limit": 2}),
+                "old": await call("retrieve_experiences", {"op_type": "softmax", "k": 2}),
+                "insights": await call("insights", {"op": "softmax"}),
+                "both": await call("insights", {"op": "softmax", "op_type": "rope"}),
+                "none": await call("retrieve_experiences", {}),
+                "type": await call("retrieve_experiences", {"op": "softmax", "limit": "five"}),
+                "bound": await call("retrieve_experiences", {"op": "softmax", "limit": 500}),
+                "extra": await call("insights", {"op": "softmax", "top_k": 3}),
+            }
+
+    out = asyncio.run(calls())
+    text = {k: v.content[0].text for k, v in out.items()}  # type: ignore[attr-defined]
+    for ok in ("new", "old", "insights"):
+        assert not out[ok].is_error, text[ok]  # type: ignore[attr-defined]
+    assert text["new"].count('"id"') == text["old"].count('"id"')
+    assert "give one" in text["both"] and "op is required" in text["none"]
+    assert "limit" in text["type"] and "'five'" in text["type"]
+    assert "limit must be at most 50, not 500." in text["bound"]
+    assert "top_k is not an argument of this tool" in text["extra"]
+    for key in ("type", "bound", "extra"):
+        assert out[key].is_error  # type: ignore[attr-defined]
+        for raw in ("pydantic", "http", "Arguments", "validation error"):
+            assert raw not in text[key], (key, text[key])
+
+
+def test_every_cli_flag_has_help_and_its_default() -> None:
+    from kernelkb.kb.entry.cli.main import build_parser
+
+    parser = build_parser()
+    missing, parsers = [], [("kernelkb", parser)]
+    while parsers:
+        name, p = parsers.pop()
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers += [(f"{name} {n}", sub) for n, sub in action.choices.items()]
+            elif not isinstance(action, argparse._HelpAction | argparse._VersionAction) \
+                    and not action.help:
+                missing.append(f"{name} {'/'.join(action.option_strings) or action.dest}")
+    assert not missing, missing
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    text = sub.choices["optimize"].format_help()
+    assert "(default: 6)" in text  # --patience
+    assert "--limit N, -k N" in sub.choices["query"].format_help()
+    assert "--op NAME, --kernel NAME" in sub.choices["import"].format_help()
