@@ -132,8 +132,12 @@ class Loop:
                  writeback: Writeback, policy: Policy, knowledge: Knowledge | None = None,
                  options: LoopOptions | None = None, baseline: Any = None,
                  on_round: Callable[[RoundOutcome], None] | None = None,
-                 live: RunFile | None = None) -> None:
+                 live: RunFile | None = None, first_iteration: int = 0,
+                 start_note: str = "") -> None:
         self.task, self.agent, self.info, self.evaluate = task, agent, info, evaluator
+        # a resumed run (optimizer/resume.py) numbers on from its last journaled round and
+        # says which round's kernel it starts from
+        self.first_iteration, self.start_note = first_iteration, start_note
         self.live = live  # the run folder's run.json (optimizer/run_file.py), or None
         self.writeback, self.policy, self.knowledge = writeback, policy, knowledge
         self.options = options or LoopOptions(dtype=info.dtype)
@@ -148,7 +152,7 @@ class Loop:
         start = start_source or self.task.template
         state = self._baseline_round(start)
         recalled = self._recall(state)
-        iteration = 0
+        iteration = self.first_iteration
         interrupted = False
         failure: str | None = None
         try:
@@ -221,17 +225,18 @@ class Loop:
             self.live.evaluating(iteration, kind, summary, self.info.regime)
 
     def _baseline_round(self, source: str) -> _State:
-        self._evaluating(0, "baseline", f"starting kernel of {self.task.name}")
+        first = self.first_iteration
+        summary = self.start_note or f"starting kernel of {self.task.name}"
+        self._evaluating(first, "baseline", summary)
         result, spent = self._evaluate(source, None, first=True)
         if not result.ok:
             raise StartFailed(self.task.name, result.error_kind, result.error_message)
-        proposal = Proposal(source=source, summary=f"starting kernel of {self.task.name}",
-                            categories=("baseline",))
-        self._write(0, "baseline", proposal, None, "", result.feedback_dict(),
+        proposal = Proposal(source=source, summary=summary, categories=("baseline",))
+        self._write(first, "baseline", proposal, None, "", result.feedback_dict(),
                     Verdict.neutral, result.time_ms, improved=False, message="")
         self.policy.start(_score(result), spent_s=spent)
         state = _State(best_source=source, best_result=result, context_feedback=result.text)
-        state.tried[source_hash(source)] = 0
+        state.tried[source_hash(source)] = first
         return state
 
     def _round(self, state: _State, iteration: int, kind: ProposalKind,

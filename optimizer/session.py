@@ -24,6 +24,7 @@ from kernelkb.optimizer.export import export_module
 from kernelkb.optimizer.loop import Loop, LoopOptions, RoundOutcome, RunResult
 from kernelkb.optimizer.policy import Policy, PolicyConfig, StopReason
 from kernelkb.optimizer.report import sections_markdown, write_report
+from kernelkb.optimizer.resume import Resume
 from kernelkb.optimizer.run_file import RunFile
 from kernelkb.optimizer.writeback import Journal, Writeback
 
@@ -67,7 +68,8 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path,
              on_round: Callable[[RoundOutcome], None] | None = None,
              evaluator: Callable[..., Any] | None = None, measure_baseline: bool = True,
              run_id: str | None = None, write_back: bool = True,
-             agent_factory: Callable[[], Agent] | None = None) -> RunResult:
+             agent_factory: Callable[[], Agent] | None = None,
+             resume: Resume | None = None) -> RunResult:
     """Run the loop on ``task_name`` and write report.md, plots, the exported kernel and
     (when the service is missing or down, or ``write_back`` is off: knowledge read but
     not written, as on a lent GPU host) the journal into ``out_dir/<run id>/``.
@@ -85,7 +87,7 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path,
     task = get_task(task_name)
     agent.preflight()  # an endpoint that is down fails here, before any record
     options = options or LoopOptions()
-    run_id = run_id or new_run_id(task.name)
+    run_id = resume.run_id if resume is not None else run_id or new_run_id(task.name)
     run_dir = Path(out_dir) / run_id
     env = Environment(**sandbox.detect_environment(_measured_peaks()))
     journal = Journal(journal_path or run_dir / "journal.jsonl")
@@ -100,6 +102,15 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path,
         raise ValueError(f"{task.name}: no regime has shapes to tune here ({untuned})")
     policy = policy or PolicyConfig()
     results: dict[str, RunResult] = {}
+    if resume is not None:  # done regimes stay as the journal has them (optimizer/resume.py)
+        untuned.update({r: "tuned before the resume (its rounds are in this run's journal)"
+                        for r in resume.done if r in plan})
+        plan = {r: v for r, v in plan.items() if r not in resume.done}
+        left = policy.max_iters - resume.rounds_used
+        if left < 1 or not plan:
+            raise ValueError(f"--resume {run_id}: nothing left to do ({resume.rounds_used} "
+                             f"rounds used of --max-iters {policy.max_iters})")
+        policy = replace(policy, max_iters=left)
     for n, (regime, (shapes, sweep)) in enumerate(plan.items()):
         single = len(plan) == 1 and not untuned
         sub_options = options if single else replace(options, shapes=shapes, sweep_shapes=sweep)
@@ -108,15 +119,18 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path,
         info = RunInfo(run_id, task, options.dtype, shape_set, env, agent.name, agent.model,
                        command, regime=regime)
         share = split_policy(policy, results.values(), len(plan) - n)
+        point = resume.points.get(regime) if resume is not None else None
         loop = Loop(task, (agent_factory or (lambda: agent))() if n else agent, info=info,
                     evaluator=evaluator or sandbox.evaluate, writeback=writeback,
                     policy=Policy(share), knowledge=knowledge, options=sub_options,
-                    baseline=baseline, on_round=on_round, live=live)
+                    baseline=baseline, on_round=on_round, live=live,
+                    first_iteration=point.after + 1 if point else 0,
+                    start_note=point.note if point else "")
         progress.info("regime %s (%d of %d): %d round shapes, %d sweep shapes", regime,
                       n + 1, len(plan), len(shapes), len(sweep))
         live.start(regime)
         try:
-            results[regime] = loop.run()
+            results[regime] = loop.run(point.source if point else None)
         except BaseException:
             live.finish("failed")  # no report follows: the page stops calling it live
             raise
@@ -135,6 +149,10 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path,
     for sub in result.by_regime.values():
         sub.peer_timings = result.peer_timings
     table, sources = dispatch_table(task, options.dtype, env, result)
+    if env.arch != "cpu":  # buckets where the measured best changes (nothing timed: none)
+        from kernelkb.optimizer.learned_table import learned_table, start_entry
+
+        table = learned_table(table, result, start_entry(result, sources))
     result.export_path = export_module(task, result.best_source,
                                        run_dir / f"best_{task.name}.py", dtype=options.dtype,
                                        note=f"Run {run_id}, {env.gpu_name}.", table=table,

@@ -88,9 +88,13 @@ class Writeback:
         self.sink_down = sink is None
         self.stored = 0
         self.journaled = 0
+        self.kinds: dict[str, int] = {}  # round kinds of the records written, for the summary
 
     def write(self, record: ExperienceRecord) -> str:
         """'stored' or 'journaled'; a record is never dropped."""
+        kind = {"baseline": "baselines", "sweep": "final sweeps"}.get(
+            record.provenance.round_kind, "rounds")
+        self.kinds[kind] = self.kinds.get(kind, 0) + 1
         if not self.sink_down and self.sink is not None:
             try:
                 report = self.sink.ingest([record])
@@ -109,8 +113,16 @@ class Writeback:
         return "journaled"
 
     def summary(self) -> str:
+        """"6 records (3 rounds, 3 baselines): 0 experiences stored, 6 journaled to ...":
+        what the records are, so the count agrees with the rounds said before it."""
         text = f"{self.stored} experiences stored"
         if self.journaled:
             text += (f", {self.journaled} journaled to {self.journal.path} "
                      f"(load them with: kernelkb ingest {self.journal.path})")
-        return text
+        total = sum(self.kinds.values())
+        return f"{total} records ({self.kinds_text()}): {text}" if total else text
+
+    def kinds_text(self) -> str:
+        order = ("rounds", "baselines", "final sweeps")
+        return ", ".join(f"{self.kinds[k]} {k if self.kinds[k] != 1 else k[:-1]}"
+                         for k in order if self.kinds.get(k))

@@ -22,3 +22,22 @@ def test_one_regime_says_its_rounds_alone() -> None:
     assert rounds_text([_outcome(0, "baseline"), _outcome(1, "exploit"),
                         _outcome(2, "explore")]) == "2 rounds"
     assert rounds_text([_outcome(0, "baseline"), _outcome(1, "exploit")]) == "1 round"
+
+
+def test_the_journaled_count_says_what_its_records_are(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """"6 journaled" beside "3 rounds" read as a contradiction: the summary names the
+    records' kinds, so the figures add up."""
+    from kb_testdata import record_dict
+
+    from kernelkb.kb.record import ExperienceRecord
+    from kernelkb.optimizer.writeback import Journal, Writeback
+
+    writeback = Writeback(None, Journal(tmp_path / "journal.jsonl"))
+    for regime in range(3):
+        for i, kind in enumerate(("baseline", "exploit")):
+            rec = record_dict(run="r", iteration=i, summary=f"{regime}/{i}")
+            rec["provenance"]["round_kind"] = kind
+            assert writeback.write(ExperienceRecord.model_validate(rec)) == "journaled"
+    text = writeback.summary()
+    assert text.startswith("6 records (3 rounds, 3 baselines): 0 experiences stored, "
+                           "6 journaled to "), text

@@ -25,7 +25,13 @@ CPU_MAX_ITERS = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("task", help="task name, e.g. softmax")
+    parser.add_argument("task", nargs="?", help="task name, e.g. softmax (with --resume: "
+                        "the run's own)")
+    parser.add_argument("--resume", metavar="RUN", default=None,
+                        help="go on with an interrupted run (its id under the runs folder, or "
+                             "its folder) from its journal and stored records: finished "
+                             "regimes stay, the one it stopped in continues from its best "
+                             "kernel, with the rounds it used taken off --max-iters")
     tasks_dir_flag(parser)
     parser.add_argument("--agent", choices=("offline", "llm", "tuner"), default="offline",
                         help="offline catalog agent (default), an LLM, or the knob tuner")
@@ -41,16 +47,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--keep-untimed", action="store_true",
                         help="on a CPU, store the run's untimed rounds as experiences too "
                              "(default: they go to the run's journal only)")
-    parser.add_argument("--patience", type=int, default=6)
+    parser.add_argument("--patience", type=int, default=6,
+                        help="stop after this many rounds without a new best")
     parser.add_argument("--budget-s", type=float, default=None,
                         help="stop after this many seconds of evaluation (GPU) time")
-    parser.add_argument("--target-speedup", type=float, default=None)
-    parser.add_argument("--explore-every", type=int, default=10)
+    parser.add_argument("--target-speedup", type=float, default=None,
+                        help="stop once the best is this much faster than the start")
+    parser.add_argument("--explore-every", type=int, default=10,
+                        help="every Nth round is an exploration round (a structurally "
+                             "different candidate)")
     parser.add_argument("--no-peers", action="store_true",
                         help="skip timing eager / torch.compile / Liger at the end (GPU only)")
     parser.add_argument("--no-retrieval", action="store_true",
                         help="do not retrieve experiences (still writes them back)")
-    parser.add_argument("--dtype", default="float16")
+    parser.add_argument("--dtype", default="float16", help="dtype the kernel runs in")
     parser.add_argument("--shapes", default="auto",
                         help="shape set per round: auto, cpu, sweep, edge, all; or shapes "
                              "to tune on, sizes joined by x (e.g. 1x4096,2048x4096), used "
@@ -63,8 +73,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="tune only this shape regime (repeatable; `kernelkb dispatch "
                              "regimes` lists them); merge the tables of separate runs with "
                              "`kernelkb dispatch merge`")
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--timeout-s", type=float, default=60.0)
+    parser.add_argument("--seeds", type=int, default=3,
+                        help="random inputs each candidate is checked on, per shape")
+    parser.add_argument("--timeout-s", type=float, default=60.0,
+                        help="seconds one candidate's evaluation may take")
     parser.add_argument("--out", type=Path, default=None,
                         help="runs folder (default: KERNELKB_RUNS_DIR, else runs/ in the "
                              "store's home)")
@@ -82,7 +94,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--llm-retries", type=int, default=2, metavar="N",
                         help="--agent llm: the openai client's retries of a request that "
                              "failed to connect, timed out, or got 429/5xx (default 2)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0,
+                        help="the agent's random seed (offline and tuner agents)")
 
 
 def tasks_dir_flag(parser: argparse.ArgumentParser) -> None:
@@ -103,7 +116,6 @@ def run(args: argparse.Namespace) -> int:
     from kernelkb.optimizer.policy import PolicyConfig, StopReason
     from kernelkb.optimizer.session import optimize
 
-    log = logging.getLogger(__name__)
     if not getattr(args, "verbose", False):
         quiet_own_logs()
     settings = Settings()
@@ -112,7 +124,13 @@ def run(args: argparse.Namespace) -> int:
     on_gpu = torch.cuda.is_available()
     if args.max_iters is None:
         args.max_iters = GPU_MAX_ITERS if on_gpu else CPU_MAX_ITERS
+    out_dir = args.out or settings.runs_dir
+    assert out_dir is not None  # Settings fills runs_dir in (home / "runs")
     try:  # every argument checked before the store opens or the model loads
+        if args.resume:
+            args.task = resumed_task(args, Path(out_dir))
+        elif not args.task:
+            raise ValueError("name the task to optimize (e.g. softmax), or --resume RUN")
         task_name = check_arguments(args)
         given = run_shapes(args, get_task(task_name), on_gpu)
         policy = PolicyConfig(patience=args.patience, max_iters=args.max_iters,
@@ -120,13 +138,11 @@ def run(args: argparse.Namespace) -> int:
                               explore_every=args.explore_every)
         agent = make_agent(args, settings)
     except ValueError as err:
-        log.error("%s", err)
-        return 2
+        return said(err, 2)
     try:
         agent.preflight()  # before the store opens; optimize() asks again, at no cost
     except AgentUnavailable as err:
-        log.error("%s", err)
-        return 1
+        return said(err, 1)
     options = LoopOptions(dtype=args.dtype, shapes=given.shapes, sweep_shapes=given.sweep_shapes,
                           seeds=args.seeds, timeout_s=args.timeout_s,
                           retrieval=not args.no_retrieval, peers=not args.no_peers,
@@ -136,12 +152,25 @@ def run(args: argparse.Namespace) -> int:
     from kernelkb.kb.terminal import progress as progress_bar
 
     knowledge, write_back = open_for_runs(settings)
+    resume = None
+    if args.resume:
+        from kernelkb.optimizer.resume import CannotResume, resume_from
+
+        try:
+            resume = resume_from(Path(out_dir), args.resume, knowledge)
+        except CannotResume as err:
+            return said(err, 2)
+        progress.info("resuming %s: %d rounds used before it stopped%s", resume.run_id,
+                      resume.rounds_used, f"; done: {', '.join(resume.done)}"
+                      if resume.done else "")
     if not on_gpu:
+        shared = ("plus a baseline and a final sweep of the regime" if len(args.regime) == 1
+                  else "shared by the task's shape regimes, each of which also runs a "
+                  "baseline and a final sweep")
         progress.info("no GPU here: the CPU interpreter checks correctness only, nothing will "
                       "be timed, and every round's verdict is neutral (untimed); at most %d "
-                      "rounds in all (--max-iters), shared by the task's shape regimes, each "
-                      "of which also runs a baseline and a final sweep; kept in the run's "
-                      "journal%s", args.max_iters,
+                      "round%s in all (--max-iters), %s; kept in the run's journal%s",
+                      args.max_iters, "" if args.max_iters == 1 else "s", shared,
                       " and the store (--keep-untimed)" if args.keep_untimed else
                       ", not the store (--keep-untimed stores them)")
         write_back = write_back and args.keep_untimed
@@ -157,17 +186,18 @@ def run(args: argparse.Namespace) -> int:
             bar.update(description=f"optimize {task_name}: {rounds} of at most "
                                    f"{args.max_iters} rounds done{best}")
 
-        out_dir = args.out or settings.runs_dir
-        assert out_dir is not None  # Settings fills runs_dir in (home / "runs")
         try:
-            result = optimize(task_name, agent, out_dir=out_dir,
+            result = optimize(task_name, agent, out_dir=out_dir, resume=resume,
                               knowledge=knowledge, write_back=write_back,
                               policy=policy, options=options, journal_path=args.journal,
                               command="kernelkb " + shlex.join(sys.argv[1:]),
                               on_round=on_round, agent_factory=lambda: make_agent(args, settings))
         except (StartFailed, AgentUnavailable) as err:
-            log.error("%s", err)
-            return 1
+            return said(err, 1)
+        except ValueError as err:  # a resumed run with nothing left to do
+            if resume is None:
+                raise
+            return said(err, 2)
     progress.info("stopped by %s after %s; report %s; kernel %s",
                   result.stop_reason.value, rounds_text(result.rounds), result.report_path,
                   result.export_path)
@@ -175,11 +205,36 @@ def run(args: argparse.Namespace) -> int:
         progress.info("nothing was timed: no GPU here, the CPU interpreter checked "
                       "correctness only")
     if result.stop_reason is StopReason.agent_unavailable:
-        log.error("%s", result.failure)
-        return 1
+        return said(result.failure, 1)
     if result.stop_reason is StopReason.interrupt:  # written up, but not a finished run
         return 128 + (SIGNALLED.get("signum") or signal.SIGINT)
     return 0
+
+
+def resumed_task(args: argparse.Namespace, runs_dir: Path) -> str:
+    """The task of the run to resume (its run.json says it); a different one named on
+    the command line is an error."""
+    import json
+
+    from kernelkb.optimizer.run_file import FILE
+
+    folder = Path(args.resume) if Path(args.resume).is_dir() else runs_dir / args.resume
+    try:
+        task = json.loads((folder / FILE).read_text(encoding="utf-8")).get("task")
+    except (OSError, ValueError):
+        task = None
+    if not task and not args.task:
+        raise ValueError(f"--resume {args.resume}: no run folder with a run.json at {folder}")
+    if task and args.task and args.task.lower() != str(task).lower():
+        raise ValueError(f"--resume {args.resume}: that run optimized {task}, not {args.task}")
+    return str(task or args.task)
+
+
+def said(err: object, status: int) -> int:
+    """A user's error as one plain sentence on stderr (not a log record), and its exit
+    status: 2 for a value the user gave, 1 for an endpoint or start that failed."""
+    print(f"kernelkb optimize: {err}", file=sys.stderr, flush=True)
+    return status
 
 
 def check_arguments(args: argparse.Namespace) -> str:
