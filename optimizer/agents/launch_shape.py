@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kernelkb.kernels.base import Config, ConfigValue, Shape, Task
+from kernelkb.kernels.base import Config, ConfigValue, Knob, Shape, Task, Variant
 
 FILLED = 2.0  # programs per SM at which a grid counts as full (one loads, one computes)
 UNDER_FILLED = 0.75  # mean fill (FILLED = 1) under which the GPU idles: fill moves first
@@ -83,7 +83,8 @@ def fill_moves(task: Task, best: Config, shapes: Sequence[Shape], dtype: str,
     assert sms is not None  # under_filled said so
     base = fill(task, best, shapes, dtype, sms)
     # the catalog's order: variants (split-K, its reduction) before knobs (tiles, stages)
-    order = {p.name: i for i, p in enumerate((*task.variants, *task.knobs))}
+    params: tuple[Knob | Variant, ...] = (*task.variants, *task.knobs)
+    order = {p.name: i for i, p in enumerate(params)}
     moves = []
     for point in _space(task, smem_limit):
         if point == dict(best):
