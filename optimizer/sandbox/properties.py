@@ -16,6 +16,7 @@ cases, and at most ``SHRINK_CALLS`` more to shrink a failure; a case not yet run
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -59,8 +60,9 @@ class Found(Exception):
 def shapes(among: Sequence[Shape], declared: Sequence[Shape], fits: Callable[[Shape], bool],
            accepts: Callable[[Shape], bool]) -> Any:
     """Every dimension across every power-of-two bucket between the least and the largest
-    value ``among`` gives it (a flag or power-of-two dimension: the values given; one never
-    varied: its value), halved to ``fits``, kept where ``accepts``."""
+    value ``among`` gives it, a multiple of the declared values' common divisor (a flag or
+    power-of-two dimension: the values given; one never varied: its value), halved to
+    ``fits``, kept where ``accepts``."""
     from hypothesis import strategies as st
 
     columns = list(zip(*among, strict=True))
@@ -73,9 +75,11 @@ def shapes(among: Sequence[Shape], declared: Sequence[Shape], fits: Callable[[Sh
             dims.append(st.just(column[0]))
         elif kind in ("flag", "pow2"):
             dims.append(st.sampled_from(sorted(set(column))))
-        else:
+        else:  # a multiple of what every declared value divides by (RoPE's even head_dim)
+            step = math.gcd(*[s[i] for s in named])
             dims.append(st.integers((lo - 1).bit_length(), (hi - 1).bit_length()).flatmap(
-                lambda e, lo=lo, hi=hi: st.integers(max(lo, (1 << e >> 1) + 1), min(hi, 1 << e))))
+                lambda e, lo=lo, hi=hi: st.integers(max(lo, (1 << e >> 1) + 1), min(hi, 1 << e))
+            ).map(lambda v, lo=lo, step=step: max(lo, v - v % step)))
     free = [i for i, c in enumerate(columns) if _kind(c, [s[i] for s in named]) == "range"]
 
     def fitted(shape: Shape) -> Shape:

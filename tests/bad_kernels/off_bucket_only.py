@@ -1,6 +1,6 @@
 """Planted: a softmax right on every row length whose power-of-two block a listed shape
 has (1, 8, 128, 1024, 2048, 8192, 131072 on the CPU lists), wrong in the blocks between
-(16 to 512): there it drops each row's last column. The judge's in-bucket drawn shape
+(16 to 64): there it drops each row's last column. The judge's in-bucket drawn shape
 never leaves a listed shape's block, so only a draw across every bucket meets it.
 Expected: wrong_result, shrunk to one row of 9 to 16 columns."""
 import torch
@@ -15,7 +15,7 @@ def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constex
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
-    if BLOCK >= 16 and BLOCK <= 512:
+    if BLOCK >= 16 and BLOCK <= 64:
         mask = cols < n_cols - 1
     x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=-float("inf")).to(tl.float32)
     e = tl.exp(x - tl.max(x, 0))
