@@ -170,7 +170,7 @@ def test_templates_with_host_side_tables_or_two_kernels_pass(task, tmp_path):
     if task == "attention":
         configs.append({**t.default_config, "ROPE_TABLE": True})
     if task == "matmul":
-        configs.append({**t.default_config, "SPLIT_K": 4, "BLOCK_M": 16})
+        configs.append({**t.default_config, "SPLIT_K": 4, "BLOCK_M": 16, "NUM_STAGES": 3})
     shapes = [list(s) for s in t.cpu_shapes[:1]]
     for i, config in enumerate(configs):
         (tmp_path / str(i)).mkdir()
