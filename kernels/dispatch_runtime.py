@@ -132,6 +132,21 @@ def dispatch_select(table: dict, here: dict, regime: str) -> tuple[str, str, dic
     raise LookupError("dispatch table: no GPU has any regime")
 
 
+def dispatch_distance(entry: dict, value: int) -> float:
+    """How far a key value lies outside the measured span of the entry it runs (a learned
+    table's entries carry one): 1.0 inside it, else the ratio to its nearer end."""
+    span = entry.get("span")
+    if not span:
+        return 1.0
+    low, high = span
+    if value < low:
+        return low / max(value, 1)
+    return value / high if value > high else 1.0
+
+
+DISPATCH_FAR = 2.0  # a call this many times outside its bucket's measured span is warned
+
+
 # a header constant line: NAME = literal  # comment
 HEADER_LINE = re.compile(r"^([A-Z][A-Z0-9_]*)\s*=\s*(.+?)\s*(#.*)?$")
 
@@ -316,6 +331,7 @@ class Dispatcher:
         self.by_config: dict = {}
         self.warned: set = set()
         self.choices: dict = {}  # key -> (gpu, regime, why): what each shape runs
+        self.distance: dict = {}  # key -> its distance from the measured span (1.0: inside)
         self.call = self._caller()
 
     def _caller(self):
@@ -343,8 +359,16 @@ class Dispatcher:
     def resolve(self, key):
         if self.here is None:
             self.here = dispatch_gpu_here()
-        regime = dispatch_regime(self.table["rule"], key if isinstance(key, tuple) else (key,))
+        parts = key if isinstance(key, tuple) else (key,)
+        regime = dispatch_regime(self.table["rule"], parts)
         gpu, used, entry, why = dispatch_select(self.table, self.here, regime)
+        value = math.prod(int(p) for p in parts)
+        far = self.distance[key] = dispatch_distance(entry, value)
+        if far >= DISPATCH_FAR:
+            span = entry["span"]
+            note = f"{value} is {far:.1f}x outside the measured {span[0]}..{span[1]} of {used}"
+            why = f"{why}; {note}" if why else note
+            regime = f"{regime} (outside)"
         if why and (gpu, regime) not in self.warned:
             self.warned.add((gpu, regime))
             warnings.warn(f"kernelkb dispatch ({self.table['task']}): {why}", stacklevel=3)

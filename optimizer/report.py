@@ -300,8 +300,18 @@ def _body(result: Any, plots: list[str]) -> list[str]:
                      f"{r.verdict}{' (new best)' if r.improved else ''} | {time_ms} | "
                      f"{_cell(r.message, 120)} |")
     lines += _sweep_lines(result)
+    lines += _bucket_lines(result)
     lines += ["", *[f"![{p}]({p})" for p in plots], ""]
     return lines
+
+
+def _bucket_lines(result: Any) -> list[str]:
+    """The exported table's learned buckets, with their measured shapes and peers."""
+    from kernelkb.optimizer.dispatch import read_table
+    from kernelkb.optimizer.learned_buckets import bucket_lines
+
+    path = getattr(result, "table_path", None)
+    return bucket_lines(read_table(path)) if path is not None and path.exists() else []
 
 
 def _sweep_lines(result: Any) -> list[str]:
