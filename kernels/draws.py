@@ -104,8 +104,10 @@ def _pattern(x: Any, draw: Draw) -> Any:
     n = rows.shape[1]
     picked = rows[:: max(1, draw.every)]
     value = _fill(draw.value, x.dtype)
-    width = min(n, max(1, math.ceil(draw.share * n)))
+    width = min(n - 1, max(1, math.ceil(draw.share * n)))  # a row masked whole has no answer
     at = min(n - 1, max(0, round(draw.share * (n - 1))))
+    if draw.pattern in ("prefix", "suffix") and width < 1:
+        return x
     if draw.pattern == "prefix":
         picked[:, :width] = value
     elif draw.pattern == "suffix":

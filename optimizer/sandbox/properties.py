@@ -26,7 +26,7 @@ from kernelkb.kernels.drawn_shapes import _kind
 from kernelkb.kernels.draws import Draw, space_of
 
 Shape = tuple[int, ...]
-SHRINK_CALLS = 24  # calls spent shrinking a failure to its smallest case
+SHRINK_CALLS = 40  # calls spent shrinking a failure to its smallest case
 EXAMPLES_CPU = 2  # drawn cases an evaluation, on the interpreter
 EXAMPLES_GPU = 6  # and on a GPU
 KEPT_MAX = 8  # kept cases asked first
