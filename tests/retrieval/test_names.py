@@ -105,7 +105,7 @@ def test_a_known_gpu_without_experiences_says_what_the_store_has(
         cli_home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = _insights(["--op", "softmax", "--gpu", "A100-80GB"], capsys)
     assert status == 0
-    assert out.startswith("0 experiences (op_type=softmax, gpu_name=NVIDIA A100-SXM4-80GB)")
+    assert out.startswith("0 experiences (op=softmax, gpu=NVIDIA A100-SXM4-80GB)")
     assert "no experiences of softmax on NVIDIA A100-SXM4-80GB in this store" in out
     assert f"GPUs with experiences: {H200} (" in out
 

@@ -95,7 +95,8 @@ def _run_insights(args: argparse.Namespace) -> int:
     if args.json:
         print_json(report.model_dump(mode="json"))
         return 0
-    where = ", ".join(f"{k}={v}" for k, v in names.items() if v)
+    said = {"op_type": "op", "gpu_name": "gpu"}  # the flags' names, as the user typed them
+    where = ", ".join(f"{said.get(k, k)}={v}" for k, v in names.items() if v)
     print(f"{report.total} experiences" + (f" ({where})" if where else ""))
     if report.note:
         print(report.note)

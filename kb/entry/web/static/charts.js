@@ -74,7 +74,8 @@
         marker.colorbar = {title: {text: c}};
         marker.showscale = key === "measured";
       }
-      return {type: "scatter", mode: "markers", name: colourNumeric ? key : c + " = " + key,
+      const named = colourNumeric || data.metric_keys[c] === "kind" ? key : c + " = " + key;
+      return {type: "scatter", mode: "markers", name: named,
         x: ps.map(function (p) { return landscapeValue(p, x, data); }),
         y: ps.map(function (p) { return landscapeValue(p, y, data); }),
         customdata: ps.map(function (p) { return p.exp_id || ""; }),
