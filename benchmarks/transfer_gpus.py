@@ -47,6 +47,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.transfer_peers import Walks  # noqa: E402
+from benchmarks.transfer_summary import seed_summary, summary_lines  # noqa: E402
 from kernelkb.kb.terminal import tracked  # noqa: E402 - a bar on a terminal, nothing in a pipe
 from kernelkb.kernels.shared.stats import geomean  # noqa: E402
 from kernelkb.retrieval.hardware import gpu_similarity  # noqa: E402
@@ -227,50 +229,14 @@ def _ordered(keys: Sequence[str], score: dict[str, float]) -> list[str]:
     return known + rest
 
 
-def ranker_walk(case: Case, model: CostModel, updates: bool = True,
-                limit: int | None = None) -> list[str]:
-    """Walk the model's order, measuring one configuration at a time (its truth from the
-    case); refit with the target's measurements after 1, 2, 4, 8... of them, hedged with
-    the zero-shot order once an update is accepted (see below). Stops once
-    the target's best is within 3% (the rest of the order then cannot change E@3%)."""
+def zero_shot_order(case: Case, model: CostModel) -> list[str]:
+    """The ranker's zero-shot order of the case's configurations (no measurement on the
+    target)."""
     candidates = [ExperienceRow(op=r.op, shape=r.shape, gpu=r.gpu, config=r.config, time_ms=None,
                                 launch=r.launch, gpu_facts=r.gpu_facts, bytes_moved=r.bytes_moved,
                                 flops=r.flops) for r in case.rows]
-    truth_rows = {(r.key, r.shape): r for r in case.rows}
     model.update([])
-    order = [r.config for r in model.rank(candidates)]
-    keys = [config_key(c) for c in order]
-    if not updates:
-        return keys
-    walked: list[str] = []
-    measured: list[ExperienceRow] = []
-    remaining = list(keys)
-    zero_shot = list(keys)  # the order before any update, for the hedge
-    updated = False
-    next_update = 1
-    threshold = case.best * TOLERANCE
-    limit = limit or len(keys)
-    while remaining and len(walked) < limit:
-        # Hedge: once an update has reordered the walk, every other evaluation takes the
-        # next configuration of the zero-shot order, so an update fitted on a biased sample
-        # (the head of the model's own order) can at most double the evaluations.
-        source = zero_shot if updated and len(walked) % 2 == 0 else remaining
-        key = next(k for k in source if k not in walked)
-        remaining.remove(key)
-        walked.append(key)
-        measured.extend(truth_rows[(key, s)] for s in {r.shape for r in case.rows}
-                        if (key, s) in truth_rows)
-        t = case.truth.get(key)
-        if t is not None and t <= threshold:
-            break
-        if len(walked) == next_update and remaining:
-            next_update *= 2
-            model.update(measured)
-            left = set(remaining)
-            ranked = model.rank([c for c in candidates if c.key in left])
-            remaining = [config_key(r.config) for r in ranked]
-            updated = updated or model.update_accepted
-    return walked + remaining
+    return [config_key(r.config) for r in model.rank(candidates, evidence_for=0)]
 
 
 def interval_coverage(case: Case, model: CostModel) -> dict[str, Any]:
@@ -298,12 +264,14 @@ def interval_coverage(case: Case, model: CostModel) -> dict[str, Any]:
            "widened": {s: calibration.widened.get((case.op, s)) for s in ("head", "rest")},
            "held_out_coverage": {s: calibration.held_out_coverage.get((case.op, s))
                                  for s in ("head", "rest")},
-           "_calibration_seconds": round(calibration_s, 1)}
+           "_calibration_seconds": round(calibration_s, 1), "first": None}
     for position, ranked in enumerate(model.rank(candidates, evidence_for=0)):
         key = config_key(ranked.config)
         bounds = model.interval(case.op, ranked.predicted_rel_time, position + 1)
         if key not in measured or bounds is None:
             continue
+        if position == 0:
+            out["first"] = [bounds[0], bounds[1], measured[key]]
         inside = bounds[0] <= measured[key] <= bounds[1]
         for part in ("all", "shown") if position < SHOWN else ("all",):
             out[part][0] += inside
@@ -334,8 +302,10 @@ def fmt_cover(pair: Sequence[int]) -> str:
 
 
 # -- the studies ------------------------------------------------------------------------
-def run_case(case: Case, train: Sequence[ExperienceRow], model: CostModel, seeds: int,
-             baselines: bool) -> dict[str, Any]:
+def run_case(case: Case, train: Sequence[ExperienceRow], models: Sequence[CostModel],
+             seeds: int, baselines: bool, walks: Walks) -> dict[str, Any]:
+    """Every method on one case; the model's methods once per model seed (``models``,
+    each fit with its own seed), RGPE with the same seeds."""
     started = time.time()
     results: dict[str, Any] = {}
     cold = [walk_metrics(order, case) for order in cold_orders(case, seeds)]
@@ -346,9 +316,20 @@ def run_case(case: Case, train: Sequence[ExperienceRow], model: CostModel, seeds
         for name, order in refs.items():
             results[name] = summarise([walk_metrics(order, case)])
         results["most_similar_gpu"]["gpu"] = nearest
-    results["ranker_zero_shot"] = summarise([walk_metrics(ranker_walk(case, model, False),
-                                                          case)])
-    results["ranker"] = summarise([walk_metrics(ranker_walk(case, model), case)])
+    zero, walked, peer, weights = [], [], [], []
+    for model in models:
+        zero.append(walk_metrics(zero_shot_order(case, model), case))
+        order, last = walks.product(case.rows, case.truth, train, model, model.seed)
+        walked.append(walk_metrics(order, case))
+        weights.append(last)
+        if baselines:
+            peer.append(walk_metrics(walks.rgpe(case.op, case.truth, train, model.seed),
+                                     case))
+    results["ranker_zero_shot"] = summarise(zero)
+    results["ranker"] = summarise(walked)
+    if peer:
+        results["rgpe"] = summarise(peer)
+    results["_walk_weights"] = weights
     results["_seconds"] = round(time.time() - started, 1)
     return results
 
@@ -367,13 +348,14 @@ def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
     length = min(len(c) for c in curves)
     return {
         "runs": len(runs), "e3": stats(e3), "first": stats([r["first"] for r in runs]),
+        "e3_runs": e3, "first_runs": [r["first"] for r in runs],
         "at": {n: stats([r["at"][n] for r in runs]) for n in CHECKPOINTS},
         "curve": [float(np.median([c[i] for c in curves])) for i in range(length)],
     }
 
 
-def leave_one_gpu_out(rows: Sequence[ExperienceRow], make_model: Callable[[], CostModel],
-                      seeds: int) -> list[dict[str, Any]]:
+def leave_one_gpu_out(rows: Sequence[ExperienceRow], make_model: Callable[[int], CostModel],
+                      seeds: int, model_seeds: int, walks: Walks) -> list[dict[str, Any]]:
     gpus = sorted({r.gpu for r in rows})
     out = []
     for target in tracked(gpus, "leave one GPU out"):
@@ -382,13 +364,17 @@ def leave_one_gpu_out(rows: Sequence[ExperienceRow], make_model: Callable[[], Co
         assert not any(r.gpu == target for r in train), "held-out GPU rows in training"
         log(f"GPU {target}: training on {len(train)} rows of {sorted({r.gpu for r in train})}")
         started = time.time()
-        model = make_model().fit(train)
-        assert target not in model.train_gpus
+        models = [make_model(seed).fit(train) for seed in range(model_seeds)]
+        model = models[0]
+        assert all(target not in m.train_gpus for m in models)
         fit_s = time.time() - started
         for op in sorted({r.op for r in held}):
             case = make_case(f"{op} on {target}", "gpu", [r for r in held if r.op == op])
-            result = run_case(case, train, model, seeds, baselines=True)
-            result["interval"] = interval_coverage(case, model)
+            result = run_case(case, train, models, seeds, True, walks)
+            intervals = [interval_coverage(case, m) for m in models]
+            result["interval"] = intervals[0]
+            result["interval_seeds"] = [{k: iv[k] for k in ("all", "shown", "first")}
+                                        for iv in intervals]
             result["_fit_seconds"] = round(fit_s, 1)
             result["_objective"] = model.chosen_objective
             result["_selection"] = model.selection
@@ -398,7 +384,8 @@ def leave_one_gpu_out(rows: Sequence[ExperienceRow], make_model: Callable[[], Co
             out.append({"case": case.name, "op": op, "gpu": target, "kind": "gpu",
                         "vendor": case.rows[0].gpu_facts.get("vendor"),
                         "configs": len(case.truth), **result})
-            log(f"  {case.name}: E@3% ranker {fmt_e3(result['ranker'])} | cold "
+            log(f"  {case.name}: E@3% walk {fmt_e3(result['ranker'])} | RGPE "
+                f"{fmt_e3(result['rgpe'])} | cold "
                 f"{fmt_e3(result['cold'])} | similar GPU {fmt_e3(result['most_similar_gpu'])} | "
                 f"mean rank {fmt_e3(result['mean_rank'])} ({result['_seconds']} s); 80% "
                 f"interval covers {fmt_cover(result['interval']['all'])}, first {SHOWN} "
@@ -407,17 +394,18 @@ def leave_one_gpu_out(rows: Sequence[ExperienceRow], make_model: Callable[[], Co
 
 
 def leave_one_task_out(rows: Sequence[ExperienceRow], extra: Sequence[ExperienceRow],
-                       make_model: Callable[[], CostModel], seeds: int,
-                       label: str) -> list[dict[str, Any]]:
+                       make_model: Callable[[int], CostModel], seeds: int,
+                       label: str, model_seeds: int, walks: Walks) -> list[dict[str, Any]]:
     out = []
     for op in tracked(sorted({r.op for r in rows}), f"leave one task out ({label})"):
         train = [r for r in rows if r.op != op] + list(extra)
         assert not any(r.op == op for r in train), "held-out task rows in training"
         started = time.time()
-        model = make_model().fit(train)
+        models = [make_model(seed).fit(train) for seed in range(model_seeds)]
+        model = models[0]
         fit_s = time.time() - started
         case = make_case(f"{op} (H200, {label})", "task", [r for r in rows if r.op == op])
-        result = run_case(case, train, model, seeds, baselines=False)
+        result = run_case(case, train, models, seeds, False, walks)
         result["_fit_seconds"] = round(fit_s, 1)
         result["_objective"] = model.chosen_objective
         result["_selection"] = model.selection
@@ -450,8 +438,8 @@ def fmt_x(stats: dict[str, float], runs: int) -> str:
     return text
 
 
-METHODS = ("cold", "most_similar_gpu", "mean_rank", "ranker_zero_shot", "ranker")
-COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:pink", "tab:purple")
+METHODS = ("cold", "most_similar_gpu", "mean_rank", "rgpe", "ranker_zero_shot", "ranker")
+COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:pink", "tab:purple")
 
 
 def split_goals(gpu_cases: list[dict[str, Any]], test_ops: Sequence[str]) -> list[str]:
@@ -529,7 +517,7 @@ def write_markdown(payload: dict[str, Any], path: Path) -> None:
              f"{payload['seeds']} seeds. E@3%: evaluations until within 3% of the target's "
              "best (\"never\" = not within the space). first: first proposal's time / best. "
              "@n: best-so-far / best after n evaluations.", "", "## Goals", "",
-             *payload["goals"], ""]
+             *payload["goals"], "", *summary_lines(payload), ""]
     for title, kind in (("Leave-one-GPU-out (Kernel Tuner data)", "gpu"),
                         ("Leave-one-task-out (H200 spaces)", "task")):
         cases = [c for c in payload["cases"] if c["kind"] == kind]
@@ -625,14 +613,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "the development split")
     parser.add_argument("--task-train", choices=("spaces", "spaces+imported", "both"),
                         default="both", help="leave-one-task-out training data")
+    parser.add_argument("--model-seeds", type=int, default=5,
+                        help="seeds of the cost model and the GPs (each method that learns "
+                             "is run once per seed)")
+    parser.add_argument("--walk-limit", type=int, default=200,
+                        help="sequential proposals per walk before the rest of its order")
     args = parser.parse_args(argv)
     if args.seeds < 20:
         log(f"note: {args.seeds} cold seeds (the issue asks for >= 20)")
     started = time.time()
 
-    def make_model() -> CostModel:
+    def make_model(seed: int) -> CostModel:
         return CostModel(objective=args.objective, n_estimators=args.trees,
-                         max_rows_per_group=args.max_rows_per_group)
+                         max_rows_per_group=args.max_rows_per_group, seed=seed)
 
     notes = []
     imported: list[ExperienceRow] = []
@@ -641,8 +634,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         imported = load_kernel_tuner(args.data)
         log(f"  {len(imported)} rows, GPUs {sorted({r.gpu for r in imported})}")
     cases: list[dict[str, Any]] = []
+    walks = Walks(imported, args.walk_limit)
     if "gpu" not in args.skip:
-        cases += leave_one_gpu_out(imported, make_model, args.seeds)
+        cases += leave_one_gpu_out(imported, make_model, args.seeds, args.model_seeds, walks)
     task_cases: list[dict[str, Any]] = []
     if "task" not in args.skip:
         spaces = load_spaces(args.spaces)
@@ -652,7 +646,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for label in labels:
             extra = imported if label == "spaces+imported" else []
             log(f"leave-one-task-out, training on {label}")
-            task_cases += leave_one_task_out(spaces, extra, make_model, args.seeds, label)
+            task_cases += leave_one_task_out(spaces, extra, make_model, args.seeds, label,
+                                             args.model_seeds, Walks(spaces, args.walk_limit))
     cases += task_cases
     seconds = time.time() - started
     gpu_cases = [c for c in cases if c["kind"] == "gpu"]
@@ -664,6 +659,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "seconds": seconds, "seeds": args.seeds, "objective": args.objective,
         "goals": split_goals(gpu_cases, args.test_ops) + goals(gpu_cases, task_cases),
         "notes": notes, "cases": cases, "test_ops": args.test_ops,
+        "model_seeds": args.model_seeds, "walk_limit": args.walk_limit,
+        "seed_summary": seed_summary(gpu_cases, args.test_ops),
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "transfer_gpus.json").write_text(json.dumps(payload, indent=1, default=float))

@@ -79,7 +79,7 @@ def test_benchmark_end_to_end_on_tiny_files(tmp_path: Path) -> None:
     out = tmp_path / "out"
     code = transfer_gpus.main(["--data", str(tmp_path / "hub"), "--spaces",
                                str(tmp_path / "spaces"), "--out", str(out), "--trees", "20",
-                               "--task-train", "spaces"])
+                               "--task-train", "spaces", "--model-seeds", "2"])
     assert code == 0
     payload = json.loads((out / "transfer_gpus.json").read_text())
     gpu_cases = [c for c in payload["cases"] if c["kind"] == "gpu"]
@@ -89,7 +89,8 @@ def test_benchmark_end_to_end_on_tiny_files(tmp_path: Path) -> None:
     assert {c["op"] for c in task_cases} == {"softmax", "swiglu", "rope"}
     for case in gpu_cases:  # no leakage: the held-out GPU never trained the model
         assert case["gpu"] not in case["_train_gpus"] and len(case["_train_gpus"]) == 2
-        assert case["cold"]["runs"] == 20 and case["ranker"]["runs"] == 1
+        assert case["cold"]["runs"] == 20 and case["ranker"]["runs"] == 2
+        assert case["rgpe"]["runs"] == 2  # the transfer-BO peer, once per model seed
         for method in transfer_gpus.METHODS:
             e3 = case[method]["e3"]["median"]
             assert 1 <= e3 <= case["configs"], (method, e3)
@@ -108,4 +109,10 @@ def test_benchmark_end_to_end_on_tiny_files(tmp_path: Path) -> None:
     assert "of the first 10 of each ranking; goal 70-90%" in payload["goals"][4]
     for case in gpu_cases:  # two training GPUs: nothing to hold out, the model's order
         assert case["_orders"] == ["model"]
+    # the seed table: a row per split and method, the walk against the best peer
+    summary = payload["seed_summary"]["all"]
+    assert set(summary["methods"]) >= {"rgpe", "ranker", "mean_rank", "cold"}
+    assert all(len(v["median"]) == 2 for v in summary["methods"].values())
+    assert len(summary["vs_best_peer"]["median"]) == 2
+    assert "## Over model seeds" in text and "first 10 of the product's list" in text
     assert (out / "transfer_gpus.png").stat().st_size > 10_000

@@ -1,0 +1,100 @@
+"""RGPE (retrieval/transfer_bo.py) and the product's walk (retrieval/walk.py) on small
+generated spaces: the encoder's scales, the weights following the source that orders the
+target's measurements as measured, the walk's lead and its sequence."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+
+from kernelkb.retrieval.ranker import CostModel, ExperienceRow
+from kernelkb.retrieval.transfer_bo import RGPE, Encoder, OrderPrior, SourceGP, fit_gp
+from kernelkb.retrieval.walk import Walk, fit_sources
+
+SPACE = [{"block": b, "tile": t, "shmem": s} for b in (16, 32, 64, 128, 256, 512)
+         for t in (1, 2, 3, 4) for s in (False, True)]
+
+
+def landscape(config: dict, best_block: float, noise: float, rng: random.Random) -> float:
+    """A log time with its best at ``best_block`` and tile 2."""
+    return (0.4 * abs(math.log2(config["block"]) - best_block) + 0.2 * abs(config["tile"] - 2)
+            + 0.1 * config["shmem"] + noise * rng.random())
+
+
+def test_encoder_scales_knobs_to_unit_range() -> None:
+    configs = [*SPACE, {"block": 16, "tile": 1, "shmem": False, "name": "a"}]
+    x = Encoder(configs)(configs)
+    assert x.min() == 0.0 and x.max() == 1.0
+    # block spans 32x: log2, so 16 -> 0, 64 -> 0.4, 512 -> 1 (evenly spaced in log)
+    enc = Encoder(SPACE)
+    blocks = enc([{"block": b, "tile": 1, "shmem": False} for b in (16, 64, 512)])[:, 0]
+    assert np.allclose(blocks, [0.0, 0.4, 1.0])
+    assert len(Encoder([{"a": 1, "b": 2}, {"a": 1, "b": 3}]).columns) == 1  # a is constant
+
+
+def test_weights_follow_the_source_that_orders_like_the_target() -> None:
+    rng = random.Random(0)
+    x = Encoder(SPACE)(SPACE)
+    alike = np.array([landscape(c, 6, 0.05, rng) for c in SPACE])
+    opposite = -alike
+    target = [landscape(c, 6, 0.05, rng) for c in SPACE]
+    sources = [SourceGP.over("alike", fit_gp(x, alike), x),
+               SourceGP.over("opposite", fit_gp(x, opposite), x)]
+    walk = RGPE(sources, x, seed=0)
+    for i in random.Random(1).sample(range(len(SPACE)), 10):
+        walk.observe(i, target[i])
+    walk.ranking(set())
+    assert walk.weights[0] > 0.5 > walk.weights[1]
+    assert math.isclose(float(walk.weights.sum()), 1.0)
+
+
+def test_lead_proposes_first_and_a_misleading_lead_gives_way() -> None:
+    rng = random.Random(2)
+    x = Encoder(SPACE)(SPACE)
+    target = [landscape(c, 8, 0.02, rng) for c in SPACE]
+    # the lead's order is the target's reversed: its first proposal is the worst
+    lead = OrderPrior.of("wrong", np.argsort(np.argsort(-np.array(target))).astype(float))
+    source = SourceGP.over("alike", fit_gp(x, np.array(target)), x)
+    walk = RGPE([lead, source], x, seed=0, lead=0)
+    seen: list[int] = []
+    for _ in range(12):
+        i = walk.next(set(seen))
+        if not seen:
+            assert i == int(np.argmax(target))  # the lead alone decides the first
+        seen.append(i)
+        walk.observe(i, target[i])
+    assert walk.weights[1] > walk.weights[0]
+    best = min(target)
+    assert min(target[i] for i in seen) <= best + math.log(1.03)
+
+
+def toy_rows(gpu: str, best_block: float, seed: int) -> list[ExperienceRow]:
+    rng = random.Random(seed)
+    facts = {"gpu_name": gpu, "vendor": "nvidia", "sm_count": 80 + 10 * seed}
+    return [
+        ExperienceRow(op="toy", shape="n=4096", gpu=gpu, config=dict(c),
+                      time_ms=math.exp(landscape(c, best_block, 0.05, rng)), launch=None,
+                      gpu_facts=facts) for c in SPACE]
+
+
+def test_walk_leads_with_the_ranker_and_visits_each_configuration_once() -> None:
+    train = toy_rows("GPU A", 6, 0) + toy_rows("GPU B", 6.5, 1) + toy_rows("GPU C", 7, 2)
+    target = toy_rows("GPU D", 7, 3)
+    model = CostModel(n_estimators=20).fit(train)
+    encode = Encoder(SPACE)
+    candidates = [ExperienceRow(op=r.op, shape=r.shape, gpu=r.gpu, config=r.config,
+                                time_ms=None, launch=None, gpu_facts=r.gpu_facts)
+                  for r in target]
+    walk = Walk(model, candidates, fit_sources(train, "toy", encode), encode)
+    assert walk.next_key() == walk.keys[0]  # the ranker's zero-shot first
+    measured = {r.key: r for r in target}
+    for _ in range(6):
+        key = walk.next_key()
+        walk.observe(key, [measured[key]])
+    order = walk.remaining()
+    assert sorted(order) == sorted(measured) and len(set(order[:6])) == 6
+    weights = walk.weights()
+    assert set(weights) == {"learned ranker", "GPU A", "GPU B", "GPU C", "target"}
+    assert math.isclose(sum(weights.values()), 1.0)
