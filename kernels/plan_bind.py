@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import typing
 import warnings
 
 import torch
@@ -200,7 +201,7 @@ class PlanLauncher:
         self.bound: dict = {}
         self.refused: dict = {}  # key -> why the layout runs run()
         self.sources: dict = {}  # key -> the generated launcher's text
-        self.key = None
+        self.key: typing.Any = None  # the generated key reader, made on the first call
         self.types: tuple = ()
         self.on = os.environ.get("KERNELKB_LAUNCH_PLAN") != "0"
         self.call = self._caller()

@@ -126,7 +126,7 @@ def learn(shape_names: tuple[str, ...], rule: dict[str, Any], measured: list[Mea
     names, at = candidates[key]
     segments = found[key]
     label = key.lower().replace("*", "_")
-    buckets = []
+    buckets: list[Bucket] = []
     for n, (config, values, rows) in enumerate(segments):
         last = n == len(segments) - 1
         bound = None if last else max(values[-1], math.isqrt(values[-1] * segments[n + 1][1][0]))
