@@ -17,11 +17,12 @@ MATMUL = "matmul"
 # the tile knobs a GEMM config must have to be read as one (named as Triton users do)
 TILE = ("BLOCK_M", "BLOCK_N", "BLOCK_K")
 # what the task's kernel does where another tool's config is silent: no grouped program
-# order, the masked K loop, no split-K, the tiled (not persistent TMA) kernel
+# order, the masked K loop, no split-K (its reduction the task's default), the tiled (not
+# persistent TMA) kernel
 DEFAULTS: dict[str, Any] = {"GROUP_M": 1, "EVEN_K": False, "SPLIT_K": 1,
-                            "PERSISTENT_TMA": False, "FLATTEN": False}
-KNOBS = (*TILE, "GROUP_M", "NUM_WARPS", "NUM_STAGES", "EVEN_K", "SPLIT_K", "PERSISTENT_TMA",
-         "FLATTEN")
+                            "SPLIT_REDUCE": "kernel", "PERSISTENT_TMA": False, "FLATTEN": False}
+KNOBS = (*TILE, "GROUP_M", "NUM_WARPS", "NUM_STAGES", "EVEN_K", "SPLIT_K", "SPLIT_REDUCE",
+         "PERSISTENT_TMA", "FLATTEN")
 _MATMUL_NAME = re.compile(r"matmul|gemm|(?:^|_)mm(?:_|$)", re.I)
 _DTYPE = re.compile(r"^torch\.(\w+)$")
 

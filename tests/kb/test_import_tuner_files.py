@@ -86,7 +86,7 @@ def test_the_inductor_log_becomes_matmul_measurements_on_the_gpu_given() -> None
         "BLOCK_M": raw["BLOCK_M"], "BLOCK_N": raw["BLOCK_N"], "BLOCK_K": raw["BLOCK_K"],
         "GROUP_M": raw["GROUP_M"], "NUM_WARPS": raw["num_warps"],
         "NUM_STAGES": raw["num_stages"], "EVEN_K": raw["EVEN_K"],
-        "SPLIT_K": 1, "PERSISTENT_TMA": False, "FLATTEN": False}
+        "SPLIT_K": 1, "SPLIT_REDUCE": "kernel", "PERSISTENT_TMA": False, "FLATTEN": False}
     assert "left out: ACC_TYPE='tl.float32', ALLOW_TF32=False, USE_FAST_ACCUM=False" in \
         best.feedback.text
     assert best.feedback.achieved_tflops == pytest.approx(2 * 16 * 4096 * 4096 / ms / 1e9)
@@ -229,7 +229,8 @@ def test_the_h200_triton_cache_maps_onto_matmul() -> None:
         "BLOCK_M": kwargs["BLOCK_M"], "BLOCK_N": kwargs["BLOCK_N"],
         "BLOCK_K": kwargs["BLOCK_K"], "GROUP_M": kwargs["GROUP_M"],
         "NUM_WARPS": config["num_warps"], "NUM_STAGES": config["num_stages"],
-        "EVEN_K": False, "SPLIT_K": 1, "PERSISTENT_TMA": False, "FLATTEN": False}
+        "EVEN_K": False, "SPLIT_K": 1, "SPLIT_REDUCE": "kernel", "PERSISTENT_TMA": False,
+        "FLATTEN": False}
     assert "the task's default taken: EVEN_K=False" in record.feedback.text
     assert f"p20 / p80 {timing[1]:.4g} / {timing[2]:.4g} ms" in record.feedback.text
 
@@ -294,8 +295,8 @@ def fastest_at_m16() -> dict[str, Any]:
                         "NUM_WARPS": config["num_warps"], "NUM_STAGES": config["num_stages"],
                         "EVEN_K": False}
     best.pop("time")
-    return {k: best[k] for k in task_map.KNOBS[:7]} | {"SPLIT_K": 1, "PERSISTENT_TMA": False,
-                                                       "FLATTEN": False}
+    return {k: best[k] for k in task_map.KNOBS[:7]} | {"SPLIT_K": 1, "SPLIT_REDUCE": "kernel",
+                                                       "PERSISTENT_TMA": False, "FLATTEN": False}
 
 
 def test_imported_configurations_reach_the_matmul_bootstrap(
