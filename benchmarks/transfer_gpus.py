@@ -355,7 +355,10 @@ def summarise(runs: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def leave_one_gpu_out(rows: Sequence[ExperienceRow], make_model: Callable[[int], CostModel],
-                      seeds: int, model_seeds: int, walks: Walks) -> list[dict[str, Any]]:
+                      seeds: int, model_seeds: int, walks: Walks,
+                      progress: Path | None = None) -> list[dict[str, Any]]:
+    """Each GPU held out in turn; each finished case is also appended to ``progress``
+    (JSON lines), so a long run's cases can be read before it ends."""
     gpus = sorted({r.gpu for r in rows})
     out = []
     for target in tracked(gpus, "leave one GPU out"):
@@ -384,6 +387,9 @@ def leave_one_gpu_out(rows: Sequence[ExperienceRow], make_model: Callable[[int],
             out.append({"case": case.name, "op": op, "gpu": target, "kind": "gpu",
                         "vendor": case.rows[0].gpu_facts.get("vendor"),
                         "configs": len(case.truth), **result})
+            if progress is not None:
+                with progress.open("a") as f:
+                    f.write(json.dumps(out[-1], default=float) + "\n")
             log(f"  {case.name}: E@3% walk {fmt_e3(result['ranker'])} | RGPE "
                 f"{fmt_e3(result['rgpe'])} | cold "
                 f"{fmt_e3(result['cold'])} | similar GPU {fmt_e3(result['most_similar_gpu'])} | "
@@ -636,7 +642,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     cases: list[dict[str, Any]] = []
     walks = Walks(imported, args.walk_limit)
     if "gpu" not in args.skip:
-        cases += leave_one_gpu_out(imported, make_model, args.seeds, args.model_seeds, walks)
+        args.out.mkdir(parents=True, exist_ok=True)
+        progress = args.out / "transfer_gpus.partial.jsonl"
+        progress.unlink(missing_ok=True)
+        cases += leave_one_gpu_out(imported, make_model, args.seeds, args.model_seeds, walks,
+                                   progress)
+        progress.unlink(missing_ok=True)  # every case is in the report now
     task_cases: list[dict[str, Any]] = []
     if "task" not in args.skip:
         spaces = load_spaces(args.spaces)

@@ -45,6 +45,7 @@ from kernelkb.retrieval.ranker import (
 )
 from kernelkb.retrieval.schemas import Prediction, RankedItem, RankedNeighbour
 from kernelkb.retrieval.untimed import on_hardware
+from kernelkb.retrieval.walk import replay
 
 FACT_KEYS = ("arch", "vendor", "sm_count", "mem_bandwidth_gbps", "smem_per_sm_kib",
              "peak_tflops")
@@ -198,6 +199,9 @@ def predict(records: Sequence[Any], space: Space, target: Mapping[str, Any],
     candidates = candidate_rows(space.op_type, space.configs, shapes, facts,
                                 space.launch_of_config, space.cost_of_shape)
     ranked = model.rank(candidates, neighbours=NEIGHBOURS, evidence_for=0)
+    if own_timed:  # the walk's next proposals fill the unmeasured places (retrieval/walk.py)
+        ranked = _walk_order(ranked, replay(model, candidates, rows, own_timed))
+        model.update(own_timed)
     rows_of: dict[str, list[ExperienceRow]] = {}
     for row in candidates:
         rows_of.setdefault(row.key, []).append(row)
@@ -246,6 +250,15 @@ def _interval_note(note: str, calibrated: bool, updated: bool) -> str:
         return note + "; calibrated on zero-shot predictions, before the target's own " \
                       "measurements were taken in"
     return note
+
+
+def _walk_order(ranked: Sequence[Any], walk: Sequence[str]) -> list[Any]:
+    """The ranking with its measured configurations where the model puts them and the
+    places between them taken by the unmeasured ones in the walk's order."""
+    by_key = {config_key(r.config): r for r in ranked}
+    proposals = iter(k for k in walk if k in by_key)
+    return [r if r.measured_rel_time is not None else by_key[next(proposals, config_key(r.config))]
+            for r in ranked]
 
 
 def _with_config(record: Any, config: Mapping[str, Any]) -> Any:

@@ -615,7 +615,8 @@ class CostModel:
                 if r.gpu == held:
                     by_op[r.op].append(r)
             for op, members in by_op.items():
-                for rank, predicted, measured in inner._held_out_ranks(members):
+                orders = self.orders_for(op) if op in self.order_scores else ("model",)
+                for rank, predicted, measured in inner._held_out_ranks(members, orders):
                     stratum = "head" if rank <= HEAD_RANKS else "rest"
                     found[(op, stratum)][held].append((predicted, measured))
         return found
@@ -712,28 +713,40 @@ class CostModel:
         inner._models = {True: inner._train(inner._sample_rows, inner.chosen_objective)}
         return inner
 
-    def _held_out_ranks(self, rows: Sequence[ExperienceRow]
+    def _held_out_ranks(self, rows: Sequence[ExperienceRow], orders: Sequence[str] = ("model",)
                         ) -> list[tuple[int, float, float]]:
         """(rank, predicted, measured log relative time) per timed configuration of one op
-        on one GPU the model did not see, ranked as rank() orders them (by the mean over
-        its shapes) among that GPU's configurations, failed ones too: at most
-        CALIBRATION_CONFIGS of them, drawn at random (scoring them all is what would cost)."""
+        on one GPU the model did not see, ranked as rank() orders them: ``orders`` taken
+        in turn (the outer model's ``orders_for``), each by the mean over the shapes,
+        among all of that GPU's configurations, failed ones too. The first HEAD_RANKS
+        are all kept (what a user reads); of the rest, at most CALIBRATION_CONFIGS drawn
+        at random."""
         best: dict[str, float] = {}
         for r in rows:
             if r.time_ms and not r.failed:
                 best[r.shape] = min(best.get(r.shape, math.inf), r.time_ms)
-        keys = sorted({r.key for r in rows})
-        if len(keys) > CALIBRATION_CONFIGS:
-            drawn = set(random.Random(self.seed).sample(keys, CALIBRATION_CONFIGS))
-            rows = [r for r in rows if r.key in drawn]
+        predicted = self._predict_with(rows, None, None, 0)
         scores: dict[str, list[float]] = defaultdict(list)
         measured: dict[str, list[float]] = defaultdict(list)
-        for r, p in zip(rows, self._predict_with(rows, None, None, 0), strict=True):
+        for r, p in zip(rows, predicted, strict=True):
             scores[r.key].append(float(p))
             if r.time_ms and not r.failed:
                 measured[r.key].append(math.log(r.time_ms / best[r.shape]))
         mean = {k: sum(v) / len(v) for k, v in scores.items()}
-        order = sorted(mean, key=lambda k: (round(mean[k], 9), k))
+        ranked = []
+        for name in orders:
+            values = predicted if name == "model" else self._baseline_scores(
+                rows, name, predicted)
+            by: dict[str, list[float]] = defaultdict(list)
+            for r, v in zip(rows, values, strict=True):
+                by[r.key].append(float(v))
+            ranked.append(sorted(by, key=lambda k, b=by: (round(sum(b[k]) / len(b[k]), 9),
+                                                           k)))
+        order = _in_turn(ranked)
+        rest = order[HEAD_RANKS:]
+        if len(rest) > CALIBRATION_CONFIGS:
+            drawn = set(random.Random(self.seed).sample(rest, CALIBRATION_CONFIGS))
+            order = order[:HEAD_RANKS] + [k for k in rest if k in drawn]
         return [(rank, mean[k], sum(measured[k]) / len(measured[k]))
                 for rank, k in enumerate(order, 1) if k in measured]
 

@@ -99,3 +99,23 @@ class Walk:
         rest = self.rgpe.ranking(set(self.walked)) if len(self.walked) < len(self.keys) \
             else []
         return [self.keys[i] for i in self.walked + rest]
+
+
+def replay(model: CostModel, candidates: Sequence[ExperienceRow],
+           train: Sequence[ExperienceRow], measured: Sequence[ExperienceRow],
+           seed: int = 0) -> list[str]:
+    """What the walk proposes next after the target's ``measured`` rows (in the order
+    given): the candidates' configuration keys not measured yet, in the walk's order.
+    ``train``: the other GPUs' rows the model was fit on (their GPs are fit here)."""
+    if not candidates:
+        return []
+    op = candidates[0].op
+    encode = Encoder([r.config for r in candidates] + [r.config for r in train if r.op == op])
+    walk = Walk(model, candidates, fit_sources(train, op, encode, seed), encode, seed)
+    rows: dict[str, list[ExperienceRow]] = defaultdict(list)
+    for r in measured:
+        if r.key in walk.index:
+            rows[r.key].append(r)
+    for key, members in rows.items():
+        walk.observe(key, members)
+    return walk.remaining()[len(rows):]

@@ -11,7 +11,7 @@ import numpy as np
 
 from kernelkb.retrieval.ranker import CostModel, ExperienceRow
 from kernelkb.retrieval.transfer_bo import RGPE, Encoder, OrderPrior, SourceGP, fit_gp
-from kernelkb.retrieval.walk import Walk, fit_sources
+from kernelkb.retrieval.walk import Walk, fit_sources, replay
 
 SPACE = [{"block": b, "tile": t, "shmem": s} for b in (16, 32, 64, 128, 256, 512)
          for t in (1, 2, 3, 4) for s in (False, True)]
@@ -98,3 +98,15 @@ def test_walk_leads_with_the_ranker_and_visits_each_configuration_once() -> None
     weights = walk.weights()
     assert set(weights) == {"learned ranker", "GPU A", "GPU B", "GPU C", "target"}
     assert math.isclose(sum(weights.values()), 1.0)
+
+
+def test_replay_proposes_only_what_the_target_has_not_measured() -> None:
+    train = toy_rows("GPU A", 6, 0) + toy_rows("GPU B", 7, 1)
+    target = toy_rows("GPU D", 7, 3)
+    model = CostModel(n_estimators=20).fit(train)
+    candidates = [ExperienceRow(op=r.op, shape=r.shape, gpu=r.gpu, config=r.config,
+                                time_ms=None, launch=None, gpu_facts=r.gpu_facts)
+                  for r in target]
+    measured = target[:5]
+    order = replay(model, candidates, train, measured)
+    assert sorted(order) == sorted(r.key for r in target[5:])
