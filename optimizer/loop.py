@@ -133,11 +133,13 @@ class Loop:
                  options: LoopOptions | None = None, baseline: Any = None,
                  on_round: Callable[[RoundOutcome], None] | None = None,
                  live: RunFile | None = None, first_iteration: int = 0,
-                 start_note: str = "") -> None:
+                 start_note: str = "",
+                 on_evaluating: Callable[[int, str, str | None], None] | None = None) -> None:
         self.task, self.agent, self.info, self.evaluate = task, agent, info, evaluator
         # a resumed run (optimizer/resume.py) numbers on from its last journaled round and
         # says which round's kernel it starts from
         self.first_iteration, self.start_note = first_iteration, start_note
+        self.on_evaluating = on_evaluating  # (round, kind, regime): a spinner says what runs
         self.live = live  # the run folder's run.json (optimizer/run_file.py), or None
         self.writeback, self.policy, self.knowledge = writeback, policy, knowledge
         self.options = options or LoopOptions(dtype=info.dtype)
@@ -223,6 +225,8 @@ class Loop:
     def _evaluating(self, iteration: int, kind: str, summary: str) -> None:
         if self.live is not None:
             self.live.evaluating(iteration, kind, summary, self.info.regime)
+        if self.on_evaluating is not None:
+            self.on_evaluating(iteration, kind, self.info.regime)
 
     def _baseline_round(self, source: str) -> _State:
         first = self.first_iteration

@@ -69,7 +69,9 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path,
              evaluator: Callable[..., Any] | None = None, measure_baseline: bool = True,
              run_id: str | None = None, write_back: bool = True,
              agent_factory: Callable[[], Agent] | None = None,
-             resume: Resume | None = None) -> RunResult:
+             resume: Resume | None = None,
+             on_evaluating: Callable[[int, str, str | None], None] | None = None
+             ) -> RunResult:
     """Run the loop on ``task_name`` and write report.md, plots, the exported kernel and
     (when the service is missing or down, or ``write_back`` is off: knowledge read but
     not written, as on a lent GPU host) the journal into ``out_dir/<run id>/``.
@@ -125,7 +127,7 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path,
                     policy=Policy(share), knowledge=knowledge, options=sub_options,
                     baseline=baseline, on_round=on_round, live=live,
                     first_iteration=point.after + 1 if point else 0,
-                    start_note=point.note if point else "")
+                    start_note=point.note if point else "", on_evaluating=on_evaluating)
         progress.info("regime %s (%d of %d): %d round shapes, %d sweep shapes", regime,
                       n + 1, len(plan), len(shapes), len(sweep))
         live.start(regime)

@@ -41,3 +41,13 @@ def test_the_journaled_count_says_what_its_records_are(tmp_path) -> None:  # typ
     text = writeback.summary()
     assert text.startswith("6 records (3 rounds, 3 baselines): 0 experiences stored, "
                            "6 journaled to "), text
+
+
+def test_the_spinner_says_a_final_sweep_is_no_round() -> None:
+    from kernelkb.kb.entry.cli.optimize import spinner_text
+
+    done = [_outcome(0, "baseline"), _outcome(1, "exploit"), _outcome(2, "exploit")]
+    assert spinner_text("softmax", 3, "sweep", "medium_rows", done, 2) == \
+        "optimize softmax: final sweep of medium_rows (2 of at most 2 rounds done)"
+    assert spinner_text("softmax", 1, "exploit", None, done[:1], 3) == \
+        "optimize softmax: round 1 (0 of at most 3 rounds done)"

@@ -181,17 +181,18 @@ def run(args: argparse.Namespace) -> int:
         def on_round(outcome: Any) -> None:
             log_round(outcome)
             done.append(outcome)
-            best = f", best {outcome.best_ms:.4f} ms" if outcome.best_ms is not None else ""
-            rounds = sum(o.kind != "baseline" for o in done)  # what --max-iters counts
-            bar.update(description=f"optimize {task_name}: {rounds} of at most "
-                                   f"{args.max_iters} rounds done{best}")
+
+        def on_evaluating(iteration: int, kind: str, regime: str | None) -> None:
+            bar.update(description=spinner_text(task_name, iteration, kind, regime, done,
+                                                args.max_iters))
 
         try:
             result = optimize(task_name, agent, out_dir=out_dir, resume=resume,
                               knowledge=knowledge, write_back=write_back,
                               policy=policy, options=options, journal_path=args.journal,
                               command="kernelkb " + shlex.join(sys.argv[1:]),
-                              on_round=on_round, agent_factory=lambda: make_agent(args, settings))
+                              on_round=on_round, on_evaluating=on_evaluating,
+                              agent_factory=lambda: make_agent(args, settings))
         except (StartFailed, AgentUnavailable) as err:
             return said(err, 1)
         except ValueError as err:  # a resumed run with nothing left to do
@@ -323,6 +324,18 @@ def rounds_text(rounds: list[Any]) -> str:
     if baselines > 1:
         text += f" (and {baselines} baselines, one per shape regime)"
     return text
+
+
+def spinner_text(task: str, iteration: int, kind: str, regime: str | None,
+                 done: list[Any], max_iters: int) -> str:
+    """What runs now, in the terms of --max-iters: a baseline and a final sweep are no
+    round (the spinner once read "round 2 (max 3)" during a final sweep)."""
+    rounds = sum(o.kind != "baseline" for o in done)  # what --max-iters counts
+    best = next((f", best {o.best_ms:.4f} ms" for o in reversed(done)
+                 if o.best_ms is not None), "")
+    now = {"baseline": "baseline", "sweep": "final sweep"}.get(kind, f"round {iteration}")
+    where = f" of {regime}" if regime else ""
+    return f"optimize {task}: {now}{where} ({rounds} of at most {max_iters} rounds done{best})"
 
 
 def log_round(outcome: Any) -> None:
