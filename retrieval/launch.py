@@ -15,6 +15,12 @@ convention-based, not a reading of each kernel:
 - ``vector``/``vec`` parameters give the vector width, ``loop_unroll_factor*`` / ``unroll``
   the unrolling (0 = the compiler's choice, counted as 1).
 
+A kernel with its own names for these (``nthreads``, ``threads_per_block``,
+``block_dim``, ``wg_size``; ``items_per_thread``, ``work_per_thread``, ``ept``...) is read by
+those names when it tunes no ``block_size_*``: threads per block the product of the
+thread-count parameters, work per thread the product of the per-thread ones, over the
+whole problem size (``own_names_launch``).
+
 CLBlast's GEMM vocabulary (CLBlast's own tuners and the GEMM of the BAT / Kernel Tuner
 benchmark hubs) is read as what it means instead: ``MWG`` x ``NWG`` outputs per work-group
 (``WGD`` x ``WGD`` for the direct kernel), ``MDIMC`` x ``NDIMC`` threads (``MDIMCD`` x
@@ -38,6 +44,11 @@ _SHARED = re.compile(r"(shmem|smem|shared|lds)", re.I)
 _VECTOR = re.compile(r"^(vector|vec)(_?size|_?width)?$|_vector$", re.I)
 _UNROLL = re.compile(r"unroll", re.I)
 _PROBLEM = re.compile(r"problem_size=([\dx]+)")
+_THREADS = re.compile(r"^(n_?threads?|num_?threads|threads?(_per_(block|group|cta))?|"
+                      r"block_?dim|block_?threads|wg_?size|work_?group_?size|local_?size|"
+                      r"cta_?size)(_?[xyz])?$", re.I)
+_PER_THREAD = re.compile(r"^((items|elements|elems|work|outputs|values)_?per_?thread|"
+                         r"ept|ipt|wpt|vpt)(_?[xyz])?$", re.I)
 AXES = ("x", "y", "z")
 
 
@@ -63,6 +74,10 @@ def kernel_tuner_launch(params: Mapping[str, Any], problem_size: Sequence[int],
     if clblast is not None:
         return clblast
     tuned_blocks = any(f"block_size_{a}" in params for a in AXES)
+    if not tuned_blocks:
+        own = own_names_launch(params, problem_size, bytes_per_element)
+        if own is not None:
+            return own
     programs, outputs, threads, per_thread = 1, 1, 1, 1
     for i, axis in enumerate(AXES):
         block = _int(params.get(f"block_size_{axis}"), 256 if i == 0 and not tuned_blocks else 1)
@@ -77,6 +92,28 @@ def kernel_tuner_launch(params: Mapping[str, Any], problem_size: Sequence[int],
     vector = next((_int(v) for k, v in params.items() if _VECTOR.search(k)), 1)
     unroll = next((_int(v) for k, v in params.items() if _UNROLL.search(k)), 1)
     return Launch(programs=programs, threads_per_program=max(1, threads),
+                  elements_per_program=outputs, bytes_per_element=bytes_per_element,
+                  tile_bytes=tile_bytes, smem_bytes=tile_bytes if shared else 0,
+                  vector_width=max(1, vector), unroll=max(1, unroll))
+
+
+def own_names_launch(params: Mapping[str, Any], problem_size: Sequence[int],
+                     bytes_per_element: int = 4) -> Launch | None:
+    """A kernel's own names for threads per block and work per thread (see the module);
+    None when it has neither."""
+    threads = [_int(v) for k, v in params.items() if _THREADS.match(k)]
+    work = [_int(v) for k, v in params.items() if _PER_THREAD.match(k)]
+    if not threads and not work:
+        return None
+    block = max(1, math.prod(threads)) if threads else 256
+    per_thread = max(1, math.prod(work)) if work else 1
+    outputs = block * per_thread
+    size = math.prod(int(v) for v in problem_size) if problem_size else 1
+    tile_bytes = outputs * bytes_per_element
+    shared = any(_SHARED.search(k) and _int(v, 0) for k, v in params.items())
+    vector = next((_int(v) for k, v in params.items() if _VECTOR.search(k)), 1)
+    unroll = next((_int(v) for k, v in params.items() if _UNROLL.search(k)), 1)
+    return Launch(programs=max(1, math.ceil(size / outputs)), threads_per_program=block,
                   elements_per_program=outputs, bytes_per_element=bytes_per_element,
                   tile_bytes=tile_bytes, smem_bytes=tile_bytes if shared else 0,
                   vector_width=max(1, vector), unroll=max(1, unroll))

@@ -157,3 +157,16 @@ def test_clblast_gemm_knobs_are_read_as_tiles_threads_and_vectors():
                                   "VWND": 2, "KWID": 2}, (1000, 1000, 1000))
     assert (direct.programs, direct.threads_per_program, direct.smem_bytes) == \
         (32 * 32, 64, (32 + 32) * 32 * 4)
+
+
+def test_a_kernel_with_its_own_names_for_threads_and_work_is_read_by_them():
+    ln = kernel_tuner_launch({"nthreads": 32, "items_per_thread": 4}, (1 << 24,))
+    assert (ln.threads_per_program, ln.elements_per_program) == (32, 128)
+    assert ln.programs == (1 << 24) // 128
+    two = kernel_tuner_launch({"threads_per_block": 128, "use_shmem": 1, "vector": 4},
+                              (4096, 4096))
+    assert two.threads_per_program == 128 and two.smem_bytes == 512 and two.vector_width == 4
+    # names it cannot read keep Kernel Tuner's default block; block_size_x still wins
+    assert kernel_tuner_launch({"foo": 3}, (4096,)).threads_per_program == 256
+    assert kernel_tuner_launch({"block_size_x": 64, "nthreads": 32},
+                               (4096,)).threads_per_program == 64
