@@ -89,7 +89,7 @@ def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:
                 raise KeyboardInterrupt
             return super().propose(context)
 
-    shapes = [(2, 64), (1, 2100)]  # short_rows, medium_rows
+    shapes = [(1, 2100), (1, 16500)]  # medium_rows, long_rows
     options = LoopOptions(shapes=shapes, sweep_shapes=shapes, seeds=1, timeout_s=120,
                           retrieval=False)
     first = optimize("softmax", StopsInSecondRegime(epsilon=0.0), out_dir=tmp_path,
@@ -97,13 +97,13 @@ def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path) -> None:
                      agent_factory=lambda: StopsInSecondRegime(epsilon=0.0))
     assert first.stop_reason is StopReason.interrupt
     plan = resume_from(tmp_path, first.run_id)
-    assert plan.done == ["short_rows"] and plan.rounds_used == 2
+    assert plan.done == ["medium_rows"] and plan.rounds_used == 2
     again = optimize("softmax", OfflineAgent(epsilon=0.0), out_dir=tmp_path,
                      policy=PolicyConfig(max_iters=4), options=options, resume=plan)
-    assert again.run_id == first.run_id and list(again.by_regime or {"medium_rows": 0}) == \
-        ["medium_rows"]
-    assert "before the resume" in again.untuned["short_rows"]
+    assert again.run_id == first.run_id and list(again.by_regime or {"long_rows": 0}) == \
+        ["long_rows"]
+    assert "before the resume" in again.untuned["medium_rows"]
     numbers = [o.iteration for o in again.rounds]
-    assert numbers[0] == plan.points["medium_rows"].after + 1 and len(numbers) == 3
+    assert numbers[0] == plan.points["long_rows"].after + 1 and len(numbers) == 3
     journal = (tmp_path / first.run_id / "journal.jsonl").read_text().splitlines()
     assert len(journal) == len(first.records) + len(again.records)
