@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 PAGE = 500
+Job = tuple[str, str, dict[str, Any]]  # evaluate(task, source, **kwargs)
 
 
 @dataclass
@@ -117,10 +118,14 @@ def stored_records(knowledge: LocalKnowledge, task: Task, dtype: str) -> list[Ex
 def revalidate(task: Task, knowledge: LocalKnowledge, *, top: int = 5, dtype: str = "float16",
                shapes: str | list[Shape] = "auto", seeds: int = 3, timeout_s: float = 60.0,
                command: str | None = None,
-               evaluate: Callable[..., Any] | None = None) -> RevalidationResult:
+               evaluate: Callable[..., Any] | None = None,
+               evaluate_many: Callable[[list[Job]], list[Any]] | None = None
+               ) -> RevalidationResult:
     """Evaluate the best known configurations here; ``shapes``: "auto" (the stored
     record's own shapes on a GPU, so times compare shape by shape; the task's CPU shapes
-    on the interpreter), "stored", a named set of the task, or a list of shapes."""
+    on the interpreter), "stored", a named set of the task, or a list of shapes. Each
+    configuration is timed against the naive kernel interleaved in its own evaluation,
+    so ``evaluate_many`` may spread them over GPUs and hosts (ray_cluster.py)."""
     import torch
 
     from kernelkb.optimizer import sandbox
@@ -147,11 +152,15 @@ def revalidate(task: Task, knowledge: LocalKnowledge, *, top: int = 5, dtype: st
         run_id, 0, task, dtype, env, union, naive, naive, {}, ["baseline"],
         f"starting kernel of {task.name}, evaluated beside the revalidated configurations",
         start, Verdict.neutral if start.ok else Verdict.failed, "baseline", command, None))
-    for n, k in enumerate(known, 1):
+    jobs: list[Job] = [
+        (task.name, task.render(k.config),
+         {"dtype": dtype, "shapes": per_config[id(k)], "parent": start if start.ok else None,
+          "parent_source": naive if start.ok else None, "baseline": baseline,
+          "seeds": seeds, "timeout_s": timeout_s}) for k in known]
+    found = evaluate_many(jobs) if evaluate_many else \
+        [evaluate(name, source, **kwargs) for name, source, kwargs in jobs]
+    for n, (k, evaluated) in enumerate(zip(known, found, strict=True), 1):
         source = task.render(k.config)
-        evaluated = evaluate(task.name, source, dtype=dtype, shapes=per_config[id(k)],
-                             parent=start if start.ok else None, baseline=baseline,
-                             seeds=seeds, timeout_s=timeout_s)
         verdict = judge(evaluated, start if start.ok else None, claimed_gain=False,
                         noise=noise_threshold(evaluated, start))
         drift, note = _drift(k, evaluated, env)

@@ -24,7 +24,8 @@ from kernelkb.kernels.shared.vocabulary import Verdict
 NOISE_FLOOR = 0.01  # a ratio inside 1 +/- this is no change, however sure the interval
 
 # failure kinds that say nothing about the numbers: the run ran out of time or memory
-NOT_A_CORRECTNESS_FAILURE = ("timeout", "out_of_memory", "crash", "missing_run")
+NOT_A_CORRECTNESS_FAILURE = ("timeout", "out_of_memory", "crash", "missing_run",
+                             "worker_died")
 INCORRECT_KINDS = ("wrong_result", "bias", "cheat_")
 
 # two-sided 95% quantiles of Student's t by degrees of freedom (1..30); above: 1.96 + 2.4/df

@@ -35,6 +35,7 @@ ERROR_KINDS: tuple[str, ...] = (
     "wrong_result",
     "bias",
     "missing_run",
+    "worker_died",  # the process or host measuring it died (a cluster's worker, twice)
 )
 
 

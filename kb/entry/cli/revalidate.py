@@ -35,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds one configuration's evaluation may take")
     parser.add_argument("--journal", type=Path, default=None,
                         help="JSONL output (default: runs/<run id>/journal.jsonl)")
+    parser.add_argument("--ray", default=None, metavar="ADDRESS",
+                        help="evaluate the configurations on a Ray cluster (host:port of its "
+                             "head), one GPU each (docs/scale-out.md)")
 
 
 def execute(args: argparse.Namespace) -> tuple[int, str]:
@@ -64,10 +67,21 @@ def execute(args: argparse.Namespace) -> tuple[int, str]:
     from kernelkb.kb.service import LocalKnowledge  # (sqlmodel is here: a store opened)
 
     assert isinstance(knowledge, LocalKnowledge)  # no service URL: the local store
+    many = None
+    if getattr(args, "ray", None):
+        from kernelkb.kernels.shared.errors import UserFixable
+        from kernelkb.optimizer import ray_cluster
+
+        try:
+            cluster = ray_cluster.Cluster.connect(args.ray)
+        except UserFixable as err:
+            return 2, str(err)
+        many = lambda jobs: ray_cluster.evaluate_many(cluster, jobs)  # noqa: E731
     try:
         result = revalidate(task, knowledge, top=args.top, dtype=args.dtype,
                             shapes=args.shapes, seeds=args.seeds, timeout_s=args.timeout_s,
-                            command="kernelkb " + shlex.join(sys.argv[1:]))
+                            command="kernelkb " + shlex.join(sys.argv[1:]),
+                            evaluate_many=many)
     except (LookupError, ValueError) as err:
         return 2, str(err)
     run_id = result.records[0].run_id

@@ -34,6 +34,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpus", default=None,
                         help="spread the sweep over GPUs of this host, one worker each: all, "
                              "a count N, or ids such as 0,3 (default: one GPU)")
+    parser.add_argument("--ray", default=None, metavar="ADDRESS",
+                        help="spread the sweep over a Ray cluster (host:port of its head, or "
+                             "auto), a share of the space per GPU; pip install "
+                             "\"kernelkb[ray]\" (docs/scale-out.md)")
+    parser.add_argument("--shares", type=int, default=None,
+                        help="with --ray: shares to cut the space into (default: one per "
+                             "GPU of the cluster, one per core without GPUs)")
     parser.add_argument("--configs", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=Path("sweeps"),
                         help="folder of the journals, one <task>_<dtype>.jsonl each "
@@ -64,7 +71,21 @@ def run(args: argparse.Namespace) -> int:
               f"{len(plan.regimes)} regimes ({', '.join(plan.regimes)}) = {plan.points} "
               f"points -> {journal}", flush=True)
         began = time.perf_counter()
-        if len(gpus) > 1:
+        if args.ray:
+            from kernelkb.kernels.shared.errors import UserFixable
+            from kernelkb.optimizer import ray_cluster
+
+            try:
+                cluster = ray_cluster.Cluster.connect(args.ray)
+            except UserFixable as err:
+                print(f"kernelkb sweep: {err}", file=sys.stderr)
+                return 2
+            print(f"Ray cluster at {args.ray}: {cluster.gpus} GPU(s), {cluster.slots} "
+                  "measurement(s) at once", flush=True)
+            points = ray_cluster.sweep(cluster, plan, journal, shapes=args.shapes,
+                                       shares=args.shares, workers=args.workers or 1,
+                                       on_progress=lambda line: print(line, flush=True))
+        elif len(gpus) > 1:
             from kernelkb.optimizer.fanout import run_fanout
 
             points = run_fanout(plan, journal, gpus, shapes=args.shapes, workers=args.workers,
@@ -105,6 +126,39 @@ def _gpus(text: str | None) -> list[str]:
     return parse_gpus(text, torch.cuda.device_count())
 
 
+WORKER_HELP = "join this host to a Ray cluster as a measuring worker (docs/scale-out.md)"
+
+
+def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("address", help="the cluster's head, host:port (ray start --head)")
+    parser.add_argument("--num-gpus", type=int, default=None,
+                        help="GPUs this host offers (default: every visible one)")
+    parser.add_argument("--num-cpus", type=int, default=None,
+                        help="cores this host offers (default: every core)")
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    """``ray start --address ADDRESS --block``: Ray's own join, with the package present
+    (a share runs KernelKB's code on this host, which runs candidates in its jail)."""
+    import os
+    import shutil
+
+    ray = shutil.which("ray")
+    if ray is None:
+        print('kernelkb worker: Ray is not installed here: pip install "kernelkb[ray]"',
+              file=sys.stderr)
+        return 2
+    argv = [ray, "start", "--address", args.address, "--block"]
+    if args.num_gpus is not None:
+        argv += ["--num-gpus", str(args.num_gpus)]
+    if args.num_cpus is not None:
+        argv += ["--num-cpus", str(args.num_cpus)]
+    print(f"joining the Ray cluster at {args.address}: {' '.join(argv[1:])}", flush=True)
+    os.execv(ray, argv)
+    return 0  # not reached: execv replaced this process
+
+
+
 class _Progress:
     """One line a point: how far, how fast (points a second since the first was timed)."""
 
@@ -120,4 +174,5 @@ class _Progress:
         print(f"[{count}/{total} {rate}] {self.describe(point)}", flush=True)
 
 
-COMMANDS = (Command("sweep", HELP, add_arguments, run),)
+COMMANDS = (Command("sweep", HELP, add_arguments, run),
+            Command("worker", WORKER_HELP, add_worker_arguments, run_worker))

@@ -1,0 +1,243 @@
+"""Measurements placed on a Ray cluster (``--ray ADDRESS``): many GPUs, many hosts.
+
+Why Ray and not a scheduler of our own: placement by resource (a task asks for one GPU
+and runs where one is free), re-execution when a worker process or a host dies, and
+``ray start`` to join a host, are what Ray already does well. What stays ours:
+
+- **Each measurement runs whole on one worker host**: a sweep share (configurations
+  checked and timed in shared rounds on that host's GPU) or one evaluation (the full
+  judge, in its jail on that host). A verdict is a comparison made on one GPU, never a
+  figure of one card against another's: the journal and the result carry the GPU that
+  measured them.
+- **Faults**: Ray runs a task again once when its worker or host died
+  (``max_retries=1``); a share or an evaluation lost twice comes back as a failed
+  measurement (``worker_died``), never as a verdict on the kernel. A share delivered
+  twice is merged once: every point has an id (task, dtype, regime, configuration).
+- **Trust**: Ray runs whatever a connected driver submits, as the worker's user, with
+  no authentication of its own. The cluster's address must be loopback or a private
+  network of hosts you trust (docs/scale-out.md); the candidate's code still runs only in
+  the jail of the host that measures it.
+
+``ray`` is an optional dependency: ``pip install "kernelkb[ray]"``.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelkb.kernels.shared.errors import UserFixable
+from kernelkb.optimizer.sweep import Point, SweepPlan, key, read_journal, run_sweep
+
+log = logging.getLogger(__name__)
+
+POLL_S = 2.0
+LOST = "worker_died"
+
+
+class RayMissing(UserFixable):
+    """Ray is not installed where ``--ray`` was asked for."""
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise RayMissing("--ray needs Ray: pip install \"kernelkb[ray]\"") from None
+    return ray
+
+
+@dataclass
+class Cluster:
+    """A connection to a running Ray cluster and how a measurement asks for a slot."""
+
+    address: str
+    gpus: int  # GPUs the cluster offers (0: the CPU interpreter, a core a slot)
+    slots: int  # measurements that can run at once
+
+    @classmethod
+    def connect(cls, address: str) -> Cluster:
+        ray = _ray()
+        if not ray.is_initialized():
+            try:
+                ray.init(address=address, logging_level=logging.WARNING,
+                         log_to_driver=False)
+            except (ConnectionError, RuntimeError, ValueError) as err:
+                raise UserFixable(f"--ray {address}: no Ray cluster answers there ({err}); "
+                                  "start one with `ray start --head` or `kernelkb worker`"
+                                  ) from None
+        resources = ray.cluster_resources()
+        gpus = int(resources.get("GPU", 0))
+        return cls(address, gpus, gpus or int(resources.get("CPU", 1)))
+
+    @property
+    def resources(self) -> dict[str, Any]:
+        return {"num_gpus": 1} if self.gpus else {"num_cpus": 1}
+
+
+def _lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
+    """Ray's errors for a task whose process or host died (not one the task raised)."""
+    names = ("WorkerCrashedError", "NodeDiedError", "ObjectLostError", "OwnerDiedError",
+             "LocalRayletDiedError", "TaskUnschedulableError")
+    return tuple(getattr(ray.exceptions, n) for n in names if hasattr(ray.exceptions, n))
+
+
+# -- a sweep, in shares --------------------------------------------------------------
+def _measure_share(task: str, dtype: str, regimes: list[str], shapes: str,
+                   configs: list[dict[str, Any]], workers: int, share: int,
+                   progress: Any) -> tuple[dict[str, Any], list[str]]:
+    """On a worker host: one share of a sweep into a journal of its own; returns the
+    journal's header and point lines."""
+    import socket
+
+    plan = SweepPlan.of(task, dtype, regimes, shapes=shapes)
+    plan.configs = configs
+    host = socket.gethostname()
+
+    def reported(point: Point, count: int, total: int) -> None:
+        progress.report.remote(share, host, count, total)
+
+    with tempfile.TemporaryDirectory(prefix="kernelkb_share_") as folder:
+        journal = Path(folder) / "share.jsonl"
+        run_sweep(plan, journal, workers=workers, on_point=reported)
+        lines = journal.read_text().splitlines()
+    header, points = {}, []
+    for line in lines:
+        if line.startswith('{"header"'):
+            import json
+
+            header = json.loads(line)["header"]
+        elif line.strip():
+            points.append(line)
+    return header, points
+
+
+class _Progress:
+    """A Ray actor the shares report to: (host, points done, points) per share."""
+
+    def __init__(self) -> None:
+        self.shares: dict[int, tuple[str, int, int, float]] = {}
+        self.began = time.monotonic()
+
+    def report(self, share: int, host: str, done: int, total: int) -> None:
+        self.shares[share] = (host, done, total, time.monotonic() - self.began)
+
+    def read(self) -> dict[int, tuple[str, int, int, float]]:
+        return dict(self.shares)
+
+
+def sweep(cluster: Cluster, plan: SweepPlan, journal: Path, *, shapes: str = "sweep",
+          shares: int | None = None, workers: int = 1,
+          on_progress: Callable[[str], None] = print) -> list[Point]:
+    """Measure ``plan`` on the cluster, a share of its configurations per slot (or
+    ``shares``), into ``journal``: every point of the plan, once."""
+    ray = _ray()
+    header, done = read_journal(journal)
+    todo = [c for c in plan.configs
+            if any(_pid(plan, r, c) not in done for r in plan.regimes)]
+    count = max(1, min(len(todo), shares or cluster.slots))
+    parts = [todo[i::count] for i in range(count)]
+    remote = ray.remote(max_retries=1, **cluster.resources)(_measure_share)
+    progress = ray.remote(num_cpus=0)(_Progress).remote()
+    futures = {remote.remote(plan.task.name, plan.dtype, list(plan.regimes), shapes, part,
+                             workers, i, progress): i for i, part in enumerate(parts) if part}
+    lost: list[int] = []
+    pending = list(futures)
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=1, timeout=POLL_S)
+        on_progress(_line(ray.get(progress.read.remote()), parts, len(plan.regimes)))
+        for future in ready:
+            try:
+                part_header, lines = ray.get(future)
+            except _lost_errors(ray) as err:  # its worker or host died twice
+                log.warning("share %d lost: %s", futures[future], str(err)[:300])
+                lost.append(futures[future])
+                continue
+            header = _merge(journal, header, part_header, lines, done)
+    for i in lost:  # a failed measurement, not a verdict on the kernel
+        for config in parts[i]:
+            for regime in plan.regimes:
+                _append(journal, Point(plan.task.name, plan.dtype, regime, config, None,
+                                       None, ok=False, error_kind=LOST,
+                                       error_message="the share measuring this point was "
+                                       "lost twice (a worker or host died)"), done)
+    return list(done.values())
+
+
+def _line(shares: dict[int, tuple[str, int, int, float]], parts: list[list[Any]],
+          regimes: int) -> str:
+    """One line: each running share's host, points done and rate."""
+    cells = []
+    for i, part in enumerate(parts):
+        host, got, total, spent = shares.get(i, ("waiting", 0, len(part) * regimes, 0.0))
+        rate = f" {got / spent:.1f}/s" if spent > 0 and got else ""
+        cells.append(f"share {i} @{host}: {got}/{total}{rate}")
+    return " | ".join(cells)
+
+
+def _merge(journal: Path, header: dict[str, Any], part_header: dict[str, Any],
+           lines: list[str], done: dict[str, Point]) -> dict[str, Any]:
+    import json
+
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    if not header and part_header:
+        with journal.open("a") as handle:
+            handle.write(json.dumps({"header": part_header}) + "\n")
+        header = part_header
+    for line in lines:
+        _append(journal, Point.from_row(json.loads(line)), done)
+    return header
+
+
+def _append(journal: Path, point: Point, done: dict[str, Point]) -> None:
+    """Each point once: a share Ray delivered twice adds nothing the second time."""
+    if point.id in done:
+        return
+    with journal.open("a") as handle:
+        handle.write(point.to_json() + "\n")
+    done[point.id] = point
+
+
+def _pid(plan: SweepPlan, regime: str, config: dict[str, Any]) -> str:
+    return f"{plan.task.name}|{plan.dtype}|{regime}|{key(config)}"
+
+
+# -- single evaluations (revalidate, an agent's batch) ---------------------------------
+def _evaluate_remote(task: str, source: str, kwargs: dict[str, Any]) -> Any:
+    from kernelkb.optimizer.sandbox import evaluate
+
+    return evaluate(task, source, **kwargs)
+
+
+def evaluate_many(cluster: Cluster, jobs: list[tuple[str, str, dict[str, Any]]],
+                  on_done: Callable[[int, Any], None] | None = None) -> list[Any]:
+    """``evaluate(task, source, **kwargs)`` for each job, each on a slot of the cluster;
+    results in the jobs' order. A job lost twice is an EvalResult failed ``worker_died``."""
+    ray = _ray()
+    from kernelkb.optimizer.sandbox.result import EvalResult
+
+    remote = ray.remote(max_retries=1, **cluster.resources)(_evaluate_remote)
+    futures = [remote.remote(task, source, kwargs) for task, source, kwargs in jobs]
+    results: list[Any] = [None] * len(jobs)
+    index = {f: i for i, f in enumerate(futures)}
+    pending = list(futures)
+    while pending:
+        ready, pending = ray.wait(pending, num_returns=1)
+        for future in ready:
+            i = index[future]
+            task, _, kwargs = jobs[i]
+            try:
+                results[i] = ray.get(future)
+            except _lost_errors(ray) as err:
+                results[i] = EvalResult(
+                    ok=False, stage="run", task_name=task,
+                    dtype=kwargs.get("dtype", "float16"), shape_set=str(kwargs.get("shapes")),
+                    error_kind=LOST, error_message=f"lost twice on the cluster: {err}"[:400])
+            if on_done:
+                on_done(i, results[i])
+    return results
