@@ -112,8 +112,9 @@ def _pattern(x: Any, draw: Draw) -> Any:
         picked[:, :width] = value
     elif draw.pattern == "suffix":
         picked[:, n - width:] = value
-    elif draw.pattern == "spike":
-        picked[:, at] = value
+    elif draw.pattern == "spike":  # the only column at -inf would be a row with no answer
+        picked[:, at] = value if math.isfinite(value) or n > 1 else \
+            _fill(math.copysign(3e38, value), x.dtype)
     elif draw.pattern == "outlier":  # within the dtype's range
         info = torch.finfo(x.dtype)
         picked[:, at] = (picked[:, at].double() * draw.value).clamp(info.min, info.max

@@ -147,7 +147,18 @@ def _left_padded(inputs: tuple, seed: int) -> tuple:
     return q, k, steps.clamp(min=0).to(positions.device)
 
 
+def _long_context(inputs: tuple, seed: int) -> tuple:
+    """Positions deep in a long context (32768 on): a kernel that wraps positions, or
+    keeps a table of the first few thousand, is wrong there."""
+    q, k, positions = inputs
+    return q, k, positions + LONG_CONTEXT
+
+
+LONG_CONTEXT = 32768
+
 CONDITIONS = (
+    InputCondition("a long context", "positions from 32768 on, as a 32k-token prompt's last "
+                   "tokens have them", _long_context),
     InputCondition("packed positions", "documents packed in a row restart their positions",
                    _packed),
     InputCondition("left-padded positions", "padding tokens of a batch sit at position 0",

@@ -81,7 +81,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
              peaks: dict[str, float] | None = None,
              parent_source: str | None = None, settle_s: float = 3.0,
              conditions: bool = True, refuse_introspection: bool = True,
-             refuse_surroundings: bool = True,
+             refuse_surroundings: bool = True, refuse_imports: bool = True,
              property_examples: int | None = None) -> EvalResult:
     """Evaluate one candidate in a sandboxed subprocess; never raises for candidate faults.
 
@@ -94,6 +94,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
     tamper check, the launch counts, the judge) each hold alone.
     ``refuse_surroundings``: the candidate may not read the clock, its process, files or
     the environment (surroundings.py); False only to test that the jail holds alone.
+    ``refuse_imports``: the candidate's source names only what a wrapper needs (an
+    allow-list, imports.py); False only to test that the layers behind it hold alone.
     ``property_examples``: cases the judge draws over the task's whole bounds
     (properties.py; None: a few); the task's kept failing cases are asked first, and a
     new one found is kept (regressions.py).
@@ -113,6 +115,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         "seed_base": secrets.randbelow(2**30), "conditions": bool(conditions),
         "refuse_introspection": bool(refuse_introspection),
         "refuse_surroundings": bool(refuse_surroundings),
+        "refuse_imports": bool(refuse_imports),
         "parent_timings": dict(parent.timings_median()) if parent else {},
         "parent_source": parent_source,
         "settle_s": settle_s,

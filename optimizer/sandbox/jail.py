@@ -64,7 +64,8 @@ _LOCKED_FLAGS = {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": _MS_NOEXEC,
 # host-global files of a fresh /proc (as container runtimes treat them): read-only, or
 # covered (a file by /dev/null, a folder by an empty read-only tmpfs)
 PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs")
-PROC_MASKED = ("kcore", "keys", "timer_list", "sched_debug", "latency_stats", "acpi", "scsi")
+PROC_MASKED = ("kcore", "keys", "timer_list", "sched_debug", "latency_stats", "acpi", "scsi",
+               "cmdline")  # the host kernel's command line
 
 
 @functools.lru_cache(maxsize=1)
@@ -197,6 +198,18 @@ HOSTS = f"127.0.0.1 localhost {HOST_NAME}\n::1 localhost\n"
 # host folders of /sys that show the host's network (interfaces, MAC addresses): the
 # bound /sys is the host's, not the jail's network namespace's
 SYS_MASKED = ("/sys/class/net", "/sys/devices/virtual/net")
+
+
+def _net_device_dirs() -> list[str]:
+    """Where each network interface really lives under /sys/devices (a PCI or virtio
+    card's ``.../net``): /sys/class/net only links there, and the same card's address
+    was readable through /sys/devices and /sys/bus. Resolved from the links, no walk."""
+    try:
+        names = os.listdir("/sys/class/net")
+    except OSError:
+        return []
+    found = {os.path.dirname(os.path.realpath(f"/sys/class/net/{n}")) for n in names}
+    return sorted(p for p in found if p.startswith("/sys/devices/") and p.endswith("/net"))
 _MNT_DETACH = 2
 _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 
@@ -267,7 +280,7 @@ def build_root(spec: dict[str, Any], held: dict[str, int], links: dict[str, str]
         if _under(path, list(held)) and os.path.isdir(root + path):
             _mount("tmpfs", root + path, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755,size=1m")
     _private_dev(root, devices)
-    for path in SYS_MASKED:
+    for path in (*SYS_MASKED, *_net_device_dirs()):
         if os.path.isdir(root + path):
             _mount("tmpfs", root + path, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC,
                    "mode=755,size=4k")
@@ -503,6 +516,10 @@ def main(argv: list[str]) -> int:
         _give_up_root()
         uid = gid = JAIL_UID
     _unshare(_OTHERS | (_CLONE_NEWUSER | _CLONE_NEWNS if as_root else 0), uid, gid)
+    # the runner's death ends the jail: this process first (set after the uid change,
+    # which clears it), then its child, PID 1 of the jail, and with it the whole PID
+    # namespace. Without it a runner killed mid-evaluation left the candidate running.
+    _ok(_prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent death signal")
     child = os.fork()
     if child:
         _relay(child)

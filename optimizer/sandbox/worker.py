@@ -37,6 +37,7 @@ from kernelkb.optimizer.sandbox import (
     compare,
     forbidden,
     guards,
+    imports,
     introspection,
     jit_globals,
     kernel_clock,
@@ -163,6 +164,11 @@ class Worker:
 
     def evaluate(self) -> None:
         self.progress("syntax")
+        if self.request.get("refuse_imports", True):
+            named = imports.problems(self.request["source"])
+            if named:
+                self.fail("syntax", "cheat_tamper", imports.message(named))
+                return
         self.tracker = provenance.install(candidate_file="")
         self.tracker.warm_up()  # lazy imports that rebind torch attributes happen now
         self.forbidden = forbidden.watch(lambda path: os.path.basename(path) == CANDIDATE_FILE)

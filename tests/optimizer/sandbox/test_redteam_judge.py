@@ -16,21 +16,14 @@ pytestmark = pytest.mark.slow
 BAD = Path(__file__).resolve().parents[2] / "bad_kernels"
 
 
-def _open(reason):
-    return pytest.mark.xfail(strict=True, reason=f"open: {reason}")
-
-
 # (plant, task, the kind a correct judge returns; None: any rejection)
 CASES = [
-    pytest.param("redteam2_torch_in_hook_torch_frame", "softmax", "torch_compute",
+    # closed by the source allow-list (imports.py): each reaches past what a wrapper may name
+    pytest.param("redteam2_torch_in_hook_torch_frame", "softmax", "cheat_tamper",
                  id="torch_in_hook_torch_frame"),
     pytest.param("redteam2_time_bomb_torch_frame", "softmax", "cheat_tamper",
-                 id="time_bomb_torch_frame",
-                 marks=_open("time.monotonic called through starmap from torch's _pair() "
-                             "reads as torch's, so a time bomb passes")),
-    pytest.param("redteam2_numpy_in_hook", "softmax", "torch_compute", id="numpy_in_hook",
-                 marks=_open("numpy on TensorBase.numpy views in a pre-run hook computes the "
-                             "answer on the launch's own args: counterfactual and replay agree")),
+                 id="time_bomb_torch_frame"),
+    pytest.param("redteam2_numpy_in_hook", "softmax", "cheat_tamper", id="numpy_in_hook"),
     # closed by softmax's masked-suffix condition
     pytest.param("redteam2_last_chunk_max", "softmax", "wrong_result", id="last_chunk_max"),
     # closed by matmul's transposed-weight condition

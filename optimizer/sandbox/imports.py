@@ -1,0 +1,147 @@
+"""What a candidate's source may name, read before any of it runs: an allow-list.
+
+Why: the rules behind this one are detectors, each of one route (a clock, a file read, a
+thread, a way out of the dispatch mode), and a third round of held-out cheats went
+through routes none of them names: numpy's own clock and file readers, ``getattr`` on a
+name split in two, an ATen op installed as a kernel's pre-run hook, a Python helper
+wrapped as a constexpr and run by the interpreter. A Triton kernel's wrapper needs
+Triton, torch and a little arithmetic, so the rule is what it may use, not what it may
+not:
+
+* imports of ``triton``, ``triton.language`` (and its submodules), ``torch``,
+  ``torch.nn`` (``.functional``), ``torch.cuda``, and the standard library's ``math``,
+  ``functools``, ``itertools``, ``operator``, ``typing``, ``dataclasses`` and
+  ``__future__``; nothing else (numpy, os, sys, time, ctypes, ...);
+* no attribute chain from those modules that reaches another module
+  (``torch.sys``, ``triton.runtime``, ``torch.utils._python_dispatch``);
+* none of the builtins that reach past the source (``getattr``, ``setattr``,
+  ``delattr``, ``__import__``, ``eval``, ``exec``, ``compile``, ``open``, ``globals``,
+  ``locals``, ``vars``, ``breakpoint``, ``input``), no dunder attribute
+  (``x.__class__``, ``f.__globals__``);
+* no Python run inside a launch: no pre-run hook (``add_pre_run_hook``,
+  ``pre_run_hooks``, a config's ``pre_hook`` / ``post_hook``), and no function of the
+  module passed to ``tl.constexpr`` (the interpreter would run it as kernel code; a GPU
+  could not compile it).
+
+The evaluator's request flag ``refuse_imports`` turns it off only for tests of the
+layers behind it, each of which must still hold alone.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from types import ModuleType
+
+ALLOWED = frozenset({"__future__", "math", "functools", "itertools", "operator", "typing",
+                     "dataclasses", "triton", "triton.language", "torch",
+                     "torch.nn", "torch.nn.functional", "torch.cuda"})
+ALLOWED_PREFIXES = ("triton.language.",)
+REFUSED_NAMES = frozenset({"getattr", "setattr", "delattr", "__import__", "eval", "exec",
+                           "compile", "open", "globals", "locals", "vars", "breakpoint",
+                           "input", "__builtins__", "__loader__", "__spec__"})
+REFUSED_ATTRIBUTES = frozenset({"add_pre_run_hook", "pre_run_hooks", "pre_hook",
+                                "post_hook", "launch_enter_hook", "launch_exit_hook"})
+CONSTEXPR = frozenset({"tl.constexpr", "triton.language.constexpr", "constexpr"})
+
+
+def allowed(module: str) -> bool:
+    return module in ALLOWED or module.startswith(ALLOWED_PREFIXES)
+
+
+def problems(source: str) -> list[str]:
+    """What the source names that a wrapper may not, one line each (empty: none). A
+    source that does not parse is the syntax check's to report, not this one's."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    aliases: dict[str, str] = {}  # local name -> module it names
+    functions = {n.name for n in ast.walk(tree)
+                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                 and not isinstance(n, ast.Lambda)}
+    found: list[str] = []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if not allowed(alias.name):
+                    found.append(f"line {line}: imports {alias.name}")
+                aliases[alias.asname or alias.name.split(".")[0]] = \
+                    alias.name if alias.asname else alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level or not allowed(module):
+                found.append(f"line {line}: imports from {'.' * node.level}{module}")
+                continue
+            for alias in node.names:
+                target = f"{module}.{alias.name}"
+                if _is_module(target) and not allowed(target):
+                    found.append(f"line {line}: imports the module {target}")
+        elif isinstance(node, ast.Name) and node.id in REFUSED_NAMES:
+            found.append(f"line {line}: uses {node.id}")
+        elif isinstance(node, ast.Attribute):
+            if node.attr.startswith("__") and node.attr.endswith("__"):
+                found.append(f"line {line}: reads the attribute {node.attr}")
+            elif node.attr in REFUSED_ATTRIBUTES:
+                found.append(f"line {line}: runs Python in a launch ({node.attr})")
+        elif isinstance(node, ast.keyword) and node.arg in REFUSED_ATTRIBUTES:
+            found.append(f"line {line}: runs Python in a launch ({node.arg}=)")
+        elif isinstance(node, ast.Call) and _dotted(node.func) in CONSTEXPR and any(
+                isinstance(a, (ast.Lambda,)) or (isinstance(a, ast.Name) and a.id in functions)
+                for a in node.args):
+            found.append(f"line {line}: wraps a Python function as a constexpr")
+    found += _module_chains(tree, aliases)
+    return list(dict.fromkeys(found))
+
+
+def message(found: list[str]) -> str:
+    return ("the candidate's source names what a kernel's wrapper may not (only triton, "
+            "torch and math-like standard modules; no getattr, dunder attributes or "
+            "Python inside a launch): " + "; ".join(found[:6]) +
+            (f" (+{len(found) - 6} more)" if len(found) > 6 else ""))
+
+
+def _module_chains(tree: ast.AST, aliases: dict[str, str]) -> list[str]:
+    """Attribute chains from an imported module that reach another module."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute):
+            continue
+        dotted = _dotted(node)
+        if not dotted or dotted.split(".")[0] not in aliases:
+            continue
+        head, *rest = dotted.split(".")
+        path = aliases[head]
+        for part in rest:
+            path = f"{path}.{part}"
+            if _is_module(path) and not allowed(path):
+                found.append(f"line {node.lineno}: reaches the module {path}")
+                break
+    return found
+
+
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ""
+    return ".".join([node.id, *reversed(parts)])
+
+
+def _is_module(path: str) -> bool:
+    """Whether ``path`` names a module reachable as attributes from its top package."""
+    head, _, rest = path.partition(".")
+    if head not in {"torch", "triton"}:  # only allowed roots are walked
+        return False
+    try:
+        obj: object = importlib.import_module(head)
+    except ImportError:
+        return False
+    for part in rest.split(".") if rest else []:
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return False
+    return isinstance(obj, ModuleType)

@@ -1,0 +1,69 @@
+"""The allow-list of what a candidate's source may name (optimizer/sandbox/imports.py),
+read from the source alone: every shipped kernel passes it, and the third held-out
+round's routes (numpy's readers, getattr, an ATen pre-run hook, a constexpr-wrapped
+Python helper) are refused before any of their code runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kernelkb.kernels.base import all_tasks, get_task
+from kernelkb.optimizer.sandbox import imports
+
+PLANTS = Path(__file__).resolve().parents[2] / "bad_kernels"
+# held-out round 3: what each went through, and what the allow-list reads in it
+REFUSED = {
+    "redteam3_hook_aten_out": "add_pre_run_hook",
+    "redteam3_hook_aten_mm": "add_pre_run_hook",
+    "redteam3_interp_numpy_body": "imports numpy",
+    "redteam3_numpy_clock_bomb": "imports numpy",
+    "redteam3_numpy_reads_uid_map": "imports numpy",
+    "redteam3_getattr_sys_modules": "imports sys",
+    "redteam3_host_info_leak": "imports numpy",
+}
+
+
+@pytest.mark.parametrize("task", sorted(all_tasks()))
+def test_every_point_of_every_shipped_space_passes(task: str) -> None:
+    spec = get_task(task)
+    for config in spec.space():
+        assert imports.problems(spec.render(config)) == [], (task, config)
+
+
+def test_the_good_plant_passes() -> None:
+    assert imports.problems((PLANTS / "_good.py").read_text()) == []
+
+
+@pytest.mark.parametrize(("plant", "why"), sorted(REFUSED.items()))
+def test_round_three_routes_are_refused_from_the_source(plant: str, why: str) -> None:
+    found = imports.problems((PLANTS / f"{plant}.py").read_text())
+    assert any(why in line for line in found), found
+
+
+@pytest.mark.parametrize(("source", "why"), [
+    ("import torch\nx = torch.sys.modules\n", "reaches the module torch.sys"),
+    ("import triton\nd = triton.runtime.driver\n", "reaches the module triton.runtime"),
+    ("from torch.utils import _python_dispatch\n", "imports from torch.utils"),
+    ("import torch\nf = torch.Tensor.__dict__\n", "attribute __dict__"),
+    ("import triton\nc = triton.Config({}, pre_hook=print)\n", "pre_hook="),
+    ("import triton.language as tl\ndef f(v):\n    return v\nF = tl.constexpr(f)\n",
+     "constexpr"),
+    ("g = getattr\n", "uses getattr"),
+    ("from . import sibling\n", "imports from ."),
+])
+def test_each_way_past_the_source_is_named(source: str, why: str) -> None:
+    found = imports.problems(source)
+    assert any(why in line for line in found), found
+    assert why.split()[0] in imports.message(found) or found
+
+
+def test_what_a_wrapper_needs_is_allowed() -> None:
+    source = ("from __future__ import annotations\nimport math, functools\n"
+              "import torch\nimport torch.nn.functional as F\nimport triton\n"
+              "import triton.language as tl\nfrom triton.language.extra import libdevice\n"
+              "s = torch.cuda.current_stream()\nn = triton.cdiv(10, 3)\n"
+              "y = F.softmax(torch.ones(2), -1)\nC = tl.constexpr(4)\n"
+              "if __name__ == '__main__':\n    pass\n")
+    assert imports.problems(source) == []
