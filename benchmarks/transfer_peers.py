@@ -66,8 +66,8 @@ class Walks:
         return [keys[i] for i in walked + rest]
 
     def product(self, rows: Sequence[ExperienceRow], truth: dict[str, float | None],
-                train: Sequence[ExperienceRow], model: CostModel, seed: int
-                ) -> tuple[list[str], dict[str, float]]:
+                train: Sequence[ExperienceRow], model: CostModel, seed: int,
+                keep_lead: bool = True) -> tuple[list[str], dict[str, float]]:
         """The product's walk (retrieval/walk.py) over the target's ``rows`` (their times
         are read only as each is measured); also the ensemble's last weights."""
         op = rows[0].op
@@ -79,7 +79,7 @@ class Walks:
             measured[r.key].append(r)
         gps = self.gps(op, train, seed) if op in self.encoders else {}
         encode = self.encoders.get(op) or Encoder([r.config for r in rows])
-        walk = Walk(model, candidates, gps, encode, seed)
+        walk = Walk(model, candidates, gps, encode, seed, keep_lead)
         best = min(t for t in truth.values() if t is not None)
         for _ in range(min(self.limit, len(truth))):
             key = walk.next_key()

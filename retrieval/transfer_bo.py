@@ -157,15 +157,17 @@ class RGPE:
     the one to measure, ``ranking`` every unmeasured one by the acquisition."""
 
     def __init__(self, sources: Sequence[SourceGP | OrderPrior], candidates: np.ndarray,
-                 seed: int = 0, lead: int | None = None):
+                 seed: int = 0, lead: int | None = None, keep_lead: bool = True):
         """``lead``: the source followed alone until two measurements can be ranked
-        (default: all sources alike)."""
+        (default: all sources alike); ``keep_lead``: whether it stays in the ensemble
+        after that, weighted like the others."""
         if not sources:
             raise ValueError("RGPE needs at least one source model")
         self.sources = list(sources)
         self.x = candidates
         self.rng = np.random.default_rng(seed)
         self.lead = lead
+        self.keep_lead = keep_lead
         self.observed: dict[int, float] = {}
         self.weights = self._prior_weights()
 
@@ -244,6 +246,8 @@ class RGPE:
         else:
             losses[-1] = _ranking_loss(self._loo_draws(target, idx), truth)
         keep = np.ones(n_models, dtype=bool)
+        if self.lead is not None and not self.keep_lead:
+            keep[self.lead] = False
         if len(idx) >= 5:
             if np.isfinite(losses[-1]).all():
                 keep[:-1] = np.median(losses[:-1], axis=1) <= np.quantile(losses[-1], 0.95)

@@ -58,7 +58,8 @@ class Walk:
     (GPU -> fitted GP over ``encode``'s knob values) in one RGPE ensemble."""
 
     def __init__(self, model: CostModel, candidates: Sequence[ExperienceRow],
-                 gps: Mapping[str, Any], encode: Encoder, seed: int = 0):
+                 gps: Mapping[str, Any], encode: Encoder, seed: int = 0,
+                 keep_lead: bool = True):
         self.by_key: dict[str, list[ExperienceRow]] = defaultdict(list)
         for row in candidates:
             self.by_key[row.key].append(row)
@@ -71,7 +72,7 @@ class Walk:
             OrderPrior.of("learned ranker", np.arange(len(self.keys), dtype=float))]
         models += [SourceGP.over(gpu, gp, x) for gpu, gp in sorted(gps.items())]
         self.names = [m.name for m in models] + ["target"]
-        self.rgpe = RGPE(models, x, seed, lead=0)
+        self.rgpe = RGPE(models, x, seed, lead=0, keep_lead=keep_lead or len(models) == 1)
         self.walked: list[int] = []
 
     def next_key(self) -> str | None:

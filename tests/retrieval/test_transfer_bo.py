@@ -110,3 +110,16 @@ def test_replay_proposes_only_what_the_target_has_not_measured() -> None:
     measured = target[:5]
     order = replay(model, candidates, train, measured)
     assert sorted(order) == sorted(r.key for r in target[5:])
+
+
+def test_a_lead_not_kept_leaves_the_ensemble_once_it_hands_over() -> None:
+    x = Encoder(SPACE)(SPACE)
+    target = [landscape(c, 8, 0.02, random.Random(4)) for c in SPACE]
+    lead = OrderPrior.of("lead", np.arange(len(SPACE), dtype=float))
+    source = SourceGP.over("alike", fit_gp(x, np.array(target)), x)
+    walk = RGPE([lead, source], x, seed=0, lead=0, keep_lead=False)
+    assert walk.next(set()) == 0  # the lead's first
+    for i in range(6):
+        walk.observe(i, target[i])
+    walk.ranking(set())
+    assert walk.weights[0] == 0.0 and math.isclose(float(walk.weights.sum()), 1.0)
