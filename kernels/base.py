@@ -178,6 +178,35 @@ def strided_rows(mutated: tuple[int, ...] = ()) -> InputCondition:
         "the row stride is not the row length", apply)
 
 
+def column_major(mutated: tuple[int, ...] = ()) -> InputCondition:
+    """Every float input of two or more dimensions (but the ones the op writes) stored
+    column-major, the transpose of a row-major buffer seen through ``.t()``: the last
+    dimension's stride is not 1. A kernel that takes unit stride for granted is wrong
+    there; one that calls ``.contiguous()`` or reads both strides is right."""
+
+    def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
+        return tuple(x.transpose(-1, -2).contiguous().transpose(-1, -2)
+                     if i not in mutated and isinstance(x, torch.Tensor)
+                     and x.is_floating_point() and x.dim() >= 2 else x
+                     for i, x in enumerate(inputs))
+
+    return InputCondition("column-major inputs", "each float input the transpose of a "
+                          "row-major buffer (x.t()): the last stride is not 1", apply)
+
+
+def grad_inputs(mutated: tuple[int, ...] = ()) -> InputCondition:
+    """Every float input (but the ones the op writes) a leaf that requires grad, as a
+    training step's activations are: a kernel must not behave otherwise for them."""
+
+    def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
+        return tuple(x.detach().clone().requires_grad_()
+                     if i not in mutated and isinstance(x, torch.Tensor)
+                     and x.is_floating_point() else x for i, x in enumerate(inputs))
+
+    return InputCondition("inputs that require grad", "every float input a leaf that "
+                          "requires grad (a training step's activations)", apply)
+
+
 def _in_wider_rows(x: torch.Tensor) -> torch.Tensor:
     wider = torch.full((*x.shape[:-1], x.shape[-1] + ROW_PAD), float("nan"),
                        dtype=x.dtype, device=x.device)
@@ -300,10 +329,11 @@ class Task:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "template_path", getattr(self.template, "path", None))
-        if self.strided_rows and not any(c.name == "strided rows"
-                                         for c in self.input_conditions):
-            object.__setattr__(self, "input_conditions",
-                               (*self.input_conditions, strided_rows(self.mutated_inputs)))
+        named = {c.name for c in self.input_conditions}
+        generic = [make(self.mutated_inputs) for make in (
+            (strided_rows, column_major) if self.strided_rows else ()) + (grad_inputs,)
+            if make(self.mutated_inputs).name not in named]
+        object.__setattr__(self, "input_conditions", (*self.input_conditions, *generic))
         validate(self, DTYPES, header_constants)
         own = self.launch  # the task's launch sees a whole config (defaults filled in)
         object.__setattr__(self, "launch", lambda config, shape, dtype="float16": (

@@ -71,6 +71,13 @@ class Plan:
     outputs: Any = None
     made: set[StorageKey] = field(default_factory=set)  # allocated by a recorded op
     found: dict[StorageKey, torch.UntypedStorage] = field(default_factory=dict)
+    launches: list[Any] = field(default_factory=list)  # each launch's kernel and arguments
+
+    @property
+    def signature(self) -> tuple[Any, ...]:
+        """What was launched (kernels, grids, argument layouts and scalars): the same for
+        any two calls on inputs of one layout, whatever their values or flags."""
+        return tuple(self.launches)
 
     def see(self, value: Any) -> None:
         """Copy each storage ``value`` uses that the plan cannot make again (not an
@@ -95,9 +102,10 @@ class Plan:
                 self.made.add(key)
 
     def add_launch(self, launch: Callable[..., Any], args: tuple[Any, ...],
-                   kwargs: dict[str, Any]) -> None:
+                   kwargs: dict[str, Any], identity: Any = None) -> None:
         self.see((args, kwargs))
         self.steps.append(Step(args, kwargs, launch=launch))
+        self.launches.append(identity)
 
     def finish(self, outputs: Any) -> None:
         self.see(outputs)

@@ -327,7 +327,8 @@ class Tracker(TorchDispatchMode):
         if self.plan is not None and not self.counterfactual:
             self.depth += 1
             try:
-                self.plan.add_launch(do_launch, args, kwargs)
+                self.plan.add_launch(do_launch, args, kwargs,
+                                     identity=(name, self.launches[-1].signature))
             finally:
                 self.depth -= 1
         result = None

@@ -345,6 +345,10 @@ class Worker:
         plan = launch_plan.Plan() if self.replays(shape) else None
         conditions = self.task.input_conditions if self.request.get("conditions", True) else ()
         draws = [*range(self.seeds), *conditions]
+        # calls on inputs laid out as the plain ones (other values, other flags): their
+        # launch plans and inputs, for check_plans_agree
+        alike: list[tuple[str, launch_plan.Plan | None, list[Any]]] = []
+        plain_layout: list[Any] = []
         for s in draws:
             if isinstance(s, int):
                 fresh = self.make_inputs(shape, seed=self.seed_base + s)
@@ -360,9 +364,14 @@ class Worker:
                     shape, seed=self.seed_base + 50 + draws.index(s))), self.seed_base))
                 previous = None
             saved = checks.snapshot(inputs)
+            this_plan = plan if s == self.seeds - 1 else None
+            if isinstance(s, int):
+                plain_layout = _layout(inputs)
+            elif plan is not None and _layout(inputs) == plain_layout:
+                this_plan = launch_plan.Plan()
+                alike.append((label, this_plan, saved))
             out, rule_broken = self.tracked_call(
-                run, inputs, label, record=s == 0,
-                plan=plan if s == self.seeds - 1 else None)
+                run, inputs, label, record=s == 0, plan=this_plan)
             ref_inputs = checks.snapshot(saved)
             ref = self.task.reference(*ref_inputs)
             outs = checks.flatten_tensors(out)
@@ -416,6 +425,42 @@ class Worker:
             self.check_counterfactual(run, shape, shape_label)
             if plan is not None and plan.steps:
                 self.check_replay(plan, shape, shape_label)
+                self.check_plans_agree(plan, alike, shape, shape_label)
+
+    def check_plans_agree(self, plain: launch_plan.Plan,
+                          alike: list[tuple[str, launch_plan.Plan | None, list[Any]]],
+                          shape: tuple[int, ...], label: str) -> None:
+        """What a call launches may depend on its inputs' shapes and layout, never on
+        their values or flags: a call on same-layout inputs (large values, a masked row,
+        inputs that require grad) whose launches differ from the plain call's has them
+        replayed on every other such input set and on fresh plain inputs, and must be
+        right there. A kernel that takes a lazy path only where the checks would not
+        show it (inputs that require grad, but no large logits) is wrong on another's."""
+        sets = [(where, values) for where, _, values in alike]
+        sets.append((f"{label} [fresh]", self.make_inputs(shape, seed=self.seed_base + 91)))
+        for where, recorded, _ in alike:
+            if recorded is None or not recorded.steps or recorded.signature == plain.signature:
+                continue
+            for other, values in sets:
+                fresh = [_own_copy(x) for x in values]
+                ref = self.task.reference(*checks.snapshot(fresh))
+                try:
+                    out = launch_plan.replay(recorded, fresh)
+                except launch_plan.LayoutChanged:
+                    continue
+                finally:
+                    self.guard(f"after a replay on ({other})")
+                stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
+                problem = stats if isinstance(stats, str) else checks.shape_verdict(
+                    stats, self.tol.max_bias)
+                if problem:
+                    detail = problem if isinstance(stats, str) else checks.describe_failure(
+                        problem, other, stats, self.tol.max_bias)
+                    raise ShapeFailure("cheat_replay", (
+                        f"({where}): the call launched other kernels or arguments than on "
+                        "plain inputs of the same layout, and those launches are wrong on "
+                        f"({other}): what a kernel launches may depend on the inputs' "
+                        f"shapes and layout, not on their values or flags. {detail}"))
 
     def check_partly_repeated(self, run: Any, shape: tuple[int, ...], label: str,
                               last: list[Any]) -> None:
@@ -918,6 +963,12 @@ def write_result(data: dict[str, Any], *, fd: int | None, path: str | None) -> N
     with open(tmp, "wb") as handle:
         handle.write(text)
     os.replace(tmp, path)
+
+
+def _layout(inputs: list[Any]) -> list[Any]:
+    """Each input's shape, strides, offset and dtype (non-tensors by type)."""
+    return [(tuple(x.shape), tuple(x.stride()), x.storage_offset(), x.dtype)
+            if isinstance(x, torch.Tensor) else type(x).__name__ for x in inputs]
 
 
 def read_request(arg: str) -> dict[str, Any]:

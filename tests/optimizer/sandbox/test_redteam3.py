@@ -44,18 +44,18 @@ CASES = [
                  id="rewrites_input_to_match"),
     # closed by rope's long-context condition (positions from 32768 on)
     pytest.param("redteam3_rope_pos_wrap", "rope", "wrong_result", id="rope_pos_wrap"),
-    pytest.param("redteam3_transposed_input", "softmax", "wrong_result", id="transposed_input",
-                 marks=_open("softmax's inputs are drawn row-major or with wider rows, never "
-                             "with a column stride other than 1")),
+    # closed by the column-major condition every task gets (the last stride is not 1)
+    pytest.param("redteam3_transposed_input", "softmax", "wrong_result", id="transposed_input"),
     pytest.param("redteam3_dtype_only_checked", "softmax", None, id="dtype_only_checked",
                  marks=_open("an evaluation checks one dtype; the kernel is wrong only in "
                              "another the export would still accept")),
     pytest.param("redteam3_big_input_lazy", "softmax", None, id="big_input_lazy",
                  marks=_open("wrong only past 2**21 elements, larger than any shape the "
                              "judge checks or draws")),
-    pytest.param("redteam3_requires_grad_lazy", "softmax", None, id="requires_grad_lazy",
-                 marks=_open("the judge varies the grad mode, never an input that requires "
-                             "grad")),
+    # closed: inputs that require grad are a condition of every task, and launches that
+    # differ from the plain call's on same-layout inputs are replayed on the others' values
+    pytest.param("redteam3_requires_grad_lazy", "softmax", "cheat_replay",
+                 id="requires_grad_lazy"),
 ]
 
 

@@ -29,12 +29,13 @@ CASES = [
     # closed by matmul's transposed-weight condition
     pytest.param("redteam2_matmul_unit_col_stride", "matmul", "wrong_result",
                  id="matmul_unit_col_stride"),
-    # closed: earlier outputs are compared with their values when returned, after each call
-    pytest.param("redteam2_scribbles_earlier_output", "softmax", "cheat_aliasing",
+    # closed: earlier outputs are compared with their values when returned, after each
+    # call; its weakref import now meets the allow-list first
+    pytest.param("redteam2_scribbles_earlier_output", "softmax", "cheat_tamper",
                  id="scribbles_earlier_output"),
-    # closed: inputs repeating half of the latest call's are checked too
-    pytest.param("redteam2_first_row_cache", "softmax", "cheat_cached_output",
-                 id="first_row_cache"),
+    # closed: inputs repeating half of the latest call's are checked too (it also takes
+    # unit column stride for granted, which column-major inputs show first)
+    pytest.param("redteam2_first_row_cache", "softmax", None, id="first_row_cache"),
 ]
 
 

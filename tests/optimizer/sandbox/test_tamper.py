@@ -89,7 +89,8 @@ def _checked_worker(tmp_path, name: str):
     request = {"task": "softmax", "dtype": "float16", "shapes": [[4, 128]], "seeds": 1,
                "source": (BAD / f"{name}.py").read_text(),
                "result_path": str(tmp_path / "result.json"),
-               "refuse_introspection": False, "refuse_surroundings": False}
+               "refuse_introspection": False, "refuse_surroundings": False,
+               "refuse_imports": False}
     worker = Worker(request)
     worker.evaluate()  # checks only on the CPU: records what each checked call launched
     assert worker.expected_launches["rows=4,cols=128"][0] == 1

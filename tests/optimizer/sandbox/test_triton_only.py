@@ -28,7 +28,8 @@ def run_worker_here(source: str, tmp_path: Path, task: str = "softmax",
                "source": source, "result_path": str(tmp_path / "result.json"),
                "refuse_introspection": refuse_introspection,
                # in this process: the readers stay out of the test's own (surroundings.py)
-               "refuse_surroundings": False}
+               "refuse_surroundings": False,
+               "refuse_imports": False}  # the layers behind the source allow-list
     Worker(request).evaluate()
     return json.loads((tmp_path / "result.json").read_text())
 
