@@ -11,19 +11,23 @@ Two held-out studies, every method side by side in one run:
   configuration's time is the geomean over the space's shapes, as benchmarks/replay uses.
 
 Methods: cold (random order, ``--seeds`` seeds), most-similar-GPU (that GPU's measured
-order, its best first), mean normalised rank over the other GPUs, and the ranker
-(retrieval/ranker.py) walked with updates after 1, 2, 4, 8, 16... measurements, every
-other step from the zero-shot order once an update is accepted (a hedge); the
-ranker's zero-shot order (no updates) is shown beside it. Per case: E@3% (evaluations until
-one is within 3% of the target's best), the first proposal's time / best, best-so-far /
-best after 1, 5, 10 and 20 evaluations. A failed configuration costs an evaluation.
+order, its best first), mean normalised rank over the other GPUs, RGPE (the transfer-BO
+peer: a ranking-weighted ensemble of per-GPU Gaussian processes, benchmarks/transfer_peers.py),
+the ranker's zero-shot order (retrieval/ranker.py, no measurement on the target), and
+the product's walk ("ranker": retrieval/walk.py, the ranker's order inside the RGPE
+ensemble, updated after every measurement). Every method that learns runs once per
+model seed (``--model-seeds``, 5); benchmarks/transfer_summary.py reports each split's
+median and geometric mean per seed. The test split (``--test-ops``) is fixed on the
+command line before methods are compared. Per case: E@3% (evaluations until one is
+within 3% of the target's best), the first proposal's time / best, best-so-far / best
+after 1, 5, 10 and 20 evaluations. A failed configuration costs an evaluation.
 
 Intervals (leave-one-GPU-out only): how often the held-out GPU's measured relative time
 of a configuration falls inside the ranker's 80% interval of its zero-shot prediction
 (``CostModel.interval``, calibrated on the training GPUs alone), over every configuration
 with a time and over the first 10 of the ranking (what bootstrap shows).
 
-    python benchmarks/transfer_gpus.py [--data PATH] [--seeds 20] [--objective regression]
+    python benchmarks/transfer_gpus.py [--data PATH] [--seeds 20] [--model-seeds 5]
 
 Writes benchmarks/results/transfer_gpus.{md,json,png}.
 """

@@ -87,8 +87,9 @@ the measured configurations (4 folds), it orders held-out measurements better th
 zero-shot model; else the zero-shot order stands. Measurements come from the head of the
 model's own order, a biased sample: an update fit on them alone once reordered a whole
 space badly (dedispersion on the W6600: 38 evaluations zero-shot, 3713 with ungated
-updates), which is why it must earn its place. Callers redo it at 1, 2, 4, 8, 16...
-measurements (the benchmark does).
+updates), which is why it must earn its place. The bootstrap walk (retrieval/walk.py)
+learns from the target's measurements otherwise: the zero-shot order is one member of a
+transfer-BO ensemble whose weights follow those measurements.
 """
 
 from __future__ import annotations
