@@ -741,8 +741,8 @@ class CostModel:
             by: dict[str, list[float]] = defaultdict(list)
             for r, v in zip(rows, values, strict=True):
                 by[r.key].append(float(v))
-            ranked.append(sorted(by, key=lambda k, b=by: (round(sum(b[k]) / len(b[k]), 9),
-                                                           k)))
+            means = {k: round(sum(v) / len(v), 9) for k, v in by.items()}
+            ranked.append(sorted(means, key=lambda k: (means[k], k)))
         order = _in_turn(ranked)
         rest = order[HEAD_RANKS:]
         if len(rest) > CALIBRATION_CONFIGS:
