@@ -51,6 +51,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from kernelkb.kernels.shared.comparison import Comparison  # noqa: E402
 from kernelkb.kernels.shared.stats import geomean  # noqa: E402
 from kernelkb.optimizer.loop import _score as loop_score  # noqa: E402
 from kernelkb.optimizer.policy import PolicyConfig  # noqa: E402
@@ -124,7 +125,9 @@ def _score(feedback: dict[str, Any], best: float | None) -> float | None:
     """The loop's own score (optimizer.loop._score) on a stored record's feedback."""
     return loop_score(SimpleNamespace(
         ok=_ok(feedback), timing_available=bool(feedback.get("timing_available")),
-        suspect=bool(feedback.get("suspect")), comparison=feedback.get("comparison"),
+        suspect=bool(feedback.get("suspect")),
+        comparison=Comparison.from_dict(feedback["comparison"])
+        if feedback.get("comparison") else None,
         time_ms=feedback.get("time_ms")), best)
 
 

@@ -123,8 +123,10 @@ class Comparison:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Comparison:
-        """From ``to_dict``'s form (a worker's report, a journal line); the outcome is
-        derived again here, never read."""
+        """From ``to_dict``'s form (a worker's report, a journal line) or a stored
+        record's summary of it (no seconds, no shapes); the outcome is derived again
+        here, never read."""
+        data = {"seconds": 0.0, **data}
         names = {f.name for f in fields(cls)} - {"shapes"}
         shape_names = {f.name for f in fields(ShapeComparison)}
         shapes = {str(k): ShapeComparison(**{n: float(v[n]) for n in shape_names})

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from kernelkb.kernels.base import get_task
 from kernelkb.optimizer.export import export_module
@@ -165,6 +166,7 @@ print("ok")
 
 
 @pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_graphs_take_the_bound_plan(tmp_path: Path) -> None:
     task = get_task("matmul")
     export_module(task, task.template, tmp_path / "best_matmul.py", dtype="float16")

@@ -105,14 +105,14 @@ def test_a_chat_call_that_is_refused_raises_instead_of_a_failed_round() -> None:
 
 def test_the_cli_says_why_and_exits_before_opening_the_store(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
+        capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("KERNELKB_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("KERNELKB_LLM_BASE_URL", f"http://127.0.0.1:{closed_port()}/v1")
     monkeypatch.setenv("KERNELKB_LLM_API_KEY", "k")
     monkeypatch.chdir(tmp_path)
     status = main(["optimize", "softmax", "--agent", "llm", "--model", "m"])
     assert status == 1
-    assert "gave up after 1 attempt " in caplog.text
+    assert "gave up after 1 attempt " in capsys.readouterr().err
     assert not (tmp_path / "home").exists() and not (tmp_path / "runs").exists()
 
 
@@ -135,7 +135,7 @@ def test_an_endpoint_failing_mid_run_stops_it_and_keeps_only_real_rounds(
 
 def test_without_an_endpoint_or_a_key_the_cli_says_how_to_give_one(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
+        capsys: pytest.CaptureFixture[str]) -> None:
     """No silent default to the public endpoint: a local server's URL, or a key."""
     monkeypatch.setenv("KERNELKB_HOME", str(tmp_path / "home"))
     for name in ("KERNELKB_LLM_BASE_URL", "KERNELKB_LLM_API_KEY", "OPENAI_BASE_URL",
@@ -143,12 +143,13 @@ def test_without_an_endpoint_or_a_key_the_cli_says_how_to_give_one(
         monkeypatch.delenv(name, raising=False)
     status = main(["optimize", "softmax", "--agent", "llm", "--model", "m"])
     assert status == 2
-    assert "--base-url URL" in caplog.text and "Ollama" in caplog.text
+    err = capsys.readouterr().err
+    assert "--base-url URL" in err and "Ollama" in err
     assert not (tmp_path / "home").exists()
 
 
 def test_base_url_names_the_endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                     caplog: pytest.LogCaptureFixture) -> None:
+                                     capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("KERNELKB_HOME", str(tmp_path / "home"))
     for name in ("KERNELKB_LLM_BASE_URL", "KERNELKB_LLM_API_KEY", "OPENAI_BASE_URL",
                  "OPENAI_API_KEY"):
@@ -157,4 +158,4 @@ def test_base_url_names_the_endpoint(tmp_path: Path, monkeypatch: pytest.MonkeyP
     status = main(["optimize", "softmax", "--agent", "llm", "--model", "m",
                    "--base-url", f"http://127.0.0.1:{port}/v1"])
     assert status == 1  # asked, and it is down: the endpoint given is the one asked
-    assert f"127.0.0.1:{port}" in caplog.text
+    assert f"127.0.0.1:{port}" in capsys.readouterr().err

@@ -56,7 +56,8 @@ def test_a_kernel_that_takes_the_row_length_for_the_stride_fails_strided_rows():
     naive kernel passes A's row stride; the plant passes K, right only where A is
     contiguous."""
     task = get_task("matmul")
-    assert [c.name for c in task.input_conditions] == ["a transposed weight", "strided rows"]
+    assert [c.name for c in task.input_conditions] == [
+        "a transposed weight", "strided rows", "column-major inputs", "inputs that require grad"]
     source = task.template.replace("                        a.stride(0), a.stride(1), "
                                    "b.stride(0), b.stride(1),",
                                    "                        K, a.stride(1), "
@@ -97,7 +98,19 @@ def test_strided_rows_keep_the_values_and_leave_written_inputs_alone():
     assert torch.equal(strided[0], x) and strided[0].stride() == (5 + ROW_PAD, 1)
     assert strided[0].untyped_storage().nbytes() == 3 * (5 + ROW_PAD) * 4
     assert strided[1] is cache and strided[2] is w and strided[3] == 7
-    assert get_task("attention").input_conditions[-1].name == "strided rows"
+    assert [c.name for c in get_task("attention").input_conditions] == [
+        "strided rows", "column-major inputs", "inputs that require grad"]
+
+
+def test_column_major_and_grad_inputs_keep_the_values() -> None:
+    from kernelkb.kernels.base import column_major, grad_inputs
+
+    x, cache = torch.randn(3, 5), torch.randn(2, 4)
+    laid = column_major(mutated=(1,)).apply((x, cache, 7), 0)
+    assert torch.equal(laid[0], x) and laid[0].stride() == (1, 3) and laid[1] is cache
+    needing = grad_inputs(mutated=(1,)).apply((x, cache, 7), 0)
+    assert needing[0].requires_grad and needing[0].is_leaf and torch.equal(needing[0], x)
+    assert needing[1] is cache and needing[2] == 7
 
 
 @pytest.mark.parametrize(("name", "task_name", "condition"), [
