@@ -22,6 +22,7 @@ scrubbed environment alone, a warning is logged and the outcome says it was not 
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import logging
@@ -143,76 +144,237 @@ def run_worker_beside(request: dict[str, Any], *, timeout_s: float) -> WorkerOut
 
 def _run_worker(request: dict[str, Any], *, timeout_s: float, use_gpu: bool,
                 mem_limit_mb: int | None) -> WorkerOutcome:
-    """Run one request in a fresh, contained ``python -m optimizer.sandbox.worker``.
+    """Run one request in a contained ``python -m optimizer.sandbox.worker``: one
+    started ahead for this kind of evaluation where there is one (``WARM``), else a fresh
+    one; then start the next ahead, so the next evaluation does not wait for a jail to
+    be built and torch to be imported.
 
     Nothing the runner reads is the candidate's to shape: the request, the result and the
     logs live in a folder of the runner's that the jail does not show, opened before the
     worker starts and handed over as descriptors; they are read back through those same
     descriptors, bounded in size, never re-opened by a path."""
-    with tempfile.TemporaryDirectory(prefix="kernelkb_sandbox_") as tmp, \
-            tempfile.TemporaryDirectory(prefix="kernelkb_runner_") as private, \
-            tempfile.TemporaryDirectory(prefix="kernelkb_task_") as task_copy, \
-            _private_files(private) as files, _gpu_lock(use_gpu) as (gate_fd, lock_fd), \
-            limits.per_evaluation(use_gpu, mem_limit_mb) as confine:
-        origin, task_keep = place_task(request, task_copy)
-        request = {**request, "result_fd": files.result, "task_origin": origin,
-                   "gpu_lock_fd": lock_fd, "gpu_gate_fd": gate_fd}
-        if use_gpu:
-            request["gpu_mem_limit_mb"] = mem_limit_mb
-        os.write(files.request, json.dumps(request).encode())
-        os.lseek(files.request, 0, os.SEEK_SET)
-        run_id = uuid.uuid4().hex
-        env = worker_env(os.environ, tmp, use_gpu=use_gpu, run_id=run_id)
-        argv = [sys.executable, "-m", "kernelkb.optimizer.sandbox.worker", f"fd:{files.request}"]
+    key = _warm_key(use_gpu, mem_limit_mb)
+    started = WARM.take(key) or _Started.start(use_gpu, mem_limit_mb)
+    try:
+        try:
+            return started.run(request, timeout_s)
+        except _NotThisOne as other:  # an installed task package, bound where it lies
+            started.close()
+            started = _Started.start(use_gpu, mem_limit_mb, keep=other.keep)
+            return started.run(request, timeout_s)
+    finally:
+        started.close()
+        WARM.start_ahead(key, lambda: _Started.start(use_gpu, mem_limit_mb))
+
+
+class _Started:
+    """One worker process started in its jail and confinement, its imports done,
+    blocked on reading its request from a pipe; single use."""
+
+    def __init__(self, use_gpu: bool, mem_limit_mb: int | None, keep: list[str]) -> None:
+        self.use_gpu, self.mem_limit_mb, self.keep = use_gpu, mem_limit_mb, keep
+        self.stack = contextlib.ExitStack()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.ended = False
+
+    @classmethod
+    def start(cls, use_gpu: bool, mem_limit_mb: int | None,
+              keep: list[str] | None = None) -> _Started:
+        """``keep``: paths the jail must show besides the code (a task package)."""
+        self = cls(use_gpu, mem_limit_mb, list(keep or []))
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _start(self) -> None:
+        enter = self.stack.enter_context
+        self.tmp = enter(tempfile.TemporaryDirectory(prefix="kernelkb_sandbox_"))
+        private = enter(tempfile.TemporaryDirectory(prefix="kernelkb_runner_"))
+        self.task_copy = enter(tempfile.TemporaryDirectory(prefix="kernelkb_task_"))
+        self.files = enter(_private_files(private))
+        self.gate_fd, self.lock_fd = enter(_gpu_lock(self.use_gpu))
+        self.confine = enter(limits.per_evaluation(self.use_gpu, self.mem_limit_mb))
+        self.request_r, self.request_w = os.pipe()
+        # by attribute, at close time: each end is closed once, then marked -1 (closing
+        # a number twice could close a descriptor someone else has opened since)
+        self.stack.callback(lambda: _close(self.request_r, self.request_w))
+        self.run_id = uuid.uuid4().hex
+        self.env = worker_env(os.environ, self.tmp, use_gpu=self.use_gpu, run_id=self.run_id)
+        argv = [sys.executable, "-m", "kernelkb.optimizer.sandbox.worker",
+                f"fd:{self.request_r}"]
         usable, why = jail.mode()
         if usable is not None:
-            _readable(task_copy)  # the jail's root may be an unprivileged host uid
-            argv = jail.command(argv, workdir=tmp, cwd=env["HOME"], hide=hidden_paths(),
-                                keep=kept_paths() + task_keep, unprivileged=usable)
-            containment = "namespaces" if usable else f"namespaces; {why}"
+            _readable(self.task_copy)  # the jail's root may be an unprivileged host uid
+            argv = jail.command(argv, workdir=self.tmp, cwd=self.env["HOME"],
+                                hide=hidden_paths(),
+                                keep=kept_paths() + [self.task_copy, *self.keep],
+                                unprivileged=usable)
+            self.containment = "namespaces" if usable else f"namespaces; {why}"
         else:
             log.warning("sandbox: no namespaces here (%s); the candidate runs with a "
                         "scrubbed environment only", why)
-            containment = f"uncontained: {why}"
-        if confine.note:
-            containment += f"; {confine.note}"
-        keep_fds = tuple(fd for fd in (files.request, files.result, lock_fd, gate_fd)
-                         if fd is not None)
-        start = time.monotonic()
-        proc = subprocess.Popen(
+            self.containment = f"uncontained: {why}"
+        if self.confine.note:
+            self.containment += f"; {self.confine.note}"
+        keep_fds = tuple(fd for fd in (self.request_r, self.files.result, self.lock_fd,
+                                       self.gate_fd) if fd is not None)
+        self.proc = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=env, cwd=env["HOME"], start_new_session=True, preexec_fn=confine.preexec,
-            pass_fds=keep_fds,
-        )
-        assert proc.stdout is not None and proc.stderr is not None
-        stdout, stderr = OutputTail(proc.stdout), OutputTail(proc.stderr)
+            env=self.env, cwd=self.env["HOME"], start_new_session=True,
+            preexec_fn=self.confine.preexec, pass_fds=keep_fds)
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self.stdout, self.stderr = OutputTail(self.proc.stdout), OutputTail(self.proc.stderr)
+        os.close(self.request_r)  # the worker holds its end now
+        self.request_r = -1
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def run(self, request: dict[str, Any], timeout_s: float) -> WorkerOutcome:
+        """Hand the request over and wait for the result, bounded by ``timeout_s``."""
+        assert self.proc is not None
+        origin, task_keep = place_task(request, self.task_copy)
+        if any(path not in (self.task_copy, *self.keep) for path in task_keep):
+            raise _NotThisOne(task_keep)  # an installed package, shown where it lies
+        _readable(self.task_copy)
+        request = {**request, "result_fd": self.files.result, "task_origin": origin,
+                   "gpu_lock_fd": self.lock_fd, "gpu_gate_fd": self.gate_fd}
+        if self.use_gpu:
+            request["gpu_mem_limit_mb"] = self.mem_limit_mb
+        start = time.monotonic()
+        try:
+            os.write(self.request_w, json.dumps(request).encode())
+        except BrokenPipeError:
+            pass  # it died waiting: classified below from its exit and stderr
+        finally:
+            os.close(self.request_w)
+            self.request_w = -1
         waited = 0.0
         try:
-            timed_out, waited = _wait(proc, files.result, start, timeout_s)
+            timed_out, waited = _wait(self.proc, self.files.result, start, timeout_s)
         except BaseException:  # Ctrl-C / SIGTERM here: the worker has its own session
-            _kill_group(proc)
+            _kill_group(self.proc)
             raise
         finally:
-            _kill_group(proc)
-            _kill_marked(run_id)
-            confine.end()
+            self._end()
         wall = time.monotonic() - start
-        stdout_tail, stderr_tail = stdout.text(), stderr.text()
-        data = read_result(files.result)
+        stdout_tail, stderr_tail = self.stdout.text(), self.stderr.text()
+        data = read_result(self.files.result)
         if timed_out:
             data = _timeout(data, timeout_s, waited)
         elif not data.get("final"):
-            stage, kind, message = classify_exit(proc.returncode, stderr_tail)
-            if confine.hit_limit():
+            stage, kind, message = classify_exit(self.proc.returncode, stderr_tail)
+            if self.confine.hit_limit():
                 kind, message = "out_of_memory", (
-                    f"the evaluation's memory limit was reached: {confine.hit_limit()}")
+                    f"the evaluation's memory limit was reached: {self.confine.hit_limit()}")
             where = f"on ({data['shape']}): " if data.get("shape") else ""
             failing = [data["shape"]] if data.get("shape") else []
             data = {**data, "final": True, "stage": data.get("stage") or stage,
                     "error_kind": kind, "error_message": where + message,
                     "failing_shapes": data.get("failing_shapes", []) + failing}
-        return WorkerOutcome(data, stdout_tail, stderr_tail, proc.returncode, wall,
-                             containment)
+        return WorkerOutcome(data, stdout_tail, stderr_tail, self.proc.returncode, wall,
+                             self.containment)
+
+    def _end(self) -> None:
+        """The process group and anything still marked with this run's id, once."""
+        if self.ended or self.proc is None:
+            return
+        self.ended = True
+        _kill_group(self.proc)
+        _kill_marked(self.run_id)
+        self.confine.end()
+
+    def close(self) -> None:
+        """End the process (if it still runs) and free everything it held."""
+        self._end()
+        self.stack.close()
+
+
+class _NotThisOne(Exception):
+    """A request a started worker cannot take: its task must be shown where it lies."""
+
+    def __init__(self, keep: list[str]) -> None:
+        super().__init__(keep)
+        self.keep = keep
+
+
+def _close(*fds: int) -> None:
+    for fd in fds:
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _warm_key(use_gpu: bool, mem_limit_mb: int | None) -> tuple[Any, ...]:
+    """What a worker started ahead was made for: an evaluation that differs in any of it
+    gets a fresh one."""
+    env = tuple(sorted((k, v) for k, v in os.environ.items() if k in ENV_NAMES))
+    return (use_gpu, mem_limit_mb, env, tuple(hidden_paths()), jail.mode())
+
+
+class _Warm:
+    """At most one worker started ahead per kind of evaluation (``KERNELKB_PRESTART=0``
+    turns it off). Each is used once; every one left is ended when this process exits,
+    and a runner that dies takes them with it (the jail's parent-death signal)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Condition()
+        self.ready: dict[tuple[Any, ...], _Started] = {}
+        self.starting: set[tuple[Any, ...]] = set()
+        atexit.register(self.close)
+
+    @staticmethod
+    def enabled() -> bool:
+        return os.environ.get("KERNELKB_PRESTART", "1") != "0"
+
+    def take(self, key: tuple[Any, ...]) -> _Started | None:
+        """The worker started ahead for ``key``; one still starting is waited for (it
+        is further along than a fresh one would be)."""
+        with self.lock:
+            self.lock.wait_for(lambda: key not in self.starting, timeout=120)
+            started = self.ready.pop(key, None)
+        if started is not None and not started.alive():
+            started.close()
+            return None
+        return started
+
+    def start_ahead(self, key: tuple[Any, ...], make: Callable[[], _Started]) -> None:
+        if not self.enabled():
+            return
+        with self.lock:
+            if key in self.ready or key in self.starting:
+                return
+            self.starting.add(key)
+
+        def starting() -> None:
+            started = old = None
+            try:
+                started = make()
+            except Exception as err:  # noqa: BLE001 - the next evaluation starts its own
+                log.info("sandbox: no worker started ahead (%s)", err)
+            finally:
+                with self.lock:
+                    if started is not None:
+                        old = self.ready.pop(key, None)
+                        self.ready[key] = started
+                    self.starting.discard(key)
+                    self.lock.notify_all()
+            if old is not None:
+                old.close()
+
+        threading.Thread(target=starting, name="kernelkb-worker-ahead", daemon=True).start()
+
+    def close(self) -> None:
+        with self.lock:
+            ready, self.ready = list(self.ready.values()), {}
+        for started in ready:
+            started.close()
+
+
+WARM = _Warm()
 
 
 @dataclass
