@@ -194,6 +194,40 @@ def column_major(mutated: tuple[int, ...] = ()) -> InputCondition:
                           "row-major buffer (x.t()): the last stride is not 1", apply)
 
 
+def offset_views(mutated: tuple[int, ...] = ()) -> InputCondition:
+    """Every float input (but the ones the op writes) a view that starts one element into
+    its buffer (``buf[1:]``): a storage offset, and a pointer off every 16-byte boundary,
+    as a slice of a larger tensor is."""
+
+    def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
+        return tuple(_one_in(x) if i not in mutated and isinstance(x, torch.Tensor)
+                     and x.is_floating_point() else x for i, x in enumerate(inputs))
+
+    return InputCondition("offset views", "each float input starts one element into its "
+                          "buffer (a slice): its pointer is on no 16-byte boundary", apply)
+
+
+def _one_in(x: torch.Tensor) -> torch.Tensor:
+    buffer = torch.empty(x.numel() + 1, dtype=x.dtype, device=x.device)
+    view = buffer[1:].view(x.shape)
+    view.copy_(x)
+    return view
+
+
+def broadcast_rows(mutated: tuple[int, ...] = ()) -> InputCondition:
+    """Every float input of two or more dimensions (but the ones the op writes) one row
+    seen as all of them (``expand``: a row stride of 0), as a broadcast bias or a single
+    prompt repeated over a batch is."""
+
+    def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
+        return tuple(x[..., :1, :].expand(x.shape) if i not in mutated
+                     and isinstance(x, torch.Tensor) and x.is_floating_point()
+                     and x.dim() >= 2 else x for i, x in enumerate(inputs))
+
+    return InputCondition("broadcast rows", "one row seen as every row (expand: a row "
+                          "stride of 0)", apply)
+
+
 def grad_inputs(mutated: tuple[int, ...] = ()) -> InputCondition:
     """Every float input (but the ones the op writes) a leaf that requires grad, as a
     training step's activations are: a kernel must not behave otherwise for them."""
@@ -331,7 +365,8 @@ class Task:
         object.__setattr__(self, "template_path", getattr(self.template, "path", None))
         named = {c.name for c in self.input_conditions}
         generic = [make(self.mutated_inputs) for make in (
-            (strided_rows, column_major) if self.strided_rows else ()) + (grad_inputs,)
+            (strided_rows, column_major, offset_views, broadcast_rows)
+            if self.strided_rows else ()) + (grad_inputs,)
             if make(self.mutated_inputs).name not in named]
         object.__setattr__(self, "input_conditions", (*self.input_conditions, *generic))
         validate(self, DTYPES, header_constants)

@@ -194,10 +194,13 @@ class PlanLauncher:
     ``pick(args) -> run``: the configuration's ``run()`` for these inputs (the dispatch
     table's choice). The first call of a layout calls it once, recorded, and binds the
     plan; later calls of that layout run the plan only. A layout whose call cannot be a
-    plan keeps calling ``run()`` (``refused`` says why, warned once)."""
+    plan keeps calling ``run()`` (``refused`` says why, warned once). ``checked``: the
+    dtypes the judge checked the kernel in; a floating input of another is refused on
+    its layout's first call (a kernel right in float16 may be wrong in float32), at no
+    cost to later calls."""
 
-    def __init__(self, pick, name: str = "op") -> None:
-        self.pick, self.name = pick, name
+    def __init__(self, pick, name: str = "op", checked: tuple = ()) -> None:
+        self.pick, self.name, self.checked = pick, name, tuple(checked)
         self.bound: dict = {}
         self.refused: dict = {}  # key -> why the layout runs run()
         self.sources: dict = {}  # key -> the generated launcher's text
@@ -221,6 +224,14 @@ class PlanLauncher:
         return call
 
     def first(self, args: tuple):
+        if self.checked:
+            odd = sorted({str(a.dtype).removeprefix("torch.") for a in args
+                          if isinstance(a, torch.Tensor) and a.is_floating_point()}
+                         - set(self.checked))
+            if odd:
+                raise TypeError(f"kernelkb {self.name}: checked in {', '.join(self.checked)} "
+                                f"only, not {', '.join(odd)}: evaluate it in that dtype "
+                                "(kernelkb optimize --dtype) before calling it so")
         types = tuple(isinstance(a, torch.Tensor) for a in args)
         if self.key is None or types != self.types:
             self.key, self.types = plan_key_reader(args), types

@@ -115,9 +115,9 @@ def export_module(task: Task, source: str, path: Path, *, dtype: str = "float16"
         from kernelkb.optimizer.dispatch import write_table
 
         write_table(table, path.with_name(f"{path.stem}.dispatch.json"))
-        parts.append(_dispatch_glue(task, path.stem, table, sources or {}))
+        parts.append(_dispatch_glue(task, path.stem, table, sources or {}, (dtype,)))
     else:
-        parts.append(_single_glue(task.name))
+        parts.append(_single_glue(task.name, (dtype,)))
     if signature:
         from kernelkb.optimizer.op_fake import fake_rule
 
@@ -160,11 +160,11 @@ def _plan_glue(name: str) -> str:
     ])
 
 
-def _single_glue(name: str) -> str:
+def _single_glue(name: str, dtypes: tuple[str, ...]) -> str:
     return "\n".join([
         "",
         "# -- this kernel's launcher (generated) -------------------------------------------",
-        f"launcher = PlanLauncher(lambda args: run, {name!r})",
+        f"launcher = PlanLauncher(lambda args: run, {name!r}, checked={dtypes!r})",
         "# run(...)'s launch plan per input layout: the launches, without run()'s Python",
         "launch = launcher.call",
         "",
@@ -172,7 +172,7 @@ def _single_glue(name: str) -> str:
 
 
 def _dispatch_glue(task: Task, stem: str, table: dict[str, Any],
-                   sources: dict[str, str]) -> str:
+                   sources: dict[str, str], dtypes: tuple[str, ...]) -> str:
     from kernelkb.kernels import dispatch_runtime
 
     return "\n".join([
@@ -227,7 +227,7 @@ def _dispatch_glue(task: Task, stem: str, table: dict[str, Any],
         "if _KKB_FAST:",
         "    dispatch_fast_launch_module(globals())",
         "dispatcher = Dispatcher(_kkb_table(), _kkb_load)",
-        f"launcher = PlanLauncher(dispatcher.pick, {task.name!r})",
+        f"launcher = PlanLauncher(dispatcher.pick, {task.name!r}, checked={dtypes!r})",
         "",
         "",
         "# the launch plan of run(...) with the configuration of the inputs' regime on this GPU",

@@ -39,9 +39,31 @@ ALLOWED = frozenset({"__future__", "math", "functools", "itertools", "operator",
 ALLOWED_PREFIXES = ("triton.language.",)
 REFUSED_NAMES = frozenset({"getattr", "setattr", "delattr", "__import__", "eval", "exec",
                            "compile", "open", "globals", "locals", "vars", "breakpoint",
-                           "input", "__builtins__", "__loader__", "__spec__"})
-REFUSED_ATTRIBUTES = frozenset({"add_pre_run_hook", "pre_run_hooks", "pre_hook",
-                                "post_hook", "launch_enter_hook", "launch_exit_hook"})
+                           "input", "__builtins__", "__loader__", "__spec__", "format",
+                           "hasattr", "dir", "type", "super", "object", "memoryview"})
+# names a wrapper never needs, by why: read from attributes, keywords and imported names
+REFUSED_ATTRIBUTES = {
+    **dict.fromkeys(("add_pre_run_hook", "pre_run_hooks", "pre_hook", "post_hook",
+                     "launch_enter_hook", "launch_exit_hook"), "runs Python in a launch"),
+    **dict.fromkeys(("format", "format_map", "attrgetter", "methodcaller", "get_type_hints",
+                     "ForwardRef", "_eval_type"), "reads attributes or code by name"),
+    "tofile": "reads or writes files or host memory",
+}
+# names refused on torch (torch.X, torch.cuda.X, a tensor method is no module chain): tl.load
+# and a tensor's own methods stay free
+TORCH_REFUSED = {
+    **dict.fromkeys(("from_file", "load", "save", "from_numpy", "frombuffer"),
+                    "reads or writes files or host memory"),
+    **dict.fromkeys(("manual_seed", "seed", "set_rng_state", "set_float32_matmul_precision",
+                     "set_default_dtype", "set_default_device", "use_deterministic_algorithms",
+                     "set_printoptions", "set_grad_enabled", "set_flush_denormal"),
+                    "changes the caller's global state"),
+    **dict.fromkeys(("is_grad_enabled", "is_inference_mode_enabled", "is_autocast_enabled",
+                     "is_autocast_cpu_enabled", "get_autocast_dtype", "get_autocast_gpu_dtype",
+                     "get_default_dtype", "get_float32_matmul_precision",
+                     "are_deterministic_algorithms_enabled", "get_rng_state"),
+                    "reads how it is called, not what"),
+}
 CONSTEXPR = frozenset({"tl.constexpr", "triton.language.constexpr", "constexpr"})
 
 
@@ -75,6 +97,10 @@ def problems(source: str) -> list[str]:
                 found.append(f"line {line}: imports from {'.' * node.level}{module}")
                 continue
             for alias in node.names:
+                why = REFUSED_ATTRIBUTES.get(alias.name) or (
+                    TORCH_REFUSED.get(alias.name) if module.startswith("torch") else None)
+                if why or alias.name in REFUSED_NAMES:
+                    found.append(f"line {line}: imports {alias.name} ({why or 'reaches past'})")
                 target = f"{module}.{alias.name}"
                 if _is_module(target) and not allowed(target):
                     found.append(f"line {line}: imports the module {target}")
@@ -84,9 +110,14 @@ def problems(source: str) -> list[str]:
             if node.attr.startswith("__") and node.attr.endswith("__"):
                 found.append(f"line {line}: reads the attribute {node.attr}")
             elif node.attr in REFUSED_ATTRIBUTES:
-                found.append(f"line {line}: runs Python in a launch ({node.attr})")
+                found.append(f"line {line}: {REFUSED_ATTRIBUTES[node.attr]} ({node.attr})")
         elif isinstance(node, ast.keyword) and node.arg in REFUSED_ATTRIBUTES:
-            found.append(f"line {line}: runs Python in a launch ({node.arg}=)")
+            found.append(f"line {line}: {REFUSED_ATTRIBUTES[node.arg]} ({node.arg}=)")
+        elif isinstance(node, ast.Match):
+            found.append(f"line {line}: a match statement (its patterns read attributes "
+                         "by name)")
+        elif isinstance(node, ast.keyword) and node.arg and node.arg.startswith("__"):
+            found.append(f"line {line}: a dunder keyword ({node.arg}=)")
         elif isinstance(node, ast.Call) and _dotted(node.func) in CONSTEXPR and any(
                 isinstance(a, (ast.Lambda,)) or (isinstance(a, ast.Name) and a.id in functions)
                 for a in node.args):
@@ -103,7 +134,8 @@ def message(found: list[str]) -> str:
 
 
 def _module_chains(tree: ast.AST, aliases: dict[str, str]) -> list[str]:
-    """Attribute chains from an imported module that reach another module."""
+    """Attribute chains from an imported module that reach another module, or a name
+    refused on torch."""
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Attribute):
@@ -113,6 +145,9 @@ def _module_chains(tree: ast.AST, aliases: dict[str, str]) -> list[str]:
             continue
         head, *rest = dotted.split(".")
         path = aliases[head]
+        if path.split(".")[0] == "torch" and node.attr in TORCH_REFUSED:
+            found.append(f"line {node.lineno}: {TORCH_REFUSED[node.attr]} ({dotted})")
+            continue
         for part in rest:
             path = f"{path}.{part}"
             if _is_module(path) and not allowed(path):

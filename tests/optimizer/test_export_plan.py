@@ -175,3 +175,19 @@ def test_cuda_graphs_take_the_bound_plan(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", GRAPHED], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-3000:]
+
+
+def test_a_dtype_the_judge_never_checked_is_refused_on_its_first_call(tmp_path: Path) -> None:
+    """Red team 3's dtype_only_checked: right in the dtype it was checked in, wrong in
+    another. The exported op serves the checked dtype and names the others it refuses."""
+    task = get_task("softmax")
+    export_module(task, task.template, tmp_path / "best_softmax.py", dtype="float32")
+    out = _probe(tmp_path, (
+        "import torch, best_softmax as m\n"
+        "x = torch.randn(4, 300)\n"
+        "assert torch.allclose(m.launch(x), torch.softmax(x, -1), atol=1e-5)\n"
+        "try:\n"
+        "    m.launch(x.double())\n"
+        "except TypeError as err:\n"
+        "    print(err)\n"))
+    assert "checked in float32 only, not float64" in out, out

@@ -57,7 +57,8 @@ def test_a_kernel_that_takes_the_row_length_for_the_stride_fails_strided_rows():
     contiguous."""
     task = get_task("matmul")
     assert [c.name for c in task.input_conditions] == [
-        "a transposed weight", "strided rows", "column-major inputs", "inputs that require grad"]
+        "a transposed weight", "strided rows", "column-major inputs", "offset views",
+        "broadcast rows", "inputs that require grad"]
     source = task.template.replace("                        a.stride(0), a.stride(1), "
                                    "b.stride(0), b.stride(1),",
                                    "                        K, a.stride(1), "
@@ -99,7 +100,8 @@ def test_strided_rows_keep_the_values_and_leave_written_inputs_alone():
     assert strided[0].untyped_storage().nbytes() == 3 * (5 + ROW_PAD) * 4
     assert strided[1] is cache and strided[2] is w and strided[3] == 7
     assert [c.name for c in get_task("attention").input_conditions] == [
-        "strided rows", "column-major inputs", "inputs that require grad"]
+        "strided rows", "column-major inputs", "offset views", "broadcast rows",
+        "inputs that require grad"]
 
 
 def test_column_major_and_grad_inputs_keep_the_values() -> None:
@@ -111,6 +113,12 @@ def test_column_major_and_grad_inputs_keep_the_values() -> None:
     needing = grad_inputs(mutated=(1,)).apply((x, cache, 7), 0)
     assert needing[0].requires_grad and needing[0].is_leaf and torch.equal(needing[0], x)
     assert needing[1] is cache and needing[2] == 7
+    from kernelkb.kernels.base import broadcast_rows, offset_views
+
+    shifted = offset_views(mutated=(1,)).apply((x, cache, 7), 0)[0]
+    assert torch.equal(shifted, x) and shifted.storage_offset() == 1
+    spread = broadcast_rows().apply((x,), 0)[0]
+    assert spread.stride()[0] == 0 and torch.equal(spread[2], x[0])
 
 
 @pytest.mark.parametrize(("name", "task_name", "condition"), [

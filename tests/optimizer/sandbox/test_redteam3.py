@@ -47,8 +47,9 @@ CASES = [
     # closed by the column-major condition every task gets (the last stride is not 1)
     pytest.param("redteam3_transposed_input", "softmax", "wrong_result", id="transposed_input"),
     pytest.param("redteam3_dtype_only_checked", "softmax", None, id="dtype_only_checked",
-                 marks=_open("an evaluation checks one dtype; the kernel is wrong only in "
-                             "another the export would still accept")),
+                 marks=_open("an evaluation checks one dtype and the kernel is wrong only "
+                             "in another (the exported op now refuses unchecked dtypes on "
+                             "their first call: test_export_plan.py)")),
     pytest.param("redteam3_big_input_lazy", "softmax", None, id="big_input_lazy",
                  marks=_open("wrong only past 2**21 elements, larger than any shape the "
                              "judge checks or draws")),
