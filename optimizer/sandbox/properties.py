@@ -77,9 +77,7 @@ def shapes(among: Sequence[Shape], declared: Sequence[Shape], fits: Callable[[Sh
             dims.append(st.sampled_from(sorted(set(column))))
         else:  # a multiple of what every declared value divides by (RoPE's even head_dim)
             step = math.gcd(*[s[i] for s in named])
-            dims.append(st.integers((lo - 1).bit_length(), (hi - 1).bit_length()).flatmap(
-                lambda e, lo=lo, hi=hi: st.integers(max(lo, (1 << e >> 1) + 1), min(hi, 1 << e))
-            ).map(lambda v, lo=lo, step=step: max(lo, v - v % step)))
+            dims.append(_bucketed(lo, hi, step))
     free = [i for i, c in enumerate(columns) if _kind(c, [s[i] for s in named]) == "range"]
 
     def fitted(shape: Shape) -> Shape:
@@ -269,3 +267,18 @@ def _valid(task: Any, data: Any) -> bool:
     except (KeyError, TypeError, ValueError):
         return False
     return len(case.shape) == len(task.shape_names)
+
+
+def _bucketed(lo: int, hi: int, step: int) -> Any:
+    """A size in [lo, hi], its power-of-two bucket drawn first (so every bucket is as
+    likely as another), then a multiple of ``step`` in it."""
+    from hypothesis import strategies as st
+
+    def in_bucket(e: int) -> Any:
+        return st.integers(max(lo, (1 << e >> 1) + 1), min(hi, 1 << e))
+
+    def on_step(v: int) -> int:
+        return max(lo, v - v % step)
+
+    return st.integers((lo - 1).bit_length(), (hi - 1).bit_length()).flatmap(
+        in_bucket).map(on_step)
