@@ -249,6 +249,11 @@ def _in_wider_rows(x: torch.Tensor) -> torch.Tensor:
     return view
 
 
+# the conditions every task gets (Task.__post_init__), by name
+GENERIC_CONDITIONS = frozenset(make().name for make in (
+    strided_rows, column_major, offset_views, broadcast_rows, grad_inputs))
+
+
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 

@@ -69,7 +69,8 @@ class Draw:
             inputs = tuple(inputs)
             if self.pattern and self.input < len(inputs):
                 changed = list(inputs)
-                changed[self.input] = _pattern(inputs[self.input], self)
+                changed[self.input] = _answerable(inputs[self.input],
+                                                  _pattern(inputs[self.input], self))
                 inputs = tuple(changed)
             if self.layout:
                 inputs = tuple(_laid_out(x, self) if _lays_out(i, x, self, mutated) else x
@@ -125,6 +126,25 @@ def _pattern(x: Any, draw: Draw) -> Any:
     if not x.is_contiguous():
         x.copy_(rows.view(x.shape))
     return x
+
+
+def _answerable(before: Any, after: Any) -> Any:
+    """A pattern laid over a declared condition (a masked suffix, then a masked prefix)
+    can leave a row with no finite value, which has no softmax: such a row gets its last
+    value from before the pattern back (a row masked whole is nobody's input)."""
+    if not isinstance(after, torch.Tensor) or not after.is_floating_point() \
+            or after.dim() == 0 or after.numel() == 0:
+        return after
+    rows = after.reshape(-1, after.shape[-1])
+    dead = ~torch.isfinite(rows).any(dim=-1)
+    if not bool(dead.any()):
+        return after
+    fixed = rows.clone()
+    fixed[dead, -1] = torch.nan_to_num(before.reshape(-1, before.shape[-1])[dead, -1],
+                                       neginf=0.0, posinf=0.0)
+    out = after.clone()
+    out.copy_(fixed.view(after.shape))
+    return out
 
 
 def _fill(value: float, dtype: torch.dtype) -> float:
