@@ -27,6 +27,7 @@ import contextlib
 import json
 import logging
 import os
+import queue
 import signal
 import subprocess
 import sys
@@ -324,6 +325,8 @@ class _Warm:
         self.lock = threading.Condition()
         self.ready: dict[tuple[Any, ...], _Started] = {}
         self.starting: set[tuple[Any, ...]] = set()
+        self.todo: queue.Queue[tuple[tuple[Any, ...], Callable[[], _Started]]] = queue.Queue()
+        self.starter: threading.Thread | None = None
         atexit.register(self.close)
 
     @staticmethod
@@ -348,8 +351,17 @@ class _Warm:
             if key in self.ready or key in self.starting:
                 return
             self.starting.add(key)
+            if self.starter is None:
+                # one thread starts them all and never ends: a jailed worker dies with the
+                # thread that started it (the parent-death signal follows the thread)
+                self.starter = threading.Thread(target=self._start_loop, daemon=True,
+                                                name="kernelkb-worker-ahead")
+                self.starter.start()
+        self.todo.put((key, make))
 
-        def starting() -> None:
+    def _start_loop(self) -> None:
+        while True:
+            key, make = self.todo.get()
             started = old = None
             try:
                 started = make()
@@ -364,8 +376,6 @@ class _Warm:
                     self.lock.notify_all()
             if old is not None:
                 old.close()
-
-        threading.Thread(target=starting, name="kernelkb-worker-ahead", daemon=True).start()
 
     def close(self) -> None:
         with self.lock:

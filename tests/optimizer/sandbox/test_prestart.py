@@ -3,6 +3,8 @@ it was made for, and gives the result a fresh one gives."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from kernelkb.kernels.base import get_task
@@ -31,6 +33,7 @@ def test_a_worker_started_ahead_is_used_once_and_judges_alike(
     first = _evaluate(naive)
     key = runner._warm_key(use_gpu=False, mem_limit_mb=None)
     ahead = _ready(key)
+    time.sleep(2)  # it outlives the thread that started it (the parent-death signal)
     assert ahead is not None and ahead.alive()  # imports done, waiting for a request
     second = _evaluate(wrong)  # takes the one started ahead
     assert ahead.proc is not None and ahead.proc.poll() is not None  # used once, ended
