@@ -30,7 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelkb.optimizer.sweep import Point, SweepPlan, key, read_journal
+from kernelkb.optimizer.sweep import (
+    Point,
+    SweepPlan,
+    merge_points,
+    point_id,
+    read_journal,
+)
 
 POLL_S = 2.0
 
@@ -100,19 +106,19 @@ def run_fanout(plan: SweepPlan, journal: Path, gpus: list[str], *, shapes: str =
         if todo and lost:
             on_progress(f"worker(s) on GPU {', '.join(lost)} ended early: {len(todo)} "
                         f"configuration(s) {'measured again' if attempt == 1 else 'failed'}")
-    for config in todo:  # lost twice: a failed measurement, not a verdict on the kernel
-        for regime in plan.regimes:
-            point = Point(plan.task.name, plan.dtype, regime, config, None, None, ok=False,
-                          error_kind="worker_died",
-                          error_message="two measuring workers ended before this point")
-            _append(journal, point, done)
+    # lost twice: a failed measurement, not a verdict on the kernel
+    merge_points(journal, header, {}, [
+        Point(plan.task.name, plan.dtype, regime, config, None, None, ok=False,
+              error_kind="worker_died",
+              error_message="two measuring workers ended before this point")
+        for config in todo for regime in plan.regimes], done)
     if not todo:  # every point is in the sweep's journal: the workers' folders go
         shutil.rmtree(parts, ignore_errors=True)
     return [p for p in done.values()]
 
 
 def _pid(plan: SweepPlan, regime: str, config: dict[str, Any]) -> str:
-    return f"{plan.task.name}|{plan.dtype}|{regime}|{key(config)}"
+    return point_id(plan.task.name, plan.dtype, regime, config)
 
 
 def _start(plan: SweepPlan, gpu: str, share: list[dict[str, Any]], folder: Path,
@@ -159,22 +165,6 @@ def _stop(worker: Worker) -> None:
 
 def _merge(part: Path, journal: Path, header: dict[str, Any], done: dict[str, Point]
            ) -> dict[str, Any]:
-    """A worker's points into the sweep's journal, each point once; its header first
-    where the sweep's journal has none yet."""
+    """A worker's journal into the sweep's (sweep.merge_points)."""
     part_header, points = read_journal(part)
-    journal.parent.mkdir(parents=True, exist_ok=True)
-    if not header and part_header:
-        with journal.open("a") as handle:
-            handle.write(json.dumps({"header": part_header}) + "\n")
-        header = part_header
-    for point in points.values():
-        _append(journal, point, done)
-    return header
-
-
-def _append(journal: Path, point: Point, done: dict[str, Point]) -> None:
-    if point.id in done:
-        return
-    with journal.open("a") as handle:
-        handle.write(point.to_json() + "\n")
-    done[point.id] = point
+    return merge_points(journal, header, part_header, points.values(), done)

@@ -23,6 +23,7 @@ and runs where one is free), re-execution when a worker process or a host dies, 
 
 from __future__ import annotations
 
+import json
 import logging
 import tempfile
 import time
@@ -32,7 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from kernelkb.kernels.shared.errors import UserFixable
-from kernelkb.optimizer.sweep import Point, SweepPlan, key, read_journal, run_sweep
+from kernelkb.optimizer.sweep import (
+    Point,
+    SweepPlan,
+    merge_points,
+    point_id,
+    read_journal,
+    run_sweep,
+)
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +117,6 @@ def _measure_share(task: str, dtype: str, regimes: list[str], shapes: str,
     header, points = {}, []
     for line in lines:
         if line.startswith('{"header"'):
-            import json
-
             header = json.loads(line)["header"]
         elif line.strip():
             points.append(line)
@@ -158,14 +164,13 @@ def sweep(cluster: Cluster, plan: SweepPlan, journal: Path, *, shapes: str = "sw
                 log.warning("share %d lost: %s", futures[future], str(err)[:300])
                 lost.append(futures[future])
                 continue
-            header = _merge(journal, header, part_header, lines, done)
-    for i in lost:  # a failed measurement, not a verdict on the kernel
-        for config in parts[i]:
-            for regime in plan.regimes:
-                _append(journal, Point(plan.task.name, plan.dtype, regime, config, None,
-                                       None, ok=False, error_kind=LOST,
-                                       error_message="the share measuring this point was "
-                                       "lost twice (a worker or host died)"), done)
+            header = merge_points(journal, header, part_header,
+                                  [Point.from_row(json.loads(line)) for line in lines], done)
+    lost_points = [Point(plan.task.name, plan.dtype, regime, config, None, None, ok=False,
+                         error_kind=LOST, error_message="the share measuring this point "
+                         "was lost twice (a worker or host died)")
+                   for i in lost for config in parts[i] for regime in plan.regimes]
+    header = merge_points(journal, header, {}, lost_points, done)  # failed, not verdicts
     return list(done.values())
 
 
@@ -180,31 +185,8 @@ def _line(shares: dict[int, tuple[str, int, int, float]], parts: list[list[Any]]
     return " | ".join(cells)
 
 
-def _merge(journal: Path, header: dict[str, Any], part_header: dict[str, Any],
-           lines: list[str], done: dict[str, Point]) -> dict[str, Any]:
-    import json
-
-    journal.parent.mkdir(parents=True, exist_ok=True)
-    if not header and part_header:
-        with journal.open("a") as handle:
-            handle.write(json.dumps({"header": part_header}) + "\n")
-        header = part_header
-    for line in lines:
-        _append(journal, Point.from_row(json.loads(line)), done)
-    return header
-
-
-def _append(journal: Path, point: Point, done: dict[str, Point]) -> None:
-    """Each point once: a share Ray delivered twice adds nothing the second time."""
-    if point.id in done:
-        return
-    with journal.open("a") as handle:
-        handle.write(point.to_json() + "\n")
-    done[point.id] = point
-
-
 def _pid(plan: SweepPlan, regime: str, config: dict[str, Any]) -> str:
-    return f"{plan.task.name}|{plan.dtype}|{regime}|{key(config)}"
+    return point_id(plan.task.name, plan.dtype, regime, config)
 
 
 # -- single evaluations (revalidate, an agent's batch) ---------------------------------

@@ -173,7 +173,7 @@ class Point:
 
     @property
     def id(self) -> str:
-        return f"{self.task}|{self.dtype}|{self.regime}|{key(self.config)}"
+        return point_id(self.task, self.dtype, self.regime, self.config)
 
     def to_json(self) -> str:
         row = {**self.__dict__,
@@ -359,7 +359,7 @@ def run_sweep(plan: SweepPlan, journal: Path, *, workers: int | None = None,
                              "max_rounds": MAX_ROUNDS, "time_cap_s": TIME_CAP_S,
                              "rounds": "shared by the regime's configurations"}}}) + "\n")
     todo = [c for c in plan.configs
-            if any(_point_id(task.name, dtype, r, c) not in done for r in plan.regimes)]
+            if any(point_id(task.name, dtype, r, c) not in done for r in plan.regimes)]
     every, conditioned = _check_shapes(plan)
     checked = dict(_checked_from(done, task.name, dtype, plan))
     default = task.default_config
@@ -381,7 +381,7 @@ def run_sweep(plan: SweepPlan, journal: Path, *, workers: int | None = None,
         for regime, shapes in plan.regimes.items():
             points = [_point(task, dtype, regime, shapes, config, checked)
                       for config in todo
-                      if _point_id(task.name, dtype, regime, config) not in done]
+                      if point_id(task.name, dtype, regime, config) not in done]
             if timer is not None and points:
                 timer.time_regime(regime, points, shapes)
             for point in points:
@@ -411,7 +411,24 @@ def _point(task: Task, dtype: str, regime: str, shapes: list[Shape], config: dic
                  shapes=[task.shape_label(s) for s in shapes], measured_at=_now())
 
 
-def _point_id(task: str, dtype: str, regime: str, config: dict[str, Any]) -> str:
+def merge_points(journal: Path, header: dict[str, Any], part_header: dict[str, Any],
+                 points: Iterable[Point], done: dict[str, Point]) -> dict[str, Any]:
+    """A worker's points (a GPU's, a cluster share's) into the sweep's journal, each point
+    once (a share delivered twice adds nothing); its header first where the journal has
+    none yet. Returns the journal's header."""
+    journal.parent.mkdir(parents=True, exist_ok=True)
+    with journal.open("a") as handle:
+        if not header and part_header:
+            handle.write(json.dumps({"header": part_header}) + "\n")
+            header = part_header
+        for point in points:
+            if point.id not in done:
+                handle.write(point.to_json() + "\n")
+                done[point.id] = point
+    return header
+
+
+def point_id(task: str, dtype: str, regime: str, config: dict[str, Any]) -> str:
     return f"{task}|{dtype}|{regime}|{key(config)}"
 
 

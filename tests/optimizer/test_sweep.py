@@ -78,13 +78,12 @@ def test_the_parent_is_one_knob_closer_to_the_naive_kernel():
 
 def test_a_share_delivered_twice_is_merged_once(tmp_path) -> None:
     """Ray may run a share again after its worker died past the end of it (ray_cluster)."""
-    from kernelkb.optimizer import ray_cluster
-
     task = get_task("softmax")
     configs = list(task.space())[:3]
     lines = [sweep.Point("softmax", "float16", "small", c, None, None, ok=True).to_json()
              for c in configs]
     journal, done, merged = tmp_path / "merged.jsonl", {}, {}
-    for _ in range(2):
-        merged = ray_cluster._merge(journal, merged, {"task": "softmax"}, lines, done)
+    for _ in range(2):  # what ray_cluster.sweep does with a share's lines
+        merged = sweep.merge_points(journal, merged, {"task": "softmax"},
+                                    [sweep.Point.from_row(json.loads(x)) for x in lines], done)
     assert len(journal.read_text().splitlines()) == 1 + len(configs) == 1 + len(done)
