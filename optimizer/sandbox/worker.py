@@ -450,12 +450,8 @@ class Worker:
                     continue
                 finally:
                     self.guard(f"after a replay on ({other})")
-                stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
-                problem = stats if isinstance(stats, str) else checks.shape_verdict(
-                    stats, self.tol.max_bias)
-                if problem:
-                    detail = problem if isinstance(stats, str) else checks.describe_failure(
-                        problem, other, stats, self.tol.max_bias)
+                detail = self.wrong(out, ref, other)
+                if detail:
                     raise ShapeFailure("cheat_replay", (
                         f"({where}): the call launched other kernels or arguments than on "
                         "plain inputs of the same layout, and those launches are wrong on "
@@ -476,15 +472,21 @@ class Worker:
             saved = checks.snapshot(mixed)
             out, _ = self.tracked_call(run, mixed, where, record=False)
             ref = self.task.reference(*checks.snapshot(saved))
-            stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
-            problem = stats if isinstance(stats, str) else checks.shape_verdict(
-                stats, self.tol.max_bias)
-            if problem:
+            detail = self.wrong(out, ref, where)
+            if detail:
                 raise ShapeFailure("cheat_cached_output", (
                     f"({where}): inputs repeating half of an earlier call's gave a wrong "
-                    "answer: an answer kept and validated by a part of the input. "
-                    + (problem if isinstance(stats, str) else checks.describe_failure(
-                        problem, where, stats, self.tol.max_bias))))
+                    f"answer: an answer kept and validated by a part of the input. {detail}"))
+
+    def wrong(self, out: Any, ref: Any, where: str) -> str | None:
+        """What is wrong with ``out`` against the reference (None: right), as a failure's
+        message says it."""
+        stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
+        if isinstance(stats, str):
+            return stats
+        problem = checks.shape_verdict(stats, self.tol.max_bias)
+        return checks.describe_failure(problem, where, stats, self.tol.max_bias) \
+            if problem else None
 
     def replays(self, shape: tuple[int, ...]) -> bool:
         """Whether a shape's launch plan is recorded and replayed: the plan keeps every
@@ -515,12 +517,8 @@ class Worker:
             return
         finally:
             self.guard(f"after the replay on ({label})")
-        stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
-        problem = stats if isinstance(stats, str) else checks.shape_verdict(
-            stats, self.tol.max_bias)
-        if problem:
-            detail = problem if isinstance(stats, str) else checks.describe_failure(
-                problem, label, stats, self.tol.max_bias)
+        detail = self.wrong(out, ref, label)
+        if detail:
             raise ShapeFailure("cheat_replay", (
                 f"({label}): the candidate's own launches, replayed on fresh inputs without "
                 "run() (its kernels, grids and arguments in the order it launched them, with "
