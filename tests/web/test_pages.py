@@ -304,7 +304,9 @@ def test_a_multi_regime_run_is_shown_per_regime_with_its_lineage(browser, site, 
     assert _one(browser, "#regime").text == "long_rows"
 
     browser.get(site["base"] + "/ui/runs")
-    row = next(tr for tr in _by(browser, "#runs tr") if MULTI_REGIME_RUN in tr.text)
+    listed = [tr.get_attribute("data-run") for tr in _by(browser, "#runs tr[data-run]")]
+    assert MULTI_REGIME_RUN in listed, (browser.current_url, browser.title, listed)
+    row = _one(browser, f'#runs tr[data-run="{MULTI_REGIME_RUN}"]')
     spans = [s.text for s in row.find_elements("css selector", ".best-speedup .per-regime")]
     assert [s.split()[0] for s in spans] == regimes
 
