@@ -64,8 +64,9 @@ def test_a_task_name_in_another_case_is_the_task() -> None:
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["query", "--op", "softmax", "-k", "0"], "k: Input should be greater than or equal to 1"),
-    (["query", "--op", "softmax", "--max-chars", "10"], "max_chars: Input should be greater"),
+    (["query", "--op", "softmax", "-k", "0"],
+     "--limit 0: Input should be greater than or equal to 1"),
+    (["query", "--op", "softmax", "--max-chars", "10"], "--max-chars 10: Input should be"),
     (["query", "--op", "softmax", "--source", "missing.py"], "--source missing.py: no such file"),
     (["query"], "--op is required"),
     (["bootstrap", "--op", "softmax", "--dtype", "fp64"],

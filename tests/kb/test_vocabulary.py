@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 from kb_testdata import make_knowledge, record_dict
 from mcp import Client
 
@@ -106,3 +107,58 @@ def test_every_cli_flag_has_help_and_its_default() -> None:
     assert "(default: 6)" in text  # --patience
     assert "--limit N, -k N" in sub.choices["query"].format_help()
     assert "--op NAME, --kernel NAME" in sub.choices["import"].format_help()
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("KERNELKB_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KERNELKB_VECTORS", "false")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "home"
+
+
+def test_revalidate_names_its_task_as_optimize_and_sweep_do(
+        home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``revalidate TASK`` like ``optimize TASK`` and ``sweep TASK``; ``--task`` is the
+    deprecated older form and still works; a refused count is said as ``--limit``."""
+    from kernelkb.kb.entry.cli.main import main
+
+    said = {}
+    for key, argv in {"new": ["revalidate", "sofmax"], "old": ["revalidate", "--task", "sofmax"],
+                      "both": ["revalidate", "softmax", "--task", "rope"],
+                      "none": ["revalidate"], "limit": ["revalidate", "softmax", "--limit", "0"],
+                      "top": ["revalidate", "softmax", "--top", "0"]}.items():
+        assert main(argv) == 2, key
+        said[key] = capsys.readouterr().err
+    assert "unknown task 'sofmax'; closest: 'softmax'" in said["new"]
+    assert said["old"] == said["new"]
+    assert "give one (--task is the deprecated older way to name TASK)" in said["both"]
+    assert "kernelkb revalidate TASK" in said["none"]
+    assert "--limit 0: must be at least 1" in said["limit"] == said["top"]
+    assert not home.exists()  # each refused before the store opened
+
+
+def test_query_says_a_refused_value_with_the_flag_typed(
+        home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kernelkb.kb.entry.cli.main import main
+
+    assert main(["query", "--op", "softmax", "--limit", "0", "--max-chars", "10"]) == 2
+    err = capsys.readouterr().err
+    assert "--limit 0: Input should be greater than or equal to 1" in err
+    assert "--max-chars 10: Input should be greater than or equal to 200" in err
+    assert "k:" not in err and "max_chars" not in err
+    assert not home.exists()
+
+
+def test_help_says_which_names_are_deprecated() -> None:
+    from kernelkb.kb.entry.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {name: " ".join(sub.choices[name].format_help().split())
+             for name in ("query", "revalidate", "import", "sweep")}
+    assert "(-k: deprecated, its older name)" in helps["query"]
+    assert "--top: deprecated, its older name" in helps["revalidate"]
+    assert "--task TASK deprecated: the older way to name TASK" in helps["revalidate"]
+    assert "--kernel: deprecated, its older name" in helps["import"]
+    for name in ("revalidate", "sweep"):  # the task: the first word, as optimize takes it
+        assert "positional arguments: TASK a task's name, e.g. softmax" in helps[name]

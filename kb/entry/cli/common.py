@@ -23,8 +23,14 @@ if TYPE_CHECKING:
     from kernelkb.kb.ingest import IngestReport
     from kernelkb.kb.service import LocalKnowledge
 
-__all__ = ["Command", "UsageError", "hardware_flags", "json_flag", "knowledge", "no_arguments",
-           "not_a_readable_file", "print_json", "print_report", "quiet_batches", "reader"]
+__all__ = ["TASK_HELP", "Command", "UsageError", "hardware_flags", "json_flag", "knowledge",
+           "no_arguments", "not_a_readable_file", "print_json", "print_report",
+           "quiet_batches", "reader"]
+
+
+# what a command that acts on a task (optimize, sweep, revalidate) takes as its TASK
+TASK_HELP = ("a task's name, e.g. softmax (`kernelkb tasks` lists them; each shipped task is "
+             "named after its op)")
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from kernelkb.kb.entry import operations
 from kernelkb.kb.entry.cli.common import (
@@ -29,7 +30,8 @@ def _add_query(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", type=Path, help="file with the current kernel source")
     parser.add_argument("--feedback", dest="feedback_text", help="latest feedback text")
     parser.add_argument("--limit", "-k", type=int, default=5, dest="k", metavar="N",
-                        help="experiences in the block at most (-k: its older name)")
+                        help="experiences in the block at most (-k: deprecated, its older "
+                        "name)")
     parser.add_argument("--max-chars", type=int, default=4000,
                         help="size of the few-shot block in characters at most")
     parser.add_argument("--exclude-task", action="append", default=[], dest="exclude_tasks",
@@ -60,13 +62,18 @@ def _run_query(args: argparse.Namespace) -> int:
         except UnicodeDecodeError as exc:
             raise UsageError(f"--source {args.source}: not UTF-8 text ({exc.reason} at "
                              f"byte {exc.start})") from exc
-    query = RetrievalQuery(  # checks every value before the store opens
-        op_type=args.op_type, task_id=args.task_id, dtype=args.dtype,
-        gpu_name=args.gpu_name, arch=args.arch, triton_version=args.triton_version,
-        kernel_source=source_text if args.source else None,
-        feedback_text=args.feedback_text, k=args.k, max_chars=args.max_chars,
-        exclude_tasks=args.exclude_tasks, include_related=not args.no_related,
-        related_ops=[] if args.no_related else None, regime=args.regime)
+    from pydantic import ValidationError
+
+    try:
+        query = RetrievalQuery(  # checks every value before the store opens
+            op_type=args.op_type, task_id=args.task_id, dtype=args.dtype,
+            gpu_name=args.gpu_name, arch=args.arch, triton_version=args.triton_version,
+            kernel_source=source_text if args.source else None,
+            feedback_text=args.feedback_text, k=args.k, max_chars=args.max_chars,
+            exclude_tasks=args.exclude_tasks, include_related=not args.no_related,
+            related_ops=[] if args.no_related else None, regime=args.regime)
+    except ValidationError as err:  # said with the flag the user typed, not the field
+        raise UsageError(flag_reasons(err, args)) from None
     from kernelkb.kb.terminal import progress
 
     with progress("query: opening the store, loading the embedding model"):  # a terminal
@@ -76,6 +83,26 @@ def _run_query(args: argparse.Namespace) -> int:
     else:
         print(result.prompt_block)
     return 0
+
+
+# RetrievalQuery's fields (and their aliases) as query's flags name them
+QUERY_FLAGS = {"op_type": "--op", "op": "--op", "task_id": "--task", "dtype": "--dtype",
+               "gpu_name": "--gpu", "arch": "--arch", "triton_version": "--triton",
+               "kernel_source": "--source", "feedback_text": "--feedback", "k": "--limit",
+               "limit": "--limit", "max_chars": "--max-chars",
+               "exclude_tasks": "--exclude-task", "regime": "--regime"}
+
+
+def flag_reasons(err: Any, args: argparse.Namespace) -> str:
+    """``--limit 0: Input should be ...; ...``: each refused value under its flag."""
+    said = []
+    for e in err.errors(include_url=False):
+        field = str(e["loc"][0]) if e["loc"] else ""
+        flag = QUERY_FLAGS.get(field, field or "query")
+        value = getattr(args, {"op": "op_type", "limit": "k"}.get(field, field), None)
+        shown = f" {value}" if isinstance(value, int | float) else ""  # not a whole text
+        said.append(f"{flag}{shown}: {e['msg']}")
+    return "; ".join(said)
 
 
 def _add_insights(parser: argparse.ArgumentParser) -> None:

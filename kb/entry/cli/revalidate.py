@@ -1,4 +1,4 @@
-"""``kernelkb revalidate --task T``: the CLI face of ``optimizer.revalidate``.
+"""``kernelkb revalidate TASK``: the CLI face of ``optimizer.revalidate``.
 
 Light at import (argparse only). Reads the store the way ``kernelkb optimize`` does (the
 service, the local store, or on a bare GPU host a local SQLite store seeded from seeds/),
@@ -13,18 +13,21 @@ import shlex
 import sys
 from pathlib import Path
 
-from kernelkb.kb.entry.cli.common import Command
+from kernelkb.kb.entry.cli.common import TASK_HELP, Command
 from kernelkb.kb.entry.cli.optimize import tasks_dir_flag
 
 HELP = "re-time the store's best known configurations of a task on this GPU and Triton"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--task", required=True, help="task name, e.g. softmax")
+    # a task is named as optimize and sweep name it: the first word after the command
+    parser.add_argument("task", nargs="?", metavar="TASK", help=TASK_HELP)
+    parser.add_argument("--task", dest="task_flag", metavar="TASK",
+                        help="deprecated: the older way to name TASK")
     tasks_dir_flag(parser)
-    parser.add_argument("--limit", "--top", type=int, default=5, dest="top",
+    parser.add_argument("--limit", "--top", type=int, default=5, dest="top", metavar="N",
                         help="how many distinct configurations, best measured first (--top: "
-                             "its older name)")
+                             "deprecated, its older name)")
     parser.add_argument("--dtype", default="float16", help="dtype to time them in")
     parser.add_argument("--shapes", default="auto",
                         help="auto (GPU: each stored record's shapes; CPU: the task's cpu "
@@ -40,6 +43,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "head), one GPU each (docs/scale-out.md)")
 
 
+def one_task(task: str | None, flag: str | None) -> tuple[str, str]:
+    """(the task's name, why it cannot be had: '' when it can) from the positional TASK or
+    the deprecated ``--task``."""
+    if task and flag and task != flag:
+        return "", (f"TASK {task!r} and --task {flag!r}: give one (--task is the deprecated "
+                    "older way to name TASK)")
+    if not (task or flag):
+        return "", ("name the task: kernelkb revalidate TASK (e.g. softmax; kernelkb tasks "
+                    "lists them)")
+    return task or flag or "", ""
+
+
 def execute(args: argparse.Namespace) -> tuple[int, str]:
     """(exit status, what to print): the drift table and where the records went."""
     from kernelkb.kb.entry.operations import open_for_runs
@@ -48,13 +63,16 @@ def execute(args: argparse.Namespace) -> tuple[int, str]:
     from kernelkb.optimizer.revalidate import revalidate, table
     from kernelkb.optimizer.writeback import Journal
 
+    name, problem = one_task(args.task, getattr(args, "task_flag", None))
+    if problem:
+        return 2, problem
     if args.top < 1:
-        return 2, "--top must be at least 1"
+        return 2, f"--limit {args.top}: must be at least 1"
     from kernelkb.kernels.base import all_tasks
     from kernelkb.retrieval.names import UnknownName, match_name
 
     try:
-        task = get_task(match_name("task", args.task, all_tasks()))
+        task = get_task(match_name("task", name, all_tasks()))
     except UnknownName as err:
         return 2, str(err)
     settings = Settings()

@@ -90,7 +90,7 @@ def _add_import(parser: argparse.ArgumentParser) -> None:
                         help="op (kernel) name where a file names none (T4); for a "
                                          "Triton autotune cache, the name to use instead of "
                                          "its file's (matmul maps it onto the matmul task); "
-                                         "--kernel: its older name")
+                                         "--kernel: deprecated, its older name")
     parser.add_argument("--source", help="data set name for record sources (default: the "
                                          "folder holding the LICENSE file, else PATH)")
     json_flag(parser)

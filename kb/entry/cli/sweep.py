@@ -12,14 +12,14 @@ import sys
 import time
 from pathlib import Path
 
-from kernelkb.kb.entry.cli.common import Command
+from kernelkb.kb.entry.cli.common import TASK_HELP, Command
 from kernelkb.kb.entry.cli.optimize import tasks_dir_flag
 
 HELP = "measure a task's whole space per regime (generated code: the fast door)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("task", help="task name, e.g. softmax")
+    parser.add_argument("task", metavar="TASK", help=TASK_HELP)
     tasks_dir_flag(parser)
     parser.add_argument("--dtype", action="append", default=None,
                         help="float16, bfloat16, ... (repeat for several; default float16)")

@@ -1,4 +1,4 @@
-"""``kernelkb tasks``: the tasks this install sees, and ``--check NAME``, a new task's checks.
+"""``kernelkb tasks``: the tasks this install sees, and ``--check TASK``, a new task's checks.
 
 The list says where each task was found (this package, a tasks folder, an entry point).
 ``--check`` runs what a task must pass before an optimizer run is worth its time: the
@@ -19,7 +19,7 @@ from kernelkb.kb.entry.cli.common import Command
 from kernelkb.kb.entry.cli.model_flags import add_model_flags, derive, render
 from kernelkb.kb.entry.cli.optimize import tasks_dir_flag
 
-HELP = "list the tasks (built in, tasks folders, entry points); --check NAME tests one"
+HELP = "list the tasks (built in, tasks folders, entry points); --check TASK tests one"
 # Shipped tasks keep their grid between these sizes (tests/kernels/test_task_contract.py):
 # enough points to cover every knob value, few enough for a full sweep on one GPU.
 SPACE_RULE = (30, 90)
@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(read only, no GPU): `kernelkb tasks shapes matmul "
                              "--model-config llama-3-8b`")
     add_model_flags(parser)
-    parser.add_argument("--check", metavar="NAME", help="run a task's checks")
+    parser.add_argument("--check", metavar="TASK", help="run a task's checks")
     parser.add_argument("--dtype", action="append", default=[],
                         help="--check: dtypes to check (default: all the task's)")
     parser.add_argument("--timeout-s", type=float, default=300.0,
