@@ -162,3 +162,71 @@ def test_help_says_which_names_are_deprecated() -> None:
     assert "--kernel: deprecated, its older name" in helps["import"]
     for name in ("revalidate", "sweep"):  # the task: the first word, as optimize takes it
         assert "positional arguments: TASK a task's name, e.g. softmax" in helps[name]
+
+
+def _two_tasks(tmp_path: Path):  # type: ignore[no-untyped-def]
+    kb = make_knowledge(tmp_path / "store", vectors=False)
+    kb.ingest([record_dict(hw="H200", summary=f"edit {i}", config={"N": i}) for i in range(3)]
+              + [record_dict(op="rmsnorm", hw="H200", summary=f"norm {i}", config={"M": i})
+                 for i in range(2)])
+    return kb
+
+
+def test_http_names_the_task_task_as_every_door_does(tmp_path: Path) -> None:
+    """The task is "task" over HTTP as on the CLI (TASK, --task) and in MCP's
+    evaluate_kernel; "task_id", its older name, still works; a name given under both
+    names with two values is an error in words, in a body as in a query string."""
+    with live_server(_two_tasks(tmp_path)) as port:
+        base = f"http://127.0.0.1:{port}"
+
+        def get(path: str, **params: object) -> httpx.Response:
+            return httpx.get(f"{base}{path}", params=params, timeout=60)
+
+        def post(path: str, body: dict) -> httpx.Response:
+            return httpx.post(f"{base}{path}", json=body, timeout=60)
+
+        assert get("/experiences", task="SOFTMAX").json()["total"] == 3
+        assert get("/experiences", task_id="softmax").json()["total"] == 3
+        both = get("/experiences", task="softmax", task_id="rmsnorm")
+        assert both.status_code == 422 and "give one" in both.text
+        found = get("/names", op="Softmax", task="RMSNorm").json()
+        assert (found["op"], found["task"]) == ("softmax", "rmsnorm")
+        assert (found["op_type"], found["task_id"]) == ("softmax", "rmsnorm")  # older clients
+        new = post("/retrieve", {"op": "softmax", "task": "softmax", "limit": 2})
+        old = post("/retrieve", {"op_type": "softmax", "task_id": "softmax", "k": 2})
+        assert new.status_code == old.status_code == 200, (new.text, old.text)
+        assert [h["record"]["id"] for h in new.json()["hits"]] == \
+            [h["record"]["id"] for h in old.json()["hits"]]
+        same = post("/retrieve", {"op": "softmax", "op_type": "softmax", "limit": 2})
+        assert same.status_code == 200, same.text
+        for body in ({"op": "softmax", "op_type": "rope"},
+                     {"op": "softmax", "limit": 2, "k": 3},
+                     {"op": "softmax", "task": "softmax", "task_id": "rope"}):
+            refused = post("/retrieve", body)
+            assert refused.status_code == 422 and "give one" in refused.text, refused.text
+        plan = post("/bootstrap", {"env": {"gpu_name": "NVIDIA H100 SXM"}, "op": "softmax",
+                                   "op_type": "rope"})
+        assert plan.status_code == 422 and "give one" in plan.text, plan.text
+        schema = get("/openapi.json").json()
+        params = {p["name"]: p for p in schema["paths"]["/experiences"]["get"]["parameters"]}
+        assert params["task_id"].get("deprecated") and not params["task"].get("deprecated")
+
+
+def test_mcp_names_the_task_task_in_every_tool(tmp_path: Path) -> None:
+    server = build_server(_two_tasks(tmp_path), journal_dir=tmp_path / "journals")
+
+    async def calls() -> dict[str, object]:
+        async with Client(server) as client:
+            async def call(arguments: dict) -> object:
+                return await client.call_tool("retrieve_experiences", arguments)
+            return {"new": await call({"op": "softmax", "task": "softmax", "limit": 3}),
+                    "old": await call({"op": "softmax", "task_id": "softmax", "limit": 3}),
+                    "both": await call({"op": "softmax", "task": "softmax",
+                                        "task_id": "rope"})}
+
+    out = asyncio.run(calls())
+    text = {k: v.content[0].text for k, v in out.items()}  # type: ignore[attr-defined]
+    assert not out["new"].is_error and not out["old"].is_error, text  # type: ignore[attr-defined]
+    assert text["new"] == text["old"]
+    assert out["both"].is_error and "task 'softmax' and task_id 'rope': give one" in \
+        text["both"]  # type: ignore[attr-defined]

@@ -73,7 +73,10 @@ class Tools:
         feedback_text: Annotated[str | None, Field(max_length=limits.LONG_TEXT,
                                                    description="the latest feedback")] = None,
         gpu_name: OptName = None, arch: OptName = None, triton_version: OptName = None,
-        task_id: OptName = None, dtype: OptName = None,
+        task: Annotated[OptName, Field(description="the task the kernel is for, e.g. softmax "
+                                       "(kernelkb://tasks): its own experiences rank first")
+                        ] = None,
+        dtype: OptName = None,
         limit: Annotated[int | None, Field(ge=1, le=50, description="experiences returned "
                                            "at most (default 5)")] = None,
         max_chars: Annotated[int, Field(ge=200, le=100_000)] = 4000,
@@ -84,6 +87,8 @@ class Tools:
                            ] = None,
         k: Annotated[int | None, Field(ge=1, le=50, description="deprecated: the older name "
                                        "of limit")] = None,
+        task_id: Annotated[OptName, Field(description="deprecated: the older name of task")
+                           ] = None,
     ) -> dict[str, Any]:
         """Few-shot experiences for a kernel and its feedback: what was tried on this op (and
         related ops) on this GPU, what won and what lost, as a prompt block plus the hits.
@@ -95,7 +100,8 @@ class Tools:
         try:
             query = RetrievalQuery(op_type=name, kernel_source=kernel_source,
                                    feedback_text=feedback_text, gpu_name=gpu_name, arch=arch,
-                                   triton_version=triton_version, task_id=task_id,
+                                   triton_version=triton_version,
+                                   task_id=one_of("task", task, "task_id", task_id),
                                    dtype=dtype, k=5 if count is None else count,
                                    max_chars=max_chars, include_related=include_related,
                                    regime=regime)

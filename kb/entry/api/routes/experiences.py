@@ -70,7 +70,8 @@ def get_one(exp_id: str, kb: KnowledgeDep) -> ExperienceRecord:
 def list_many(
     kb: KnowledgeDep,
     op: str | None = Query(None, description="the op, e.g. softmax"),
-    task_id: str | None = None, dtype: str | None = None,
+    task: str | None = Query(None, description="the task, e.g. softmax"),
+    dtype: str | None = None,
     gpu_name: str | None = None, arch: str | None = None, triton_version: str | None = None,
     verdict: Verdict | None = None,
     evidence: Literal["measured", "verified", "claimed"] | None = None,
@@ -78,14 +79,16 @@ def list_many(
     category: Literal[EDIT_CATEGORIES] | None = None,  # type: ignore[valid-type]
     offset: int = Query(0, ge=0, le=OFFSET_MAX), limit: int = Query(50, ge=1, le=500),
     op_type: str | None = Query(None, deprecated=True, description="the older name of op"),
+    task_id: str | None = Query(None, deprecated=True, description="the older name of task"),
 ) -> Page:
     """Names (op, task, GPU, arch) match in any case and by short forms ('h200'); an
     unknown one: 422 with the closest known name. An empty value is no filter, as on the
     web pages' forms."""
-    from kernelkb.kb.entry.api.routes.knowledge import one_op
+    from kernelkb.kb.entry.api.routes.knowledge import one_of, one_op
     from kernelkb.kb.entry.operations import resolve
 
-    names = resolve(kb, op_type=one_op(op or None, op_type or None), task_id=task_id or None,
+    names = resolve(kb, op_type=one_op(op or None, op_type or None),
+                    task_id=one_of("task", task or None, "task_id", task_id or None),
                     gpu_name=gpu_name or None, arch=arch or None)
     return kb.list(offset=offset, limit=limit, category=category, dtype=dtype or None,
                    triton_version=triton_version or None,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 from anyio import to_thread
@@ -16,6 +16,7 @@ from pydantic import (
     StrictInt,
     StringConstraints,
     field_validator,
+    model_validator,
 )
 
 from kernelkb.kb import limits
@@ -30,8 +31,39 @@ from kernelkb.retrieval.schemas import BootstrapPlan, InsightReport, RetrievalRe
 router = APIRouter(tags=["knowledge"])
 
 
+# one vocabulary at every door: (the name, its older one) of the op, the count, the task
+NEW_AND_OLD = (("op", "op_type"), ("limit", "k"), ("task", "task_id"))
+
+
+def one_name_each(data: Any) -> Any:
+    """A body that gives a value under a name and under its older one: the same value,
+    kept once; two values, an error in words (not "extra inputs are not permitted")."""
+    if not isinstance(data, dict):
+        return data
+    for new, old in NEW_AND_OLD:
+        if new in data and old in data:
+            if data[new] != data[old]:
+                raise ValueError(f"{new} {data[new]!r} and {old} {data[old]!r}: give one "
+                                 f"({old} is the older name of {new})")
+            data = {k: v for k, v in data.items() if k != old}
+    return data
+
+
+class RetrieveBody(RetrievalQuery):
+    """The body of POST /retrieve: a RetrievalQuery whose task is "task", as the op is
+    "op" and the count "limit" ("task_id", its older name, is still taken)."""
+
+    task_id: str | None = Field(
+        default=None, validation_alias=AliasChoices("task", "task_id"),
+        description="the task the kernel is for, e.g. softmax: its own experiences rank "
+        "first ('task_id': its older name)")
+
+    _one_name_each = model_validator(mode="before")(one_name_each)
+
+
 class BootstrapRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelt key is an error, not a default
+    _one_name_each = model_validator(mode="before")(one_name_each)
 
     env: BootstrapTarget = Field(description="the target: {'gpu_name': ...} alone for a part "
                                  "the GPU table (kernels.shared.gpus) knows, or explicit facts "
@@ -57,7 +89,7 @@ class BootstrapRequest(BaseModel):
 
 
 @router.post("/retrieve", response_model=RetrievalResult)
-async def retrieve(query: RetrievalQuery, kb: KnowledgeDep, request: Request) -> Response:
+async def retrieve(query: RetrieveBody, kb: KnowledgeDep, request: Request) -> Response:
     """A query without ``related_ops`` gets its op's declared ones from the registry.
     Names are matched to the known ones (any case, short forms); an unknown one: 422."""
     # Three steps on threads. A query text the server has not embedded waits for the
@@ -79,12 +111,18 @@ async def retrieve(query: RetrievalQuery, kb: KnowledgeDep, request: Request) ->
 
 
 class Names(BaseModel):
-    """The store's spelling of each typed name (None where none was typed)."""
+    """The store's spelling of each typed name (None where none was typed): the op as
+    "op" and the task as "task", as they were asked for; "op_type" and "task_id" repeat
+    them for clients that read the older names."""
 
-    op_type: str | None = None
+    op: str | None = None
     gpu_name: str | None = None
     arch: str | None = None
-    task_id: str | None = None
+    task: str | None = None
+    op_type: str | None = Field(None, json_schema_extra={"deprecated": True},
+                                description="the older name of op")
+    task_id: str | None = Field(None, json_schema_extra={"deprecated": True},
+                                description="the older name of task")
 
 
 NameParam = Annotated[str | None, Query(max_length=SHORT)]
@@ -92,27 +130,38 @@ NameParam = Annotated[str | None, Query(max_length=SHORT)]
 OpParam = Annotated[str | None, Query(max_length=SHORT, description="the op, e.g. softmax")]
 OldOpParam = Annotated[str | None, Query(max_length=SHORT, deprecated=True,
                                          description="the older name of op")]
+# the task likewise: "task" at every door, "task_id" its older name
+TaskParam = Annotated[str | None, Query(max_length=SHORT, description="the task, e.g. softmax")]
+OldTaskParam = Annotated[str | None, Query(max_length=SHORT, deprecated=True,
+                                           description="the older name of task")]
 
 
 def one_op(op: str | None, op_type: str | None) -> str | None:
     """The op from ``op`` or its older name; both given and different: a user error."""
+    return one_of("op", op, "op_type", op_type)
+
+
+def one_of(name: str, value: str | None, old: str, old_value: str | None) -> str | None:
+    """A parameter given by its name or its older one; both given and different: a user
+    error."""
     from kernelkb.kb.entry.errors import UsageError
 
-    if op and op_type and op != op_type:
-        raise UsageError(f"op {op!r} and op_type {op_type!r}: give one (op_type is the "
-                         "older name of op)")
-    return op or op_type
+    if value and old_value and value != old_value:
+        raise UsageError(f"{name} {value!r} and {old} {old_value!r}: give one ({old} is the "
+                         f"older name of {name})")
+    return value or old_value
 
 
 @router.get("/names", response_model=Names)
 def names(kb: KnowledgeDep, op: OpParam = None, gpu_name: NameParam = None,
-          arch: NameParam = None, task_id: NameParam = None,
-          op_type: OldOpParam = None) -> Names:
+          arch: NameParam = None, task: TaskParam = None,
+          op_type: OldOpParam = None, task_id: OldTaskParam = None) -> Names:
     """Names as the store and the service's task registry spell them (any case, short
     forms such as 'h200'); an unknown one: 422 naming the closest. What a remote client
     (an MCP server or a CLI pointed at this service) matches its users' names with."""
-    return Names(**operations.resolve(kb, op_type=one_op(op, op_type), gpu_name=gpu_name,
-                                      arch=arch, task_id=task_id))
+    found = operations.resolve(kb, op_type=one_op(op, op_type), gpu_name=gpu_name,
+                               arch=arch, task_id=one_of("task", task, "task_id", task_id))
+    return Names(op=found["op_type"], task=found["task_id"], **found)
 
 
 @router.get("/insights", response_model=InsightReport)
