@@ -230,3 +230,37 @@ def test_mcp_names_the_task_task_in_every_tool(tmp_path: Path) -> None:
     assert text["new"] == text["old"]
     assert out["both"].is_error and "task 'softmax' and task_id 'rope': give one" in \
         text["both"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.xfail(strict=True, reason="retrieval/remote.py still sends op_type, k and "
+                   "task_id; it should send op, limit and task (the service takes both)")
+def test_the_remote_client_sends_the_current_names(tmp_path: Path) -> None:
+    """RemoteKnowledge (an MCP server or a run pointed at a service) asks with the names
+    the service documents, not the deprecated ones. The requests are the real ones sent
+    to the real service, read off the client as they leave."""
+    import json
+
+    from kernelkb.retrieval.query import RetrievalQuery
+    from kernelkb.retrieval.remote import RemoteKnowledge
+
+    sent: list[set[str]] = []
+
+    def keys(request: httpx.Request) -> None:
+        body = json.loads(request.content) if request.content else {}
+        sent.append(set(request.url.params.keys()) | set(body))
+
+    with live_server(_two_tasks(tmp_path)) as port:
+        remote = RemoteKnowledge(f"http://127.0.0.1:{port}")
+        remote._client.event_hooks["request"].append(keys)
+        try:
+            assert remote.resolve_names(op_type="Softmax", task_id="softmax")["op_type"] \
+                == "softmax"
+            assert remote.insights(op_type="softmax").total == 3
+            assert len(remote.retrieve(RetrievalQuery(op_type="softmax", task_id="softmax",
+                                                      k=2)).hits) == 2
+            remote.bootstrap({"gpu_name": "NVIDIA H100 SXM"}, op_type="softmax", limit=2)
+        finally:
+            remote.close()
+    assert len(sent) == 4
+    for asked in sent:
+        assert not asked & {"op_type", "k", "task_id"}, asked
