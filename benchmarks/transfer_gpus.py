@@ -480,6 +480,35 @@ def split_goals(gpu_cases: list[dict[str, Any]], test_ops: Sequence[str]) -> lis
     return lines
 
 
+def split_record(gpu_cases: Sequence[dict[str, Any]], test_ops: Sequence[str],
+                 test_data: str | None) -> dict[str, Any]:
+    """The development and test cases as fixed by the command line before any method ran
+    (the test kernels: --test-ops or the kernels of --test-data), for the report."""
+    return {"test_ops": sorted(test_ops), "test_data": test_data,
+            "development": [c["case"] for c in gpu_cases if c["op"] not in test_ops],
+            "test": [c["case"] for c in gpu_cases if c["op"] in test_ops]}
+
+
+def protocol_lines(payload: dict[str, Any]) -> list[str]:
+    """How the splits were fixed and where every choice a method makes comes from."""
+    split = payload.get("split")
+    if not split or not (split["development"] or split["test"]):
+        return []
+    source = (f"the kernels of `--test-data {split['test_data']}`, read apart from --data"
+              if split["test_data"] else
+              f"`--test-ops {' '.join(split['test_ops'])}` (the default)")
+    return ["## Protocol", "",
+            f"- Splits, fixed by the command line before any method runs: test = {source}: "
+            f"{len(split['test'])} cases; development = the other kernels: "
+            f"{len(split['development'])} cases. Every figure is reported per split.",
+            "- Each case's model, GPs and every choice inside the product (which zero-shot "
+            "order leads, the intervals' calibration) see the training GPUs of that case "
+            "only; nothing is chosen per case on the held-out GPU.",
+            "- The first proposal is the consensus of the training GPUs (each "
+            "configuration's relative time averaged over them, weighted by similarity to "
+            "the target); the rest of the list takes the validated orders in turn.", ""]
+
+
 def goals(gpu_cases: list[dict[str, Any]], task_cases: list[dict[str, Any]]) -> list[str]:
     lines = []
     if gpu_cases:
@@ -527,7 +556,7 @@ def write_markdown(payload: dict[str, Any], path: Path) -> None:
              f"{payload['seeds']} seeds. E@3%: evaluations until within 3% of the target's "
              "best (\"never\" = not within the space). first: first proposal's time / best. "
              "@n: best-so-far / best after n evaluations.", "", "## Goals", "",
-             *payload["goals"], "", *summary_lines(payload), ""]
+             *payload["goals"], "", *protocol_lines(payload), *summary_lines(payload), ""]
     for title, kind in (("Leave-one-GPU-out (Kernel Tuner data)", "gpu"),
                         ("Leave-one-task-out (H200 spaces)", "task")):
         cases = [c for c in payload["cases"] if c["kind"] == kind]
@@ -621,6 +650,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--test-ops", nargs="+", default=["dedispersion"],
                         help="kernels of the test split (leave-one-GPU-out); the rest are "
                              "the development split")
+    parser.add_argument("--test-data", type=Path, default=None,
+                        help="Kernel Tuner caches held apart for the test split: their "
+                             "kernels replace --test-ops (read with --data, every GPU of "
+                             "both held out in turn)")
     parser.add_argument("--task-train", choices=("spaces", "spaces+imported", "both"),
                         default="both", help="leave-one-task-out training data")
     parser.add_argument("--model-seeds", type=int, default=5,
@@ -643,6 +676,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         log(f"reading Kernel Tuner data from {args.data}")
         imported = load_kernel_tuner(args.data)
         log(f"  {len(imported)} rows, GPUs {sorted({r.gpu for r in imported})}")
+        if args.test_data is not None:
+            held_apart = load_kernel_tuner(args.test_data)
+            args.test_ops = sorted({r.op for r in held_apart})
+            clash = set(args.test_ops) & {r.op for r in imported}
+            if clash:
+                parser.error(f"--test-data kernels also in --data: {sorted(clash)}")
+            imported += held_apart
+            log(f"  test split from {args.test_data}: {args.test_ops}")
     cases: list[dict[str, Any]] = []
     walks = Walks(imported, args.walk_limit)
     if "gpu" not in args.skip:
@@ -676,6 +717,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "notes": notes, "cases": cases, "test_ops": args.test_ops,
         "model_seeds": args.model_seeds, "walk_limit": args.walk_limit,
         "seed_summary": seed_summary(gpu_cases, args.test_ops),
+        "split": split_record(gpu_cases, args.test_ops,
+                              str(args.test_data) if args.test_data else None),
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "transfer_gpus.json").write_text(json.dumps(payload, indent=1, default=float))

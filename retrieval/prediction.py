@@ -239,8 +239,9 @@ def _order_note(model: CostModel, op: str) -> str:
     if model.update_accepted or len(orders) < 2:
         return ""
     regret = model.order_scores[op]
-    return (f"; ranked by {len(orders)} orders in turn, " + ", then ".join(
-        f"{ORDER_NAMES[o]} (held-out regret {regret[o]:.3f})" for o in orders))
+    return ("; first the training GPUs' consensus (their relative times weighted by "
+            f"similarity), then {len(orders)} orders in turn, " + ", then ".join(
+                f"{ORDER_NAMES[o]} (held-out regret {regret[o]:.3f})" for o in orders))
 
 
 def _interval_note(note: str, calibrated: bool, updated: bool) -> str:

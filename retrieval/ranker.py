@@ -41,8 +41,9 @@ Public API (what bootstrap, the offline agent and the benchmarks code against)::
   back to the zero-shot model); cheap (no retraining of the base model).
 - ``orders_for(op)``: zero-shot, ``rank`` takes configurations in turn from the model's
   order and the simple baselines' (most similar GPU, mean normalised rank), best first by
-  their regret on training GPUs held out of a refit (``order_scores``); after an accepted
-  update, the model's order alone.
+  their regret on training GPUs held out of a refit (``order_scores``); the first of all
+  is then the consensus's (the training GPUs' relative times weighted by similarity,
+  ``_consensus_scores``); after an accepted update, the model's order alone.
 - ``CostModel(objective="regression" | "regression_top" | "lambdarank" | "auto")``.
 
 What it learns. Target: log(time / best time) of each row within its (op, shape, GPU)
@@ -337,6 +338,9 @@ WIDEN = tuple(round(1.0 + 0.1 * i, 1) for i in range(31))  # the factors tried, 
 # stacking feature: the most similar training GPU's relative time, the mean normalised rank
 BASELINES = {"most_similar_gpu": "stack.top_rel", "mean_rank": "stack.mean_rank"}
 ORDERS = ("model", *BASELINES)
+# the first proposal's source: the similarity-weighted mean relative time over the
+# training GPUs (the consensus of the sources, the most similar counting most)
+CONSENSUS = "stack.sim_rel"
 
 
 @dataclass(frozen=True)
@@ -681,11 +685,24 @@ class CostModel:
         return {op: {o: float(np.mean(v)) for o, v in by.items()}
                 for op, by in regrets.items()}
 
+    def _consensus_scores(self, rows: Sequence[ExperienceRow], model: np.ndarray
+                          ) -> np.ndarray:
+        """Rows scored by the consensus of the training GPUs (CONSENSUS: their relative
+        times, weighted by similarity to the row's GPU), where the first proposal comes
+        from. Why not the validated best order's first: a first proposal is one bet, and
+        a weighted mean over every source misses less often than any one source does (the
+        most similar GPU is sometimes unlike the target, the model's best guess sometimes
+        off the measured ground), while the choice between orders, made on 5 or fewer
+        held-out training GPUs, is itself noisy. It leads only where the baselines'
+        orders are in use (``orders_for``: three or more training GPUs); where no
+        training GPU measured a configuration it falls back on the model's order."""
+        return self._baseline_scores(rows, "consensus", model)
+
     def _baseline_scores(self, rows: Sequence[ExperienceRow], order: str,
                          model: np.ndarray) -> np.ndarray:
         """Rows scored by a simple baseline (lower = faster); a configuration no training
         GPU measured goes after every one that was, in the model's order among them."""
-        feature = BASELINES[order]
+        feature = CONSENSUS if order == "consensus" else BASELINES[order]
         values = np.array([stack_features(r.key, r.gpu, r.gpu_facts,
                                           self.tables.get((r.op, r.shape), {}), None,
                                           self.similarity)[feature] for r in rows])
@@ -744,6 +761,13 @@ class CostModel:
             means = {k: round(sum(v) / len(v), 9) for k, v in by.items()}
             ranked.append(sorted(means, key=lambda k: (means[k], k)))
         order = _in_turn(ranked)
+        if len(orders) > 1:  # as rank() leads
+            consensus = self._consensus_scores(rows, predicted)
+            by_consensus: dict[str, list[float]] = defaultdict(list)
+            for r, v in zip(rows, consensus, strict=True):
+                by_consensus[r.key].append(float(v))
+            means = {k: round(sum(v) / len(v), 9) for k, v in by_consensus.items()}
+            order = _lead(order, sorted(means, key=lambda k: (means[k], k)))
         rest = order[HEAD_RANKS:]
         if len(rest) > CALIBRATION_CONFIGS:
             drawn = set(random.Random(self.seed).sample(rest, CALIBRATION_CONFIGS))
@@ -795,6 +819,8 @@ class CostModel:
             self.orders_for(candidates[0].op)
         order = _in_turn([by(scores if o == "model" else
                              self._baseline_scores(candidates, o, scores)) for o in orders])
+        if len(orders) > 1:  # the baselines' orders are in use: the consensus leads
+            order = _lead(order, by(self._consensus_scores(candidates, scores)))
         measured = self._measured_rel_times()
         ranked = []
         for position, key in enumerate(order):
@@ -924,6 +950,13 @@ class CostModel:
                   "force_row_wise": True, "lambda_l2": 1.0}
         rounds = min(30, 2 * len(rows))
         return lgb.train(params, lgb.Dataset(x, residual), rounds), with_raw
+
+
+def _lead(order: Sequence[str], lead: Sequence[str]) -> list[str]:
+    """``order`` with ``lead``'s first key moved to the front."""
+    if not lead:
+        return list(order)
+    return [lead[0], *(k for k in order if k != lead[0])]
 
 
 def _in_turn(orders: Sequence[Sequence[str]]) -> list[str]:

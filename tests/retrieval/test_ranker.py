@@ -214,3 +214,32 @@ def test_the_zero_shot_order_takes_the_model_and_the_baselines_in_turn():
 
     two = small_model().fit([r for f in TRAIN[:2] for r in rows_for(f)])
     assert two.orders_for("synthetic") == ("model",) and two.order_scores == {}
+
+
+def test_the_first_proposal_is_the_consensus_of_the_training_gpus():
+    """The first configuration ranked zero-shot is the one with the lowest relative time
+    averaged over the training GPUs weighted by similarity (power STACK_POWER) to the
+    target: here c1, 1.04x of the best everywhere, not c0 (the best on the target's twin,
+    1.6x on the rest) nor c2 (the best on three GPUs, 1.3x on the twin). The rest of the
+    list keeps the orders taken in turn."""
+    from kernelkb.retrieval.hardware import STACK_POWER, gpu_similarity
+
+    configs = CONFIGS[:12]
+    gpus = [gpu("twin", 80), gpu("near", 64), gpu("mid", 100), gpu("far", 132)]
+    rels = {0: [1.0, 1.6, 1.6, 1.6], 1: [1.04] * 4, 2: [1.3, 1.0, 1.0, 1.0]}
+    rows = [ExperienceRow(op="synthetic", shape="n=4M", gpu=f["gpu_name"], config=c,
+                          time_ms=rels[i][j] if i in rels else 1.5 + 0.1 * i,
+                          launch=launch_of(c), gpu_facts=f)
+            for j, f in enumerate(gpus) for i, c in enumerate(configs)]
+    model = small_model().fit(rows)
+    target = gpu("target", 80)  # the twin's facts
+    weights = [gpu_similarity(target, f) ** STACK_POWER for f in gpus]
+    mean = {i: sum(w * math.log(rels[i][j] if i in rels else 1.5 + 0.1 * i)
+                   for j, w in enumerate(weights)) / sum(weights)
+            for i in range(len(configs))}
+    assert min(mean, key=mean.__getitem__) == 1  # what the consensus says, by hand
+    ranked = model.rank(candidate_rows("synthetic", configs, ["n=4M"], target, launch_of))
+    keys = [str(sorted(r.config.items())) for r in ranked]
+    assert keys[0] == str(sorted(configs[1].items()))
+    assert len(set(keys)) == len(configs)
+    assert str(sorted(configs[0].items())) in keys[:4]  # the twin's best in the first turn
