@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelkb.optimizer.eval_pool import LOST
 from kernelkb.optimizer.sweep import (
     Point,
     SweepPlan,
@@ -55,6 +56,15 @@ def parse_gpus(text: str, visible: int) -> list[str]:
     if not ids or not all(i.isdigit() for i in ids) or len(set(ids)) != len(ids):
         raise ValueError(f"--gpus {text!r}: all, a count, or distinct ids such as 0,3")
     return ids
+
+
+def pinned(gpu: str) -> str:
+    """The ``CUDA_VISIBLE_DEVICES`` value that shows a child GPU ``gpu`` of this process
+    alone: ids count this process's visible GPUs, so under CUDA_VISIBLE_DEVICES=2,3 the id
+    0 is the host's GPU 2 (or its UUID, as given)."""
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")
+               if v.strip()]
+    return visible[int(gpu)] if visible and int(gpu) < len(visible) else gpu
 
 
 @dataclass
@@ -109,7 +119,7 @@ def run_fanout(plan: SweepPlan, journal: Path, gpus: list[str], *, shapes: str =
     # lost twice: a failed measurement, not a verdict on the kernel
     merge_points(journal, header, {}, [
         Point(plan.task.name, plan.dtype, regime, config, None, None, ok=False,
-              error_kind="worker_died",
+              error_kind=LOST,
               error_message="two measuring workers ended before this point")
         for config in todo for regime in plan.regimes], done)
     if not todo:  # every point is in the sweep's journal: the workers' folders go
@@ -131,7 +141,7 @@ def _start(plan: SweepPlan, gpu: str, share: list[dict[str, Any]], folder: Path,
             "--out", str(folder)]
     for regime in plan.regimes:
         argv += ["--regime", regime]
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu}
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": pinned(gpu)}
     process = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL,
                                stderr=open(folder / "worker.log", "wb"),  # noqa: SIM115
                                start_new_session=True)

@@ -26,6 +26,7 @@ from kernelkb.optimizer.agents.base import (
     Proposal,
     RoundNote,
     SearchExhausted,
+    propose_batch,
 )
 from kernelkb.optimizer.diffcheck import check
 from kernelkb.optimizer.experience import RunInfo, build_record, unevaluated_feedback
@@ -37,6 +38,7 @@ from kernelkb.optimizer.verdict import judge, noise_threshold
 from kernelkb.optimizer.writeback import Writeback
 
 if TYPE_CHECKING:
+    from kernelkb.optimizer.eval_pool import EvalPool
     from kernelkb.retrieval.protocol import Knowledge
 
 log = logging.getLogger(__name__)
@@ -102,6 +104,13 @@ class RunResult:
     untuned: dict[str, str] = field(default_factory=dict)  # regime -> why it was not tuned
 
 
+@dataclass(frozen=True)
+class _Judged:
+    verdict: Verdict
+    noise: float
+    score: float | None  # the policy's score (None: not a timed, trusted figure)
+
+
 @dataclass
 class _State:
     best_source: str
@@ -134,8 +143,11 @@ class Loop:
                  on_round: Callable[[RoundOutcome], None] | None = None,
                  live: RunFile | None = None, first_iteration: int = 0,
                  start_note: str = "",
-                 on_evaluating: Callable[[int, str, str | None], None] | None = None) -> None:
+                 on_evaluating: Callable[[int, str, str | None], None] | None = None,
+                 pool: EvalPool | None = None) -> None:
         self.task, self.agent, self.info, self.evaluate = task, agent, info, evaluator
+        # several GPUs (optimizer/eval_pool.py): a round measures a candidate on each
+        self.pool = pool
         # a resumed run (optimizer/resume.py) numbers on from its last journaled round and
         # says which round's kernel it starts from
         self.first_iteration, self.start_note = first_iteration, start_note
@@ -162,13 +174,20 @@ class Loop:
                 iteration += 1
                 kind = self.agent.fixed_round_kind or self.policy.round_kind(iteration)
                 context = self._context(state, iteration, kind, recalled)
+                count = min(self.pool.slots if self.pool else 1,
+                            self.policy.config.max_iters - self.policy.rounds)
                 try:
-                    proposal = self.agent.propose(context)
+                    proposals = propose_batch(self.agent, context, count) if count > 1 \
+                        else [self.agent.propose(context)]
                 except SearchExhausted as err:
                     log.info("agent has nothing left: %s", err)
                     self.policy.exhausted = True
                     break
-                improved = self._round(state, iteration, kind, proposal)
+                if len(proposals) > 1:
+                    improved = self._batch_round(state, iteration, kind, proposals)
+                    iteration += len(proposals) - 1
+                else:
+                    improved = self._round(state, iteration, kind, proposals[0])
                 if improved:
                     recalled = self._recall(state)
         except KeyboardInterrupt:  # Ctrl-C, or SIGTERM from a time limit (optimizer.command)
@@ -195,16 +214,20 @@ class Loop:
                 result.stop_reason = StopReason.interrupt
         return result
 
+    def _job(self, parent: Any, shapes: Any = None, parent_source: str | None = None,
+             first: bool = False) -> dict[str, Any]:
+        """The evaluator's keyword arguments for one candidate."""
+        shapes = shapes or self.options.shapes
+        extra = {"settle_s": FIRST_SETTLE_S} if first else {}
+        return dict(dtype=self.options.dtype, shapes=shapes, parent=parent,
+                    baseline=self.baseline, seeds=self.options.seeds,
+                    timeout_s=self._timeout_s(shapes), parent_source=parent_source, **extra)
+
     def _evaluate(self, source: str, parent: Any, shapes: Any = None,
                   parent_source: str | None = None, first: bool = False) -> tuple[Any, float]:
         began = time.monotonic()
-        shapes = shapes or self.options.shapes
-        extra = {"settle_s": FIRST_SETTLE_S} if first else {}
-        result = self.evaluate(self.task.name, source, dtype=self.options.dtype,
-                               shapes=shapes, parent=parent,
-                               baseline=self.baseline, seeds=self.options.seeds,
-                               timeout_s=self._timeout_s(shapes), parent_source=parent_source,
-                               **extra)
+        result = self.evaluate(self.task.name, source,
+                               **self._job(parent, shapes, parent_source, first))
         spent = result.wall_s or (time.monotonic() - began)
         steps = json.loads((getattr(result, "artifacts", None) or {}).get("wall_s") or "{}")
         slowest = sorted(steps.items(), key=lambda kv: -kv[1])[:3]
@@ -245,34 +268,105 @@ class Loop:
 
     def _round(self, state: _State, iteration: int, kind: ProposalKind,
                proposal: Proposal) -> bool:
+        diff = self._admit(state, iteration, kind, proposal)
+        if diff is None:
+            return False
+        assert proposal.source is not None  # admitted
+        self._evaluating(iteration, kind, proposal.summary)
+        result, spent = self._evaluate(proposal.source, state.best_result,
+                                       parent_source=state.best_source)
+        judged = self._judged(state, proposal, result, self.policy.best_score)
+        return self._conclude(state, iteration, kind, proposal, diff, result, spent, judged,
+                              best_of_round=True)
+
+    def _batch_round(self, state: _State, iteration: int, kind: ProposalKind,
+                     proposals: list[Proposal]) -> bool:
+        """Rounds ``iteration``.. at once, one candidate per slot of the pool, each timed
+        against the same incumbent on the GPU that measures it. Every candidate is its
+        own round and record (its verdict is against the incumbent); the fastest of
+        those that improved becomes the new best."""
+        assert self.pool is not None
+        admitted = []
+        for n, proposal in enumerate(proposals):
+            diff = self._admit(state, iteration + n, kind, proposal)
+            if diff is not None:
+                admitted.append((iteration + n, proposal, diff))
+        if not admitted:
+            return False
+        self._evaluating(admitted[0][0], kind, f"{len(admitted)} candidates on "
+                         f"{self.pool.where}: " + "; ".join(p.summary for _, p, _ in admitted))
+        began = time.monotonic()
+        results = self.pool.evaluate_many([
+            (self.task.name, str(p.source), self._job(state.best_result, None, state.best_source))
+            for _, p, _ in admitted])
+        wall = time.monotonic() - began
+        best_before = self.policy.best_score
+        judged = [self._judged(state, p, r, best_before) for (_, p, _), r
+                  in zip(admitted, results, strict=True)]
+        improved = [i for i, j in enumerate(judged) if j.verdict is Verdict.improved
+                    and j.score is not None]
+        winner = min(improved, key=lambda i: judged[i].score or 0.0) if improved else None
+        log.info("%d candidates measured at once in %.1f s", len(admitted), wall)
+        incumbent = (state.best_source, state.best_result)
+        for i, ((n, proposal, diff), result) in enumerate(zip(admitted, results, strict=True)):
+            state.best_source, state.best_result = incumbent  # every verdict is against it
+            self._conclude(state, n, kind, proposal, diff, result,
+                           result.wall_s or wall, judged[i], best_of_round=i == winner)
+        if winner is not None:
+            state.best_source, state.best_result = str(admitted[winner][1].source), \
+                results[winner]
+        else:
+            state.best_source, state.best_result = incumbent
+        return winner is not None
+
+    def _admit(self, state: _State, iteration: int, kind: ProposalKind,
+               proposal: Proposal) -> Any:
+        """The proposal's diff against the best when it is to be measured; None when the
+        round ends here (an unusable reply, no change, a repeat), written as such."""
         parent = state.best_source
         if proposal.source is None:
             message = f"round {iteration}: your reply was unusable ({proposal.error}); " \
                       "reply with one ```python block holding the whole module"
-            return self._not_evaluated(state, iteration, kind, proposal, "", Verdict.failed,
-                                       "unusable_reply", message)
+            self._not_evaluated(state, iteration, kind, proposal, "", Verdict.failed,
+                                "unusable_reply", message)
+            return None
         diff = check(parent, proposal.source)
         if not diff.valid:
             message = f"round {iteration} was INVALID: {diff.reason}. Make a real change."
-            return self._not_evaluated(state, iteration, kind, proposal, diff.diff,
-                                       Verdict.invalid, "no_change", message)
+            self._not_evaluated(state, iteration, kind, proposal, diff.diff,
+                                Verdict.invalid, "no_change", message)
+            return None
         seen = state.tried.get(source_hash(proposal.source))
         if seen is not None:
             message = f"round {iteration} was INVALID: identical to the candidate of round " \
                       f"{seen}, which was already measured"
-            return self._not_evaluated(state, iteration, kind, proposal, diff.diff,
-                                       Verdict.invalid, "repeat", message)
+            self._not_evaluated(state, iteration, kind, proposal, diff.diff,
+                                Verdict.invalid, "repeat", message)
+            return None
         state.tried[source_hash(proposal.source)] = iteration
-        self._evaluating(iteration, kind, proposal.summary)
-        result, spent = self._evaluate(proposal.source, state.best_result, parent_source=parent)
+        return diff
+
+    def _judged(self, state: _State, proposal: Proposal, result: Any,
+                best_score: float | None) -> _Judged:
+        """The verdict on ``result`` against the incumbent, and its score on the chain of
+        comparisons that starts at ``best_score``."""
         noise = noise_threshold(result, state.best_result)
         verdict = judge(result, state.best_result, claimed_gain=proposal.claimed_gain,
                         noise=noise)
-        score = _score(result, self.policy.best_score) if verdict is not Verdict.invalid \
-            else None
+        score = _score(result, best_score) if verdict is not Verdict.invalid else None
+        return _Judged(verdict, noise, score)
+
+    def _conclude(self, state: _State, iteration: int, kind: ProposalKind,
+                  proposal: Proposal, diff: Any, result: Any, spent: float, judged: _Judged,
+                  *, best_of_round: bool) -> bool:
+        """A measured round: the policy, the agent, the record and the run's memory."""
+        parent = state.best_source
+        verdict, noise = judged.verdict, judged.noise
         compared = getattr(result, "comparison", None) is not None
-        improved = self.policy.observe(score, spent_s=spent, noise=noise,
-                                       improved=verdict is Verdict.improved if compared else None)
+        claim = (verdict is Verdict.improved and best_of_round) if compared else \
+            (None if best_of_round else False)
+        improved = self.policy.observe(judged.score, spent_s=spent, noise=noise,
+                                       improved=claim)
         reminder = _reminder(iteration, verdict, result, noise)
         if reminder:
             state.reminders.append(reminder)
@@ -283,7 +377,7 @@ class Loop:
                                         result.time_ms))
         state.context_feedback = result.text
         if improved:
-            state.best_source, state.best_result = proposal.source, result
+            state.best_source, state.best_result = str(proposal.source), result
         return improved
 
     def _not_evaluated(self, state: _State, iteration: int, kind: RoundKind, proposal: Proposal,

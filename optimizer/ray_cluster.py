@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelkb.kernels.shared.errors import UserFixable
+from kernelkb.optimizer.eval_pool import LOST, lost_result
 from kernelkb.optimizer.sweep import (
     Point,
     SweepPlan,
@@ -45,7 +46,6 @@ from kernelkb.optimizer.sweep import (
 log = logging.getLogger(__name__)
 
 POLL_S = 2.0
-LOST = "worker_died"
 
 
 class RayMissing(UserFixable):
@@ -201,8 +201,6 @@ def evaluate_many(cluster: Cluster, jobs: list[tuple[str, str, dict[str, Any]]],
     """``evaluate(task, source, **kwargs)`` for each job, each on a slot of the cluster;
     results in the jobs' order. A job lost twice is an EvalResult failed ``worker_died``."""
     ray = _ray()
-    from kernelkb.optimizer.sandbox.result import EvalResult
-
     remote = ray.remote(max_retries=1, **cluster.resources)(_evaluate_remote)
     futures = [remote.remote(task, source, kwargs) for task, source, kwargs in jobs]
     results: list[Any] = [None] * len(jobs)
@@ -216,10 +214,14 @@ def evaluate_many(cluster: Cluster, jobs: list[tuple[str, str, dict[str, Any]]],
             try:
                 results[i] = ray.get(future)
             except _lost_errors(ray) as err:
-                results[i] = EvalResult(
-                    ok=False, stage="run", task_name=task,
-                    dtype=kwargs.get("dtype", "float16"), shape_set=str(kwargs.get("shapes")),
-                    error_kind=LOST, error_message=f"lost twice on the cluster: {err}"[:400])
+                results[i] = lost_result(task, kwargs, f"lost twice on the cluster: {err}")
             if on_done:
                 on_done(i, results[i])
     return results
+
+
+def call(cluster: Cluster, function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)`` on a slot of the cluster (where the measuring happens: the
+    GPU's environment, the PyTorch baseline, the peaks), its result back."""
+    ray = _ray()
+    return ray.get(ray.remote(max_retries=1, **cluster.resources)(function).remote(*args))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -25,16 +24,17 @@ from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.stats import geomean
 from kernelkb.kernels.shared.vocabulary import RoundKind, Verdict
 from kernelkb.optimizer.diffcheck import unified_diff
+from kernelkb.optimizer.eval_pool import Job
 from kernelkb.optimizer.sandbox.timing import LAUNCH_BOUND_MS
 from kernelkb.optimizer.spaces import parse_label
 from kernelkb.optimizer.verdict import judge, noise_threshold
 
 if TYPE_CHECKING:
     from kernelkb.kb.service import LocalKnowledge
+    from kernelkb.optimizer.eval_pool import EvalPool
 
 log = logging.getLogger(__name__)
 PAGE = 500
-Job = tuple[str, str, dict[str, Any]]  # evaluate(task, source, **kwargs)
 
 
 @dataclass
@@ -117,22 +117,20 @@ def stored_records(knowledge: LocalKnowledge, task: Task, dtype: str) -> list[Ex
 
 def revalidate(task: Task, knowledge: LocalKnowledge, *, top: int = 5, dtype: str = "float16",
                shapes: str | list[Shape] = "auto", seeds: int = 3, timeout_s: float = 60.0,
-               command: str | None = None,
-               evaluate: Callable[..., Any] | None = None,
-               evaluate_many: Callable[[list[Job]], list[Any]] | None = None
+               command: str | None = None, pool: EvalPool | None = None
                ) -> RevalidationResult:
-    """Evaluate the best known configurations here; ``shapes``: "auto" (the stored
+    """Evaluate the best known configurations here, or on ``pool`` (several GPUs of this
+    host or a Ray cluster: optimizer/eval_pool.py); ``shapes``: "auto" (the stored
     record's own shapes on a GPU, so times compare shape by shape; the task's CPU shapes
     on the interpreter), "stored", a named set of the task, or a list of shapes. Each
     configuration is timed against the naive kernel interleaved in its own evaluation,
-    so ``evaluate_many`` may spread them over GPUs and hosts (ray_cluster.py)."""
-    import torch
-
+    so they may run at once on as many GPUs."""
     from kernelkb.optimizer import sandbox
 
-    evaluate = evaluate or sandbox.evaluate
-    on_gpu = torch.cuda.is_available()
-    env = Environment(**sandbox.detect_environment())
+    here = pool.call if pool is not None else (lambda function, *args: function(*args))
+    evaluate = pool.evaluate if pool is not None else sandbox.evaluate
+    env = Environment(**here(sandbox.detect_environment))
+    on_gpu = env.arch != "cpu"
     known = best_known(stored_records(knowledge, task, dtype), task, env.gpu_name, top)
     if not known:
         raise LookupError(f"no measured configuration of task {task.name} ({dtype}) in the "
@@ -141,7 +139,7 @@ def revalidate(task: Task, knowledge: LocalKnowledge, *, top: int = 5, dtype: st
         shapes = "stored" if on_gpu else "cpu"
     per_config = {id(k): _shapes_for(task, k, shapes) for k in known}
     union = list(dict.fromkeys(s for v in per_config.values() for s in v))
-    baseline = sandbox.measure_baseline(task.name, dtype, union) if on_gpu else None
+    baseline = here(sandbox.measure_baseline, task.name, dtype, union) if on_gpu else None
     naive = task.render({})
     start = evaluate(task.name, naive, dtype=dtype, shapes=union, baseline=baseline,
                      seeds=seeds, timeout_s=timeout_s)
@@ -157,7 +155,7 @@ def revalidate(task: Task, knowledge: LocalKnowledge, *, top: int = 5, dtype: st
          {"dtype": dtype, "shapes": per_config[id(k)], "parent": start if start.ok else None,
           "parent_source": naive if start.ok else None, "baseline": baseline,
           "seeds": seeds, "timeout_s": timeout_s}) for k in known]
-    found = evaluate_many(jobs) if evaluate_many else \
+    found = pool.evaluate_many(jobs) if pool is not None else \
         [evaluate(name, source, **kwargs) for name, source, kwargs in jobs]
     for n, (k, evaluated) in enumerate(zip(known, found, strict=True), 1):
         source = task.render(k.config)

@@ -29,6 +29,7 @@ from kernelkb.optimizer.run_file import RunFile
 from kernelkb.optimizer.writeback import Journal, Writeback
 
 if TYPE_CHECKING:
+    from kernelkb.optimizer.eval_pool import EvalPool
     from kernelkb.retrieval.protocol import Knowledge
 
 log = logging.getLogger(__name__)
@@ -45,12 +46,13 @@ def new_run_id(task_name: str) -> str:
     return f"{task_name}-{stamp}-{secrets.token_hex(3)}"
 
 
-def _peer_timings(task: Any, options: LoopOptions) -> Any:
+def _peer_timings(task_name: str, options: LoopOptions) -> Any:
     """The peers over the sweep shapes, checked then timed in this run (PeerTimes, or None:
     a failure costs the table, not the run)."""
     from kernelkb.optimizer.peers import time_peers
     from kernelkb.optimizer.sandbox.evaluator import resolve_shapes, sweep_shape_set
 
+    task = get_task(task_name)
     shapes = [s for s in resolve_shapes(task, sweep_shape_set(options.sweep_shapes, True),
                                         True)[1]
               if s not in task.edge_shapes]
@@ -70,8 +72,8 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path,
              run_id: str | None = None, write_back: bool = True,
              agent_factory: Callable[[], Agent] | None = None,
              resume: Resume | None = None,
-             on_evaluating: Callable[[int, str, str | None], None] | None = None
-             ) -> RunResult:
+             on_evaluating: Callable[[int, str, str | None], None] | None = None,
+             pool: EvalPool | None = None) -> RunResult:
     """Run the loop on ``task_name`` and write report.md, plots, the exported kernel and
     (when the service is missing or down, or ``write_back`` is off: knowledge read but
     not written, as on a lent GPU host) the journal into ``out_dir/<run id>/``.
@@ -83,7 +85,11 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path,
 
     Raises AgentUnavailable (optimizer.agents.base) when the agent's endpoint fails its
     preflight: nothing is evaluated or stored then. Failing later, the run stops with
-    ``StopReason.agent_unavailable`` and ``result.failure`` says why."""
+    ``StopReason.agent_unavailable`` and ``result.failure`` says why.
+
+    ``pool`` (optimizer/eval_pool.py: several GPUs of this host, or a Ray cluster): every
+    evaluation, the GPU's environment, the PyTorch baseline and the peers are measured
+    there, and each round tries a candidate per slot."""
     from kernelkb.optimizer import sandbox
 
     task = get_task(task_name)
@@ -91,13 +97,14 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path,
     options = options or LoopOptions()
     run_id = resume.run_id if resume is not None else run_id or new_run_id(task.name)
     run_dir = Path(out_dir) / run_id
-    env = Environment(**sandbox.detect_environment(_measured_peaks()))
+    here = pool.call if pool is not None else (lambda function, *args: function(*args))
+    env = Environment(**here(environment_here))
     journal = Journal(journal_path or run_dir / "journal.jsonl")
     writeback = Writeback(knowledge if write_back else None, journal)
     live = RunFile(run_dir, run_id, task.name)  # what the run pages read
     live.start()
-    baseline = sandbox.measure_baseline(
-        task.name, options.dtype, sandbox.sweep_shape_set(options.sweep_shapes, True)) \
+    baseline = here(sandbox.measure_baseline, task.name, options.dtype,
+                    sandbox.sweep_shape_set(options.sweep_shapes, True)) \
         if measure_baseline else None
     plan, untuned = regime_plan(task, options, on_gpu=env.arch != "cpu")
     if not plan:
@@ -123,7 +130,8 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path,
         share = split_policy(policy, results.values(), len(plan) - n)
         point = resume.points.get(regime) if resume is not None else None
         loop = Loop(task, (agent_factory or (lambda: agent))() if n else agent, info=info,
-                    evaluator=evaluator or sandbox.evaluate, writeback=writeback,
+                    evaluator=evaluator or (pool.evaluate if pool else sandbox.evaluate),
+                    writeback=writeback, pool=pool,
                     policy=Policy(share), knowledge=knowledge, options=sub_options,
                     baseline=baseline, on_round=on_round, live=live,
                     first_iteration=point.after + 1 if point else 0,
@@ -145,7 +153,7 @@ def optimize(task_name: str, agent: Agent, *, out_dir: Path,
     result = combine(results, untuned)
     if options.peers and env.arch != "cpu" and result.stop_reason not in STOPPED_EARLY:
         try:
-            result.peer_timings = _peer_timings(task, options)
+            result.peer_timings = here(_peer_timings, task.name, options)
         except KeyboardInterrupt:
             log.warning("interrupted while timing the peers: the report goes out without them")
     for sub in result.by_regime.values():
@@ -285,6 +293,14 @@ def dispatch_table(task: Any, dtype: str, env: Environment, result: RunResult
         entries[regime] = item
     add_gpu(table, env, entries)
     return table, sources
+
+
+def environment_here() -> dict[str, Any]:
+    """This process's GPU (or the CPU interpreter) as the record's Environment fields,
+    with the peaks measured on it."""
+    from kernelkb.optimizer import sandbox
+
+    return sandbox.detect_environment(_measured_peaks())
 
 
 def _measured_peaks() -> dict[str, float] | None:

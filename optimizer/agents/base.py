@@ -8,11 +8,12 @@ interface this small lets the loop, the policy and the tests ignore which agent 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from kernelkb.kb.record import ExperienceRecord
 from kernelkb.kernels.base import ConfigValue, Task, header_constants
+from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.vocabulary import EDIT_CATEGORIES, ProposalKind
 
 
@@ -111,3 +112,30 @@ class Agent(Protocol):
     def observe(self, proposal: Proposal, score: float | None, verdict: str) -> None:
         """Learn from the outcome of a proposal (the tuner's search uses it)."""
         ...
+
+
+def propose_batch(agent: Agent, context: AgentContext, count: int) -> list[Proposal]:
+    """Up to ``count`` different proposals for one round on as many GPUs: each asked with
+    the earlier ones counted as tried and named in a reminder, so the offline agent gives
+    its next-best moves, the tuner its next configurations and an LLM a different edit.
+    Fewer come back when the agent runs out or repeats itself; none raises as
+    ``propose`` would (SearchExhausted)."""
+    proposals: list[Proposal] = []
+    tried = set(context.tried_hashes)
+    for _ in range(count):
+        asked = replace(context, tried_hashes=set(tried), reminders=[
+            *context.reminders, *(f"another GPU already measures this round: {p.summary}; "
+                                  "propose a different edit" for p in proposals)])
+        try:
+            proposal = agent.propose(asked)
+        except SearchExhausted:
+            if proposals:
+                break
+            raise
+        if proposal.source is not None:
+            made = source_hash(proposal.source)
+            if made in tried:
+                break  # the agent has nothing different left: a smaller batch
+            tried.add(made)
+        proposals.append(proposal)
+    return proposals

@@ -44,7 +44,8 @@ class TunerAgent:
     model: str | None = None
     fixed_round_kind: ProposalKind = "tune"
     observations: list[_Observation] = field(default_factory=list)
-    _pending: dict[str, ConfigValue] | None = None
+    # proposed and not yet observed, by source hash (a batch round has several)
+    _pending: dict[str, dict[str, ConfigValue]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.search not in SEARCHES:
@@ -82,11 +83,12 @@ class TunerAgent:
             config, why = untried[0], f"grid point, {len(untried)} left"
         else:
             config, why = self._tpe_pick(task, untried)
-        self._pending = config
+        source = task.render(config)
+        self._pending[source_hash(source)] = config
         changed = {k: v for k, v in config.items() if best.get(k) != v}
         summary = "tune " + ", ".join(f"{k} {best.get(k)!r} -> {v!r}" for k, v in changed.items())
         categories = {p.category for p in task.knobs if p.name in changed} or {"other"}
-        return Proposal(source=task.render(config), summary=summary,
+        return Proposal(source=source, summary=summary,
                         categories=tuple(sorted(categories)), claimed_gain=False,
                         rationale=f"{self.search} search with the structure fixed: {why}")
 
@@ -94,10 +96,10 @@ class TunerAgent:
         """Nothing to check: no endpoint behind it."""
 
     def observe(self, proposal: Proposal, score: float | None, verdict: str) -> None:
-        if self._pending is not None:
+        config = self._pending.pop(source_hash(proposal.source or ""), None)
+        if config is not None:
             failed = verdict in ("failed", "incorrect")
-            self.observations.append(_Observation(self._pending, score, failed))
-            self._pending = None
+            self.observations.append(_Observation(config, score, failed))
 
     def _tpe_pick(self, task: Task, untried: list[dict]) -> tuple[dict, str]:
         timed = sorted((o for o in self.observations if o.score is not None and not o.failed),

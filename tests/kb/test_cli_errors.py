@@ -35,6 +35,9 @@ REFUSED = [
     (["optimize", "softmax", "--max-iters", "0"], "patience, max_iters and explore_every"),
     (["optimize", "softmax", "--target-speedup", "0.5"], "target_speedup must be > 1"),
     (["optimize", "softmax", "--agent", "llm"], "--agent llm needs a model"),
+    (["optimize", "softmax", "--gpus", "2"], "--gpus 2: this host shows 0 GPU(s)"),
+    (["optimize", "softmax", "--gpus", "0,0"], "--gpus '0,0': all, a count, or distinct ids"),
+    (["optimize", "softmax", "--gpus", "all", "--ray", "auto"], "--gpus and --ray: give one"),
 ]
 
 

@@ -57,6 +57,29 @@ def test_the_cli_sweeps_on_the_cluster_each_point_once(cluster, tmp_path: Path) 
     assert all(p.ok for p in points.values()) and header["timed"] is False
 
 
+def test_optimize_measures_a_candidate_per_slot_each_round(cluster, tmp_path: Path) -> None:
+    """`kernelkb optimize --ray`: the baseline, the environment and each round's two
+    candidates (two slots) measured on the cluster; the rounds journaled once each."""
+    made, _ = cluster
+    env = {**os.environ, "TRITON_INTERPRET": "1", "KERNELKB_HOME": str(tmp_path / "home"),
+           "KERNELKB_VECTORS": "false"}
+    done = subprocess.run([sys.executable, "-m", "kernelkb", "optimize", "softmax", "--ray",
+                           made.address, "--max-iters", "4", "--shapes", "4x64",
+                           "--sweep-shapes", "cpu", "--seeds", "1", "--no-retrieval",
+                           "--out", str(tmp_path / "runs")], env=env, capture_output=True,
+                          text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "measuring on Ray cluster at" in done.stderr + done.stdout
+    journal = next((tmp_path / "runs").glob("*/journal.jsonl"))
+    import json
+
+    records = [json.loads(line) for line in journal.read_text().splitlines()]
+    rounds = [r for r in records if r["provenance"]["round_kind"] not in ("baseline", "sweep")]
+    assert [r["iteration"] for r in rounds] == [1, 2, 3, 4]
+    assert len({r["edit"]["child_hash"] for r in rounds}) == 4
+    assert all(r["feedback"]["error_kind"] is None and r["verdict"] == "neutral" for r in rounds)
+
+
 def test_a_node_killed_mid_run_loses_no_point_and_doubles_none(cluster, tmp_path) -> None:
     made, nodes = cluster
     spare = made.add_node(num_cpus=1)  # where the killed node's share goes again

@@ -17,6 +17,7 @@ from typing import Any
 
 from kernelkb.kb.entry.cli.common import Command
 from kernelkb.kb.entry.cli.model_flags import add_model_flags, run_shapes
+from kernelkb.kb.entry.cli.scale_flags import add_scale_flags, open_pool
 
 HELP = "optimize a task's kernel with an agent, writing experiences back"
 progress = logging.getLogger("kernelkb.progress")
@@ -96,6 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "failed to connect, timed out, or got 429/5xx (default 2)")
     parser.add_argument("--seed", type=int, default=0,
                         help="the agent's random seed (offline and tuner agents)")
+    add_scale_flags(parser, "a candidate of each round")
 
 
 def tasks_dir_flag(parser: argparse.ArgumentParser) -> None:
@@ -107,21 +109,34 @@ def tasks_dir_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from kernelkb.kb.entry.operations import open_for_runs
     from kernelkb.kb.settings import Settings
     from kernelkb.kb.terminal import quiet_own_logs
+    from kernelkb.kernels.shared.errors import UserFixable
+
+    if not getattr(args, "verbose", False):
+        quiet_own_logs()
+    try:
+        pool = open_pool(args)  # first: a Ray cluster's GPUs make this a GPU run
+    except (ValueError, UserFixable) as err:
+        return said(err, 2)
+    try:
+        return _run(args, Settings(), pool)
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+def _run(args: argparse.Namespace, settings: Any, pool: Any) -> int:
+    import torch
+
+    from kernelkb.kb.entry.operations import open_for_runs
     from kernelkb.kernels.base import get_task
     from kernelkb.optimizer.agents.base import AgentUnavailable
     from kernelkb.optimizer.loop import LoopOptions, StartFailed
     from kernelkb.optimizer.policy import PolicyConfig, StopReason
     from kernelkb.optimizer.session import optimize
 
-    if not getattr(args, "verbose", False):
-        quiet_own_logs()
-    settings = Settings()
-    import torch
-
-    on_gpu = torch.cuda.is_available()
+    on_gpu = torch.cuda.is_available() if pool is None else pool.on_gpu
     if args.max_iters is None:
         args.max_iters = GPU_MAX_ITERS if on_gpu else CPU_MAX_ITERS
     out_dir = args.out or settings.runs_dir
@@ -149,6 +164,9 @@ def run(args: argparse.Namespace) -> int:
                           regimes=given.regimes)
     for line in given.said:
         progress.info("%s", line)
+    if pool is not None:
+        progress.info("measuring on %s: up to %d candidates a round, each timed against the "
+                      "best so far on its own GPU", pool.where, pool.slots)
     from kernelkb.kb.terminal import progress as progress_bar
 
     knowledge, write_back = open_for_runs(settings)
@@ -192,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
                               policy=policy, options=options, journal_path=args.journal,
                               command="kernelkb " + shlex.join(sys.argv[1:]),
                               on_round=on_round, on_evaluating=on_evaluating,
-                              agent_factory=lambda: make_agent(args, settings))
+                              agent_factory=lambda: make_agent(args, settings), pool=pool)
         except (StartFailed, AgentUnavailable) as err:
             return said(err, 1)
         except ValueError as err:  # a resumed run with nothing left to do

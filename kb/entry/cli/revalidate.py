@@ -15,6 +15,7 @@ from pathlib import Path
 
 from kernelkb.kb.entry.cli.common import TASK_HELP, Command
 from kernelkb.kb.entry.cli.optimize import tasks_dir_flag
+from kernelkb.kb.entry.cli.scale_flags import add_scale_flags, open_pool
 
 HELP = "re-time the store's best known configurations of a task on this GPU and Triton"
 
@@ -38,9 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds one configuration's evaluation may take")
     parser.add_argument("--journal", type=Path, default=None,
                         help="JSONL output (default: runs/<run id>/journal.jsonl)")
-    parser.add_argument("--ray", default=None, metavar="ADDRESS",
-                        help="evaluate the configurations on a Ray cluster (host:port of its "
-                             "head), one GPU each (docs/scale-out.md)")
+    add_scale_flags(parser, "a configuration")
 
 
 def one_task(task: str | None, flag: str | None) -> tuple[str, str]:
@@ -85,23 +84,21 @@ def execute(args: argparse.Namespace) -> tuple[int, str]:
     from kernelkb.kb.service import LocalKnowledge  # (sqlmodel is here: a store opened)
 
     assert isinstance(knowledge, LocalKnowledge)  # no service URL: the local store
-    many = None
-    if getattr(args, "ray", None):
-        from kernelkb.kernels.shared.errors import UserFixable
-        from kernelkb.optimizer import ray_cluster
+    from kernelkb.kernels.shared.errors import UserFixable
 
-        try:
-            cluster = ray_cluster.Cluster.connect(args.ray)
-        except UserFixable as err:
-            return 2, str(err)
-        many = lambda jobs: ray_cluster.evaluate_many(cluster, jobs)  # noqa: E731
+    try:
+        pool = open_pool(args)
+    except (ValueError, UserFixable) as err:
+        return 2, str(err)
     try:
         result = revalidate(task, knowledge, top=args.top, dtype=args.dtype,
                             shapes=args.shapes, seeds=args.seeds, timeout_s=args.timeout_s,
-                            command="kernelkb " + shlex.join(sys.argv[1:]),
-                            evaluate_many=many)
+                            command="kernelkb " + shlex.join(sys.argv[1:]), pool=pool)
     except (LookupError, ValueError) as err:
         return 2, str(err)
+    finally:
+        if pool is not None:
+            pool.close()
     run_id = result.records[0].run_id
     journal = Journal(args.journal or Path("runs") / run_id / "journal.jsonl")
     for record in result.records:

@@ -117,13 +117,9 @@ def _configs(task, path: Path) -> list[dict]:  # type: ignore[no-untyped-def]
 
 
 def _gpus(text: str | None) -> list[str]:
-    if text is None:
-        return []
-    import torch
+    from kernelkb.kb.entry.cli.scale_flags import visible_gpus
 
-    from kernelkb.optimizer.fanout import parse_gpus
-
-    return parse_gpus(text, torch.cuda.device_count())
+    return [] if text is None else visible_gpus(text)
 
 
 WORKER_HELP = "join this host to a Ray cluster as a measuring worker (docs/scale-out.md)"

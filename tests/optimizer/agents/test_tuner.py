@@ -6,7 +6,7 @@ import pytest
 
 from kernelkb.kernels.base import get_task
 from kernelkb.kernels.shared.hashing import source_hash
-from kernelkb.optimizer.agents.base import AgentContext
+from kernelkb.optimizer.agents.base import AgentContext, Proposal
 from kernelkb.optimizer.agents.tuner import TunerAgent
 
 TASK = get_task("softmax")
@@ -35,9 +35,11 @@ def test_tpe_prefers_values_of_the_fastest_points() -> None:
     for warps in (1, 2, 4, 8, 16):  # synthetic times: 8 warps is clearly fastest
         for block in (1024, 4096):
             config = {**TASK.default_config, "BLOCK_SIZE": block, "NUM_WARPS": warps}
-            tuner._pending = config
-            tuner.observe(None, 0.5 if warps == 8 else 2.0, "neutral")
-            tried.add(source_hash(TASK.render(config)))
+            source = TASK.render(config)
+            tuner._pending[source_hash(source)] = config
+            tuner.observe(Proposal(source=source, summary="synthetic"),
+                          0.5 if warps == 8 else 2.0, "neutral")
+            tried.add(source_hash(source))
     ctx.tried_hashes = tried
     proposal = tuner.propose(ctx)
     assert "tpe: l/g" in proposal.rationale
