@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from kernelkb.kb.entry.cli.common import Command
 
@@ -43,11 +44,28 @@ def _run_serve(args: argparse.Namespace) -> int:
         return 2
     if args.workers > 1:  # each worker process builds its app from the environment
         os.environ["KERNELKB_HOST"] = host
-        uvicorn.run("kernelkb.kb.entry.api.app:create_app", factory=True, host=host, port=port,
-                    workers=args.workers, **serve_options())
+        os.environ[WORKER_VERBOSE] = "1" if getattr(args, "verbose", False) else ""
+        uvicorn.run("kernelkb.kb.entry.cli.serve:worker_app", factory=True, host=host,
+                    port=port, workers=args.workers, **serve_options())
         return 0
     uvicorn.run(create_app(settings), host=host, port=port, **serve_options())
     return 0
+
+
+# -v of the command, for the worker processes (they start from the environment)
+WORKER_VERBOSE = "_KERNELKB_SERVE_VERBOSE"
+
+
+def worker_app() -> Any:
+    """The app of one of several server processes (``--workers N``). Uvicorn starts each
+    in a fresh process, where the command's logging was never set up: its start-up lines
+    (the store, each seed file as it is stored, the model) were dropped, and a fresh team
+    store's first minutes said nothing. Set up here as the command sets it up."""
+    from kernelkb.kb.entry.api.app import create_app
+    from kernelkb.kb.terminal import configure_logging
+
+    configure_logging(os.environ.get(WORKER_VERBOSE) == "1")
+    return create_app()
 
 
 COMMANDS = (Command("serve", "run the HTTP service (loads seeds into an empty store)",
