@@ -157,6 +157,7 @@ def test_help_says_which_names_are_deprecated() -> None:
     helps = {name: " ".join(sub.choices[name].format_help().split())
              for name in ("query", "revalidate", "import", "sweep")}
     assert "(-k: deprecated, its older name)" in helps["query"]
+    assert "--task TASK the task the kernel is for" in helps["query"]  # a task is TASK
     assert "--top: deprecated, its older name" in helps["revalidate"]
     assert "--task TASK deprecated: the older way to name TASK" in helps["revalidate"]
     assert "--kernel: deprecated, its older name" in helps["import"]

@@ -23,7 +23,7 @@ from kernelkb.kb.entry.cli.optimize import tasks_dir_flag
 def _add_query(parser: argparse.ArgumentParser) -> None:
     hardware_flags(parser)
     tasks_dir_flag(parser)
-    parser.add_argument("--task", dest="task_id",
+    parser.add_argument("--task", dest="task_id", metavar="TASK",
                         help="the task the kernel is for (ranks its own experiences first)")
     parser.add_argument("--dtype", help="dtype of the kernel, e.g. float16 (a match ranks "
                         "higher; others are not dropped)")
