@@ -6,7 +6,8 @@
 
 Per task and repeat, each checkout evaluates the task's naive kernel against itself the
 way the loop judges a candidate (``evaluate(..., parent=, parent_source=)`` on the
-representative shapes, one seed), each in a fresh Python process, the checkouts
+representative shapes, one seed; ``--shapes auto --no-parent`` on a CPU host: the
+interpreter's shapes, no incumbent), each in a fresh Python process, the checkouts
 alternating and the order turned every repeat so that drift reaches all. ``--setting
 NAME:VAR=VALUE`` adds an arm: this checkout with one setting in its environment. The figure is
 the wall time of the judged evaluation alone (the parent's own evaluation, made first in
@@ -35,12 +36,12 @@ try:
 except ImportError:  # a checkout from before the kernelkb package folder
     from kernels.base import get_task
     from optimizer.sandbox import evaluate
-task = sys.argv[1]
+task, shapes, with_parent = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 naive = get_task(task).template
-parent = evaluate(task, naive, shapes="representative", seeds=1)
+parent = evaluate(task, naive, shapes=shapes, seeds=1, timeout_s=900) if with_parent else None
 began = time.perf_counter()
-result = evaluate(task, naive, shapes="representative", seeds=1, parent=parent,
-                  parent_source=naive)
+result = evaluate(task, naive, shapes=shapes, seeds=1, parent=parent,
+                  parent_source=naive if with_parent else None, timeout_s=900)
 print(json.dumps({"wall_s": time.perf_counter() - began, "ok": result.ok,
                   "error": None if result.ok else f"{result.error_kind}: {result.error_message}",
                   "worker_laps_s": json.loads(result.artifacts.get("wall_s") or "{}"),
@@ -50,12 +51,13 @@ print(json.dumps({"wall_s": time.perf_counter() - began, "ok": result.ok,
 """
 
 
-def one(tree: Path, task: str, setting: dict[str, str]) -> dict:
+def one(tree: Path, task: str, setting: dict[str, str], shapes: str = "representative",
+        parent: bool = True) -> dict:
     env = {**os.environ, **setting, "PYTHONPATH": os.pathsep.join(
         p for p in (os.environ.get("PYTHONPATH", "").replace(str(ROOT), str(tree)), str(tree))
         if p)}
-    done = subprocess.run([sys.executable, "-c", ONE, task], cwd=tree, env=env,
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run([sys.executable, "-c", ONE, task, shapes, "1" if parent else "0"],
+                          cwd=tree, env=env, capture_output=True, text=True, timeout=1800)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode or not lines:
         return {"wall_s": None, "ok": False, "error": done.stderr[-600:]}
@@ -90,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     parser.add_argument("--setting", action="append", default=[], metavar="NAME:VAR=VALUE",
                         help="an arm: this checkout with VAR=VALUE in its environment")
+    parser.add_argument("--shapes", default="representative",
+                        help="the shape set evaluated (auto: cpu + edge on the interpreter)")
+    parser.add_argument("--no-parent", action="store_true",
+                        help="judge without an incumbent (the CPU interpreter times nothing)")
     args = parser.parse_args(argv)
     base = args.base.resolve()
     if not (base / "optimizer" / "sandbox").is_dir():
@@ -114,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             order = list(arms)[turn:] + list(arms)[:turn]
             for arm in order:
                 tree, setting = arms[arm]
-                entry = one(tree, task, setting)
+                entry = one(tree, task, setting, args.shapes, not args.no_parent)
                 rows[task][arm].append(entry)
                 laps = entry.get("worker_laps_s") or {}
                 print(f"    worker steps (s): {laps}", flush=True)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import random
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -241,6 +242,134 @@ def grad_inputs(mutated: tuple[int, ...] = ()) -> InputCondition:
                           "requires grad (a training step's activations)", apply)
 
 
+@dataclass(frozen=True)
+class ScalarArg:
+    """An argument of ``run()`` past the tensors that callers set (RMSNorm's ``eps``), in
+    ``run()``'s order after the inputs ``make_inputs`` gives: its default (what every call
+    without it gets) and its legal range, ``low`` to ``high`` (log-uniform when ``log``),
+    or ``choices`` for a flag or an enumeration. ``typical``: values real callers pass
+    (Llama's 1e-5), drawn as often as the range."""
+
+    name: str
+    default: float | int | bool
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+    choices: tuple[float | int | bool, ...] = ()
+    typical: tuple[float | int | bool, ...] = ()
+
+    def __post_init__(self) -> None:
+        ranged = self.low is not None and self.high is not None
+        if ranged == bool(self.choices):
+            raise ValueError(f"scalar argument {self.name}: a range (low, high) or choices")
+        if ranged and not (self.low < self.high and (not self.log or self.low > 0)):  # type: ignore[operator]
+            raise ValueError(f"scalar argument {self.name}: low < high (and > 0 if log)")
+        if not self.others():
+            raise ValueError(f"scalar argument {self.name}: no legal value but its default")
+
+    def others(self) -> tuple[float | int | bool, ...]:
+        """The listed values (range ends, choices, typical ones) that are not the default."""
+        ends = (self.low, self.high) if self.low is not None else ()
+        listed = (*ends, *self.choices, *self.typical)
+        return tuple(dict.fromkeys(v for v in listed if v is not None and v != self.default))
+
+    def draw(self, rng: random.Random) -> float | int | bool:
+        """A legal value other than the default: a listed one (an end of the range, a
+        choice, a typical value) or, for a range, one drawn across it."""
+        if self.choices or rng.random() < 0.5:
+            return rng.choice(self.others())
+        assert self.low is not None and self.high is not None
+        for _ in range(8):
+            value = math.exp(rng.uniform(math.log(self.low), math.log(self.high))) \
+                if self.log else rng.uniform(self.low, self.high)
+            if value != self.default:
+                return value
+        return rng.choice(self.others())
+
+
+SCALAR_ARGS = "other scalar arguments"
+
+
+def scalar_arguments(args: tuple[ScalarArg, ...],
+                     declared: tuple[InputCondition, ...] = ()) -> InputCondition:
+    """The task's scalar arguments (``Task.scalar_args``) passed with values other than
+    their defaults, drawn over their legal ranges from the seed and the inputs' sizes (so
+    each shape of an evaluation gets its own), on inputs that hold every ``declared``
+    condition of the values at once (``mixed_inputs``: an ``eps`` shows only on a row
+    whose mean square is near it). Every other check calls ``run(*inputs)`` with the
+    defaults, and a kernel honest only there (another ``eps`` takes a PyTorch path, or
+    is ignored) is seen here."""
+
+    def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
+        sizes = [int(x.numel()) for x in inputs if isinstance(x, torch.Tensor)]
+        rng = random.Random(f"{seed}:{sizes}")
+        return (*mixed_inputs(tuple(inputs), declared, seed),
+                *(arg.draw(rng) for arg in args))
+
+    names = ", ".join(a.name for a in args)
+    return InputCondition(SCALAR_ARGS, f"run() called with {names} other than the default, "
+                          "drawn over the legal range, on rows under each of the task's "
+                          "conditions", apply)
+
+
+def mixed_inputs(inputs: tuple[Any, ...], conditions: Sequence[InputCondition], seed: int
+                 ) -> tuple[Any, ...]:
+    """One input set that holds every condition of the values at once. Each condition is
+    applied (the k-th with seed + k, so two that pick a row from the seed pick other rows)
+    and kept where it changes values only (the same tensors' shapes, strides and dtypes,
+    the same other arguments: not a layout, not another argument). Then each tensor
+    input's rows (its first dimension) are the plain ones and those of the conditions
+    that change every row, in turn, and a condition that changes some rows only (a zero
+    row) has those rows as it made them."""
+    sources = []
+    for k, condition in enumerate(conditions, 1):
+        changed = tuple(condition.apply(inputs, seed + k))
+        if _values_only(inputs, changed):
+            sources.append(changed)
+    out: list[Any] = []
+    for i, x in enumerate(inputs):
+        if not isinstance(x, torch.Tensor) or x.dim() == 0 or x.shape[0] == 0:
+            out.append(x)
+            continue
+        y = x.detach().clone()
+        every, some = [x], []
+        for source in sources:
+            rows = _rows_changed(x, source[i])
+            if bool(rows.all()):
+                every.append(source[i])
+            elif bool(rows.any()):
+                some.append((rows, source[i]))
+        for k, whole in enumerate(every):
+            y[k::len(every)] = whole[k::len(every)]
+        for rows, part in some:
+            y[rows] = part[rows]
+        out.append(y)
+    return tuple(out)
+
+
+def _rows_changed(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Per row of the first dimension: whether ``y`` differs from ``x`` there (NaN where
+    both are NaN counts as the same)."""
+    differ = (x != y) & ~(torch.isnan(x) & torch.isnan(y)) if x.is_floating_point() \
+        else x != y
+    return differ.reshape(x.shape[0], -1).any(dim=1)
+
+
+def _values_only(before: tuple[Any, ...], after: tuple[Any, ...]) -> bool:
+    if len(before) != len(after):
+        return False
+    for x, y in zip(before, after, strict=True):
+        if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
+            return False
+        if not isinstance(x, torch.Tensor):
+            if x != y:
+                return False
+        elif (x.shape, x.stride(), x.dtype, x.device) != (y.shape, y.stride(), y.dtype,
+                                                          y.device) or y.requires_grad:
+            return False
+    return True
+
+
 def _in_wider_rows(x: torch.Tensor) -> torch.Tensor:
     wider = torch.full((*x.shape[:-1], x.shape[-1] + ROW_PAD), float("nan"),
                        dtype=x.dtype, device=x.device)
@@ -352,6 +481,10 @@ class Task:
     # zero row, positions that are not contiguous): every evaluation checks each one on
     # every shape besides the seeds (optimizer/sandbox/worker.py)
     input_conditions: tuple[InputCondition, ...] = ()
+    # run()'s arguments past the tensors make_inputs gives (RMSNorm's eps), in run()'s order:
+    # every evaluation also calls run() with them drawn over their legal range
+    # (scalar_arguments), a condition added to the declared ones
+    scalar_args: tuple[ScalarArg, ...] = ()
     # the op is also checked on rows of a wider buffer (strided_rows), a condition added to
     # the declared ones; False only for an op whose signature takes contiguous tensors
     strided_rows: bool = True
@@ -373,6 +506,9 @@ class Task:
             (strided_rows, column_major, offset_views, broadcast_rows)
             if self.strided_rows else ()) + (grad_inputs,)
             if make(self.mutated_inputs).name not in named]
+        if self.scalar_args and SCALAR_ARGS not in named:
+            generic.insert(0, scalar_arguments(tuple(self.scalar_args),
+                                               tuple(self.input_conditions)))
         object.__setattr__(self, "input_conditions", (*self.input_conditions, *generic))
         validate(self, DTYPES, header_constants)
         own = self.launch  # the task's launch sees a whole config (defaults filled in)

@@ -88,3 +88,32 @@ def _draw(kind: str, value: int, least: int, rng: random.Random) -> int:
     elif drawn % 16 == 0:
         drawn -= 1
     return drawn if bottom <= drawn <= value else value
+
+
+def draw_larger(bounds: Sequence[Shape], anchor: Shape, size: Callable[[Shape], float],
+                low: float, high: float, rng: random.Random) -> Shape | None:
+    """A shape past ``anchor``: its ``size`` between ``low`` and ``high``, each dimension
+    within the least and largest value ``bounds`` give it. Grown from ``anchor`` one free
+    dimension at a time, in a random order, each by a random share of what is still
+    missing (the last one by all of it), so the draw is long, wide or both; a dimension
+    the bounds never vary, or whose values are all powers of two or flags, keeps the
+    anchor's. None when ``TRIES`` draws found none (the anchor is at the bounds)."""
+    columns = list(zip(*bounds, strict=True))
+    kinds = [_kind(column, column) for column in columns]
+    free = [i for i, kind in enumerate(kinds) if kind == "range"]
+    for _ in range(TRIES):
+        target = math.exp(rng.uniform(math.log(low), math.log(high)))
+        shape = list(anchor)
+        order = rng.sample(free, len(free))
+        for turn in range(3):  # a size not linear in a dimension (a matmul's M) takes more
+            for n, i in enumerate(order):
+                now = size(tuple(shape))
+                if now >= target:
+                    break
+                share = 1.0 if turn or n == len(order) - 1 else rng.uniform(0.3, 1.0)
+                grown = math.ceil(max(shape[i], 1) * (target / max(now, 1e-9)) ** share)
+                shape[i] = max(shape[i], min(max(columns[i]), grown))
+        drawn = tuple(shape)
+        if low <= size(drawn) <= high:
+            return drawn
+    return None

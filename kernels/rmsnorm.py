@@ -24,6 +24,7 @@ from kernelkb.kernels.base import (
     Knob,
     Launch,
     Regimes,
+    ScalarArg,
     Shape,
     Task,
     Variant,
@@ -142,6 +143,10 @@ TASK = register(
     Task(
         name="rmsnorm",
         input_conditions=CONDITIONS,
+        # eps as models set it: Llama 2/3 and Mistral 1e-5, Llama 1, Qwen2 and Gemma 1e-6,
+        # BERT-style norms down to 1e-12
+        scalar_args=(ScalarArg("eps", default=EPS, low=1e-12, high=1e-3, log=True,
+                               typical=(1e-5, 1e-8)),),
         op_type="rmsnorm",
         description=(
             "RMSNorm with weight over the last dim of x (rows = batch*seq tokens, hidden), "

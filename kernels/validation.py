@@ -80,6 +80,9 @@ def validate(task: Any, dtypes: Iterable[str], header_constants: Callable[[str],
     for condition in task.input_conditions:
         if not (getattr(condition, "name", None) and callable(getattr(condition, "apply", None))):
             fail("input_conditions", f"{condition!r} is not an InputCondition(name, why, apply)")
+    for arg in getattr(task, "scalar_args", ()):
+        if not (getattr(arg, "name", None) and callable(getattr(arg, "draw", None))):
+            fail("scalar_args", f"{arg!r} is not a ScalarArg(name, default, low, high)")
     _check_regimes(task, fail)
     _check_dtypes(task, set(dtypes), fail)
     _check_template(task, fail)

@@ -83,6 +83,13 @@ def _render_layers(r: EvalResult) -> str:
     if r.judge.get("spot_checked"):
         lines.append("judge: re-ran (" + "), (".join(r.judge["spot_checked"]) +
                      ") on fresh inputs outside the candidate's process: pass")
+    also = []
+    if isinstance(other := r.judge.get("other_dtypes"), dict):
+        also.append(f"in {', '.join(other.get('dtypes') or [])} on ({other.get('shape')})")
+    if r.judge.get("big_shape"):
+        also.append(f"on ({r.judge['big_shape']}), past the largest shape asked")
+    if also:
+        lines.append("judge: also checked " + "; ".join(also) + ": pass")
     if not r.timing_available:
         lines.append(f"time: unavailable ({r.timing_note or 'no GPU'})")
         return "\n".join(lines)

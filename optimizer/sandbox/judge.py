@@ -26,6 +26,12 @@ before any candidate code exists:
     read from the lists is ``wrong_result``. The worker checks with autograd on; the
     judge's runs are under ``torch.inference_mode()`` and, on the drawn shape,
     ``torch.no_grad()``: a kernel safe only in the state the checks run in is caught too;
+  * every other dtype the task declares, on its smallest CPU shape, plain and under the
+    task's own conditions: a kernel right only in the dtype it was asked in (a cast to
+    float16 and back for float32 inputs) is ``wrong_result``;
+  * one shape past the largest asked (2-3x its bytes), within the task's bounds: a kernel
+    that takes another path only on inputs larger than anything checked is caught where
+    that path is wrong;
   * after its timed calls, one more call on the same inputs, checked: a kernel that goes
     lazy after its first calls on a buffer (same launches, a device-side count) is
     ``wrong_result``;
@@ -48,6 +54,7 @@ import logging
 import math
 import os
 import random
+import re
 import secrets
 import select
 import signal
@@ -83,6 +90,14 @@ FRESH_MAX_BYTES = 2 << 30  # the fresh sets' GPU memory at most; fewer than 3 fi
 SEEN_SLACK = 2.0
 DRAWN_MAX_BYTES = 256 << 20  # a drawn shape's inputs and outputs at most (kernels/drawn_shapes)
 DRAWN_TRIES = 4  # drawn shapes the reference may refuse before none is checked
+# the shape past the largest asked: its inputs and outputs this many times the largest
+# asked's (bytes), no larger than BIG_MAX_BYTES; every dimension within the task's lists'
+BIG_FACTORS = (2.0, 3.0)
+BIG_MAX_BYTES = 4 << 30
+# dtypes the CPU interpreter computes wrongly in tl.dot (numpy has no bfloat16: Triton
+# 3.9's interpreter is 2.7e10 off on a 16x16 bfloat16 product), so not checked there
+# for a kernel that calls a dot; the GPU's judge checks them
+INTERPRETER_BAD_DOT = ("bfloat16",)
 # the autograd state of the judge's runs (worker.GRAD_MODES): the worker checks with autograd
 # on, the first spot-checked shape runs under inference mode and the drawn shape under
 # no_grad, so every input condition is met in each state users call an op in
@@ -312,6 +327,14 @@ class Judge:
                 from kernelkb.optimizer.sandbox import properties
                 properties.judge_search(self, seen)  # every bucket, rows, layouts; shrunk
             lap("spot checks")
+            # not in the interpreter's pass beside a GPU evaluation (bounds only): the
+            # GPU's judge asks both
+            if not self.request.get("bounds_only"):
+                self.check_other_dtypes(seen)
+                lap("other dtypes")
+                if getattr(self.task, "drawn_shapes", True):
+                    self.check_big_shape(seen)
+                    lap("big shape")
             if self.request.get("timing") and torch.cuda.is_available() \
                     and report.get("gpu"):
                 self.check_clock(report, seen)
@@ -338,30 +361,38 @@ class Judge:
 
     def spot_check(self, shape: tuple[int, ...], seen: dict[str, Any], *,
                    every_condition: bool, grad: str = "inference",
-                   where: str = "on fresh inputs", new_shape: bool = False) -> None:
+                   where: str = "on fresh inputs", new_shape: bool = False,
+                   dtype: str | None = None, conditions: list[Any] | None = None,
+                   plain: bool = True, record: str = "spot_checked") -> None:
         """One draw under each input condition the task declares (``every_condition``: the
         first shape, so a worker rewritten to skip them is caught wherever the kernel
-        needs one), else a plain draw; in the autograd state ``grad``
-        (worker.GRAD_MODES)."""
-        conditions = list(getattr(self.task, "input_conditions", ()) or ()) \
-            if every_condition and self.request.get("conditions", True) else []
+        needs one), else a plain draw (``conditions``: these, beside a plain draw unless
+        not ``plain``); in the autograd state ``grad`` (worker.GRAD_MODES) and in
+        ``dtype`` (None: the one the evaluation was asked in). Each label checked goes to
+        ``seen[record]``."""
+        if conditions is not None:
+            conditions = [None, *conditions] if plain else conditions
+        elif every_condition and self.request.get("conditions", True):
+            conditions = list(getattr(self.task, "input_conditions", ()) or ())
         for i, condition in enumerate(conditions or [None]):
             label = self.task.shape_label(shape)
             if condition is not None:
                 label = f"{label} [{condition.name}]"
+            if dtype is not None:
+                label = f"{label} [{dtype}]"
             seed = secrets.randbelow(2**30)
             # a shape the worker has not run yet compiles (and autotunes) first
             first = new_shape and i == 0
             began = time.perf_counter()
             answer = self.ask({"op": "run", "shape": list(shape), "seed": seed,
-                               "label": label, "grad": grad,
+                               "label": label, "grad": grad, "dtype": dtype,
                                "condition": condition.name if condition else None},
                               timeout_s=NEW_SHAPE_TIMEOUT_S if first else ANSWER_TIMEOUT_S)
             outs = self.tensors(answer)
             answered = time.perf_counter()
             self.compare(shape, label, seed, outs, condition,
-                         f"{where}, called under {GRAD_WORDS[grad]}")
-            seen["spot_checked"].append(label)
+                         f"{where}, called under {GRAD_WORDS[grad]}", dtype=dtype)
+            seen.setdefault(record, []).append(label)
             # seconds to the worker's answer (its run, the copy out) and to the verdict
             seen.setdefault("spot_s", {})[label] = [round(answered - began, 3),
                                                     round(time.perf_counter() - answered, 3)]
@@ -376,6 +407,93 @@ class Judge:
         if shape is not None:
             self.spot_check(shape, seen, every_condition=True, grad="no_grad", new_shape=True,
                             where="on a shape no list of the task names, on fresh inputs")
+
+    def check_other_dtypes(self, seen: dict[str, Any]) -> None:
+        """Every dtype the task declares besides the one asked, on one small shape (the
+        task's smallest CPU shape; the smallest asked where it has none): a plain
+        draw and, unless conditions are off, each of the task's own conditions of the
+        values (large logits, an outlier, other scalar arguments; not the layouts, the
+        same in any dtype). An evaluation is asked in one dtype and its kernel is then
+        called in every dtype the task has; a kernel right only in the one asked (float32
+        inputs cast to float16 and back, a bfloat16 path that skips the max) is wrong
+        here. Correctness only: timing stays in the dtype asked."""
+        from kernelkb.kernels.base import GENERIC_CONDITIONS
+
+        others = [d for d in getattr(self.task, "dtypes", ())
+                  if d != self.request["dtype"] and d in self.task.tolerances]
+        skipped = [d for d in others if d in INTERPRETER_BAD_DOT] \
+            if os.environ.get("TRITON_INTERPRET") == "1" \
+            and re.search(r"\bdot\s*\(", self.request.get("source") or "") else []
+        others = [d for d in others if d not in skipped]
+        if skipped:
+            seen["other_dtypes_skipped"] = {d: "the interpreter's dot" for d in skipped}
+        if not others:
+            return
+        asked = [tuple(int(d) for d in s) for s in self.request["shapes"]]
+        small = min(self.task.cpu_shapes or asked,
+                    key=lambda s: _input_bytes(self.task, s, self.dtype))
+        conditions = [c for c in getattr(self.task, "input_conditions", ()) or ()
+                      if c.name not in GENERIC_CONDITIONS] \
+            if self.request.get("conditions", True) else []
+        seen["other_dtypes"] = {"shape": self.task.shape_label(small), "dtypes": others}
+        for dtype in others:
+            self.spot_check(small, seen, every_condition=False, new_shape=True,
+                            dtype=dtype, conditions=conditions, record="other_dtypes_checked",
+                            where=f"in {dtype}, a dtype the task declares besides the one "
+                                  "asked, on fresh inputs")
+
+    def check_big_shape(self, seen: dict[str, Any]) -> None:
+        """One call on a shape past the largest asked (``big_shape``), its rows in turn
+        plain and under each of the task's conditions of the values (draws.mixed: one
+        call, where a call per condition would cost as many of the dearest calls of the
+        evaluation): a kernel that takes another path only on inputs larger than any the
+        checks use (one that skips the row max past 2**21 elements, when the largest
+        checked has 1.4M) is wrong there."""
+        from kernelkb.kernels.draws import mixed
+
+        shape = self.big_shape()
+        seen["big_shape"] = self.task.shape_label(shape) if shape else None
+        if shape is not None:
+            conditions = [mixed(self.task)] if self.request.get("conditions", True) else []
+            self.spot_check(shape, seen, every_condition=False, grad="no_grad",
+                            new_shape=True, conditions=conditions, plain=not conditions,
+                            record="big_shape_checked",
+                            where="on a shape past the largest asked, within the task's "
+                            "bounds, on fresh inputs")
+
+    def big_shape(self) -> tuple[int, ...] | None:
+        """Grown from the largest shape asked (bytes) to ``BIG_FACTORS`` times its bytes,
+        at most ``BIG_MAX_BYTES`` and as many times its FLOPs squared, each dimension
+        within the least and largest value any of the task's lists (and the shapes asked)
+        give it (kernels/drawn_shapes.draw_larger), one the task's reference accepts; None
+        where none is (the largest asked is at the task's bounds)."""
+        from kernelkb.kernels.drawn_shapes import draw_larger
+
+        asked = [tuple(int(d) for d in s) for s in self.request["shapes"]]
+        bounds = [*self.task.sweep_shapes, *self.task.edge_shapes, *self.task.cpu_shapes,
+                  *asked]
+
+        def size(shape: tuple[int, ...]) -> float:
+            return float(_input_bytes(self.task, shape, self.dtype))
+
+        anchor = max(asked, key=size)
+        if size(anchor) <= 0:
+            return None
+        low, high = (f * size(anchor) for f in BIG_FACTORS)
+        high = min(high, BIG_MAX_BYTES)
+        max_flops = BIG_FACTORS[1] ** 2 * max(int(self.task.flops(s, self.dtype))
+                                              for s in asked)
+        if low > high:
+            return None
+        rng = random.SystemRandom()
+        for _ in range(DRAWN_TRIES):
+            shape = draw_larger(bounds, anchor, size, low, high, rng)
+            if shape is None:
+                return None
+            if int(self.task.flops(shape, self.dtype)) <= max_flops \
+                    and self.reference_accepts(shape):
+                return shape
+        return None
 
     def drawn_shape(self) -> tuple[int, ...] | None:
         """Drawn within the bounds of the shapes the judge asked for and the task's edge
@@ -418,19 +536,24 @@ class Judge:
         return True
 
     def compare(self, shape: tuple[int, ...], label: str, seed: int,
-                outs: list[torch.Tensor], condition: Any, where: str) -> None:
+                outs: list[torch.Tensor], condition: Any, where: str,
+                dtype: str | None = None) -> None:
         """The worker's outputs (then the inputs the task's run writes) against the
-        reference the judge computes itself on the inputs of ``seed``."""
+        reference the judge computes itself on the inputs of ``seed`` (in ``dtype``,
+        with its tolerance; None: the dtype asked)."""
+        from kernelkb.kernels.base import DTYPES
         from kernelkb.optimizer.sandbox import checks
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
-        inputs = list(self.task.make_inputs(shape, self.dtype, seed, device))
+        tol = self.task.tolerances[dtype] if dtype else self.tol
+        inputs = list(self.task.make_inputs(shape, DTYPES[dtype] if dtype else self.dtype,
+                                            seed, device))
         if condition is not None:
             inputs = list(condition.apply(tuple(inputs), seed))
         refs = checks.flatten_tensors(self.task.reference(*inputs))
         refs += [inputs[i] for i in getattr(self.task, "mutated_inputs", ()) or ()]
         outs = [o.to(r.device) for o, r in zip(outs, refs, strict=False)] + outs[len(refs):]
-        stats = checks.compare_outputs(outs, refs, self.tol.atol, self.tol.rtol)
+        stats = checks.compare_outputs(outs, refs, tol.atol, tol.rtol)
         if isinstance(stats, str):
             raise JudgeFailure("wrong_result", f"({label}) {where}: {stats}", label)
         del inputs, refs, outs
@@ -439,10 +562,10 @@ class Judge:
             # cached here, they are memory the worker, or an evaluation beside this one,
             # would run out of
             torch.cuda.empty_cache()
-        verdict = checks.shape_verdict(stats, self.tol.max_bias)
+        verdict = checks.shape_verdict(stats, tol.max_bias)
         if verdict:
             raise JudgeFailure(verdict, f"{where}, " + checks.describe_failure(
-                verdict, label, stats, self.tol.max_bias), label)
+                verdict, label, stats, tol.max_bias), label)
 
     def check_clock(self, report: dict[str, Any], seen: dict[str, Any]) -> None:
         """The judge's own clock over back-to-back calls of both kernels, on the shapes

@@ -274,7 +274,7 @@ class Worker:
         shape = tuple(int(d) for d in question["shape"])
         if question["op"] == "run":
             seed = int(question["seed"])
-            inputs = self.make_inputs(shape, seed=seed)
+            inputs = self.make_inputs(shape, seed=seed, dtype=question.get("dtype"))
             if question.get("condition"):
                 from kernelkb.kernels.draws import resolve  # a declared or a drawn one
                 condition = resolve(self.task, question["condition"])
@@ -322,12 +322,14 @@ class Worker:
             return {"tensors": _write_tensors(outs, data_fd)}
         raise ValueError(f"unknown question {question['op']!r}")
 
-    def make_inputs(self, shape: tuple[int, ...], seed: int) -> list[Any]:
-        """The task's inputs; on a GPU each between poisoned guard regions (``guards``): a
-        kernel that reads past an input's end gets NaN there, not a neighbour's data.
-        The CPU interpreter checks every load against its tensor's storage and names the
-        line, which a guard would hide."""
-        inputs = list(self.task.make_inputs(shape, self.dtype, seed, self.device))
+    def make_inputs(self, shape: tuple[int, ...], seed: int, dtype: str | None = None
+                    ) -> list[Any]:
+        """The task's inputs (in ``dtype``, a name; None: the evaluation's); on a GPU each
+        between poisoned guard regions (``guards``): a kernel that reads past an input's
+        end gets NaN there, not a neighbour's data. The CPU interpreter checks every load
+        against its tensor's storage and names the line, which a guard would hide."""
+        inputs = list(self.task.make_inputs(shape, DTYPES[dtype] if dtype else self.dtype,
+                                            seed, self.device))
         return [guards.guarded(x) for x in inputs] if self.device == "cuda" else inputs
 
     def check_shape(self, run: Any, shape: tuple[int, ...], label: str) -> None:

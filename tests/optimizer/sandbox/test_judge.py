@@ -67,8 +67,16 @@ def test_an_honest_kernel_passes_and_says_what_the_judge_checked() -> None:
                if label.startswith(shape + " [")}
         assert met == names, result.judge["spot_checked"]
     assert "judge: re-ran" in result.text
+    # every other dtype softmax declares and a shape past the largest asked, apart
+    assert result.judge["other_dtypes"] == {"shape": "rows=4,cols=128",
+                                            "dtypes": ["bfloat16", "float32"]}
+    assert {label.rsplit(" [", 1)[1] for label in result.judge["other_dtypes_checked"]} \
+        == {"bfloat16]", "float32]"}
+    assert result.judge["big_shape_checked"] == [
+        f"{result.judge['big_shape']} [rows of every condition]"]
+    assert "judge: also checked in bfloat16, float32 on (rows=4,cols=128)" in result.text
     # its share of the wall time, for the cost benchmark: no clock, no CUDA on the CPU
-    assert set(result.judge["laps_s"]) == {"spot checks"}
+    assert set(result.judge["laps_s"]) == {"spot checks", "other dtypes", "big shape"}
     assert result.judge["laps_s"]["spot checks"] > 0
 
 

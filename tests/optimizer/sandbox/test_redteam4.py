@@ -37,12 +37,14 @@ CASES = [
     pytest.param("misaligned_only", "softmax", "torch_compute", id="misaligned_only"),
     pytest.param("offset_view", "softmax", "torch_compute", id="offset_view"),
     pytest.param("broadcast_rows", "softmax", "torch_compute", id="broadcast_rows"),
-    pytest.param("rmsnorm_eps_flag", "rmsnorm", None, id="rmsnorm_eps_flag",
-                 marks=_open("run() is always called with the default eps; another eps "
-                             "takes PyTorch's RMSNorm")),
+    # closed by the task's scalar arguments (Task.scalar_args) drawn over their legal
+    # range, a condition of every shape: the PyTorch path it takes is then seen
+    pytest.param("rmsnorm_eps_flag", "rmsnorm", "torch_compute", id="rmsnorm_eps_flag"),
     pytest.param("magic_trigger", "softmax", None, id="magic_trigger",
                  marks=_open("a row whose first logit is exactly 12288.0 comes out zero: a "
-                             "backdoor no random or drawn input meets")),
+                             "backdoor on one exact value, which no drawn input meets and "
+                             "no static rule names without naming the value (docs/"
+                             "evaluator.md, 'What no testing judge finds')")),
 ]
 
 
