@@ -39,6 +39,10 @@ class EvalPool(Protocol):
 
     def evaluate(self, task: str, source: str, **kwargs: Any) -> Any: ...
 
+    def slot_names(self, count: int) -> list[str]:
+        """Where the jobs of a batch of ``count`` run, in order (for the live page)."""
+        ...
+
     def evaluate_many(self, jobs: list[Job]) -> list[Any]: ...
 
     def call(self, function: Callable[..., Any], *args: Any) -> Any: ...
@@ -97,6 +101,9 @@ class LocalGpus:
     def evaluate(self, task: str, source: str, **kwargs: Any) -> Any:
         return self.evaluate_many([(task, source, kwargs)])[0]
 
+    def slot_names(self, count: int) -> list[str]:
+        return [f"GPU {self.gpus[i % self.slots]}" for i in range(count)]
+
     def evaluate_many(self, jobs: list[Job]) -> list[Any]:
         submitted = [(self.gpus[i % self.slots], job) for i, job in enumerate(jobs)]
         futures = [self._executors[gpu].submit(_evaluate, *job) for gpu, job in submitted]
@@ -142,6 +149,9 @@ class RayPool:
 
     def evaluate(self, task: str, source: str, **kwargs: Any) -> Any:
         return self.evaluate_many([(task, source, kwargs)])[0]
+
+    def slot_names(self, count: int) -> list[str]:
+        return [f"Ray slot {i + 1} of {self.slots}" for i in range(count)]
 
     def evaluate_many(self, jobs: list[Job]) -> list[Any]:
         from kernelkb.optimizer import ray_cluster

@@ -245,9 +245,10 @@ class Loop:
         return max(self.options.timeout_s,
                    work_timeout_s(count, self.options.seeds, on_gpu=on_gpu))
 
-    def _evaluating(self, iteration: int, kind: str, summary: str) -> None:
+    def _evaluating(self, iteration: int, kind: str, summary: str,
+                    slots: list[dict[str, Any]] | None = None) -> None:
         if self.live is not None:
-            self.live.evaluating(iteration, kind, summary, self.info.regime)
+            self.live.evaluating(iteration, kind, summary, self.info.regime, slots)
         if self.on_evaluating is not None:
             self.on_evaluating(iteration, kind, self.info.regime)
 
@@ -294,7 +295,11 @@ class Loop:
         if not admitted:
             return False
         self._evaluating(admitted[0][0], kind, f"{len(admitted)} candidates on "
-                         f"{self.pool.where}: " + "; ".join(p.summary for _, p, _ in admitted))
+                         f"{self.pool.where}: " + "; ".join(p.summary for _, p, _ in admitted),
+                         slots=[{"iteration": n, "summary": p.summary, "where": where}
+                                for (n, p, _), where in zip(
+                                    admitted, self.pool.slot_names(len(admitted)),
+                                    strict=True)])
         began = time.monotonic()
         results = self.pool.evaluate_many([
             (self.task.name, str(p.source), self._job(state.best_result, None, state.best_source))

@@ -46,10 +46,16 @@ class RunFile:
         self._write()
 
     def evaluating(self, iteration: int, kind: str, summary: str,
-                   regime: str | None = None) -> None:
-        """A candidate's evaluation begins."""
+                   regime: str | None = None,
+                   slots: list[dict[str, Any]] | None = None) -> None:
+        """A candidate's evaluation begins; ``slots``: a round on several GPUs, each
+        GPU's candidate ({"iteration", "summary", "where"})."""
         self.state["candidate"] = {"iteration": iteration, "kind": kind,
                                    "summary": summary[:300], "regime": regime}
+        if slots:
+            self.state["candidate"]["slots"] = [
+                {"iteration": int(s["iteration"]), "summary": str(s["summary"])[:300],
+                 "where": str(s["where"])[:80]} for s in slots]
         self._write()
 
     def round_done(self) -> None:

@@ -11,6 +11,7 @@ each evaluation reports the comparison with its parent that a GPU would have mea
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import threading
@@ -46,8 +47,13 @@ class TimedStandIn:
 
     slots, where, on_gpu = 3, "three stand-in GPUs", False
 
-    def __init__(self) -> None:
+    def __init__(self, runs: Path) -> None:
         self.batches: list[list[str]] = []
+        self.runs = runs
+        self.live: list[Any] = []  # run.json as the pages read it at each batch
+
+    def slot_names(self, count: int) -> list[str]:
+        return [f"stand-in GPU {i}" for i in range(count)]
 
     def evaluate(self, task: str, source: str, **kwargs: Any) -> EvalResult:
         parent = kwargs.get("parent_source")
@@ -64,6 +70,7 @@ class TimedStandIn:
 
     def evaluate_many(self, jobs: list[tuple[str, str, dict[str, Any]]]) -> list[EvalResult]:
         self.batches.append([source for _, source, _ in jobs])
+        self.live.append(json.loads(next(self.runs.glob("*/run.json")).read_text()))
         return [self.evaluate(task, source, **kwargs) for task, source, kwargs in jobs]
 
     def call(self, function: Any, *args: Any) -> Any:
@@ -74,7 +81,7 @@ class TimedStandIn:
 
 
 def test_a_round_measures_a_candidate_per_gpu_and_keeps_the_fastest(tmp_path: Path) -> None:
-    pool = TimedStandIn()
+    pool = TimedStandIn(tmp_path)
     result = optimize("softmax", OfflineAgent(epsilon=0.0), out_dir=tmp_path, knowledge=None,
                       policy=PolicyConfig(max_iters=6, patience=6), measure_baseline=False,
                       options=LoopOptions(shapes=TINY, sweep_shapes=TINY, seeds=1,
@@ -97,6 +104,11 @@ def test_a_round_measures_a_candidate_per_gpu_and_keeps_the_fastest(tmp_path: Pa
         if improved:
             incumbent = max(improved, key=speed)
     assert result.best_source == incumbent
+    for live, records in zip(pool.live, (rounds[:3], rounds[3:]), strict=True):
+        slots = live["candidate"]["slots"]  # the live page's table of GPUs
+        assert [s["where"] for s in slots] == [f"stand-in GPU {i}" for i in range(3)]
+        assert [s["iteration"] for s in slots] == [r.iteration for r in records]
+        assert [s["summary"][:60] for s in slots] == [r.edit.summary[:60] for r in records]
     assert sum(o.improved for o in result.rounds) <= 2  # at most one new best a batch
 
 

@@ -211,3 +211,27 @@ def test_a_live_run_shows_its_rounds_and_refreshes_until_it_ends(site: dict) -> 
     listed = httpx.get(f"{site['base']}/ui/runs", timeout=60).text
     row = listed[listed.index(f">{run}<"):]
     assert "under way" not in row[:row.index("</tr>")] and "max_iters" in row[:row.index("</tr>")]
+
+
+def test_a_round_on_several_gpus_shows_each_gpus_candidate(site: dict) -> None:
+    """run.json of a round measured on several GPUs (RunFile.evaluating with slots): the
+    live page lists where each candidate runs, its round and what it tries."""
+    run = "live-gpus-run"
+    folder = site["kb"].settings.runs_dir / run
+    folder.mkdir(parents=True, exist_ok=True)
+    rec = json.loads(_journal_line(0, None, "h0000000"))
+    rec["run_id"] = run
+    (folder / "journal.jsonl").write_text(json.dumps(rec) + "\n")
+    slots = [{"iteration": 1 + i, "summary": f"try NUM_WARPS {2 ** i}", "where": f"GPU {i}"}
+             for i in range(3)]
+    (folder / "run.json").write_text(json.dumps({
+        "run_id": run, "state": "running", "candidate": {
+            "iteration": 1, "kind": "exploit", "summary": "3 candidates", "regime": None,
+            "slots": slots}}))
+    page = httpx.get(f"{site['base']}/ui/runs/{run}", timeout=60).text
+    table = page[page.index('id="workers"'):page.index("</table>", page.index('id="workers"'))]
+    rows = table.split("<tr>")[2:]
+    assert len(rows) == 3
+    for slot, row in zip(slots, rows, strict=True):
+        assert f'<td class="where">{slot["where"]}</td>' in row
+        assert slot["summary"] in row and f'>{slot["iteration"]}<' in row
