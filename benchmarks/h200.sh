@@ -60,6 +60,7 @@ for stage in "$@"; do
     # where each door's seconds go: the full judge's laps, the fast door's checks and timing
     doors:*) for t in $(echo ${stage#doors:} | tr , ' '); do timeout $(( $(left) - 20 )) python3 benchmarks/profile_doors.py "$t" ${DOORS_FLAGS-} > "$OUT/doors_$t.txt" 2>&1; echo "rc=$?" >> "$OUT/doors_$t.txt"; done ;;
     profile:*) t=${stage#profile:}; timeout $(( $(left) - 20 )) python3 benchmarks/profile_worker.py "$t" > "$OUT/profile_$t.txt" 2>&1; echo "rc=$?" >> "$OUT/profile_$t.txt" ;;
+    scaleout) timeout $(( $(left) - 20 )) python3 benchmarks/scale_out.py --slots ${SLOTS:-1} --jobs ${JOBS:-8} --repeats ${REPEATS:-3} > "$OUT/scale_out.log" 2>&1; echo "rc=$?" >> "$OUT/scale_out.log"; tail -8 "$OUT/scale_out.log" ;;
     hostcost) timeout $(( $(left) - 20 )) python3 benchmarks/host_cost.py --out "$OUT" > "$OUT/host_cost.log" 2>&1; echo "rc=$?" >> "$OUT/host_cost.log" ;;
     launch) timeout $(( $(left) - 20 )) python3 benchmarks/launch_bound.py --runs benchmarks/runs > "$OUT/launch.log" 2>&1; echo "rc=$?" >> "$OUT/launch.log" ;;
     revalidate:*) t=${stage#revalidate:}; KERNELKB_DATA_DIR=/tmp/kkb_revalidate timeout $(( $(left) - 20 )) python3 -m kernelkb revalidate --task "$t" --top ${TOP:-3} --journal "benchmarks/results/revalidate_${t}_h200.jsonl" 2>&1 | grep --line-buffered -v 'Warning\|INFO' | tee -a "$OUT/revalidate.log" ;;
