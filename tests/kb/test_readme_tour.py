@@ -1,6 +1,6 @@
 """The README's tour step 5 runs as printed: the command in its console block, run on the
 CPU with a fresh home, prints the block's lines (paths elided there with "...") in the
-time the README states. Slow: a real run, about 2.5 minutes on 2 cores."""
+time the README states. Slow: a real run, under a minute on 2 idle cores."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def _step5() -> tuple[list[str], list[str], float]:
     step = readme[readme.index("**5. Optimize a kernel.**"):readme.index("**Measure a whole")]
     block = step[step.index("```console\n") + 11:]
     block = block[:block.index("```")].splitlines()
-    stated = float(re.search(r"two rounds: (\d+) s on the 2-core CPU", step).group(1))
+    stated = float(re.search(r"two rounds: (\d+) s on an idle 2-core CPU", step).group(1))
     return block[0].removeprefix("$ ").split(), block[1:], stated
 
 
@@ -49,5 +49,8 @@ def test_the_tour_step_prints_what_the_readme_shows(tmp_path: Path) -> None:
     for line in lines:
         head = line.split("...")[0].split(" .../")[0]
         assert any(p.startswith(head) for p in printed), (line, printed)
+    # the README states the idle figure; other work on the cores stretches it (158 s
+    # for 45 s at a load of 6 on 2 cores: 3.5x at 3 a core)
     load = os.getloadavg()[0] / (os.cpu_count() or 1)
-    assert took < stated * max(2.5, load), f"{took:.0f} s, the README says {stated:.0f} s"
+    assert took < stated * max(2.5, 1.5 * load), \
+        f"{took:.0f} s at a load of {load:.1f} a core, the README says {stated:.0f} s idle"
