@@ -23,11 +23,12 @@ and runs where one is free), re-execution when a worker process or a host dies, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,9 +77,12 @@ class Cluster:
                 ray.init(address=address, logging_level=logging.WARNING,
                          log_to_driver=False)
             except (ConnectionError, RuntimeError, ValueError) as err:
-                raise UserFixable(f"--ray {address}: no Ray cluster answers there ({err}); "
-                                  "start one with `ray start --head` or `kernelkb worker`"
-                                  ) from None
+                raise UserFixable(
+                    f"--ray {address}: no Ray cluster answers there ({err}); start one with "
+                    "`ray start --head`. If the cluster asks for Ray's token (recent Ray "
+                    "turns token authentication on for clusters `ray start` makes), set "
+                    "RAY_AUTH_MODE=token here, with the head's ~/.ray/auth_token copied "
+                    "to this host (docs/scale-out.md)") from None
         resources = ray.cluster_resources()
         gpus = int(resources.get("GPU", 0))
         return cls(address, gpus, gpus or int(resources.get("CPU", 1)))
@@ -155,7 +159,8 @@ def sweep(cluster: Cluster, plan: SweepPlan, journal: Path, *, shapes: str = "sw
     lost: list[int] = []
     pending = list(futures)
     while pending:
-        ready, pending = ray.wait(pending, num_returns=1, timeout=POLL_S)
+        with _cancelled_on_interrupt(ray, pending):
+            ready, pending = ray.wait(pending, num_returns=1, timeout=POLL_S)
         on_progress(_line(ray.get(progress.read.remote()), parts, len(plan.regimes)))
         for future in ready:
             try:
@@ -172,6 +177,18 @@ def sweep(cluster: Cluster, plan: SweepPlan, journal: Path, *, shapes: str = "sw
                    for i in lost for config in parts[i] for regime in plan.regimes]
     header = merge_points(journal, header, {}, lost_points, done)  # failed, not verdicts
     return list(done.values())
+
+
+@contextlib.contextmanager
+def _cancelled_on_interrupt(ray: Any, pending: list[Any]) -> Iterator[None]:
+    """Ctrl-C (or SIGTERM from a time limit) in the driver stops the measurements it
+    placed: each pending task is cancelled, its process killed."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        for future in pending:
+            ray.cancel(future, force=True)
+        raise
 
 
 def _line(shares: dict[int, tuple[str, int, int, float]], parts: list[list[Any]],
@@ -207,7 +224,8 @@ def evaluate_many(cluster: Cluster, jobs: list[tuple[str, str, dict[str, Any]]],
     index = {f: i for i, f in enumerate(futures)}
     pending = list(futures)
     while pending:
-        ready, pending = ray.wait(pending, num_returns=1)
+        with _cancelled_on_interrupt(ray, pending):
+            ready, pending = ray.wait(pending, num_returns=1)
         for future in ready:
             i = index[future]
             task, _, kwargs = jobs[i]

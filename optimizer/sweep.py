@@ -146,9 +146,12 @@ def _checked(task: Task, module: Any, tol: Any, dtype: str, device: str, shapes:
     return {"ok": True, "max_rel_err": worst, "check_s": round(time.perf_counter() - began, 3)}
 
 
-def _pool_start() -> None:
-    """A pool process: quiet, and on the GPU every process on device 0."""
+def _pool_start(interpret: bool) -> None:
+    """A pool process: quiet; on a host without a GPU the checks run in Triton's CPU
+    interpreter (without it, every kernel failed with "0 active drivers")."""
     logging.basicConfig(level=logging.WARNING)
+    if interpret:
+        os.environ["TRITON_INTERPRET"] = "1"
 
 
 # -- phase 2: the comparison, in this process --------------------------------------------
@@ -475,9 +478,12 @@ def _check_pool(task: str, dtype: str, configs: list[dict[str, Any]], every: lis
                 conditioned: list[Shape], workers: int) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     began = time.perf_counter()
+    import torch
+
     context = multiprocessing.get_context("spawn")  # CUDA does not survive a fork
     with ProcessPoolExecutor(max_workers=min(workers, len(configs)), mp_context=context,
-                             initializer=_pool_start) as pool:
+                             initializer=_pool_start,
+                             initargs=(not torch.cuda.is_available(),)) as pool:
         futures: dict[Future[dict[str, Any]], dict[str, Any]] = {
             pool.submit(check_config, task, dtype, c, every, conditioned): c for c in configs}
         for n, future in enumerate(as_completed(futures), 1):

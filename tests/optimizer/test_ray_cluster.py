@@ -110,3 +110,44 @@ def test_a_node_killed_mid_run_loses_no_point_and_doubles_none(cluster, tmp_path
     assert all(not p.ok for p in lost)  # lost twice: failed measurements, never verdicts
     assert len(lost) < plan().points  # the share on the node that stayed came back
     made.remove_node(spare)
+
+
+def _as_from_a_shell() -> None:
+    """Ctrl-C reaches the command as from a shell: not blocked or ignored, as it may be
+    in this test process once Ray's own processes were started from it."""
+    import signal
+
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_ctrl_c_in_the_driver_stops_what_it_placed(cluster, tmp_path: Path) -> None:
+    """SIGINT to `kernelkb sweep --ray` while its shares measure: the command ends and
+    the cluster's cores are free again within seconds, not when the shares would end."""
+    import signal
+
+    made, _ = cluster
+    ray.init(address=made.address, ignore_reinit_error=True)
+    total = ray.cluster_resources().get("CPU", 0)
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    driver = subprocess.Popen([sys.executable, "-m", "kernelkb", "sweep", TASK, "--shapes",
+                               "cpu", "--limit", "12", "--ray", made.address,
+                               "--out", str(tmp_path)],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, preexec_fn=_as_from_a_shell)
+    deadline = time.monotonic() + 300
+    assert driver.stdout is not None
+    said = []
+    for line in driver.stdout:  # until a share is measuring on a node
+        said.append(line)
+        if "@" in line and "waiting" not in line:
+            break
+        assert time.monotonic() < deadline, said
+    assert ray.available_resources().get("CPU", 0) < total, said  # the shares hold cores
+    driver.send_signal(signal.SIGINT)
+    rest, _ = driver.communicate(timeout=60)
+    assert driver.returncode == 130 and "interrupted" in rest, rest[-2000:]
+    deadline = time.monotonic() + 20
+    while ray.available_resources().get("CPU", 0) < total:
+        assert time.monotonic() < deadline, ray.available_resources()
+        time.sleep(0.5)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from kernelkb.kernels.base import get_task
 from kernelkb.optimizer import sweep
 
@@ -87,3 +89,22 @@ def test_a_share_delivered_twice_is_merged_once(tmp_path) -> None:
         merged = sweep.merge_points(journal, merged, {"task": "softmax"},
                                     [sweep.Point.from_row(json.loads(x)) for x in lines], done)
     assert len(journal.read_text().splitlines()) == 1 + len(configs) == 1 + len(done)
+
+
+@pytest.mark.slow
+def test_the_command_on_a_host_without_a_gpu_needs_no_interpreter_flag(tmp_path) -> None:
+    """`kernelkb sweep` on a CPU host, TRITON_INTERPRET unset as a user has it: its check
+    processes run the interpreter themselves (every kernel once failed "0 active
+    drivers", and the command ended in a traceback)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["KERNELKB_HOME"] = str(tmp_path / "home")
+    done = subprocess.run([sys.executable, "-m", "kernelkb", "sweep", "rmsnorm", "--limit",
+                           "2", "--shapes", "cpu", "--workers", "1", "--out", str(tmp_path)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    _, points = sweep.read_journal(tmp_path / "rmsnorm_float16.jsonl")
+    assert points and all(p.ok for p in points.values())
