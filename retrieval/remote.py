@@ -18,6 +18,9 @@ from kernelkb.retrieval.names import UnknownName
 from kernelkb.retrieval.query import RetrievalQuery
 from kernelkb.retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
 
+# the names every door documents (the service still takes the older ones)
+DOOR_NAMES = {"op_type": "op", "k": "limit", "task_id": "task"}
+
 
 class ServiceUnavailable(RuntimeError):
     """The knowledge service did not answer (down, unreachable, timed out, 5xx)."""
@@ -69,8 +72,8 @@ class RemoteKnowledge:
         sentence naming the closest, for a name it does not know."""
         typed = {"op_type": op_type, "gpu_name": gpu_name, "arch": arch, "task_id": task_id}
         try:
-            found = self._call("GET", "/names",
-                               params={k: v for k, v in typed.items() if v is not None})
+            found = self._call("GET", "/names", params={
+                DOOR_NAMES.get(k, k): v for k, v in typed.items() if v is not None})
         except ServiceError as exc:
             if exc.status == 422 and exc.detail:
                 raise UnknownName(exc.detail) from None
@@ -93,6 +96,7 @@ class RemoteKnowledge:
     def retrieve(self, query: RetrievalQuery) -> RetrievalResult:
         # names as given, as LocalKnowledge takes them: matching typed names is for people
         body = query.model_copy(update={"check_names": False}).model_dump(mode="json")
+        body = {DOOR_NAMES.get(k, k): v for k, v in body.items()}
         data = self._call("POST", "/retrieve", json=body)
         return RetrievalResult.model_validate(data)
 
@@ -100,7 +104,7 @@ class RemoteKnowledge:
                  arch: str | None = None, triton_version: str | None = None,
                  current_triton: str | None = None,
                  regime: str | None = None) -> InsightReport:
-        params = {k: v for k, v in {"op_type": op_type, "gpu_name": gpu_name, "arch": arch,
+        params = {k: v for k, v in {"op": op_type, "gpu_name": gpu_name, "arch": arch,
                                     "triton_version": triton_version,
                                     "current_triton": current_triton,
                                     "check_names": False, "regime": regime}.items()
@@ -112,7 +116,7 @@ class RemoteKnowledge:
                   limit: int = 10, shapes: Sequence[str] | None = None) -> BootstrapPlan:
         """``space`` stays here (functions do not travel): the service ranks the space of
         its own registered task of ``op_type``, or the configurations in its store."""
-        body = {"env": env, "op_type": op_type, "include_own": include_own, "limit": limit,
+        body = {"env": env, "op": op_type, "include_own": include_own, "limit": limit,
                 "check_names": False, **({"shapes": list(shapes)} if shapes else {})}
         return BootstrapPlan.model_validate(self._call("POST", "/bootstrap", json=body))
 

@@ -233,8 +233,6 @@ def test_mcp_names_the_task_task_in_every_tool(tmp_path: Path) -> None:
         text["both"]  # type: ignore[attr-defined]
 
 
-@pytest.mark.xfail(strict=True, reason="retrieval/remote.py still sends op_type, k and "
-                   "task_id; it should send op, limit and task (the service takes both)")
 def test_the_remote_client_sends_the_current_names(tmp_path: Path) -> None:
     """RemoteKnowledge (an MCP server or a run pointed at a service) asks with the names
     the service documents, not the deprecated ones. The requests are the real ones sent

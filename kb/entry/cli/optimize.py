@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kernelkb.kb.entry.cli.common import Command
+from kernelkb.kb.entry.cli.common import TASK_HELP, Command
 from kernelkb.kb.entry.cli.model_flags import add_model_flags, run_shapes
 from kernelkb.kb.entry.cli.scale_flags import add_scale_flags, open_pool
 
@@ -26,8 +26,8 @@ CPU_MAX_ITERS = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("task", nargs="?", help="task name, e.g. softmax (with --resume: "
-                        "the run's own)")
+    parser.add_argument("task", nargs="?", metavar="TASK",
+                        help=f"{TASK_HELP}; with --resume: the run's own")
     parser.add_argument("--resume", metavar="RUN", default=None,
                         help="go on with an interrupted run (its id under the runs folder, or "
                              "its folder) from its journal and stored records: finished "
