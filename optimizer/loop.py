@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from kernelkb.retrieval.protocol import Knowledge
 
 log = logging.getLogger(__name__)
+progress = logging.getLogger("kernelkb.progress")  # the lines a user of the command reads
 Evaluator = Callable[..., Any]  # optimizer.sandbox.evaluate's signature
 
 
@@ -294,12 +295,14 @@ class Loop:
                 admitted.append((iteration + n, proposal, diff))
         if not admitted:
             return False
+        slots = [{"iteration": n, "summary": p.summary, "where": where} for (n, p, _), where
+                 in zip(admitted, self.pool.slot_names(len(admitted)), strict=True)]
+        for slot in slots:  # a line per GPU: what it measures now
+            progress.info("%s: round %d: %s", slot["where"], slot["iteration"],
+                          str(slot["summary"])[:90])
         self._evaluating(admitted[0][0], kind, f"{len(admitted)} candidates on "
                          f"{self.pool.where}: " + "; ".join(p.summary for _, p, _ in admitted),
-                         slots=[{"iteration": n, "summary": p.summary, "where": where}
-                                for (n, p, _), where in zip(
-                                    admitted, self.pool.slot_names(len(admitted)),
-                                    strict=True)])
+                         slots=slots)
         began = time.monotonic()
         results = self.pool.evaluate_many([
             (self.task.name, str(p.source), self._job(state.best_result, None, state.best_source))

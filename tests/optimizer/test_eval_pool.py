@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import signal
 import threading
@@ -80,7 +81,9 @@ class TimedStandIn:
         pass
 
 
-def test_a_round_measures_a_candidate_per_gpu_and_keeps_the_fastest(tmp_path: Path) -> None:
+def test_a_round_measures_a_candidate_per_gpu_and_keeps_the_fastest(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="kernelkb.progress")
     pool = TimedStandIn(tmp_path)
     result = optimize("softmax", OfflineAgent(epsilon=0.0), out_dir=tmp_path, knowledge=None,
                       policy=PolicyConfig(max_iters=6, patience=6), measure_baseline=False,
@@ -104,6 +107,11 @@ def test_a_round_measures_a_candidate_per_gpu_and_keeps_the_fastest(tmp_path: Pa
         if improved:
             incumbent = max(improved, key=speed)
     assert result.best_source == incumbent
+    said = [r.getMessage() for r in caplog.records if r.name == "kernelkb.progress"]
+    for record in rounds:  # a line per GPU as its candidate starts
+        where = f"stand-in GPU {(record.iteration - 1) % 3}"
+        assert f"{where}: round {record.iteration}: {record.edit.summary[:40]}" in \
+            "\n".join(said)
     for live, records in zip(pool.live, (rounds[:3], rounds[3:]), strict=True):
         slots = live["candidate"]["slots"]  # the live page's table of GPUs
         assert [s["where"] for s in slots] == [f"stand-in GPU {i}" for i in range(3)]
