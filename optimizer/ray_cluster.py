@@ -99,13 +99,70 @@ def _lost_errors(ray: Any) -> tuple[type[BaseException], ...]:
     return tuple(getattr(ray.exceptions, n) for n in names if hasattr(ray.exceptions, n))
 
 
+# -- a user's own tasks travel with the work -------------------------------------------
+SHIPPED_MAX_BYTES = 2 << 20  # a tasks folder bigger than this is installed on each host
+Shipped = list[tuple[str, dict[str, str]]]  # (task file, its folder's .py files by path)
+
+
+def folder_tasks() -> Shipped:
+    """Every task loaded here from a tasks folder (``--tasks-dir``): the task's file and
+    the Python files of its folder (its templates), by relative path. A worker host has
+    not got the user's folder, so they go with each job. Tasks from installed packages
+    must be installed on every host."""
+    from kernelkb.kernels.base import all_tasks
+    from kernelkb.kernels.discovery import origin_of
+    from kernelkb.kernels.shared.errors import UserFixable
+
+    shipped: dict[str, tuple[str, dict[str, str]]] = {}
+    for name in all_tasks():
+        origin = origin_of(name)
+        if origin is None or origin.kind != "folder" or origin.file in shipped:
+            continue
+        root = Path(origin.file).parent
+        files = {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*.py"))
+                 if "__pycache__" not in p.parts}
+        if sum(len(t) for t in files.values()) > SHIPPED_MAX_BYTES:
+            raise UserFixable(f"tasks folder {root}: over {SHIPPED_MAX_BYTES >> 20} MiB of "
+                              "Python to send with each job; install it on every host of "
+                              "the cluster as a package (an entry point) instead")
+        shipped[origin.file] = (Path(origin.file).name, files)
+    return list(shipped.values())
+
+
+def _receive(shipped: Shipped) -> None:
+    """On a worker host: the driver's task folders, written once under a folder named by
+    their content, and their task files loaded."""
+    import hashlib
+
+    from kernelkb.kernels.discovery import load_file
+
+    for task_file, files in shipped:
+        digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+        root = Path(tempfile.gettempdir()) / "kernelkb_tasks_shipped" / digest[:16]
+        for relative, text in files.items():
+            path = (root / relative).resolve()
+            if root.resolve() not in path.parents:
+                raise ValueError(f"a shipped task file outside its folder: {relative}")
+            if not path.is_file():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+        load_file(root / task_file)
+
+
+def _with_tasks(files: Shipped, function: Callable[..., Any], *args: Any) -> Any:
+    _receive(files)
+    return function(*args)
+
+
 # -- a sweep, in shares --------------------------------------------------------------
 def _measure_share(task: str, dtype: str, regimes: list[str], shapes: str,
                    configs: list[dict[str, Any]], workers: int, share: int,
-                   progress: Any) -> tuple[dict[str, Any], list[str]]:
+                   progress: Any, files: Shipped) -> tuple[dict[str, Any], list[str]]:
     """On a worker host: one share of a sweep into a journal of its own; returns the
     journal's header and point lines."""
     import socket
+
+    _receive(files)
 
     plan = SweepPlan.of(task, dtype, regimes, shapes=shapes)
     plan.configs = configs
@@ -154,8 +211,10 @@ def sweep(cluster: Cluster, plan: SweepPlan, journal: Path, *, shapes: str = "sw
     parts = [todo[i::count] for i in range(count)]
     remote = ray.remote(max_retries=1, **cluster.resources)(_measure_share)
     progress = ray.remote(num_cpus=0)(_Progress).remote()
+    files = folder_tasks()
     futures = {remote.remote(plan.task.name, plan.dtype, list(plan.regimes), shapes, part,
-                             workers, i, progress): i for i, part in enumerate(parts) if part}
+                             workers, i, progress, files): i
+               for i, part in enumerate(parts) if part}
     lost: list[int] = []
     pending = list(futures)
     while pending:
@@ -207,9 +266,10 @@ def _pid(plan: SweepPlan, regime: str, config: dict[str, Any]) -> str:
 
 
 # -- single evaluations (revalidate, an agent's batch) ---------------------------------
-def _evaluate_remote(task: str, source: str, kwargs: dict[str, Any]) -> Any:
+def _evaluate_remote(task: str, source: str, kwargs: dict[str, Any], files: Shipped) -> Any:
     from kernelkb.optimizer.sandbox import evaluate
 
+    _receive(files)
     return evaluate(task, source, **kwargs)
 
 
@@ -219,7 +279,8 @@ def evaluate_many(cluster: Cluster, jobs: list[tuple[str, str, dict[str, Any]]],
     results in the jobs' order. A job lost twice is an EvalResult failed ``worker_died``."""
     ray = _ray()
     remote = ray.remote(max_retries=1, **cluster.resources)(_evaluate_remote)
-    futures = [remote.remote(task, source, kwargs) for task, source, kwargs in jobs]
+    files = folder_tasks()
+    futures = [remote.remote(task, source, kwargs, files) for task, source, kwargs in jobs]
     results: list[Any] = [None] * len(jobs)
     index = {f: i for i, f in enumerate(futures)}
     pending = list(futures)
@@ -242,4 +303,5 @@ def call(cluster: Cluster, function: Callable[..., Any], *args: Any) -> Any:
     """``function(*args)`` on a slot of the cluster (where the measuring happens: the
     GPU's environment, the PyTorch baseline, the peaks), its result back."""
     ray = _ray()
-    return ray.get(ray.remote(max_retries=1, **cluster.resources)(function).remote(*args))
+    remote = ray.remote(max_retries=1, **cluster.resources)(_with_tasks)
+    return ray.get(remote.remote(folder_tasks(), function, *args))

@@ -58,16 +58,20 @@ def test_the_cli_sweeps_on_the_cluster_each_point_once(cluster, tmp_path: Path) 
 
 
 def test_optimize_measures_a_candidate_per_slot_each_round(cluster, tmp_path: Path) -> None:
-    """`kernelkb optimize --ray`: the baseline, the environment and each round's two
-    candidates (two slots) measured on the cluster; the rounds journaled once each."""
+    """`kernelkb optimize --ray` on a user's own task (--tasks-dir, a folder the nodes'
+    workers were never told of: its files go with the jobs): the baseline, the
+    environment and each round's two candidates (two slots) measured on the cluster; the
+    rounds journaled once each."""
     made, _ = cluster
     env = {**os.environ, "TRITON_INTERPRET": "1", "KERNELKB_HOME": str(tmp_path / "home"),
            "KERNELKB_VECTORS": "false"}
-    done = subprocess.run([sys.executable, "-m", "kernelkb", "optimize", "softmax", "--ray",
-                           made.address, "--max-iters", "4", "--shapes", "4x64",
-                           "--sweep-shapes", "cpu", "--seeds", "1", "--no-retrieval",
-                           "--out", str(tmp_path / "runs")], env=env, capture_output=True,
-                          text=True, timeout=900)
+    env.pop("KERNELKB_TASKS_DIR", None)
+    tasks = Path(__file__).parents[1] / "kernels" / "user_task"
+    done = subprocess.run([sys.executable, "-m", "kernelkb", "optimize", "add_rmsnorm",
+                           "--tasks-dir", str(tasks), "--ray", made.address,
+                           "--max-iters", "4", "--shapes", "cpu", "--sweep-shapes", "cpu",
+                           "--seeds", "1", "--no-retrieval", "--out", str(tmp_path / "runs")],
+                          env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "measuring on Ray cluster at" in done.stderr + done.stdout
     journal = next((tmp_path / "runs").glob("*/journal.jsonl"))
