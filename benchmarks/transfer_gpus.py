@@ -475,7 +475,7 @@ def split_goals(gpu_cases: list[dict[str, Any]], test_ops: Sequence[str]) -> lis
             f". First proposal within 10%: ranker {within['ranker']} of {len(cases)}, "
             f"most-similar GPU {within['most_similar_gpu']}, mean rank {within['mean_rank']}; "
             f"goal >= 2/3: {'met' if within['ranker'] >= 2 * len(cases) / 3 else 'MISSED'}. "
-            f"First of the zero-shot orders (taken in turn): "
+            f"After the consensus's first proposal, the order leading the turns: "
             f"{', '.join(f'{o} {n}' for o, n in orders.most_common())}.")
     return lines
 
