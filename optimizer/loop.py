@@ -34,6 +34,7 @@ from kernelkb.optimizer.policy import Policy, StopReason
 from kernelkb.optimizer.recall import Known, Recalled, known, recall
 from kernelkb.optimizer.run_file import RunFile
 from kernelkb.optimizer.sandbox.evaluator import resolve_shapes, sweep_shape_set, work_timeout_s
+from kernelkb.optimizer.sandbox.result import Baseline, EvalResult
 from kernelkb.optimizer.verdict import judge, noise_threshold
 from kernelkb.optimizer.writeback import Writeback
 
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 progress = logging.getLogger("kernelkb.progress")  # the lines a user of the command reads
-Evaluator = Callable[..., Any]  # optimizer.sandbox.evaluate's signature
+Evaluator = Callable[..., EvalResult]  # optimizer.sandbox.evaluate's signature
 
 
 @dataclass(frozen=True)
@@ -86,9 +87,9 @@ class RunResult:
     records: list[ExperienceRecord]
     start_source: str
     best_source: str
-    best_result: Any
-    start_sweep: Any = None  # the starting kernel over the sweep shapes
-    best_sweep: Any = None  # the best kernel over the sweep shapes, parent = start_sweep
+    best_result: EvalResult
+    start_sweep: EvalResult | None = None  # the starting kernel over the sweep shapes
+    best_sweep: EvalResult | None = None  # the best kernel over the sweep, parent = start
     regressions: dict[str, float] = field(default_factory=dict)  # shape -> slowdown share
     peer_timings: Any = None  # optimizer.peers.PeerTimes of the run's end, on a GPU
     retrieved_ids: list[str] = field(default_factory=list)
@@ -115,7 +116,7 @@ class _Judged:
 @dataclass
 class _State:
     best_source: str
-    best_result: Any
+    best_result: EvalResult
     context_feedback: str = ""
     history: list[RoundNote] = field(default_factory=list)
     reminders: list[str] = field(default_factory=list)
@@ -140,7 +141,7 @@ FIRST_SETTLE_S = 15.0  # the run's first evaluation waits this long at most for 
 class Loop:
     def __init__(self, task: Task, agent: Agent, *, info: RunInfo, evaluator: Evaluator,
                  writeback: Writeback, policy: Policy, knowledge: Knowledge | None = None,
-                 options: LoopOptions | None = None, baseline: Any = None,
+                 options: LoopOptions | None = None, baseline: Baseline | None = None,
                  on_round: Callable[[RoundOutcome], None] | None = None,
                  live: RunFile | None = None, first_iteration: int = 0,
                  start_note: str = "",
@@ -215,7 +216,8 @@ class Loop:
                 result.stop_reason = StopReason.interrupt
         return result
 
-    def _job(self, parent: Any, shapes: Any = None, parent_source: str | None = None,
+    def _job(self, parent: EvalResult | None, shapes: Any = None,
+             parent_source: str | None = None,
              first: bool = False) -> dict[str, Any]:
         """The evaluator's keyword arguments for one candidate."""
         shapes = shapes or self.options.shapes
@@ -224,8 +226,9 @@ class Loop:
                     baseline=self.baseline, seeds=self.options.seeds,
                     timeout_s=self._timeout_s(shapes), parent_source=parent_source, **extra)
 
-    def _evaluate(self, source: str, parent: Any, shapes: Any = None,
-                  parent_source: str | None = None, first: bool = False) -> tuple[Any, float]:
+    def _evaluate(self, source: str, parent: EvalResult | None, shapes: Any = None,
+                  parent_source: str | None = None, first: bool = False
+                  ) -> tuple[EvalResult, float]:
         began = time.monotonic()
         result = self.evaluate(self.task.name, source,
                                **self._job(parent, shapes, parent_source, first))
@@ -354,7 +357,7 @@ class Loop:
         state.tried[source_hash(proposal.source)] = iteration
         return diff
 
-    def _judged(self, state: _State, proposal: Proposal, result: Any,
+    def _judged(self, state: _State, proposal: Proposal, result: EvalResult,
                 best_score: float | None) -> _Judged:
         """The verdict on ``result`` against the incumbent, and its score on the chain of
         comparisons that starts at ``best_score``."""
@@ -365,7 +368,8 @@ class Loop:
         return _Judged(verdict, noise, score)
 
     def _conclude(self, state: _State, iteration: int, kind: ProposalKind,
-                  proposal: Proposal, diff: Any, result: Any, spent: float, judged: _Judged,
+                  proposal: Proposal, diff: Any, result: EvalResult, spent: float,
+                  judged: _Judged,
                   *, best_of_round: bool) -> bool:
         """A measured round: the policy, the agent, the record and the run's memory."""
         parent = state.best_source
@@ -509,7 +513,7 @@ def regressions(best: Any, start: Any, noise: float) -> dict[str, float]:
     return flagged
 
 
-def _score(result: Any, best: float | None = None) -> float | None:
+def _score(result: EvalResult, best: float | None = None) -> float | None:
     """The policy's score: measured time of a correct, trustworthy run; else None. With a
     comparison it is the best's figure over the measured ratio, so a run's chain of
     scores is a chain of comparisons, not of figures taken minutes apart."""
@@ -521,7 +525,8 @@ def _score(result: Any, best: float | None = None) -> float | None:
     return result.time_ms
 
 
-def _reminder(iteration: int, verdict: Verdict, result: Any, noise: float) -> str | None:
+def _reminder(iteration: int, verdict: Verdict, result: EvalResult, noise: float
+              ) -> str | None:
     if verdict is Verdict.invalid:
         return (f"round {iteration} was INVALID: you claimed a gain but the time is within "
                 f"noise ({noise:.0%}) of the parent. Claim only what the timing shows.")

@@ -8,22 +8,25 @@ plots say so instead of showing numbers that would mislead.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
 from kernelkb.kernels.base import DTYPES
 from kernelkb.kernels.shared.vocabulary import Verdict
 
+if TYPE_CHECKING:
+    from kernelkb.optimizer.loop import RunResult
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-_COLOURS = {Verdict.improved: "tab:green", Verdict.neutral: "tab:gray",
-            Verdict.regressed: "tab:orange", Verdict.incorrect: "tab:red",
-            Verdict.failed: "black", Verdict.invalid: "tab:purple"}
+_COLOURS: dict[str, str] = {
+    Verdict.improved: "tab:green", Verdict.neutral: "tab:gray", Verdict.regressed: "tab:orange",
+    Verdict.incorrect: "tab:red", Verdict.failed: "black", Verdict.invalid: "tab:purple"}
 
 
-def write_report(result: Any, out_dir: Path, *, title_note: str = "") -> Path:
+def write_report(result: RunResult, out_dir: Path, *, title_note: str = "") -> Path:
     """Write report.md and its PNGs into ``out_dir``; returns the markdown's path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     timed = any(r.time_ms is not None for r in result.rounds)
@@ -41,7 +44,7 @@ def write_report(result: Any, out_dir: Path, *, title_note: str = "") -> Path:
     return path
 
 
-def _plots(result: Any, timed: bool, out_dir: Path, suffix: str = "") -> list[str]:
+def _plots(result: RunResult, timed: bool, out_dir: Path, suffix: str = "") -> list[str]:
     plots = {f"time_per_iteration{suffix}.png": _plot_times(result, timed),
              f"best_so_far{suffix}.png": _plot_best(result, timed),
              f"shape_speedup{suffix}.png": _plot_shapes(result)}
@@ -51,7 +54,7 @@ def _plots(result: Any, timed: bool, out_dir: Path, suffix: str = "") -> list[st
     return list(plots)
 
 
-def regime_lines(result: Any) -> list[str]:
+def regime_lines(result: RunResult) -> list[str]:
     """The per-regime summary: shapes, rounds, stop, start and best time over the
     regime's sweep, the best configuration; then the regimes left untuned."""
     task = result.task
@@ -67,11 +70,12 @@ def regime_lines(result: Any) -> list[str]:
 
     for regime, sub in result.by_regime.items():
         start, best = sub.start_sweep, sub.best_sweep
-        timed = best is not None and best.timing_available and start is not None
-        start_ms = f"{start.time_ms:.4f}" if timed and start.time_ms else "-"
-        best_ms = f"{best.time_ms:.4f}" if timed and best.time_ms else "-"
-        ratio = f"{start.time_ms / best.time_ms:.2f}x" if timed and start.time_ms and \
-            best.time_ms else "-"
+        start_ms, best_ms, ratio = "-", "-", "-"
+        if best is not None and best.timing_available and start is not None:
+            start_ms = f"{start.time_ms:.4f}" if start.time_ms else "-"
+            best_ms = f"{best.time_ms:.4f}" if best.time_ms else "-"
+            if start.time_ms and best.time_ms:
+                ratio = f"{start.time_ms / best.time_ms:.2f}x"
         shapes = "; ".join(best.shapes_checked if best is not None else []) or "-"
         config = ", ".join(f"{k}={v}" for k, v in task_config(task, sub.best_source).items())
         lines.append(f"| {regime} | {_cell(shapes, 200)} | {len(sub.rounds) - 1} | "
@@ -83,7 +87,7 @@ def regime_lines(result: Any) -> list[str]:
     return lines
 
 
-def _plot_times(result: Any, timed: bool) -> Any:
+def _plot_times(result: RunResult, timed: bool) -> Any:
     fig, ax = plt.subplots(figsize=(7, 3.5))
     for r in result.rounds:
         if r.time_ms is not None:
@@ -101,7 +105,7 @@ def _plot_times(result: Any, timed: bool) -> Any:
     return fig
 
 
-def _plot_best(result: Any, timed: bool) -> Any:
+def _plot_best(result: RunResult, timed: bool) -> Any:
     fig, ax = plt.subplots(figsize=(7, 3.5))
     points = [(r.iteration, r.best_ms) for r in result.rounds if r.best_ms is not None]
     if points:
@@ -112,7 +116,7 @@ def _plot_best(result: Any, timed: bool) -> Any:
     return fig
 
 
-def _plot_shapes(result: Any) -> Any:
+def _plot_shapes(result: RunResult) -> Any:
     fig, ax = plt.subplots(figsize=(7, 3.5))
     speedups = shape_speedups(result)
     if speedups:
@@ -126,7 +130,7 @@ def _plot_shapes(result: Any) -> Any:
     return fig
 
 
-def shape_speedups(result: Any) -> dict[str, float]:
+def shape_speedups(result: RunResult) -> dict[str, float]:
     best, start = result.best_sweep, result.start_sweep
     if best is None or start is None or not (best.timing_available and start.timing_available):
         return {}
@@ -138,7 +142,7 @@ def _shapes_by_label(task: Any) -> dict[str, tuple[int, ...]]:
     return {task.shape_label(s): s for s in task.shapes("all")}
 
 
-def shape_table(result: Any) -> list[dict[str, Any]]:
+def shape_table(result: RunResult) -> list[dict[str, Any]]:
     """Per sweep shape: start and best time, eager time, achieved rate and share of peak."""
     best, start, task = result.best_sweep, result.start_sweep, result.task
     if best is None or not best.timing_available:
@@ -151,8 +155,9 @@ def shape_table(result: Any) -> list[dict[str, Any]]:
     for label, (median, _) in best.timings.items():
         start_ms = start.timings[label][0] if start and label in start.timings else None
         eager_ms = best.baseline_timings.get(label)
-        row = {"shape": label, "best_ms": median, "start_ms": start_ms, "eager_ms": eager_ms,
-               "gbps": None, "tflops": None, "share": None}
+        row: dict[str, Any] = {"shape": label, "best_ms": median, "start_ms": start_ms,
+                               "eager_ms": eager_ms, "gbps": None, "tflops": None,
+                               "share": None}
         if label in shapes:
             seconds = median * 1e-3
             row["gbps"] = task.bytes_moved(shapes[label], dtype) / seconds / 1e9
@@ -164,7 +169,7 @@ def shape_table(result: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def peer_lines(result: Any) -> list[str]:
+def peer_lines(result: RunResult) -> list[str]:
     """The best kernel against every peer checked and timed in this run, per shape: the
     eager call (do_bench) and the GPU time alone (CUDA-graph replay), the speedup on the
     call figure; dropped peers with their reason; figures under the roofline floor listed
@@ -253,11 +258,11 @@ def _untimed_note(ax: Any, timed: bool) -> None:
                 ha="center", va="center", transform=ax.transAxes, color="gray")
 
 
-def _markdown(result: Any, timed: bool, note: str, plots: list[str]) -> str:
+def _markdown(result: RunResult, timed: bool, note: str, plots: list[str]) -> str:
     return "\n".join(_head(result, timed, note) + _body(result, plots))
 
 
-def _head(result: Any, timed: bool, note: str) -> list[str]:
+def _head(result: RunResult, timed: bool, note: str) -> list[str]:
     env, best = result.env, result.best_result
     lines = [f"# Optimization report: {result.task.name} ({result.dtype})", ""]
     if note:
@@ -284,13 +289,13 @@ def _head(result: Any, timed: bool, note: str) -> list[str]:
     measured = measurement_line(result)
     if measured:
         lines.append(measured)
-    if getattr(result, "table_path", None):
+    if result.table_path is not None:
         lines.append(f"- dispatch table: `{result.table_path.name}` (regime -> configuration "
                      "on this GPU), used by the exported kernel")
     return lines
 
 
-def _body(result: Any, plots: list[str]) -> list[str]:
+def _body(result: RunResult, plots: list[str]) -> list[str]:
     lines = ["", "## Rounds", "", "| # | kind | edit | why (the agent's rationale) | verdict "
               "| time (ms) | note |", "|---|---|---|---|---|---|---|"]
     for r in result.rounds:
@@ -305,7 +310,7 @@ def _body(result: Any, plots: list[str]) -> list[str]:
     return lines
 
 
-def _bucket_lines(result: Any) -> list[str]:
+def _bucket_lines(result: RunResult) -> list[str]:
     """The exported table's learned buckets, with their measured shapes and peers."""
     from kernelkb.optimizer.dispatch import read_table
     from kernelkb.optimizer.learned_buckets import bucket_lines
@@ -314,7 +319,7 @@ def _bucket_lines(result: Any) -> list[str]:
     return bucket_lines(read_table(path)) if path is not None and path.exists() else []
 
 
-def _sweep_lines(result: Any) -> list[str]:
+def _sweep_lines(result: RunResult) -> list[str]:
     """The shape sweep of the best kernel against the start, and the peers."""
     lines = ["", "## Shape sweep of the best kernel vs the start", ""]
     sweep = result.best_sweep
@@ -335,7 +340,7 @@ def _sweep_lines(result: Any) -> list[str]:
     return lines
 
 
-def sections_markdown(result: Any) -> str:
+def sections_markdown(result: RunResult) -> str:
     """The sweep and peer tables as the report has them (a multi-regime run: under each
     regime's heading), for the run file the pages read."""
     if not result.by_regime:
@@ -347,7 +352,7 @@ def sections_markdown(result: Any) -> str:
     return "\n".join(lines).strip()
 
 
-def measurement_line(result: Any) -> str | None:
+def measurement_line(result: RunResult) -> str | None:
     """How the verdicts were measured and what the noise floor was (None untimed)."""
     runs = [result, *getattr(result, "by_regime", {}).values()]
     evals = [e for r in runs for e in (r.best_sweep, r.start_sweep, r.best_result)

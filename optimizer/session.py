@@ -283,9 +283,9 @@ def dispatch_table(task: Any, dtype: str, env: Environment, result: RunResult
             sources[own] = source
         timed = bool(sweep is not None and sweep.timing_available and passed)
         start = sub.start_sweep
-        item = entry(config, shapes=list(sweep.timings) if timed else
-                     list(getattr(sweep, "shapes_checked", []) or []),
-                     timed=timed, time_ms=sweep.time_ms if timed else None,
+        item = entry(config, shapes=list(sweep.timings) if timed and sweep else
+                     list(sweep.shapes_checked if sweep else []),
+                     timed=timed, time_ms=sweep.time_ms if timed and sweep else None,
                      start_ms=start.time_ms if timed and start is not None else None,
                      run_id=sub.run_id, env=env, source=own)
         if not passed:
