@@ -12,15 +12,6 @@ import pytest
 
 from kernelkb.kb.entry.cli.main import main
 
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("KERNELKB_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("KERNELKB_VECTORS", "false")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path / "home"
-
-
 REFUSED = [
     (["optimize", "sofmax"], "unknown task 'sofmax'; closest: 'softmax'; known: attention"),
     (["optimize", "softmax", "--dtype", "float64"],

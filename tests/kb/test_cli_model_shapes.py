@@ -18,14 +18,6 @@ from kernelkb.optimizer.loop import LoopOptions
 from kernelkb.optimizer.session import regime_plan
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("KERNELKB_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("KERNELKB_VECTORS", "false")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path / "home"
-
-
 def test_tasks_shapes_prints_them_by_regime(home: Path, capsys: pytest.CaptureFixture[str]
                                             ) -> None:
     path = str(shipped_configs()["llama-3-8b"])

@@ -109,13 +109,6 @@ def test_every_cli_flag_has_help_and_its_default() -> None:
     assert "--op NAME, --kernel NAME" in sub.choices["import"].format_help()
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("KERNELKB_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("KERNELKB_VECTORS", "false")
-    monkeypatch.chdir(tmp_path)
-    return tmp_path / "home"
-
 
 def test_revalidate_names_its_task_as_optimize_and_sweep_do(
         home: Path, capsys: pytest.CaptureFixture[str]) -> None:
