@@ -29,7 +29,8 @@ before any candidate code exists:
   * every other dtype the task declares, on its smallest CPU shape, plain and under the
     task's own conditions: a kernel right only in the dtype it was asked in (a cast to
     float16 and back for float32 inputs) is ``wrong_result``;
-  * one shape past the largest asked (2-3x its bytes), within the task's bounds: a kernel
+  * one shape past the largest asked (1.5-2x its bytes on the CPU, 2-4x on a GPU),
+    within the task's bounds: a kernel
     that takes another path only on inputs larger than anything checked is caught where
     that path is wrong;
   * after its timed calls, one more call on the same inputs, checked: a kernel that goes
@@ -91,12 +92,15 @@ SEEN_SLACK = 2.0
 DRAWN_MAX_BYTES = 256 << 20  # a drawn shape's inputs and outputs at most (kernels/drawn_shapes)
 DRAWN_TRIES = 4  # drawn shapes the reference may refuse before none is checked
 # the shape past the largest asked: its inputs and outputs this many times the largest
-# asked's (bytes), no larger than BIG_MAX_BYTES; every dimension within the task's lists'
-BIG_FACTORS = (2.0, 3.0)
+# asked's (bytes), no larger than BIG_MAX_BYTES; every dimension within the task's lists'.
+# Under the interpreter a call's time goes with its elements (the edge shape 1823x781
+# takes 8-16 s a call on 2 cores), so the CPU's reach is shorter than the GPU's
+BIG_FACTORS_CPU = (1.5, 2.0)
+BIG_FACTORS_GPU = (2.0, 4.0)
 BIG_MAX_BYTES = 4 << 30
-# dtypes the CPU interpreter computes wrongly in tl.dot (numpy has no bfloat16: Triton
-# 3.9's interpreter is 2.7e10 off on a 16x16 bfloat16 product), so not checked there
-# for a kernel that calls a dot; the GPU's judge checks them
+# dtypes the CPU interpreter computes wrongly in tl.dot (it multiplies bfloat16's raw
+# uint16 bit patterns, triton-lang/triton#11584: 2.7e10 off on a 16x16 product in Triton
+# 3.9), so not checked there for a kernel that calls a dot; the GPU's judge checks them
 INTERPRETER_BAD_DOT = ("bfloat16",)
 # the autograd state of the judge's runs (worker.GRAD_MODES): the worker checks with autograd
 # on, the first spot-checked shape runs under inference mode and the drawn shape under
@@ -462,8 +466,9 @@ class Judge:
                             "bounds, on fresh inputs")
 
     def big_shape(self) -> tuple[int, ...] | None:
-        """Grown from the largest shape asked (bytes) to ``BIG_FACTORS`` times its bytes,
-        at most ``BIG_MAX_BYTES`` and as many times its FLOPs squared, each dimension
+        """Grown from the largest shape asked (bytes) to ``BIG_FACTORS_GPU`` times its
+        bytes (``BIG_FACTORS_CPU`` under the interpreter), at most ``BIG_MAX_BYTES`` and
+        the larger factor squared times the largest asked FLOPs, each dimension
         within the least and largest value any of the task's lists (and the shapes asked)
         give it (kernels/drawn_shapes.draw_larger), one the task's reference accepts; None
         where none is (the largest asked is at the task's bounds)."""
@@ -479,10 +484,10 @@ class Judge:
         anchor = max(asked, key=size)
         if size(anchor) <= 0:
             return None
-        low, high = (f * size(anchor) for f in BIG_FACTORS)
+        factors = BIG_FACTORS_GPU if torch.cuda.is_available() else BIG_FACTORS_CPU
+        low, high = (f * size(anchor) for f in factors)
         high = min(high, BIG_MAX_BYTES)
-        max_flops = BIG_FACTORS[1] ** 2 * max(int(self.task.flops(s, self.dtype))
-                                              for s in asked)
+        max_flops = factors[1] ** 2 * max(int(self.task.flops(s, self.dtype)) for s in asked)
         if low > high:
             return None
         rng = random.SystemRandom()

@@ -27,8 +27,8 @@ def test_a_kernel_wrong_only_in_another_dtype_fails_in_that_dtype() -> None:
 
 def test_a_kernel_lazy_past_the_largest_asked_shape_fails_on_the_big_shape() -> None:
     """The held-out plant keyed on 2**21 elements, re-keyed on the one shape asked: the
-    shape past it (2-3x its bytes), its rows under every condition of the values, meets
-    large logits on the lazy path (no row max: exp overflows)."""
+    shape past it (1.5-2x its bytes on the CPU), its rows under every condition of the
+    values, meets large logits on the lazy path (no row max: exp overflows)."""
     source = (BAD / "redteam3_big_input_lazy.py").read_text()
     assert source.count("x.numel() <= 2 ** 21") == 1, "the planted line moved"
     source = source.replace("x.numel() <= 2 ** 21", "x.numel() <= 16 * 1000")
@@ -37,7 +37,7 @@ def test_a_kernel_lazy_past_the_largest_asked_shape_fails_on_the_big_shape() -> 
     assert "past the largest asked" in result.error_message, result.error_message
     assert "[rows of every condition]" in result.error_message
     big = get_task("softmax").parse_shape(result.judge["big_shape"])
-    assert 2 * 16 * 1000 <= big[0] * big[1] <= 3 * 16 * 1000
+    assert 1.5 * 16 * 1000 <= big[0] * big[1] <= 2 * 16 * 1000
     honest = evaluate("softmax", get_task("softmax").template, shapes=[(16, 1000)], seeds=1)
     assert honest.ok, honest.text
     assert honest.judge["big_shape"] and "big shape" in honest.judge["laps_s"]
