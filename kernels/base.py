@@ -164,19 +164,46 @@ ROW_PAD = 16
 
 
 def strided_rows(mutated: tuple[int, ...] = ()) -> InputCondition:
-    """Every float input of two or more dimensions (but the ones the op writes) as the
-    first columns of a buffer ``ROW_PAD`` wider, NaN past each row: how a slice of a fused
-    projection (q of a qkv matmul) or a padded batch reaches a kernel. A kernel that takes
-    the row stride for the row length, or reads past a row's end, is wrong there."""
+    """Every float or integer input (but the ones the op writes) a strided view: one of
+    two or more dimensions as the first columns of a buffer wider by ``ROW_PAD`` times its
+    place among the inputs (so no two inputs share a row stride), a vector as every
+    other element of a buffer twice its length; NaN (the integer type's largest value)
+    in between. How a slice of a fused projection (q of a qkv matmul), a padded batch, a
+    column of a stacked weight (``W[:, layer]``) or the last positions of longer ids
+    (``position_ids[:, -seq:]``) reach a kernel. A kernel that takes a stride for a
+    length, one input's stride for another's, or reads past a row's end, is wrong there."""
 
     def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
-        return tuple(_in_wider_rows(x) if i not in mutated and isinstance(x, torch.Tensor)
-                     and x.is_floating_point() and x.dim() >= 2 else x
-                     for i, x in enumerate(inputs))
+        out, place = [], 0
+        for i, x in enumerate(inputs):
+            if i in mutated or not isinstance(x, torch.Tensor) or x.dim() == 0 or \
+                    not (x.is_floating_point() or _is_integer(x)):
+                out.append(x)
+                continue
+            place += 1
+            out.append(_in_wider_rows(x, ROW_PAD * place) if x.dim() >= 2 else
+                       _every_other(x))
+        return tuple(out)
 
     return InputCondition(
-        "strided rows", f"each row followed by {ROW_PAD} NaNs (a slice of a wider buffer): "
-        "the row stride is not the row length", apply)
+        "strided rows", "each input a strided view: rows followed by NaNs, a different "
+        "row stride each, vectors every other element (a slice of a wider buffer): no "
+        "stride is a length", apply)
+
+
+def _is_integer(x: torch.Tensor) -> bool:
+    return not x.is_floating_point() and not x.is_complex() and x.dtype != torch.bool
+
+
+def _filler(x: torch.Tensor) -> float | int:
+    return float("nan") if x.is_floating_point() else torch.iinfo(x.dtype).max
+
+
+def _every_other(x: torch.Tensor) -> torch.Tensor:
+    buffer = torch.full((2 * x.shape[0],), _filler(x), dtype=x.dtype, device=x.device)
+    view = buffer[::2]
+    view.copy_(x)
+    return view
 
 
 def column_major(mutated: tuple[int, ...] = ()) -> InputCondition:
@@ -370,8 +397,8 @@ def _values_only(before: tuple[Any, ...], after: tuple[Any, ...]) -> bool:
     return True
 
 
-def _in_wider_rows(x: torch.Tensor) -> torch.Tensor:
-    wider = torch.full((*x.shape[:-1], x.shape[-1] + ROW_PAD), float("nan"),
+def _in_wider_rows(x: torch.Tensor, pad: int = ROW_PAD) -> torch.Tensor:
+    wider = torch.full((*x.shape[:-1], x.shape[-1] + pad), _filler(x),
                        dtype=x.dtype, device=x.device)
     view = wider[..., :x.shape[-1]]
     view.copy_(x)

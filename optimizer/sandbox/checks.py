@@ -225,7 +225,13 @@ def bitwise_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
         return False
     if a.numel() == 0:
         return True
-    return torch.equal(a.contiguous().view(torch.uint8), b.contiguous().view(torch.uint8))
+    return torch.equal(_dense(a).view(torch.uint8), _dense(b).view(torch.uint8))
+
+
+def _dense(t: torch.Tensor) -> torch.Tensor:
+    """A fresh copy with unit strides (``.contiguous()`` keeps a size-1 view's stride,
+    which a byte view refuses)."""
+    return torch.empty(t.shape, dtype=t.dtype, device=t.device).copy_(t)
 
 
 def modified_inputs(inputs: Sequence[Any], saved: Sequence[Any],

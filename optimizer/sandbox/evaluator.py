@@ -18,6 +18,7 @@ from kernelkb.kernels.base import DTYPES, Shape, Task, get_task, header_constant
 from kernelkb.kernels.shared.comparison import Comparison
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.stats import geomean
+from kernelkb.kernels.shared.text import inert
 from kernelkb.kernels.shared.vocabulary import Verdict
 from kernelkb.optimizer.sandbox import (
     compare,
@@ -143,7 +144,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
     result = EvalResult(
         ok=False, stage=data.get("stage") or "run", task_name=task_name, dtype=dtype,
         shape_set=shape_set, error_kind=data.get("error_kind"),
-        error_message=data.get("error_message"),
+        error_message=inert(data.get("error_message")),
         failing_shapes=list(dict.fromkeys(data.get("failing_shapes", []))),
         shapes_checked=list(data.get("checked", [])),
         per_shape_errors=data.get("per_shape", {}), env=env,
@@ -151,8 +152,9 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         source_hash=source_hash(source),
         wall_s=outcome.wall_s, containment=outcome.containment, gpu_shared=shared,
         judge=judge if isinstance(judge := data.get("judge"), dict) else {},
-        artifacts={"stdout_tail": outcome.stdout_tail, "stderr_tail": outcome.stderr_tail,
-                   "traceback": data.get("traceback", ""),
+        artifacts={"stdout_tail": inert(outcome.stdout_tail) or "",
+                   "stderr_tail": inert(outcome.stderr_tail) or "",
+                   "traceback": inert(data.get("traceback", "")) or "",
                    "wall_s": json.dumps(data.get("wall_s", {})),
                    "lock_wait": json.dumps(data.get("gpu_lock_wait_s")),
                    "interpreter_wait_s": f"{waited:.3f}" if bounds else ""},

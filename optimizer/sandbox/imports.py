@@ -123,7 +123,56 @@ def problems(source: str) -> list[str]:
                 for a in node.args):
             found.append(f"line {line}: wraps a Python function as a constexpr")
     found += _module_chains(tree, aliases)
+    found += _annotations(tree, aliases)
     return list(dict.fromkeys(found))
+
+
+# builtin types an annotation may name; anything else it names must be imported or a
+# class of the module
+ANNOTATION_BUILTINS = frozenset({"int", "float", "bool", "str", "bytes", "complex",
+                                 "tuple", "list", "dict", "set", "frozenset", "slice"})
+
+
+def _annotations(tree: ast.AST, aliases: dict[str, str]) -> list[str]:
+    """Annotations name types; they do not compute. A library may evaluate an annotation
+    (functools.singledispatch's register, dataclasses, typing's hints), and one that is
+    a string, or a name bound to a string built at run time, is then code run in the
+    candidate's globals, past every rule above."""
+    imported = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
+                for a in n.names}
+    classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
+    known = ANNOTATION_BUILTINS | imported | classes | set(aliases)
+
+    def names_a_type(node: ast.AST | None) -> bool:
+        if node is None or (isinstance(node, ast.Constant) and node.value in (None, ...)):
+            return True
+        if isinstance(node, ast.Name):
+            return node.id in known
+        if isinstance(node, ast.Attribute):
+            return _dotted(node).split(".")[0] in aliases
+        if isinstance(node, ast.Subscript):
+            inner = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            return names_a_type(node.value) and all(names_a_type(e) for e in inner)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            return names_a_type(node.left) and names_a_type(node.right)
+        return False
+
+    found = []
+    for node in ast.walk(tree):
+        hints: list[ast.AST | None] = []
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            a = node.args
+            hints = [node.returns, *(x.annotation for x in
+                                     [*a.posonlyargs, *a.args, *a.kwonlyargs,
+                                      *([a.vararg] if a.vararg else []),
+                                      *([a.kwarg] if a.kwarg else [])])]
+        elif isinstance(node, ast.AnnAssign):
+            hints = [node.annotation]
+        for hint in hints:
+            if not names_a_type(hint):
+                found.append(f"line {getattr(hint, 'lineno', 0)}: an annotation that is not "
+                             "a type's name (a string, or a name of the module's own)")
+    return found
 
 
 def message(found: list[str]) -> str:

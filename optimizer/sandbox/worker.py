@@ -940,7 +940,9 @@ def _write_tensors(tensors: list[torch.Tensor], fd: int) -> list[dict[str, Any]]
     os.ftruncate(fd, 0)
     described, offset = [], 0
     for t in tensors:
-        flat = t.detach().contiguous().reshape(-1).cpu()
+        # a fresh dense copy: .contiguous() keeps a size-1 view's stride of 2, which a
+        # byte view refuses
+        flat = torch.empty(t.numel(), dtype=t.dtype).copy_(t.detach().reshape(-1).cpu())
         raw = flat.view(torch.uint8).numpy() if flat.numel() else b""
         os.pwrite(fd, raw, offset)  # type: ignore[arg-type]  # numpy: __buffer__ on 3.12+ only
         nbytes = flat.numel() * flat.element_size()

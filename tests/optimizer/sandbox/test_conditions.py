@@ -95,10 +95,18 @@ def test_strided_rows_keep_the_values_and_leave_written_inputs_alone():
     from kernelkb.kernels.base import ROW_PAD, strided_rows
 
     x, cache, w = torch.randn(3, 5), torch.randn(2, 4), torch.randn(5)
-    strided = strided_rows(mutated=(1,)).apply((x, cache, w, 7), 0)
+    y, ids = torch.randn(3, 5), torch.arange(6, dtype=torch.int32).view(2, 3)
+    strided = strided_rows(mutated=(1,)).apply((x, cache, w, 7, y, ids), 0)
     assert torch.equal(strided[0], x) and strided[0].stride() == (5 + ROW_PAD, 1)
     assert strided[0].untyped_storage().nbytes() == 3 * (5 + ROW_PAD) * 4
-    assert strided[1] is cache and strided[2] is w and strided[3] == 7
+    assert strided[1] is cache and strided[3] == 7
+    # a vector every other element; no two inputs with one row stride; integers too,
+    # the integer type's largest value in between
+    assert torch.equal(strided[2], w) and strided[2].stride() == (2,)
+    assert torch.equal(strided[4], y) and strided[4].stride() == (5 + 3 * ROW_PAD, 1)
+    assert torch.equal(strided[5], ids) and strided[5].stride() == (3 + 4 * ROW_PAD, 1)
+    assert strided[5].untyped_storage().nbytes() == 2 * (3 + 4 * ROW_PAD) * 4
+    assert torch.isnan(torch.as_strided(strided[2], (10,), (1,))).sum() == 5
     assert [c.name for c in get_task("attention").input_conditions] == [
         "strided rows", "column-major inputs", "offset views", "broadcast rows",
         "inputs that require grad"]
