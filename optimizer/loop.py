@@ -28,7 +28,7 @@ from kernelkb.optimizer.agents.base import (
     SearchExhausted,
     propose_batch,
 )
-from kernelkb.optimizer.diffcheck import check
+from kernelkb.optimizer.diffcheck import DiffCheck, check
 from kernelkb.optimizer.experience import RunInfo, build_record, unevaluated_feedback
 from kernelkb.optimizer.policy import Policy, StopReason
 from kernelkb.optimizer.recall import Known, Recalled, known, recall
@@ -323,15 +323,13 @@ class Loop:
             state.best_source, state.best_result = incumbent  # every verdict is against it
             self._conclude(state, n, kind, proposal, diff, result,
                            result.wall_s or wall, judged[i], best_of_round=i == winner)
-        if winner is not None:
+        if winner is not None:  # the loop above left the incumbent in place
             state.best_source, state.best_result = str(admitted[winner][1].source), \
                 results[winner]
-        else:
-            state.best_source, state.best_result = incumbent
         return winner is not None
 
     def _admit(self, state: _State, iteration: int, kind: ProposalKind,
-               proposal: Proposal) -> Any:
+               proposal: Proposal) -> DiffCheck | None:
         """The proposal's diff against the best when it is to be measured; None when the
         round ends here (an unusable reply, no change, a repeat), written as such."""
         parent = state.best_source
@@ -368,7 +366,7 @@ class Loop:
         return _Judged(verdict, noise, score)
 
     def _conclude(self, state: _State, iteration: int, kind: ProposalKind,
-                  proposal: Proposal, diff: Any, result: EvalResult, spent: float,
+                  proposal: Proposal, diff: DiffCheck, result: EvalResult, spent: float,
                   judged: _Judged,
                   *, best_of_round: bool) -> bool:
         """A measured round: the policy, the agent, the record and the run's memory."""
