@@ -42,8 +42,9 @@ for stage in "$@"; do
     cost) timeout $(( $(left) - 20 )) python3 benchmarks/eval_cost.py --base .out/base --tasks ${COST_TASKS:-softmax} --repeats ${COST_REPEATS:-2} ${COST_FLAGS-} > "$OUT/cost.log" 2>&1; echo "rc=$?" >> "$OUT/cost.log" ;;
     # the retrieval A/B afresh for some tasks (results under $OUT/ab, beside the shipped ones)
     ab:*) t=${stage#ab:}; timeout $(( $(left) - 20 )) python3 benchmarks/retrieval_ab.py --tasks ${t//,/ } --repeats ${AB_REPEATS:-3} --budget-s ${AB_BUDGET_S:-60} --max-iters ${AB_ITERS:-10} --parallel ${AB_PARALLEL:-4} --work /tmp/ab --out "$OUT/ab" > "$OUT/ab.log" 2>&1; echo "rc=$?" >> "$OUT/ab.log" ;;
-    # the whole space of some tasks through the fast door (kernelkb sweep), resumable
-    sweep:*) t=${stage#sweep:}; stop=$(( $(date +%s) + ${SWEEP_S:-$(left)} )); for task in ${t//,/ }; do s=$(( stop - $(date +%s) )); [ $s -gt $(left) ] && s=$(left); [ $s -gt 60 ] || break; timeout $(( s - 20 )) python3 -m kernelkb sweep "$task" ${SWEEP_DTYPES:---dtype float16} --out benchmarks/sweeps 2>&1 | grep --line-buffered -v Warning >> "$OUT/sweep.log"; done; grep -v "^\[" "$OUT/sweep.log" | tail -12 ;;
+    # the whole space of some tasks through the fast door (kernelkb sweep), resumable; one
+    # command, so each next task x dtype compiles on the host's cores while one is timed
+    sweep:*) t=${stage#sweep:}; s=${SWEEP_S:-$(left)}; [ $s -gt $(left) ] && s=$(left); timeout $(( s - 20 )) python3 -m kernelkb sweep ${t//,/ } ${SWEEP_DTYPES:---dtype float16} --out benchmarks/sweeps 2>&1 | grep --line-buffered -v Warning >> "$OUT/sweep.log"; grep -v "^\[" "$OUT/sweep.log" | tail -24 ;;
     # A/A and twice the work through the fast door, alone and beside a neighbour process
     fastdoor) timeout $(( $(left) - 20 )) python3 benchmarks/fast_door.py --aa ${AA:-30} --slower ${SLOWER:-10} --out benchmarks/results > "$OUT/fastdoor.log" 2>&1; echo "rc=$?" >> "$OUT/fastdoor.log"; cat "$OUT/fastdoor.log" | tail -20 ;;
     jail) timeout $(( $(left) - 20 )) python3 -m pytest -o addopts="--strict-markers" -p no:cacheprovider -rA tests/optimizer/sandbox/test_jail_root.py tests/optimizer/sandbox/test_jailbreak.py tests/optimizer/sandbox/test_containment.py > "$OUT/jail.log" 2>&1; echo "rc=$?" >> "$OUT/jail.log"; tail -30 "$OUT/jail.log" ;;

@@ -344,6 +344,58 @@ def run_sweep(plan: SweepPlan, journal: Path, *, workers: int | None = None,
     """Check every configuration of ``plan`` in a pool, then compare each that passed
     with its parent on each regime (on a GPU). Appends each point to ``journal`` as it is
     measured and skips points already there. Returns every point of the plan."""
+    return measure(prepare(plan, journal, workers=workers), on_point)
+
+
+def run_sweeps(jobs: list[tuple[SweepPlan, Path]], *, workers: int | None = None,
+               on_point: Callable[[Point, int, int], None] | None = None
+               ) -> Iterator[list[Point]]:
+    """``run_sweep`` for each (plan, journal) in turn, each plan's points as it ends. On a
+    GPU the next plan's configurations compile on the host's cores while this plan is
+    timed (compile_ahead.py): the GPU times while the CPU compiles, not one after the
+    other."""
+    import torch
+
+    from kernelkb.optimizer.compile_ahead import CompileAhead
+
+    ahead: CompileAhead | None = None
+    for n, (plan, journal) in enumerate(jobs):
+        if ahead is not None:
+            ahead.stop()
+        prepared = prepare(plan, journal, workers=workers)
+        ahead = None
+        if n + 1 < len(jobs) and torch.cuda.is_available():
+            upcoming, its_journal = jobs[n + 1]
+            every, conditioned = _check_shapes(upcoming)
+            configs = _todo(upcoming, read_journal(its_journal)[1])
+            if configs:  # one core is left to the timing
+                ahead = CompileAhead(upcoming.task.name, upcoming.dtype, configs, every,
+                                     conditioned, max(1, _cores() - 2))
+        yield measure(prepared, on_point)
+    if ahead is not None:
+        ahead.stop()
+
+
+@dataclass
+class Prepared:
+    """A plan after its checks: what is left to time, and where it goes."""
+
+    plan: SweepPlan
+    journal: Path
+    done: dict[str, Point]
+    todo: list[dict[str, Any]]
+    checked: dict[str, dict[str, Any]]
+
+
+def _todo(plan: SweepPlan, done: dict[str, Point]) -> list[dict[str, Any]]:
+    """The plan's configurations with a regime not yet in the journal."""
+    return [c for c in plan.configs
+            if any(point_id(plan.task.name, plan.dtype, r, c) not in done for r in plan.regimes)]
+
+
+def prepare(plan: SweepPlan, journal: Path, *, workers: int | None = None) -> Prepared:
+    """Phase 1: the journal's header (once), then the checks of every configuration not
+    yet measured, its parent and the naive kernel."""
     import torch
 
     task, dtype = plan.task, plan.dtype
@@ -361,8 +413,7 @@ def run_sweep(plan: SweepPlan, journal: Path, *, workers: int | None = None,
                 "settings": {"calls_per_round": CALLS_PER_ROUND, "min_rounds": MIN_ROUNDS,
                              "max_rounds": MAX_ROUNDS, "time_cap_s": TIME_CAP_S,
                              "rounds": "shared by the regime's configurations"}}}) + "\n")
-    todo = [c for c in plan.configs
-            if any(point_id(task.name, dtype, r, c) not in done for r in plan.regimes)]
+    todo = _todo(plan, done)
     every, conditioned = _check_shapes(plan)
     checked = dict(_checked_from(done, task.name, dtype, plan))
     default = task.default_config
@@ -376,14 +427,25 @@ def run_sweep(plan: SweepPlan, journal: Path, *, workers: int | None = None,
     if not checked.get(key(default), {}).get("ok"):
         raise RuntimeError(f"{task.name}: the naive kernel fails its own checks: "
                            f"{checked.get(key(default))}")
-    timer = _Timer(task, dtype) if timed_here else None
+    return Prepared(plan, journal, done, todo, checked)
+
+
+def measure(prepared: Prepared, on_point: Callable[[Point, int, int], None] | None = None
+            ) -> list[Point]:
+    """Phase 2: every point left, compared with its parent per regime (on a GPU; without
+    one, journaled correct and untimed)."""
+    import torch
+
+    plan, journal, done = prepared.plan, prepared.journal, prepared.done
+    task, dtype = plan.task, plan.dtype
+    timer = _Timer(task, dtype) if torch.cuda.is_available() else None
     total, count = plan.points, len(done)
     with journal.open("a") as handle:
         if journal.stat().st_size and not journal.read_bytes().endswith(b"\n"):
             handle.write("\n")  # end the line a killed sweep left torn
         for regime, shapes in plan.regimes.items():
-            points = [_point(task, dtype, regime, shapes, config, checked)
-                      for config in todo
+            points = [_point(task, dtype, regime, shapes, config, prepared.checked)
+                      for config in prepared.todo
                       if point_id(task.name, dtype, regime, config) not in done]
             if timer is not None and points:
                 timer.time_regime(regime, points, shapes)
@@ -453,7 +515,7 @@ def _check_all(task: str, dtype: str, configs: list[dict[str, Any]], every: list
     the others is run again with a quarter of them, then alone: the memory it lacked may
     have been theirs, and an out-of-memory verdict must be the configuration's own."""
     workers = _fit_workers(get_task(task), dtype, every,
-                           workers or max(1, (os.cpu_count() or 2) - 1))
+                           workers or max(1, _cores() - 1))
     out: dict[str, dict[str, Any]] = {}
     todo = configs
     for size in dict.fromkeys((workers, max(1, workers // 4), 1)):
@@ -498,6 +560,10 @@ def _check_pool(task: str, dtype: str, configs: list[dict[str, Any]], every: lis
                          task, dtype, n, len(configs), workers,
                          n / max(1e-9, time.perf_counter() - began))
     return out
+
+
+def _cores() -> int:
+    return os.cpu_count() or 2
 
 
 def _now() -> str:

@@ -102,9 +102,63 @@ def test_the_command_on_a_host_without_a_gpu_needs_no_interpreter_flag(tmp_path)
 
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["KERNELKB_HOME"] = str(tmp_path / "home")
-    done = subprocess.run([sys.executable, "-m", "kernelkb", "sweep", "rmsnorm", "--limit",
-                           "2", "--shapes", "cpu", "--workers", "1", "--out", str(tmp_path)],
-                          env=env, capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-m", "kernelkb", "sweep", "rmsnorm", "rope",
+                           "--limit", "2", "--shapes", "cpu", "--workers", "1", "--out",
+                           str(tmp_path)], env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
-    _, points = sweep.read_journal(tmp_path / "rmsnorm_float16.jsonl")
-    assert points and all(p.ok for p in points.values())
+    for task in ("rmsnorm", "rope"):  # several tasks: one journal each, one after another
+        _, points = sweep.read_journal(tmp_path / f"{task}_float16.jsonl")
+        assert points and all(p.ok for p in points.values())
+        assert f"{task} float16: {len(points)} points" in done.stdout
+
+
+def test_the_command_refuses_before_measuring(tmp_path, capsys) -> None:
+    """A wrong name among several tasks, or one task's configurations for several, is
+    refused in words before any journal exists."""
+    from kernelkb.kb.entry.cli.main import main
+
+    for argv, says in ((["softmax", "rmsnrom"], "rmsnorm"),
+                       (["softmax", "rmsnorm", "--configs", str(tmp_path / "c.json")],
+                        "give one TASK")):
+        assert main(["sweep", *argv, "--out", str(tmp_path)]) == 2
+        assert says in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.jsonl"))
+
+
+def test_a_dtype_one_task_lacks_is_skipped_among_several(tmp_path, capsys) -> None:
+    import argparse
+
+    from kernelkb.kb.entry.cli import sweep as command
+
+    args = argparse.Namespace(task=["attention", "rmsnorm"], dtype=["float32"], regime=None,
+                              limit=1, shapes="cpu", configs=None, out=tmp_path)
+    jobs = command._plans(args)
+    assert [(p.task.name, p.dtype) for p, _ in jobs] == [("rmsnorm", "float32")]
+    assert "attention: no dtype float32, skipped" in capsys.readouterr().out
+    args.task = ["attention"]
+    with pytest.raises(ValueError, match="no dtype 'float32'"):
+        command._plans(args)
+
+
+def test_compiling_ahead_sees_the_checks_sizes_and_strides_without_memory() -> None:
+    """Compiled ahead on meta tensors (no memory, no GPU work), a configuration is built
+    for the sizes, strides and dtypes its check passes, under each input condition."""
+    import torch
+
+    from kernelkb.optimizer import compile_ahead
+
+    for name in ("softmax", "rope", "matmul"):
+        task = get_task(name)
+        shape = task.edge_shapes[0]
+        plain = task.make_inputs(shape, torch.float16, 0, "cpu")
+        for case in ["plain", *[c.name for c in task.input_conditions]]:
+            real = plain if case == "plain" else next(
+                c.apply(plain, 0) for c in task.input_conditions if c.name == case)
+            ahead = compile_ahead._inputs(name, "float16", shape, case)
+            for want, got in zip(real, ahead, strict=True):
+                if isinstance(want, torch.Tensor):
+                    assert got.device.type == "meta", (name, case)
+                    assert (got.shape, got.stride(), got.dtype) == \
+                        (want.shape, want.stride(), want.dtype), (name, case)
+                else:
+                    assert got == want

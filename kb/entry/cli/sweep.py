@@ -11,15 +11,21 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernelkb.kb.entry.cli.common import TASK_HELP, Command
 from kernelkb.kb.entry.cli.optimize import tasks_dir_flag
+
+if TYPE_CHECKING:
+    from kernelkb.optimizer.sweep import Point, SweepPlan
 
 HELP = "measure a task's whole space per regime (generated code: the fast door)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("task", metavar="TASK", help=TASK_HELP)
+    parser.add_argument("task", metavar="TASK", nargs="+",
+                        help=TASK_HELP + "; several are measured one after another, the "
+                             "next compiling on the host's cores while one is timed")
     tasks_dir_flag(parser)
     parser.add_argument("--dtype", action="append", default=None,
                         help="float16, bfloat16, ... (repeat for several; default float16)")
@@ -48,57 +54,92 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from kernelkb.optimizer.sweep import describe, run_sweeps
+
+    try:
+        jobs = _plans(args)
+        gpus = _gpus(args.gpus)
+    except ValueError as err:
+        print(f"kernelkb sweep: {err}", file=sys.stderr)
+        return 2
+    for plan, journal in jobs:
+        print(f"{plan.task.name} {plan.dtype}: {len(plan.configs)} configurations x "
+              f"{len(plan.regimes)} regimes ({', '.join(plan.regimes)}) = {plan.points} "
+              f"points -> {journal}", flush=True)
+    began = time.perf_counter()
+    if args.ray or len(gpus) > 1:
+        for plan, journal in jobs:
+            points = _spread(args, plan, journal, gpus)
+            if points is None:
+                return 2
+            _summary(plan, points, began)
+            began = time.perf_counter()
+        return 0
+    # one GPU: the next plan compiles on the host's cores while this one is timed
+    for (plan, _), points in zip(jobs, run_sweeps(jobs, workers=args.workers,
+                                                  on_point=_Progress(describe)), strict=True):
+        _summary(plan, points, began)
+        began = time.perf_counter()
+    return 0
+
+
+def _plans(args: argparse.Namespace) -> list[tuple[SweepPlan, Path]]:
+    """(plan, journal) for each task x dtype asked, in order; ValueError naming what is
+    wrong before anything runs. With several tasks a dtype one of them lacks is skipped
+    (said), with one task it is refused."""
     from kernelkb.kernels.base import all_tasks, get_task
-    from kernelkb.optimizer.sweep import SweepPlan, describe, run_sweep
+    from kernelkb.optimizer.sweep import SweepPlan
     from kernelkb.retrieval.names import UnknownName, match_name
 
     try:
-        task = get_task(match_name("task", args.task, all_tasks()))
+        tasks = [get_task(match_name("task", name, all_tasks())) for name in args.task]
     except UnknownName as err:
-        print(f"kernelkb sweep: {err}", file=sys.stderr)
-        return 2
-    for dtype in args.dtype or ["float16"]:
-        try:
+        raise ValueError(str(err)) from None
+    if args.configs is not None and len(tasks) > 1:
+        raise ValueError("--configs names one task's configurations: give one TASK")
+    jobs = []
+    for task in {t.name: t for t in tasks}.values():
+        for dtype in args.dtype or ["float16"]:
+            if len(tasks) > 1 and dtype not in task.dtypes:
+                print(f"{task.name}: no dtype {dtype}, skipped", flush=True)
+                continue
             plan = SweepPlan.of(task.name, dtype, args.regime, args.limit, args.shapes)
             if args.configs is not None:  # a share of the space (a fan-out worker's)
                 plan.configs = _configs(task, args.configs)
-            gpus = _gpus(args.gpus)
-        except ValueError as err:
+            jobs.append((plan, args.out / f"{task.name}_{dtype}.jsonl"))
+    return jobs
+
+
+def _spread(args: argparse.Namespace, plan: SweepPlan, journal: Path,
+            gpus: list[str]) -> list[Point] | None:
+    """One plan over a Ray cluster or this host's GPUs; None where the cluster is not
+    reachable (said)."""
+    if args.ray:
+        from kernelkb.kernels.shared.errors import UserFixable
+        from kernelkb.optimizer import ray_cluster
+
+        try:
+            cluster = ray_cluster.Cluster.connect(args.ray)
+        except UserFixable as err:
             print(f"kernelkb sweep: {err}", file=sys.stderr)
-            return 2
-        journal = args.out / f"{task.name}_{dtype}.jsonl"
-        print(f"{task.name} {dtype}: {len(plan.configs)} configurations x "
-              f"{len(plan.regimes)} regimes ({', '.join(plan.regimes)}) = {plan.points} "
-              f"points -> {journal}", flush=True)
-        began = time.perf_counter()
-        if args.ray:
-            from kernelkb.kernels.shared.errors import UserFixable
-            from kernelkb.optimizer import ray_cluster
+            return None
+        print(f"Ray cluster at {args.ray}: {cluster.gpus} GPU(s), {cluster.slots} "
+              "measurement(s) at once", flush=True)
+        return ray_cluster.sweep(cluster, plan, journal, shapes=args.shapes,
+                                 shares=args.shares, workers=args.workers or 1,
+                                 on_progress=lambda line: print(line, flush=True))
+    from kernelkb.optimizer.fanout import run_fanout
 
-            try:
-                cluster = ray_cluster.Cluster.connect(args.ray)
-            except UserFixable as err:
-                print(f"kernelkb sweep: {err}", file=sys.stderr)
-                return 2
-            print(f"Ray cluster at {args.ray}: {cluster.gpus} GPU(s), {cluster.slots} "
-                  "measurement(s) at once", flush=True)
-            points = ray_cluster.sweep(cluster, plan, journal, shapes=args.shapes,
-                                       shares=args.shares, workers=args.workers or 1,
-                                       on_progress=lambda line: print(line, flush=True))
-        elif len(gpus) > 1:
-            from kernelkb.optimizer.fanout import run_fanout
+    return run_fanout(plan, journal, gpus, shapes=args.shapes, workers=args.workers,
+                      on_progress=lambda line: print(line, flush=True))
 
-            points = run_fanout(plan, journal, gpus, shapes=args.shapes, workers=args.workers,
-                                on_progress=lambda line: print(line, flush=True))
-        else:
-            points = run_sweep(plan, journal, workers=args.workers,
-                               on_point=_Progress(describe))
-        timed = [p for p in points if p.comparison]
-        sure = [p for p in timed if p.comparison and p.comparison.outcome != "neutral"]
-        print(f"{task.name} {dtype}: {len(points)} points, {len(timed)} compared with their "
-              f"parent ({len(sure)} sure), {sum(not p.ok for p in points)} failed, in "
-              f"{time.perf_counter() - began:.0f} s", flush=True)
-    return 0
+
+def _summary(plan: SweepPlan, points: list[Point], began: float) -> None:
+    timed = [p for p in points if p.comparison]
+    sure = [p for p in timed if p.comparison and p.comparison.outcome != "neutral"]
+    print(f"{plan.task.name} {plan.dtype}: {len(points)} points, {len(timed)} compared with "
+          f"their parent ({len(sure)} sure), {sum(not p.ok for p in points)} failed, in "
+          f"{time.perf_counter() - began:.0f} s", flush=True)
 
 
 def _configs(task, path: Path) -> list[dict]:  # type: ignore[no-untyped-def]
