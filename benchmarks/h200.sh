@@ -47,6 +47,8 @@ for stage in "$@"; do
     sweep:*) t=${stage#sweep:}; s=${SWEEP_S:-$(left)}; [ $s -gt $(left) ] && s=$(left); timeout $(( s - 20 )) python3 -m kernelkb sweep ${t//,/ } ${SWEEP_DTYPES:---dtype float16} --out benchmarks/sweeps 2>&1 | grep --line-buffered -v Warning >> "$OUT/sweep.log"; grep -v "^\[" "$OUT/sweep.log" | tail -24 ;;
     # A/A and twice the work through the fast door, alone and beside a neighbour process
     fastdoor) timeout $(( $(left) - 20 )) python3 benchmarks/fast_door.py --aa ${AA:-30} --slower ${SLOWER:-10} --out benchmarks/results > "$OUT/fastdoor.log" 2>&1; echo "rc=$?" >> "$OUT/fastdoor.log"; cat "$OUT/fastdoor.log" | tail -20 ;;
+    # the fast door beside Triton's autotuner's benchmark loop, same configurations and shapes
+    autotune) timeout $(( $(left) - 20 )) python3 benchmarks/autotune_rate.py --tasks ${AT_TASKS:-softmax} --limit ${AT_LIMIT:-8} --repeats ${AT_REPEATS:-2} --out benchmarks/results/autotune_rate_h200.json > "$OUT/autotune.log" 2>&1; echo "rc=$?" >> "$OUT/autotune.log"; tail -8 "$OUT/autotune.log" ;;
     jail) timeout $(( $(left) - 20 )) python3 -m pytest -o addopts="--strict-markers" -p no:cacheprovider -rA tests/optimizer/sandbox/test_jail_root.py tests/optimizer/sandbox/test_jailbreak.py tests/optimizer/sandbox/test_containment.py > "$OUT/jail.log" 2>&1; echo "rc=$?" >> "$OUT/jail.log"; tail -30 "$OUT/jail.log" ;;
     peers) timeout $(( $(left) - 30 )) python3 benchmarks/peers.py --runs benchmarks/runs > "$OUT/peers.log" 2>&1; echo "rc=$?" >> "$OUT/peers.log" ;;
     space) timeout $(( $(left) - 20 )) python3 benchmarks/measure_space.py --workers 14 --tasks ${SPACE_TASKS:-attention rmsnorm softmax swiglu rope matmul} > "$OUT/space.log" 2>&1 ;;
