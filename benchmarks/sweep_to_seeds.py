@@ -92,6 +92,8 @@ def feedback_of(point: Point) -> dict:
     text = (f"correctness: pass (max rel err {point.max_rel_err:.1e}) · GPU time "
             f"{time_ms:.4f} ms · parent {parent_ms:.4f} ms → {c.ratio:.3f}x "
             f"[{c.low:.3f}, {c.high:.3f}] (95%, {c.rounds} rounds): {c.outcome.value}")
+    if point.gpu_shared:
+        text += f"\n{point.gpu_shared}"
     return {"stage": "performance", "timing_available": True, "timings": timings,
             "time_ms": time_ms, "parent_ms": parent_ms, "speedup_vs_parent": c.ratio,
             "max_rel_err": point.max_rel_err, "time_basis": "gpu",

@@ -54,6 +54,9 @@ CALLS_PER_ROUND = 5
 MIN_ROUNDS = 6
 MAX_ROUNDS = 16
 TIME_CAP_S = 3.0
+# before a plan's rounds, seconds to wait for the GPU to hold no other process; then it is
+# timed anyway (no more waits in that plan) and each point says the GPU was shared
+QUIET_WAIT_S = 20.0
 # GPU memory one check process may take, in multiples of the largest shape's bytes moved:
 # inputs under each condition, the reference, the output and float64 upcasts of both
 CHECK_MEMORY_FACTOR = 12
@@ -173,6 +176,7 @@ class Point:
     comparison: Comparison | None = None
     shapes: list[str] | None = None
     measured_at: str = ""
+    gpu_shared: str | None = None  # other processes on the GPU while it was timed
 
     @property
     def id(self) -> str:
@@ -440,6 +444,7 @@ def measure(prepared: Prepared, on_point: Callable[[Point, int, int], None] | No
     task, dtype = plan.task, plan.dtype
     timer = _Timer(task, dtype) if torch.cuda.is_available() else None
     total, count = plan.points, len(done)
+    wait_s = QUIET_WAIT_S
     with journal.open("a") as handle:
         if journal.stat().st_size and not journal.read_bytes().endswith(b"\n"):
             handle.write("\n")  # end the line a killed sweep left torn
@@ -448,7 +453,14 @@ def measure(prepared: Prepared, on_point: Callable[[Point, int, int], None] | No
                       for config in prepared.todo
                       if point_id(task.name, dtype, regime, config) not in done]
             if timer is not None and points:
+                from kernelkb.optimizer.sandbox import neighbours
+
+                shared = neighbours.quiet_window(wait_s)
+                wait_s = 0.0 if shared else wait_s
                 timer.time_regime(regime, points, shapes)
+                shared = shared or neighbours.shared_note()  # one that came while it ran
+                for point in points:
+                    point.gpu_shared = shared
             for point in points:
                 handle.write(point.to_json() + "\n")
                 handle.flush()
@@ -579,4 +591,5 @@ def describe(point: Point) -> str:
     if not c:
         return f"{label}: correct (untimed)"
     return (f"{label}: {c.ratio:.3f}x vs parent [{c.low:.3f}, {c.high:.3f}] "
-            f"{c.outcome.value} ({c.rounds} rounds, +/-{c.half_width:.1%})")
+            f"{c.outcome.value} ({c.rounds} rounds, +/-{c.half_width:.1%})"
+            f"{' (GPU shared)' if point.gpu_shared else ''}")

@@ -79,3 +79,16 @@ def shared_note(device: int = 0) -> str | None:
     return (f"GPU shared with {len(found)} other process(es) (pid {', '.join(map(str, found[:4]))}"
             f"{', ...' if len(found) > 4 else ''}): timings move with their work and "
             "intervals widen; the verdict is still the interleaved comparison's")
+
+
+def quiet_window(wait_s: float, poll_s: float = 1.0, device: int = 0) -> str | None:
+    """Wait up to ``wait_s`` for the GPU to hold no other process; None once it does (or
+    nothing is known), else the note to report with what is then measured anyway."""
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        note = shared_note(device)
+        if note is None or time.monotonic() >= deadline:
+            return note
+        time.sleep(poll_s)

@@ -48,3 +48,14 @@ def test_without_nvml_nothing_is_known_or_said():
     else:  # a GPU host: whatever NVML says, this process itself is never counted
         assert os.getpid() not in neighbours.others(neighbours.gpu_pids() or [],
                                                     neighbours.own_tree())
+
+
+def test_a_quiet_window_is_not_waited_for_where_nothing_is_known_or_nobody_shares():
+    """Without NVML (this CPU host) or with the GPU to itself, no wait and nothing said;
+    the wait is bounded by its seconds either way."""
+    import time
+
+    began = time.monotonic()
+    note = neighbours.quiet_window(2.0, poll_s=0.5)
+    assert time.monotonic() - began < 3.0
+    assert note == neighbours.shared_note()
