@@ -30,13 +30,23 @@ _INPUTS: dict[tuple[str, str, Shape, str], tuple[Any, ...]] = {}  # a pool proce
 
 
 def _warm_up_launches() -> None:
-    """A pool process: every ``kernel[grid](...)`` compiles and returns, launching nothing."""
+    """A pool process: every ``kernel[grid](...)`` compiles and returns, launching nothing;
+    a wrapper asking the properties of its input's device (a persistent kernel's SM
+    count) gets the GPU's, not an error for the meta device."""
+    import torch
     from triton.runtime.jit import KernelInterface
 
     def compile_only(self: Any, grid: Any) -> Any:
         return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=True, **kwargs)
 
+    properties = torch.cuda.get_device_properties
+
+    def of_the_gpu(device: Any = None) -> Any:
+        meta = device == "meta" or getattr(device, "type", None) == "meta"
+        return properties(None if meta else device)
+
     KernelInterface.__getitem__ = compile_only  # type: ignore[method-assign]
+    torch.cuda.get_device_properties = of_the_gpu  # type: ignore[assignment]
     logging.basicConfig(level=logging.WARNING)
 
 
