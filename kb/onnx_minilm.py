@@ -8,6 +8,14 @@ and reused; the vectors agree with torch fp32 to cosine > 0.99999 (fp32 througho
 quantisation). Tokenisation, mean pooling and L2 normalisation are those
 of the sentence-transformers pipeline (modules.json: Transformer -> Pooling(mean) ->
 Normalize).
+
+Why not ``SentenceTransformer(path, backend="onnx")``, which runs the same graph: that
+backend needs ``optimum[onnxruntime]``, a further dependency (with its own transformers
+range) that is not installed, and its start is sentence-transformers' start. Measured on
+the 2-core CPU on 2026-12-05, with other test runs beside it: importing
+sentence_transformers alone took 14-18 s; this runner started and embedded one query in
+0.8-1.2 s. A command that asks one question would wait that difference, so the swap
+fails the brief's "no slower start" before the vectors are compared.
 """
 
 from __future__ import annotations
