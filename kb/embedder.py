@@ -42,13 +42,14 @@ from typing import Any
 import numpy as np
 
 from kernelkb.kb.terminal import quiet_libraries
+from kernelkb.kernels.shared.folders import user_cache
 
 log = logging.getLogger(__name__)
 
 DIMENSION = 384
 MAX_TOKENS = 128  # the model was trained at 128 word pieces; its default cap is 256
 SMALL_BATCH = 64  # new texts at most that ONNX Runtime embeds while torch is not loaded
-CACHE_DIR = Path.home() / ".cache" / "kernelkb"  # where the exported ONNX graph is kept
+CACHE_DIR = user_cache()  # where the exported ONNX graph is kept (platformdirs)
 
 
 _QUERY_MODELS: dict[str, Any] = {}  # cache folder -> the ONNX Runtime query runner

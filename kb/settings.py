@@ -18,7 +18,7 @@ from pathlib import Path
 from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-APP_NAME = "kernelkb"
+from kernelkb.kernels.shared.folders import user_data
 
 
 def shipped_seeds() -> Path:
@@ -30,14 +30,8 @@ def shipped_seeds() -> Path:
 
 
 def default_home() -> Path:
-    """The per-user data folder of the platform (platformdirs); on a bare GPU host that
-    carries only a few wheels, the XDG rule platformdirs applies on Linux."""
-    try:
-        from platformdirs import user_data_path
-    except ImportError:
-        base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-        return Path(base) / APP_NAME
-    return user_data_path(APP_NAME, appauthor=False)
+    """The per-user data folder of the platform (platformdirs; kernels/shared/folders.py)."""
+    return user_data()
 
 
 class Settings(BaseSettings):

@@ -315,8 +315,9 @@ def _sources_key() -> str:
 
 
 def _summary_file() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "kernelkb" / "task_registry.json"
+    from kernelkb.kernels.shared.folders import user_cache
+
+    return user_cache() / "task_registry.json"
 
 
 def registry_summary() -> dict[str, Any]:

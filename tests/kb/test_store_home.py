@@ -55,6 +55,20 @@ def test_default_home_is_the_users_data_folder(tmp_path: Path,
     assert Settings().data_dir == tmp_path / "old-name"
 
 
+def test_the_cache_folder_is_the_users_cache_folder(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """platformdirs places the cache (the ONNX graph, the task registry's summary) and
+    follows XDG_CACHE_HOME on Linux, as the hand-written path did not."""
+    from kernelkb.kernels.discovery import _summary_file
+    from kernelkb.kernels.shared.folders import user_cache
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert user_cache() == tmp_path / "cache" / "kernelkb"
+    assert _summary_file() == tmp_path / "cache" / "kernelkb" / "task_registry.json"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert user_cache() == Path.home() / ".cache" / "kernelkb"
+
+
 def test_the_test_session_never_uses_the_real_user_store() -> None:
     """tests/conftest.py points the home (and XDG_DATA_HOME, for subprocesses that drop
     KERNELKB_*) into a temporary folder for the whole session."""
