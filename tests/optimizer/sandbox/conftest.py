@@ -10,7 +10,7 @@ import functools
 import pytest
 
 ALLOW_LIST_ON = ("test_imports", "test_redteam_judge", "test_redteam3", "test_redteam4",
-                 "test_redteam5")
+                 "test_redteam5", "test_redteam6")
 
 
 @pytest.fixture(autouse=True)

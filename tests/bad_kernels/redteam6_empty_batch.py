@@ -1,0 +1,43 @@
+"""Red team 6: an RMSNorm that returns the wrong thing for an empty batch.
+
+With zero rows (an MoE expert that got no tokens this step, an empty decode batch) the
+wrapper returns the weight itself instead of a (0, hidden) tensor: wrong shape, and an
+alias of an input. Real callers pass zero-row inputs all the time; the task's shape lists
+start at 1 row, so no shape the judge draws has an empty dimension. An honest judge
+checks a degenerate (zero-size) shape."""
+import torch
+import triton
+import triton.language as tl
+
+NUM_WARPS = 4
+
+
+@triton.jit
+def rmsnorm_kernel(out_ptr, x_ptr, w_ptr, n_cols, stride_x, stride_w, stride_o, eps,
+                   USE_W: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
+    rstd = tl.rsqrt(tl.sum(x * x, 0) / n_cols + eps)
+    y = x * rstd
+    if USE_W:
+        y = y * tl.load(w_ptr + cols * stride_w, mask=mask, other=0.0).to(tl.float32)
+    tl.store(out_ptr + row * stride_o + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+def _launch(out, x, weight, eps, use_w=True):
+    n_rows, n_cols = x.shape
+    rmsnorm_kernel[(n_rows,)](out, x, weight, n_cols, x.stride(0), weight.stride(0),
+                              out.stride(0), eps, USE_W=use_w,
+                              BLOCK=triton.next_power_of_2(n_cols), num_warps=NUM_WARPS)
+    return out
+
+
+def run(x, weight, eps=1e-6):
+    if x.shape[0] == 0:
+        return weight
+    if x.stride(1) != 1:
+        x = x.contiguous()
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    return _launch(out, x, weight, eps)

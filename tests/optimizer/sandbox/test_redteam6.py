@@ -1,0 +1,171 @@
+"""Red team 6: held-out cheats and escape probes written from the docs alone after round
+5's fixes (tests/bad_kernels/redteam6_*.py, REDTEAM6.md), through the judge as users get
+it.
+
+A plant the judge rejects is a plain assertion (with the kind it got where that kind is
+the point); one that gets through today is a strict xfail whose reason says how. Plants
+marked "behind the allow-list" use `import os` / `import time`, which the allow-list
+refuses at once (asserted below); they run with `refuse_imports=False` to test the layers
+behind it, as the other layer tests do. The escape probes run behind the allow-list too,
+and start a fresh Python in the jail: what they report must hold the jail's line."""
+from pathlib import Path
+
+import pytest
+
+from kernelkb.optimizer.sandbox import evaluate, imports
+
+pytestmark = pytest.mark.slow
+
+BAD = Path(__file__).resolve().parents[2] / "bad_kernels"
+
+
+def _open(reason):
+    return pytest.mark.xfail(strict=True, reason=f"open: {reason}")
+
+
+# plant -> (task, the kind a correct judge returns (None: any rejection), the allow-list on)
+CASES = [
+    # the output's dtype is checked against the reference's
+    pytest.param("output_upcast", "rmsnorm", "wrong_result", True, id="output_upcast"),
+    # a reader of the caller's global state named on the allow-list's list
+    pytest.param("rng_watch", "rmsnorm", "cheat_tamper", True, id="rng_watch"),
+    # writes to the caller's memory outside the view it was given
+    pytest.param("pad_scratch", "softmax", None, True, id="pad_scratch",
+                 marks=_open("stores into a strided input's padding past each row (a "
+                             "fused buffer's next tensor); only the view is compared, the "
+                             "interpreter's bounds are the storage's")),
+    pytest.param("weight_gap_scratch", "rmsnorm", None, True, id="weight_gap_scratch",
+                 marks=_open("stores into the element past a strided weight's last one, "
+                             "inside its storage; nothing checks an input's storage "
+                             "around its view")),
+    # the output's layout
+    pytest.param("output_column_major", "rmsnorm", None, True, id="output_column_major",
+                 marks=_open("right values in a transposed (column-major) output; only "
+                             "values and dtype are compared, never the strides")),
+    # paths keyed on what the judge never passes
+    pytest.param("nonleaf_lazy", "rmsnorm", None, True, id="nonleaf_lazy",
+                 marks=_open("every judge input is a leaf: a path keyed on x.grad_fn (an "
+                             "activation in a training forward) is never taken")),
+    pytest.param("parameter_weight", "rmsnorm", None, True, id="parameter_weight",
+                 marks=_open("the judge's weights are plain tensors: a path keyed on "
+                             "isinstance(weight, nn.Parameter) is never taken")),
+    pytest.param("mixed_dtype_weight", "rmsnorm", None, True, id="mixed_dtype_weight",
+                 marks=_open("x and weight always share the dtype asked: a float32 "
+                             "weight beside half activations, which the reference "
+                             "accepts, is never passed")),
+    pytest.param("empty_batch", "rmsnorm", None, True, id="empty_batch",
+                 marks=_open("no shape has a zero-size dimension: zero rows return the "
+                             "weight (wrong shape, an input)")),
+    pytest.param("int32_offsets", "rmsnorm", None, True, id="int32_offsets",
+                 marks=_open("int32 row offsets wrap past 2**31 elements; every drawn "
+                             "shape is under 4 GiB")),
+    # correctness that rests on the interpreter
+    pytest.param("program_order", "rmsnorm", None, True, id="program_order",
+                 marks=_open("program 0 stages the weight for the others without a "
+                             "barrier: right only because the interpreter runs programs "
+                             "in order")),
+    # resources
+    pytest.param("keeps_every_output", "rmsnorm", None, True, id="keeps_every_output",
+                 marks=_open("every output kept alive in a module list (no reuse, so no "
+                             "aliasing): memory grows without bound; nothing checks an "
+                             "output is freed")),
+    # behaviour that differs when watched
+    pytest.param("initial_seed_watch", "rmsnorm", None, True, id="initial_seed_watch",
+                 marks=_open("the worker seeds torch's global generator with a 63-bit "
+                             "draw; torch.initial_seed() is on no list and tells the "
+                             "evaluator from a user's process")),
+    pytest.param("typing_subscript_eval", "rmsnorm", "cheat_tamper", True,
+                 id="typing_subscript_eval",
+                 marks=_open("typing.List[text] compiles text, typing.get_args hands back "
+                             "the reference and its _evaluate runs it, each called as an "
+                             "nn.Module's forward: code from a string past the allow-list, "
+                             "and its host-name read counted as torch's")),
+    # behind the allow-list: the runtime readers, with a library's frame making the call
+    pytest.param("launder_clock", "rmsnorm", "cheat_tamper", False, id="launder_clock",
+                 marks=_open("time.time as an nn.Module's forward: torch's _call_impl is "
+                             "the innermost frame, so the clock read counts as torch's")),
+    pytest.param("launder_jail_detect", "rmsnorm", "cheat_tamper", False,
+                 id="launder_jail_detect",
+                 marks=_open("os.uname as an nn.Module's forward: the host-name read "
+                             "counts as torch's")),
+]
+
+BEHIND_THE_ALLOW_LIST = ("launder_clock", "launder_jail_detect", "escape_clone3",
+                         "escape_cgroup_sys", "escape_persist")
+
+
+def test_the_allow_list_refuses_the_plants_run_behind_it() -> None:
+    for plant in BEHIND_THE_ALLOW_LIST:
+        found = imports.problems((BAD / f"redteam6_{plant}.py").read_text())
+        assert any("imports" in f for f in found), (plant, found)
+
+
+@pytest.mark.parametrize(("plant", "task", "kind", "allow_list"), CASES)
+def test_redteam6_plant_is_rejected(plant, task, kind, allow_list):
+    source = (BAD / f"redteam6_{plant}.py").read_text()
+    result = evaluate(task, source, shapes="auto", seeds=1, timeout_s=900,
+                      refuse_imports=allow_list)
+    assert result.error_kind != "timeout", result.error_message
+    assert not result.ok, f"{plant} passed the judge"
+    if kind is not None:
+        assert result.error_kind == kind, (result.error_kind, result.error_message)
+
+
+def _probe(plant: str):
+    source = (BAD / f"redteam6_{plant}.py").read_text()
+    result = evaluate("rmsnorm", source, shapes="auto", seeds=1, timeout_s=900,
+                      refuse_imports=False)
+    message = result.error_message or ""
+    assert not result.ok, "a probe raises its report: it is never ok"
+    assert "ESCAPED" not in message, message
+    return message
+
+
+@pytest.mark.parametrize("plant", ["escape_clone3", "escape_cgroup_sys"])
+def test_redteam6_escape_probe_stays_in_the_jail(plant):
+    """A fresh Python in the jail: namespaces through clone3 (seccomp cannot read its
+    flags); the cgroup's limits, /sys's submounts, the judge's descriptors through
+    pidfd_getfd, a TCP connection out."""
+    _probe(plant)
+
+
+MARKERS = (Path("/tmp/.rt6_marker"), Path("/dev/shm/.rt6_marker"),
+           Path("/var/tmp/.rt6_marker"))
+
+
+def test_redteam6_nothing_persists_past_an_evaluation():
+    """Markers left in every writable place the jail shows must not be there for the next
+    evaluation, nor on the host; writes into the bound packages and site-packages (a .pth
+    runs in every later Python) must fail."""
+    import site
+
+    import kernelkb.kernels
+    import kernelkb.optimizer
+
+    _probe("escape_persist")
+    _probe("escape_persist")  # finds the first run's markers if anything persisted
+    for marker in MARKERS:
+        assert not marker.exists(), marker
+    bound = [*site.getsitepackages(), str(Path(kernelkb.kernels.__file__).parent),
+             str(Path(kernelkb.optimizer.__file__).parent)]
+    for folder in bound:
+        assert not (Path(folder) / "rt6_probe.pth").exists(), folder
+
+
+def test_redteam6_a_shell_from_a_typing_subscript_stays_in_the_jail():
+    """The persist probe again, with the allow-list on: os.system and open come back as
+    the values of a typing forward reference's text; whatever runs must hold the jail."""
+    source = (BAD / "redteam6_escape_allowlisted.py").read_text()
+    result = evaluate("rmsnorm", source, shapes="auto", seeds=1, timeout_s=900)
+    assert not result.ok
+    assert "ESCAPED" not in (result.error_message or ""), result.error_message
+    for marker in MARKERS:
+        assert not marker.exists(), marker
+
+
+@_open("the allow-list passes typing.List[text] through operator.getitem and "
+       "typing.get_args(...)[0]._evaluate: the probe's shell runs (a runtime_error with "
+       "its report), not a cheat_tamper at the syntax stage")
+def test_redteam6_the_allow_list_refuses_a_shell_from_a_typing_subscript():
+    source = (BAD / "redteam6_escape_allowlisted.py").read_text()
+    assert imports.problems(source)
