@@ -8,16 +8,18 @@ renaming over it on success keeps the old file until the new one is complete.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
+from kernelkb.kernels.shared.atomic import replaced
+
 
 def write_atomically(path: Path, write: Callable[[TextIO], None]) -> None:
-    """Call ``write`` on a temporary file in ``path``'s folder, then rename it to ``path``;
-    on any error (KeyboardInterrupt included) the temporary file goes and ``path`` is as
-    it was. OSError (a missing folder, a full disk) is raised with the path named."""
+    """Call ``write`` on a temporary file in ``path``'s folder, synced to disk, then
+    rename it to ``path`` (kernels/shared/atomic.py); on any error (KeyboardInterrupt
+    included) the temporary file goes and ``path`` is as it was. OSError (a missing
+    folder, a full disk) is raised with the path named."""
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(21, "Is a directory", str(path))
@@ -27,24 +29,7 @@ def write_atomically(path: Path, write: Callable[[TextIO], None]) -> None:
         return
     if not path.parent.is_dir():
         raise FileNotFoundError(2, "No such folder", str(path.parent))
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp",
-                                   dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            write(out)
-            out.flush()
-            os.fsync(out.fileno())
-        if path.exists():  # the new file keeps the old one's permissions
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        else:
-            os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    with replaced(path) as tmp, tmp.open("w", encoding="utf-8") as out:
+        write(out)
+        out.flush()
+        os.fsync(out.fileno())

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-import tempfile
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from kernelkb.kernels.shared.atomic import replaced
 
 log = logging.getLogger(__name__)
 
@@ -98,14 +98,12 @@ def export(model_dir: Path, cache_dir: Path) -> Path:
     model = _last_hidden(AutoModel.from_pretrained(str(model_dir))).eval()
     example = torch.ones((2, 8), dtype=torch.int64)
     dynamic = {name: {0: "batch", 1: "tokens"} for name in (*INPUTS, "hidden")}
-    fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".onnx.tmp")
-    os.close(fd)
-    with torch.inference_mode(), warnings.catch_warnings():
+    # replaced: a concurrent process sees a whole file or none
+    with replaced(path) as tmp, torch.inference_mode(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # tracer warnings about shape-dependent branches
-        torch.onnx.export(model, (example, example, torch.zeros_like(example)), tmp,
+        torch.onnx.export(model, (example, example, torch.zeros_like(example)), str(tmp),
                           input_names=list(INPUTS), output_names=["hidden"],
                           dynamic_axes=dynamic, opset_version=17, dynamo=False)
-    os.replace(tmp, path)  # atomic: a concurrent process sees a whole file or none
     return path
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -26,6 +25,7 @@ import numpy as np
 
 from kernelkb.kb.embedder import DIMENSION
 from kernelkb.kb.file_lock import file_lock
+from kernelkb.kernels.shared.atomic import replaced
 from kernelkb.kernels.shared.errors import UserFixable
 
 log = logging.getLogger(__name__)
@@ -488,17 +488,14 @@ class VectorIndex:
         offset = -(-(8 + len(body) + 64) // 64) * 64  # room for the offset itself, aligned
         head["offset"] = offset
         body = json.dumps(head).encode()
-        tmp = path.with_name(f"{MIRROR}.{os.getpid()}.{threading.get_ident()}.tmp")
         try:
-            with open(tmp, "wb") as f:
+            with replaced(path) as tmp, open(tmp, "wb") as f:
                 f.write(len(body).to_bytes(8, "little"))
                 f.write(body)
                 f.write(b"\0" * (offset - 8 - len(body)))
                 f.write(matrix.tobytes())
-            os.replace(tmp, path)
         except OSError as exc:
             log.debug("vector mirror not written at %s: %s", path, exc)
-            tmp.unlink(missing_ok=True)
 
     def _rows(self, ids: Sequence[str]) -> np.ndarray:
         """Matrix row of each id, -1 where it has none."""

@@ -37,6 +37,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from kernelkb.kernels.shared.atomic import replaced
+
 ENTRY_POINT_GROUP = "kernelkb.tasks"
 log = logging.getLogger(__name__)
 
@@ -348,9 +350,8 @@ def registry_summary() -> dict[str, Any]:
     if key is not None:
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
-            tmp = file.with_name(f"{file.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"key": key, "summary": summary}))
-            os.replace(tmp, file)
+            with replaced(file) as tmp:
+                tmp.write_text(json.dumps({"key": key, "summary": summary}))
         except OSError:  # a read-only home: no cache, same answer
             pass
     return summary

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from kernelkb.kernels.shared.atomic import replaced
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +36,8 @@ class RunFile:
         self.state["updated_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{FILE}.tmp")
-            tmp.write_text(json.dumps(self.state), encoding="utf-8")
-            os.replace(tmp, self.path)
+            with replaced(self.path) as tmp:
+                tmp.write_text(json.dumps(self.state), encoding="utf-8")
         except OSError as err:
             log.debug("run file not written (%s)", err)
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import threading
 import weakref
 from collections.abc import Sequence
@@ -37,6 +36,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from kernelkb.kb.db import engine_of
+from kernelkb.kernels.shared.atomic import replaced
 from kernelkb.retrieval.row_cache import RowCache
 
 log = logging.getLogger(__name__)
@@ -173,17 +173,14 @@ def _save(path: Path, snap: Snapshot) -> bool:
     last = str(snap.ids[-1]) if len(snap) else ""
     meta = {"key": snap.key, "last": last, "ids": snap.ids.tolist(),
             "vocab": {c: snap.vocab[c].words for c in CODED}}
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    arrays: dict[str, np.ndarray] = {"meta": np.array(json.dumps(meta))}
+    arrays.update({f"c_{c}": snap.coded[c] for c in CODED})
+    arrays.update({f"f_{c}": snap.floats[c] for c in FLOATS})
     try:
-        arrays: dict[str, np.ndarray] = {"meta": np.array(json.dumps(meta))}
-        arrays.update({f"c_{c}": snap.coded[c] for c in CODED})
-        arrays.update({f"f_{c}": snap.floats[c] for c in FLOATS})
-        with open(tmp, "wb") as f:
+        with replaced(path) as tmp, open(tmp, "wb") as f:
             np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy's stub types **kwds as bool
-        os.replace(tmp, path)
     except OSError as exc:
         log.debug("column snapshot not cached at %s: %s", path, exc)
-        tmp.unlink(missing_ok=True)
         return False
     return True
 

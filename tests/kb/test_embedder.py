@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from kb_testdata import record, shared_embedder
 
 from kernelkb.kb.embedder import MAX_TOKENS
@@ -79,3 +80,17 @@ def test_the_query_runner_is_loaded_once_per_process_and_can_be_prefetched(tmp_p
     assert first.query_model is prefetched and second.query_model is prefetched
     vector = first.embed_query("softmax: memory bound")
     np.testing.assert_allclose(np.linalg.norm(vector), 1.0, rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_the_onnx_graph_is_exported_whole_into_an_empty_cache(tmp_path) -> None:
+    """The export writes through kernels/shared/atomic.py: the graph appears whole, no
+    temporary file stays beside it, and the runner it serves agrees with the shared one."""
+    from kernelkb.kb.embedder import CACHE_DIR, model_path, query_runner
+    from kernelkb.kb.onnx_minilm import OnnxMiniLM
+
+    fresh = OnnxMiniLM(model_path(), tmp_path, MAX_TOKENS)
+    assert [p.suffix for p in tmp_path.iterdir()] == [".onnx"]
+    texts = ["softmax: one pass over the row", "matmul: split K"]
+    np.testing.assert_allclose(fresh.encode(texts), query_runner(CACHE_DIR).encode(texts),
+                               atol=1e-5)
