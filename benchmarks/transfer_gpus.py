@@ -15,7 +15,9 @@ order, its best first), mean normalised rank over the other GPUs, RGPE (the tran
 peer: a ranking-weighted ensemble of per-GPU Gaussian processes, benchmarks/transfer_peers.py),
 the ranker's zero-shot order (retrieval/ranker.py, no measurement on the target), and
 the product's walk ("ranker": retrieval/walk.py, the ranker's order inside the RGPE
-ensemble, updated after every measurement). Every method that learns runs once per
+ensemble, updated after every measurement; for a held-out task, the prior-mean walk chosen
+on the training tasks, with "ranker_before", the walk as it was before that and the
+launch rule, beside it in the same run). Every method that learns runs once per
 model seed (``--model-seeds``, 5); benchmarks/transfer_summary.py reports each split's
 median and geometric mean per seed. The test split (``--test-ops``) is fixed on the
 command line before methods are compared. Per case: E@3% (evaluations until one is
@@ -320,17 +322,26 @@ def run_case(case: Case, train: Sequence[ExperienceRow], models: Sequence[CostMo
         for name, order in refs.items():
             results[name] = summarise([walk_metrics(order, case)])
         results["most_similar_gpu"]["gpu"] = nearest
-    zero, walked, peer, weights = [], [], [], []
+    zero, walked, peer, weights, before, choices = [], [], [], [], [], []
     for model in models:
         zero.append(walk_metrics(zero_shot_order(case, model), case))
         order, last = walks.product(case.rows, case.truth, train, model, model.seed)
         walked.append(walk_metrics(order, case))
         weights.append(last)
+        choices.append({"walk": walks.last_choice.name, "folds": walks.last_choice.folds,
+                        "scores": walks.last_choice.scores})
+        if case.kind == "task":  # the walk before the unseen-task changes, side by side
+            order, _ = walks.product(case.rows, case.truth, train, model, model.seed,
+                                     before=True)
+            before.append(walk_metrics(order, case))
         if baselines:
             peer.append(walk_metrics(walks.rgpe(case.op, case.truth, train, model.seed),
                                      case))
     results["ranker_zero_shot"] = summarise(zero)
     results["ranker"] = summarise(walked)
+    if before:
+        results["ranker_before"] = summarise(before)
+    results["_walk_choice"] = choices
     if peer:
         results["rgpe"] = summarise(peer)
     results["_walk_weights"] = weights
@@ -448,8 +459,10 @@ def fmt_x(stats: dict[str, float], runs: int) -> str:
     return text
 
 
-METHODS = ("cold", "most_similar_gpu", "mean_rank", "rgpe", "ranker_zero_shot", "ranker")
-COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:pink", "tab:purple")
+METHODS = ("cold", "most_similar_gpu", "mean_rank", "rgpe", "ranker_zero_shot",
+           "ranker_before", "ranker")
+COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:pink", "tab:grey",
+          "tab:purple")
 
 
 def split_goals(gpu_cases: list[dict[str, Any]], test_ops: Sequence[str]) -> list[str]:
@@ -462,7 +475,8 @@ def split_goals(gpu_cases: list[dict[str, Any]], test_ops: Sequence[str]) -> lis
                          ("test", [c for c in gpu_cases if c["op"] in test_ops])):
         if not cases:
             continue
-        med = {m: float(np.median([c[m]["e3"]["median"] for c in cases])) for m in METHODS}
+        med = {m: float(np.median([c[m]["e3"]["median"] for c in cases])) for m in METHODS
+               if all(m in c for c in cases)}
         base = min(("most_similar_gpu", "mean_rank"), key=lambda m: med[m])
         within = {m: sum(c[m]["first"]["median"] <= 1.10 for c in cases)
                   for m in ("ranker", "most_similar_gpu", "mean_rank")}
@@ -509,11 +523,35 @@ def protocol_lines(payload: dict[str, Any]) -> list[str]:
             "the target); the rest of the list takes the validated orders in turn.", ""]
 
 
+def task_ratio_line(label: str, cases: Sequence[dict[str, Any]]) -> str:
+    """The walk's median E@3% over the held-out tasks against cold's (the median of each
+    task's cold median), after and before the unseen-task walk, each as the median over
+    tasks of the per-seed medians and its spread (min-max) over the model seeds."""
+    cold = float(np.median([c["cold"]["e3"]["median"] for c in cases]))
+    parts = []
+    for m, name in (("ranker", "walk"), ("ranker_before", "walk before"),
+                    ("ranker_zero_shot", "ranker zero-shot")):
+        if not all(m in c for c in cases):
+            continue
+        med = float(np.median([c[m]["e3"]["median"] for c in cases]))
+        per_seed = [float(np.median([c[m]["e3_runs"][s] for c in cases]))
+                    for s in range(min(c[m]["runs"] for c in cases))]
+        parts.append(f"{name} {med:g} [{min(per_seed):g}-{max(per_seed):g} over seeds] = "
+                     f"{med / cold:.2f}x [{min(per_seed) / cold:.2f}-{max(per_seed) / cold:.2f}]")
+    after = float(np.median([c["ranker"]["e3"]["median"] for c in cases]))
+    return (f"- Leave-one-task-out on the H200 ({label}), median E@3% over {len(cases)} tasks "
+            f"against cold's {cold:g}: {'; '.join(parts)}. Goal walk <= 0.5x cold: "
+            f"{'met' if after <= 0.5 * cold else 'MISSED'}. Walk chosen per task on its "
+            f"training tasks: " + ", ".join(
+                f"{c['op']} {'/'.join(sorted({ch['walk'] for ch in c['_walk_choice']}))}"
+                for c in cases) + ".")
+
+
 def goals(gpu_cases: list[dict[str, Any]], task_cases: list[dict[str, Any]]) -> list[str]:
     lines = []
     if gpu_cases:
         med = {m: float(np.median([c[m]["e3"]["median"] for c in gpu_cases if m in c]))
-               for m in METHODS}
+               for m in METHODS if any(m in c for c in gpu_cases)}
         best_base = min(med["most_similar_gpu"], med["mean_rank"])
         lines.append(
             f"- Leave-one-GPU-out median E@3% over {len(gpu_cases)} cases: ranker "
@@ -538,6 +576,7 @@ def goals(gpu_cases: list[dict[str, Any]], task_cases: list[dict[str, Any]]) -> 
             f"- Leave-one-task-out on the H200 ({label}): ranker E@3% below cold's median on "
             f"{len(better)} of {len(cases)} tasks ({', '.join(better) or 'none'}); goal >= 4: "
             f"{'met' if len(better) >= 4 else 'MISSED'}.")
+        lines.append(task_ratio_line(label, cases))
     if gpu_cases:
         overall = coverage_rows(gpu_cases)[-1][1]
         share = [c / n if n else math.nan for c, n in overall.values()]

@@ -18,7 +18,7 @@ from typing import Any
 
 from kernelkb.retrieval.ranker import CostModel, ExperienceRow
 from kernelkb.retrieval.transfer_bo import RGPE, Encoder, SourceGP, fit_gp
-from kernelkb.retrieval.walk import Walk, source_targets
+from kernelkb.retrieval.walk import Walk, WalkChoice, choose_unseen_walk, source_targets
 
 TOLERANCE = 1.03
 
@@ -35,6 +35,7 @@ class Walks:
         self.encoders = {op: Encoder(list(c.values())) for op, c in configs.items()}
         self.limit = limit
         self._gps: dict[tuple[str, str, int], Any] = {}
+        self.last_choice = WalkChoice(None)
 
     def gps(self, op: str, train: Sequence[ExperienceRow], seed: int) -> dict[str, Any]:
         """Training GPU -> its GP over ``op`` (fit on first use)."""
@@ -67,9 +68,14 @@ class Walks:
 
     def product(self, rows: Sequence[ExperienceRow], truth: dict[str, float | None],
                 train: Sequence[ExperienceRow], model: CostModel, seed: int,
-                keep_lead: bool = True) -> tuple[list[str], dict[str, float]]:
+                keep_lead: bool = True, before: bool = False
+                ) -> tuple[list[str], dict[str, float]]:
         """The product's walk (retrieval/walk.py) over the target's ``rows`` (their times
-        are read only as each is measured); also the ensemble's last weights."""
+        are read only as each is measured); also the ensemble's last weights. For a task
+        no training GPU measured, the walk chosen on the training tasks
+        (``choose_unseen_walk``; kept in ``last_choice``). ``before``: the walk as it was
+        before that choice and the ranker's launch-limit rule (the ensemble, every
+        configuration in the model's order), for the report's before/after."""
         op = rows[0].op
         candidates = [ExperienceRow(op=r.op, shape=r.shape, gpu=r.gpu, config=r.config,
                                     time_ms=None, launch=r.launch, gpu_facts=r.gpu_facts,
@@ -79,7 +85,15 @@ class Walks:
             measured[r.key].append(r)
         gps = self.gps(op, train, seed) if op in self.encoders else {}
         encode = self.encoders.get(op) or Encoder([r.config for r in rows])
-        walk = Walk(model, candidates, gps, encode, seed, keep_lead)
+        self.last_choice = WalkChoice(None)
+        if not gps and op not in model.train_ops and not before:
+            self.last_choice = choose_unseen_walk(model, train, rows[0].gpu, seed, self.limit)
+        model.launch_limits = not before
+        try:
+            walk = Walk(model, candidates, gps, encode, seed, keep_lead,
+                        prior=self.last_choice.prior)
+        finally:
+            model.launch_limits = True
         best = min(t for t in truth.values() if t is not None)
         for _ in range(min(self.limit, len(truth))):
             key = walk.next_key()

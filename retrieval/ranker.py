@@ -44,6 +44,8 @@ Public API (what bootstrap, the offline agent and the benchmarks code against)::
   their regret on training GPUs held out of a refit (``order_scores``); the first of all
   is then the consensus's (the training GPUs' relative times weighted by similarity,
   ``_consensus_scores``); after an accepted update, the model's order alone.
+- ``rank`` puts configurations that cannot launch (``cannot_launch``: shared memory per
+  program over the GPU's per SM) last in every order.
 - ``CostModel(objective="regression" | "regression_top" | "lambdarank" | "auto")``.
 
 What it learns. Target: log(time / best time) of each row within its (op, shape, GPU)
@@ -410,6 +412,9 @@ class CostModel:
         self._calibration: Calibration | None = None
         self._refits: dict[str, CostModel] | None = None  # held-out GPU -> model without it
         self._order: dict[str, dict[str, float]] | None = None
+        # configurations that cannot launch (cannot_launch) go last; False: the order
+        # before that rule (the benchmark's "before" column)
+        self.launch_limits = True
 
     def similarity(self, a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
         """gpu_similarity, memoised by the two GPUs' names."""
@@ -526,6 +531,15 @@ class CostModel:
         self._rows, self._calibration = list(rows), None
         self._refits, self._order = None, None
         return self
+
+    def refit(self, rows: Sequence[ExperienceRow]) -> CostModel:
+        """A new model with this one's settings (its chosen objective, trees, sampling,
+        seed) fit on ``rows``."""
+        return CostModel(objective=self.chosen_objective or self.objective,
+                         n_estimators=self.n_estimators,
+                         max_rows_per_group=self.max_rows_per_group, seed=self.seed,
+                         min_update=self.min_update, threads=self.threads,
+                         objectives=self.objectives).fit(rows)
 
     def _select_objective(self, rows: Sequence[ExperienceRow]) -> str:
         """The objective with the better mean best-of-top-10 on inner folds of ``rows``
@@ -821,6 +835,8 @@ class CostModel:
                              self._baseline_scores(candidates, o, scores)) for o in orders])
         if len(orders) > 1:  # the baselines' orders are in use: the consensus leads
             order = _lead(order, by(self._consensus_scores(candidates, scores)))
+        if self.launch_limits:
+            order = _feasible_first(order, self.cannot_launch(candidates))
         measured = self._measured_rel_times()
         ranked = []
         for position, key in enumerate(order):
@@ -833,6 +849,23 @@ class CostModel:
                 evidence=self.evidence(first, neighbours) if position < evidence_for else [],
                 measured_rel_time=measured.get(key)))
         return ranked
+
+    def cannot_launch(self, candidates: Sequence[ExperienceRow]) -> set[str]:
+        """Keys of configurations that cannot launch on their GPU on some shape: the launch
+        model's shared memory per program exceeds the GPU's per SM (``smem_share`` > 1).
+        Physics, not a fit: no GPU runs such a program, so no measurement is needed to
+        know it fails; a model trained on tasks that never reached the limit cannot learn
+        it (leave-one-task-out: attention's first three zero-shot picks were these)."""
+        out = set()
+        for row in candidates:
+            if row.launch is None:
+                continue
+            static = self._static.get((row.op, row.shape, row.gpu, row.key))
+            derived = static[1] if static else derive_features(
+                row.launch, row.gpu_facts, row.bytes_moved, row.flops)
+            if derived.get("smem_share", 0.0) > 1.0:
+                out.add(row.key)
+        return out
 
     def evidence(self, row: ExperienceRow, top: int = 3) -> list[Neighbour]:
         """The same configuration on the most similar training GPUs (same op and shape)."""
@@ -957,6 +990,11 @@ def _lead(order: Sequence[str], lead: Sequence[str]) -> list[str]:
     if not lead:
         return list(order)
     return [lead[0], *(k for k in order if k != lead[0])]
+
+
+def _feasible_first(order: Sequence[str], infeasible: set[str]) -> list[str]:
+    """``order`` with the keys in ``infeasible`` moved to its end, each part in order."""
+    return [k for k in order if k not in infeasible] + [k for k in order if k in infeasible]
 
 
 def _in_turn(orders: Sequence[Sequence[str]]) -> list[str]:

@@ -10,6 +10,11 @@ model counts by how well it orders what the target measured, so a ranker that wa
 wrong about this card gives way to the GPUs that order like it, and to the target's own
 GP.
 
+For a task no GPU measured (no source GP), the ensemble of the order and the target's GP
+followed the order's near-twin first proposals: there the walk is a GP over the target
+with the ranker's order as its prior mean (transfer_bo.PriorMeanGP), its prior weight and
+kernel length chosen on the training tasks alone (``choose_unseen_walk``).
+
 ``next_key`` and ``observe`` are all a caller needs: the benchmark measures from a table,
 ``kernelkb bootstrap`` replays the store's measurements of the target (``order_after``).
 """
@@ -19,13 +24,28 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from kernelkb.kernels.shared.stats import geomean
 from kernelkb.retrieval.ranker import CostModel, ExperienceRow, config_key, group_tables
-from kernelkb.retrieval.transfer_bo import RGPE, Encoder, OrderPrior, SourceGP, fit_gp
+from kernelkb.retrieval.transfer_bo import (
+    RGPE,
+    Encoder,
+    OrderPrior,
+    PriorMeanGP,
+    SourceGP,
+    fit_gp,
+)
+
+# a task no GPU measured: the walk's variants chosen between on the training tasks
+# (choose_unseen_walk); a variant is (prior weight, kernel length) or None (the ensemble)
+PRIOR_WEIGHTS = (0.25, 0.5, 1.0, 2.0)
+LENGTHS = (0.5, 1.0, 2.0)
+TOLERANCE = 1.03  # the inner folds' score: evaluations until within 3% of the best
+TIES = True  # the prior-mean walk: equal predictions share one prior (tied_positions)
 
 
 def source_targets(rows: Sequence[ExperienceRow], op: str
@@ -59,21 +79,32 @@ class Walk:
 
     def __init__(self, model: CostModel, candidates: Sequence[ExperienceRow],
                  gps: Mapping[str, Any], encode: Encoder, seed: int = 0,
-                 keep_lead: bool = True):
+                 keep_lead: bool = True, prior: tuple[float, float] | None = None):
+        """``prior``: (prior weight, kernel length) of the prior-mean walk
+        (transfer_bo.PriorMeanGP) in place of the ensemble, for a task no GPU measured
+        (``choose_unseen_walk`` chooses it); the GPs ``gps`` are then not used."""
         self.by_key: dict[str, list[ExperienceRow]] = defaultdict(list)
         for row in candidates:
             self.by_key[row.key].append(row)
         model.update([])
-        self.keys = [config_key(r.config) for r in model.rank(list(candidates),
-                                                                evidence_for=0)]
+        ranked = model.rank(list(candidates), evidence_for=0)
+        self.keys = [config_key(r.config) for r in ranked]
         self.index = {k: i for i, k in enumerate(self.keys)}
         x = encode([self.by_key[k][0].config for k in self.keys])
-        models: list[SourceGP | OrderPrior] = [
-            OrderPrior.of("learned ranker", np.arange(len(self.keys), dtype=float))]
+        positions = np.arange(len(self.keys), dtype=float)
+        if prior is not None and TIES:
+            positions = tied_positions([r.score for r in ranked])
+        ranker = OrderPrior.of("learned ranker", positions)
+        self.walked: list[int] = []
+        self.rgpe: RGPE | PriorMeanGP
+        if prior is not None:
+            self.names = [ranker.name, "target"]
+            self.rgpe = PriorMeanGP(ranker, x, *prior)
+            return
+        models: list[SourceGP | OrderPrior] = [ranker]
         models += [SourceGP.over(gpu, gp, x) for gpu, gp in sorted(gps.items())]
         self.names = [m.name for m in models] + ["target"]
         self.rgpe = RGPE(models, x, seed, lead=0, keep_lead=keep_lead or len(models) == 1)
-        self.walked: list[int] = []
 
     def next_key(self) -> str | None:
         """The configuration to measure next (None: all measured)."""
@@ -102,17 +133,120 @@ class Walk:
         return [self.keys[i] for i in self.walked + rest]
 
 
+def tied_positions(scores: Sequence[float]) -> np.ndarray:
+    """Positions in an order (best first) with each run of equal scores at its mean
+    position: configurations the model cannot tell apart (knobs its features do not see,
+    such as a task's own switches, change no launch feature) get one prior, so the walk
+    chooses between them by what it has measured, not by their names' order."""
+    out = np.arange(len(scores), dtype=float)
+    start = 0
+    for i in range(1, len(scores) + 1):
+        if i == len(scores) or round(scores[i], 9) != round(scores[start], 9):
+            out[start:i] = (start + i - 1) / 2
+            start = i
+    return out
+
+
+def variant_name(prior: tuple[float, float] | None) -> str:
+    return "ensemble" if prior is None else f"prior {prior[0]:g}, length {prior[1]:g}"
+
+
+@dataclass(frozen=True)
+class WalkChoice:
+    """The walk for a task no GPU measured, as ``choose_unseen_walk`` chose it: ``prior``
+    for ``Walk`` (None: the ensemble), each variant's score (mean log E@3% over the
+    inner folds, lower is better) and the folds (the training tasks held out in turn)."""
+
+    prior: tuple[float, float] | None
+    scores: dict[str, float] = field(default_factory=dict)
+    folds: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return variant_name(self.prior)
+
+
+def unmeasured(rows: Sequence[ExperienceRow]) -> list[ExperienceRow]:
+    """``rows`` as candidates: the same configurations and shapes, no time."""
+    return [ExperienceRow(op=r.op, shape=r.shape, gpu=r.gpu, config=r.config, time_ms=None,
+                          launch=r.launch, gpu_facts=r.gpu_facts, bytes_moved=r.bytes_moved,
+                          flops=r.flops) for r in rows]
+
+
+def walk_e3(walk: Walk, rows: Sequence[ExperienceRow], limit: int = 200) -> int:
+    """Evaluations ``walk`` takes over the measured ``rows`` (one op on one GPU) until a
+    configuration within 3% of their best (geomean over the shapes; a configuration
+    missing a shape failed); past ``limit`` proposals, its remaining order counts."""
+    by_key: dict[str, list[ExperienceRow]] = defaultdict(list)
+    for r in rows:
+        by_key[r.key].append(r)
+    shapes = {r.shape for r in rows}
+    truth = {}
+    for key, members in by_key.items():
+        times = [r.time_ms for r in members if r.time_ms and not r.failed]
+        truth[key] = geomean(times) if len(times) == len(shapes) else None
+    best = min(t for t in truth.values() if t is not None) * TOLERANCE
+    for step in range(1, min(limit, len(truth)) + 1):
+        key = walk.next_key()
+        if key is None:
+            break
+        walk.observe(key, by_key[key])
+        if (truth.get(key) or math.inf) <= best:
+            return step
+    order = walk.remaining()
+    return next(i for i, k in enumerate(order, 1) if (truth.get(k) or math.inf) <= best)
+
+
+def choose_unseen_walk(model: CostModel, train: Sequence[ExperienceRow], gpu: str,
+                       seed: int = 0, limit: int = 200) -> WalkChoice:
+    """The walk for a task ``model`` never trained on and no GPU measured, chosen on the
+    training rows alone: each task measured on ``gpu`` (else on the training GPU with the
+    most tasks) is held out in turn, the model refit without it (``CostModel.refit``,
+    same settings and seed), and every variant walks it (the ensemble, and the
+    prior-mean walk at each of PRIOR_WEIGHTS x LENGTHS); the variant with the lowest mean
+    log E@3% over those tasks is chosen, ties to the ensemble (the walk for a task other
+    GPUs measured). Fewer than two such tasks: the ensemble, unchosen."""
+    ops_on: dict[str, set[str]] = defaultdict(set)
+    for r in train:
+        ops_on[r.gpu].add(r.op)
+    if len(ops_on.get(gpu, ())) < 2 and ops_on:
+        gpu = max(sorted(ops_on), key=lambda g: len(ops_on[g]))
+    folds = tuple(sorted(ops_on.get(gpu, ())))
+    if len(folds) < 2:
+        return WalkChoice(None)
+    variants: list[tuple[float, float] | None] = [None]
+    variants += [(w, length) for w in PRIOR_WEIGHTS for length in LENGTHS]
+    logs: dict[str, list[float]] = defaultdict(list)
+    for op in folds:
+        inner = model.refit([r for r in train if r.op != op])
+        rows = [r for r in train if r.op == op and r.gpu == gpu]
+        candidates = unmeasured(rows)
+        encode = Encoder([r.config for r in rows])
+        for prior in variants:
+            walk = Walk(inner, candidates, {}, encode, seed, prior=prior)
+            logs[variant_name(prior)].append(math.log(walk_e3(walk, rows, limit)))
+    scores = {name: float(np.mean(v)) for name, v in logs.items()}
+    chosen = min(variants, key=lambda p: (round(scores[variant_name(p)], 9), p is not None))
+    return WalkChoice(chosen, scores, folds)
+
+
 def replay(model: CostModel, candidates: Sequence[ExperienceRow],
            train: Sequence[ExperienceRow], measured: Sequence[ExperienceRow],
            seed: int = 0) -> list[str]:
     """What the walk proposes next after the target's ``measured`` rows (in the order
     given): the candidates' configuration keys not measured yet, in the walk's order.
-    ``train``: the other GPUs' rows the model was fit on (their GPs are fit here)."""
+    ``train``: the other GPUs' rows the model was fit on (their GPs are fit here). For a
+    task no GPU in ``train`` measured, the walk is chosen on the training tasks
+    (``choose_unseen_walk``)."""
     if not candidates:
         return []
     op = candidates[0].op
     encode = Encoder([r.config for r in candidates] + [r.config for r in train if r.op == op])
-    walk = Walk(model, candidates, fit_sources(train, op, encode, seed), encode, seed)
+    gps = fit_sources(train, op, encode, seed)
+    prior = None
+    if not gps and op not in model.train_ops:
+        prior = choose_unseen_walk(model, train, candidates[0].gpu, seed).prior
+    walk = Walk(model, candidates, gps, encode, seed, prior=prior)
     rows: dict[str, list[ExperienceRow]] = defaultdict(list)
     for r in measured:
         if r.key in walk.index:

@@ -243,3 +243,34 @@ def test_the_first_proposal_is_the_consensus_of_the_training_gpus():
     assert keys[0] == str(sorted(configs[1].items()))
     assert len(set(keys)) == len(configs)
     assert str(sorted(configs[0].items())) in keys[:4]  # the twin's best in the first turn
+
+
+def test_a_configuration_that_cannot_launch_goes_last() -> None:
+    """A program staging more shared memory than the GPU has per SM cannot launch on it:
+    rank() puts it last whatever the model predicts (a model trained on tasks that never
+    reached the limit cannot learn it); with the rule off (launch_limits) it is not."""
+    model = small_model().fit([r for f in TRAIN for r in rows_for(f)])
+    smem = TARGET["smem_per_sm_kib"] * 1024
+
+    def staged(config: dict, over: bool) -> Launch:
+        ln = launch_of(config)
+        return Launch(programs=ln.programs, threads_per_program=ln.threads_per_program,
+                      elements_per_program=ln.elements_per_program, bytes_per_element=4,
+                      tile_bytes=ln.tile_bytes, smem_bytes=2 * smem if over else 1024)
+
+    unlaunched = [ExperienceRow(op="synthetic", shape="n=4M", gpu="target", config=c,
+                                time_ms=None, launch=staged(c, False), gpu_facts=TARGET)
+                  for c in CONFIGS]
+    first = model.rank(unlaunched, evidence_for=0)[0].config
+    # another name for the same card: the model keeps a row's launch features by name
+    twin = {**TARGET, "gpu_name": "target twin"}
+    over = [ExperienceRow(op=r.op, shape=r.shape, gpu="target twin", config=r.config,
+                          time_ms=None, launch=staged(r.config, r.config == first),
+                          gpu_facts=twin) for r in unlaunched]
+    assert model.cannot_launch(over) == {ExperienceRow(
+        op="synthetic", shape="", gpu="", config=first, time_ms=None, launch=None,
+        gpu_facts={}).key}
+    ranked = model.rank(over, evidence_for=0)
+    assert ranked[-1].config == first and ranked[0].config != first
+    model.launch_limits = False
+    assert model.rank(over, evidence_for=0)[0].config == first

@@ -123,3 +123,67 @@ def test_a_lead_not_kept_leaves_the_ensemble_once_it_hands_over() -> None:
         walk.observe(i, target[i])
     walk.ranking(set())
     assert walk.weights[0] == 0.0 and math.isclose(float(walk.weights.sum()), 1.0)
+
+
+def test_the_prior_mean_walk_leads_with_the_prior_and_leaves_a_wrong_one() -> None:
+    """PriorMeanGP: its first two proposals are the prior's; a prior that orders the space
+    the wrong way round still reaches within 3% of the best well before a walk down the
+    prior would, and sooner when the prior's coefficient is learned (it goes negative)
+    than when it is held at its weight."""
+    from kernelkb.retrieval.transfer_bo import PriorMeanGP
+
+    x = Encoder(SPACE)(SPACE)
+    target = [landscape(c, 7, 0.02, random.Random(5)) for c in SPACE]
+    right = OrderPrior.of("right", np.argsort(np.argsort(target)).astype(float))
+    wrong = OrderPrior.of("wrong", np.argsort(np.argsort(-np.array(target))).astype(float))
+    walk = PriorMeanGP(right, x, 0.5, 1.0)
+    assert walk.next(set()) == int(np.argmin(target))
+
+    def e3(prior: OrderPrior, learn: bool) -> int:
+        walk = PriorMeanGP(prior, x, 0.5, 1.0, learn_scale=learn)
+        seen: list[int] = []
+        while True:
+            i = walk.next(set(seen))
+            seen.append(i)
+            walk.observe(i, target[i])
+            if target[i] <= min(target) + math.log(1.03):
+                return len(seen)
+
+    good = sum(t <= min(target) + math.log(1.03) for t in target)
+    down_the_prior = len(SPACE) - good + 1  # the wrong prior's order meets them last
+    learned, held = e3(wrong, True), e3(wrong, False)
+    assert learned < down_the_prior // 2
+    assert learned <= held
+    assert math.isclose(float(walk.weights.sum()), 1.0)
+
+
+def test_an_unseen_task_walk_is_chosen_on_the_training_tasks_alone() -> None:
+    """choose_unseen_walk holds each training task out in turn (the model refit without
+    it) and scores every variant by its walks there; it never sees the target. With one
+    training task there is nothing to hold out: the ensemble, unchosen."""
+    from kernelkb.retrieval.walk import (
+        LENGTHS,
+        PRIOR_WEIGHTS,
+        choose_unseen_walk,
+        unmeasured,
+        variant_name,
+    )
+
+    def task(op: str, best_block: float, seed: int) -> list[ExperienceRow]:
+        return [ExperienceRow(op=op, shape=r.shape, gpu="GPU A", config=r.config,
+                              time_ms=r.time_ms, launch=None, gpu_facts=r.gpu_facts)
+                for r in toy_rows("GPU A", best_block, seed)]
+
+    train = task("one", 6, 0) + task("two", 7, 1) + task("three", 8, 2)
+    model = CostModel(n_estimators=20).fit(train)
+    choice = choose_unseen_walk(model, train, "GPU A")
+    assert choice.folds == ("one", "three", "two")
+    names = {"ensemble"} | {variant_name((w, n)) for w in PRIOR_WEIGHTS for n in LENGTHS}
+    assert set(choice.scores) == names
+    assert choice.scores[choice.name] == min(choice.scores.values())
+    alone = choose_unseen_walk(model, task("one", 6, 0), "GPU A")
+    assert alone.prior is None and not alone.scores
+    # replay of a task no GPU measured takes the chosen walk: every unmeasured key once
+    target = task("four", 7, 3)
+    order = replay(model, unmeasured(target), train, target[:3])
+    assert sorted(order) == sorted(r.key for r in target[3:])
