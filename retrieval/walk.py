@@ -208,7 +208,8 @@ def choose_unseen_walk(model: CostModel, train: Sequence[ExperienceRow], gpu: st
     GPUs measured). Fewer than two such tasks: the ensemble, unchosen."""
     ops_on: dict[str, set[str]] = defaultdict(set)
     for r in train:
-        ops_on[r.gpu].add(r.op)
+        if r.time_ms and not r.failed:  # a task with no timed configuration scores nothing
+            ops_on[r.gpu].add(r.op)
     if len(ops_on.get(gpu, ())) < 2 and ops_on:
         gpu = max(sorted(ops_on), key=lambda g: len(ops_on[g]))
     folds = tuple(sorted(ops_on.get(gpu, ())))
