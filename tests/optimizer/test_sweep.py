@@ -162,3 +162,32 @@ def test_compiling_ahead_sees_the_checks_sizes_and_strides_without_memory() -> N
                         (want.shape, want.stride(), want.dtype), (name, case)
                 else:
                     assert got == want
+
+
+@pytest.mark.slow
+def test_every_wrapper_path_compiles_ahead_through_every_case(monkeypatch) -> None:
+    """The wrapper of every task's configurations (one for each value of each structural
+    knob, which picks the wrapper's path) runs on meta tensors through each shape and
+    condition its check passes (a launch here does nothing: the interpreter
+    has no compiler; on a GPU it compiles in warm-up mode). A wrapper that could not (a
+    persistent kernel's SM count read from the meta device) would compile nothing ahead."""
+    import types
+
+    import torch
+    from triton.runtime.interpreter import InterpretedFunction
+
+    from kernelkb.kernels.base import all_tasks
+    from kernelkb.optimizer import compile_ahead
+
+    monkeypatch.setattr(InterpretedFunction, "__getitem__", lambda self, grid: lambda *a, **k: None)
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda device=None: types.SimpleNamespace(multi_processor_count=132))
+    for name, task in all_tasks().items():
+        plan = sweep.SweepPlan.of(name, "float16")
+        every, conditioned = sweep._check_shapes(plan)
+        cases = len(every) + len(conditioned) * len(task.input_conditions)
+        paths = {(v.name, c[v.name]): c for c in plan.configs for v in task.variants}
+        short = {sweep.key(c): n for c in {sweep.key(c): c for c in paths.values()}.values()
+                 if (n := compile_ahead.compile_config(name, "float16", c, every, conditioned))
+                 != cases}
+        assert not short, (name, cases, short)
