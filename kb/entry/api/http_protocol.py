@@ -7,6 +7,15 @@ ever (10,000 of them used up the file descriptors). Here a request head over HEA
 gets 431 and a head not complete within HEAD_TIMEOUT_S is closed; complete requests run
 exactly as before, at httptools' speed (pure-Python h11, which has a size bound, costs
 ~0.3 ms more CPU a request).
+
+Why a subclass of ``HttpToolsProtocol`` (uvicorn.protocols.http, not uvicorn's documented
+API) and not options: uvicorn 0.55's public Config bounds a head only in bytes, only
+for h11 (``h11_max_incomplete_event_size``, the CPU cost above), and has no timeout for
+a head that never ends (``timeout_keep_alive`` starts after a response) nor a refusal
+when a connection is made past ``limit_concurrency`` (its 503 waits for a request, so
+idle connections still hold descriptors). Handing a protocol class to ``http=`` is
+public; tests/api/test_edge.py holds the three bounds on a real server, so an uvicorn
+release that changes the parent class fails there, not in use.
 """
 
 from __future__ import annotations
