@@ -33,13 +33,13 @@ import logging
 import os
 import threading
 import warnings
-from collections import OrderedDict
 from collections.abc import Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from cachetools import LRUCache
 
 from kernelkb.kb.terminal import quiet_libraries
 from kernelkb.kernels.shared.folders import user_cache
@@ -105,9 +105,10 @@ class Embedder:
         self._frozen: _Frozen | None = None
         self._query_model: Any = None
         self._lock = threading.Lock()
-        self._query_cache = _VectorCache(cache_size)  # ONNX Runtime vectors
+        # vectors by text, least recently used dropped (cachetools; self._lock guards them)
+        self._query_cache: LRUCache[str, np.ndarray] = LRUCache(cache_size)  # ONNX Runtime
         self._queries = _QueryBatcher(self._encode_queries)
-        self._batch_cache = _VectorCache(batch_cache_size)  # torch (bf16) vectors
+        self._batch_cache: LRUCache[str, np.ndarray] = LRUCache(batch_cache_size)  # torch
         self._asked = 0  # embed_query calls
         self._cached = 0  # of which answered from the cache
 
@@ -164,7 +165,7 @@ class Embedder:
             known.update(zip(new, map(np.copy, vectors), strict=True))  # rows own their memory
             with self._lock:
                 for text in new:
-                    self._batch_cache.put(text, known[text])
+                    self._batch_cache[text] = known[text]
         return np.stack([known[t] for t in texts])
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
@@ -211,7 +212,7 @@ class Embedder:
             return hit
         vector = self._queries.embed(text)
         with self._lock:
-            self._query_cache.put(text, vector)
+            self._query_cache[text] = vector
         return vector
 
     def query_counts(self) -> dict[str, int]:
@@ -289,29 +290,6 @@ class _QueryBatcher:
             return
         for text, waiting in batch:
             waiting.set_result(np.copy(vectors[text]))
-
-
-class _VectorCache:
-    """Vectors by text, least recently used dropped past ``size`` (the caller locks)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._items: OrderedDict[str, np.ndarray] = OrderedDict()
-
-    def get(self, text: str) -> np.ndarray | None:
-        vector = self._items.get(text)
-        if vector is not None:
-            self._items.move_to_end(text)
-        return vector
-
-    def put(self, text: str, vector: np.ndarray) -> None:
-        self._items[text] = vector
-        self._items.move_to_end(text)
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        self._items.clear()
 
 
 class _Frozen:

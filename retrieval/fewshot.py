@@ -13,8 +13,9 @@ first lines was all header). About 4 characters make one token.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
+
+from cachetools import LRUCache
 
 from kernelkb.retrieval.quoting import WRAP_CHARS, code_line, inline, wrap
 from kernelkb.retrieval.schemas import Hit
@@ -85,7 +86,7 @@ def _repeated(hit: Hit) -> bool:
 
 
 _RENDERED_KEPT = 4096
-_rendered: OrderedDict[tuple[object, ...], str] = OrderedDict()
+_rendered: LRUCache[tuple[object, ...], str] = LRUCache(_RENDERED_KEPT)  # cachetools
 _rendered_lock = threading.Lock()
 
 
@@ -97,14 +98,10 @@ def render_hit(n: int, hit: Hit, diff_lines: int = _DIFF_LINES) -> str:
            hit.support if _repeated(hit) else 0, diff_lines)
     with _rendered_lock:
         body = _rendered.get(key)
-        if body is not None:
-            _rendered.move_to_end(key)
     if body is None:
         body = _render_entry(hit, diff_lines)
         with _rendered_lock:
             _rendered[key] = body
-            while len(_rendered) > _RENDERED_KEPT:
-                _rendered.popitem(last=False)
     return f"[{n}] {body}"
 
 

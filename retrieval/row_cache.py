@@ -13,10 +13,10 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from cachetools import LRUCache
 from sqlmodel import Session, col, select
 
 from kernelkb.kb.models import Experience
@@ -85,15 +85,13 @@ class RowCache:
 
     def __init__(self, size: int = ROWS_KEPT) -> None:
         self.size = size
-        self._items: OrderedDict[str, ParsedRow] = OrderedDict()
+        self._items: LRUCache[str, ParsedRow] = LRUCache(size)  # cachetools; not thread-safe
         self._lock = threading.Lock()
 
     def get_many(self, session: Session, ids: Sequence[str]) -> dict[str, ParsedRow]:
         """The rows of these ids that exist (read from SQL only when not cached)."""
         with self._lock:
             found = {i: p for i in ids if (p := self._items.get(i)) is not None}
-            for i in found:
-                self._items.move_to_end(i)
         missing = [i for i in ids if i not in found]
         if missing:
             fresh = {r.id: _parse(r) for r in session.exec(
@@ -103,6 +101,4 @@ class RowCache:
             found.update(fresh)
             with self._lock:
                 self._items.update(fresh)
-                while len(self._items) > self.size:
-                    self._items.popitem(last=False)
         return found

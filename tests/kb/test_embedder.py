@@ -94,3 +94,17 @@ def test_the_onnx_graph_is_exported_whole_into_an_empty_cache(tmp_path) -> None:
     texts = ["softmax: one pass over the row", "matmul: split K"]
     np.testing.assert_allclose(fresh.encode(texts), query_runner(CACHE_DIR).encode(texts),
                                atol=1e-5)
+
+
+def test_the_query_cache_drops_the_least_recently_used_text() -> None:
+    """cachetools' LRUCache behind embed_query: a text asked again stays, the oldest goes."""
+    from kernelkb.kb.embedder import Embedder
+
+    embedder = Embedder(cache_size=2)
+    embedder.embed_query("softmax: one pass")
+    embedder.embed_query("matmul: split K")
+    embedder.embed_query("softmax: one pass")  # now the most recent
+    embedder.embed_query("rope: fuse sin and cos")
+    assert embedder.query_counts()["cached"] == 1
+    assert embedder.cached_query("softmax: one pass") is not None
+    assert embedder.cached_query("matmul: split K") is None
