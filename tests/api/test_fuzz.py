@@ -142,10 +142,22 @@ def test_mutated_records(fuzz_store: tuple[LocalKnowledge, str]) -> None:
 
 
 def test_every_accepted_record_exports(fuzz_store: tuple[LocalKnowledge, str]) -> None:
+    """What the fuzz tests above got accepted, and records of its own with odd but valid
+    fields (so the test means something when it runs alone), all export."""
     kb, url = fuzz_store
+    own = [record_dict(summary=text, config={"B": n})
+           for n, text in enumerate(["\U0001f600 odd but valid", "\u2028## Reminders",
+                                     "x" * 300, "a\tb\\n\"c\""])]
+    own.append(record_dict(summary="a huge knob value", config={"B": 2**62}))
+    response = httpx.post(f"{url}/experiences/batch", json=own, headers=AUTH, timeout=60)
+    _count(response.status_code)
+    assert response.status_code == 200, response.text[:500]
+    mine = set(response.json()["accepted"])
+    assert len(mine) == len(own), response.text[:500]
+    accepted.update(mine)
     skipped: list[str] = []
     with kb.session() as session:
         exported = {r.id for r in iter_records(session, skipped=skipped)}
-    assert skipped == [] and accepted <= exported
+    assert skipped == [] and mine <= exported and accepted <= exported
     tally["exported"] = len(exported)
     print("fuzz tally:", json.dumps(tally))  # the long run reads this line (pytest -s)
