@@ -8,6 +8,10 @@ module collected early that imports triton (through kernels or the sandbox) woul
 otherwise leave those helpers compiled-mode and every interpreted kernel would fail with
 "Cannot call @triton.jit'd outside of the scope of a kernel".
 
+The one store fixture (``knowledge``: a fresh store under tmp_path, on the backend the
+``backend`` fixture names; tests/kb runs it on both) and the one embedder (``embedder``:
+loaded once a session, tests/kb/kb_testdata.py) are here.
+
 The store's home is the user's data folder by default (kb/settings.py); every test runs
 with KERNELKB_HOME (and XDG_DATA_HOME, for a subprocess that drops KERNELKB_*) in a fresh
 temporary folder, and on a machine without a user store (CI) the session fails if one appeared.
@@ -17,7 +21,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -47,12 +50,14 @@ def pytest_sessionfinish(session, exitstatus) -> None:  # type: ignore[no-untype
 # -- team-scale backends: PostgreSQL + a Chroma server, started once per session ----------
 import uuid  # noqa: E402
 from collections.abc import Iterator  # noqa: E402
-from typing import Any  # noqa: E402
+from typing import TYPE_CHECKING, Any  # noqa: E402
 
 import pytest  # noqa: E402
+import servers  # noqa: E402  (tests/servers.py; pyproject's pytest pythonpath has tests/)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import servers  # noqa: E402  (tests/servers.py)
+if TYPE_CHECKING:  # the store's modules load with the first test that asks for one
+    from kernelkb.kb.embedder import Embedder
+    from kernelkb.kb.service import LocalKnowledge
 
 # .ci/run sets this: there a missing server binary fails the run instead of skipping
 _REQUIRED = os.environ.get("KERNELKB_REQUIRE_SERVERS") == "1"
@@ -101,3 +106,26 @@ def store_backend(request: pytest.FixtureRequest) -> dict[str, Any]:
     if request.param == "sqlite":
         return {}
     return request.getfixturevalue("team_backend")
+
+
+@pytest.fixture
+def backend() -> dict[str, Any]:
+    """Settings overrides of the store ``knowledge`` opens: {} is the embedded SQLite file
+    and Chroma folder. tests/kb/conftest.py overrides it with ``store_backend``."""
+    return {}
+
+
+@pytest.fixture
+def knowledge(tmp_path: Path, backend: dict[str, Any]) -> LocalKnowledge:
+    """A fresh store under tmp_path (no seeds), with the session's one embedder."""
+    from kb_testdata import make_knowledge
+
+    return make_knowledge(tmp_path, **backend)
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The test session's one Embedder: the model loads once, whichever test asks first."""
+    from kb_testdata import shared_embedder
+
+    return shared_embedder()

@@ -4,16 +4,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kb_testdata import make_knowledge
-
-from kernelkb.kb.service import LocalKnowledge
 
 
 @pytest.fixture
-def knowledge(tmp_path: Path, store_backend: dict[str, Any]) -> LocalKnowledge:
-    """A fresh store: SQLite file + Chroma folder under tmp_path, or (the `team` run)
-    a fresh PostgreSQL database + a collection on a Chroma server."""
-    return make_knowledge(tmp_path, **store_backend)
+def backend(store_backend: dict[str, Any]) -> dict[str, Any]:
+    """The store tests open ``knowledge`` (tests/conftest.py) twice: on the SQLite file +
+    Chroma folder, and (the `team` run) on a fresh PostgreSQL database + a collection on
+    a Chroma server."""
+    return store_backend
 
 
 @pytest.fixture

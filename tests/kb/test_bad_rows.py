@@ -4,7 +4,6 @@ lists it and `--quarantine` moves it aside without losing it."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,8 +31,9 @@ def _poison(kb: LocalKnowledge, exp_id: str) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path, store_backend: dict[str, Any]) -> tuple[LocalKnowledge, str]:
-    kb = make_knowledge(tmp_path, **store_backend)
+def store(knowledge: LocalKnowledge) -> tuple[LocalKnowledge, str]:
+    """``knowledge`` (on both backends) with six rows, one of them broken."""
+    kb = knowledge
     records = [record_dict(summary=f"tile rows wider, variant {n}", config={"B": 64 * (n + 1)},
                            speedup=1.1 + n / 10) for n in range(6)]
     report = kb.ingest(records)

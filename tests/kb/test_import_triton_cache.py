@@ -50,13 +50,14 @@ def cache(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def store_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's store in tmp_path, through the environment."""
     monkeypatch.setenv("KERNELKB_DATA_DIR", str(tmp_path / "store"))
     monkeypatch.setenv("KERNELKB_SEEDS_DIR", str(tmp_path / "no-seeds"))
 
 
 def test_a_triton_cache_prints_its_tuning_data_and_one_line_for_the_rest(
-        cache: Path, store: None, capsys: pytest.CaptureFixture[str]) -> None:
+        cache: Path, store_home: None, capsys: pytest.CaptureFixture[str]) -> None:
     configs = len(json.loads(AUTOTUNE.read_text())["configs_timings"])
     assert cli.main(["import", str(cache), "--gpu", "h200"]) == 0
     out, err = capsys.readouterr()
@@ -75,7 +76,7 @@ def test_a_triton_cache_prints_its_tuning_data_and_one_line_for_the_rest(
 
 
 def test_files_that_look_like_tuning_data_and_fail_are_listed_capped(
-        cache: Path, store: None, capsys: pytest.CaptureFixture[str]) -> None:
+        cache: Path, store_home: None, capsys: pytest.CaptureFixture[str]) -> None:
     for n in range(12):  # a tuning run killed mid-write, twelve times over
         broken = cache / f"{'B' * 50}{n:02d}" / "matmul_kernel.autotune.json"
         broken.parent.mkdir()

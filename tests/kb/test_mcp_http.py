@@ -4,7 +4,6 @@ by a real uvicorn on loopback and driven by the MCP SDK's own client."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,15 +12,13 @@ import httpx
 import httpx2
 import pytest
 from kb_testdata import make_knowledge, record
+from live_server import serving  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client
 from mcp_sync import SyncClient
 
 from kernelkb.kb.entry.cli import main as cli
 from kernelkb.kb.entry.mcp.http import http_app
 from kernelkb.kb.entry.mcp.server import build_server
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
-from live_server import serving  # noqa: E402
 
 TOKEN = "s3cret-token"
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",

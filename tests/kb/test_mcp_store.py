@@ -79,14 +79,11 @@ def test_the_tools_work_over_a_service_url_and_its_names(tmp_path: Path) -> None
     matched by the service (GET /names: its store and task registry), so a short form
     works and an unknown name is a tool error naming the closest, as on a local store."""
     import json
-    import sys
 
     from kb_testdata import make_knowledge, record_dict
+    from live_server import live_server
 
     from kernelkb.retrieval.remote import RemoteKnowledge
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
-    from live_server import live_server
 
     kb = make_knowledge(tmp_path / "store", vectors=False)
     kb.ingest([record_dict(hw="H200")])

@@ -21,7 +21,6 @@ from kernelkb.kb.doctor import sql_ids
 from kernelkb.kb.record import parse_record
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests" / "api"))
 from live_server import live_server  # noqa: E402
 
 

@@ -7,16 +7,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 from kb_testdata import make_knowledge, record_dict
-from mcp import Client
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
 from live_server import live_server  # noqa: E402
+from mcp import Client
 
 from kernelkb.kb.entry.mcp.server import build_server  # noqa: E402
 

@@ -6,16 +6,8 @@ before triton is first imported.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
-
-_HERE = Path(__file__).resolve().parent
-for path in (str(_HERE.parents[1]), str(_HERE)):  # repo root (kernels/), kernel_checks
-    if path not in sys.path:
-        sys.path.insert(0, path)
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -10,6 +10,7 @@ nor the user's folder: these tests prove the task travels there (runner.place_ta
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from user_task_sample import isolated_registry, write_task
@@ -17,6 +18,9 @@ from user_task_sample import isolated_registry, write_task
 from kernelkb.kb.entry.cli import main as cli
 from kernelkb.kernels import discovery
 from kernelkb.kernels.base import get_task
+
+if TYPE_CHECKING:
+    from kernelkb.kb.embedder import Embedder
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 
@@ -74,8 +78,7 @@ def test_an_entry_point_task_is_evaluated_in_the_sandbox(tmp_path: Path, monkeyp
 
 @pytest.mark.slow
 def test_a_user_task_runs_through_optimize_on_cpu_with_its_related_ops_experiences(
-        tmp_path: Path) -> None:
-    from kernelkb.kb.embedder import Embedder
+        tmp_path: Path, embedder: Embedder) -> None:
     from kernelkb.kb.service import LocalKnowledge
     from kernelkb.kb.settings import Settings
     from kernelkb.optimizer.agents.base import AgentContext
@@ -97,7 +100,7 @@ def test_a_user_task_runs_through_optimize_on_cpu_with_its_related_ops_experienc
     write_task(tmp_path / "outside", one_file=True)
     discovery.add_tasks_dirs([tmp_path / "outside"])
     knowledge = LocalKnowledge(Settings(data_dir=tmp_path / "kb", seeds_dir=SEEDS,
-                                        service_url=None), embedder=Embedder())
+                                        service_url=None), embedder=embedder)
     assert knowledge.seed_if_empty()
     agent = PromptKeeper(epsilon=0.0)
     result = optimize("add_rmsnorm", agent, out_dir=tmp_path / "runs", knowledge=knowledge,

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from kb_testdata import record_dict  # noqa: E402
 
 from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kb.settings import Settings
@@ -22,9 +23,6 @@ from kernelkb.optimizer.report import sweep_line
 from kernelkb.optimizer.sandbox import resolve_shapes, sweep_shape_set
 from kernelkb.optimizer.sandbox.result import EvalResult
 from kernelkb.retrieval.prediction import measured_records
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kb"))  # the fabricated records
-from kb_testdata import record_dict  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

@@ -24,18 +24,18 @@ def options(shapes: list[tuple[int, ...]], retrieval: bool = True) -> LoopOption
                        retrieval=retrieval)
 
 
-def test_run_two_retrieves_and_uses_run_one(tmp_path: Path, local_knowledge) -> None:
+def test_run_two_retrieves_and_uses_run_one(tmp_path: Path, knowledge) -> None:
     first = optimize("softmax", OfflineAgent(epsilon=0.0), out_dir=tmp_path,
-                     knowledge=local_knowledge, policy=PolicyConfig(max_iters=2),
+                     knowledge=knowledge, policy=PolicyConfig(max_iters=2),
                      options=options([(4, 128)]), command="test run 1")
     assert first.stop_reason is StopReason.max_iters
     assert [r.verdict for r in first.rounds] == ["neutral"] * 3  # untimed, verified
-    assert local_knowledge.stats()["experiences"] == len(first.records) == 3
+    assert knowledge.stats()["experiences"] == len(first.records) == 3
     first_ids = {r.id for r in first.records}
     assert first.records[1].edit.diff and first.records[1].provenance.command == "test run 1"
 
     agent = OfflineAgent(epsilon=0.0)
-    second = optimize("rmsnorm", agent, out_dir=tmp_path, knowledge=local_knowledge,
+    second = optimize("rmsnorm", agent, out_dir=tmp_path, knowledge=knowledge,
                       policy=PolicyConfig(patience=1), options=options([(2, 256)]))
     assert second.stop_reason is StopReason.patience  # one untimed round = no improvement
     assert len(second.rounds) == 2

@@ -5,12 +5,9 @@ after its last round, with the rounds used taken off --max-iters."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kb"))  # the fabricated records
 from kb_testdata import record_dict  # noqa: E402
 
 from kernelkb.kb.record import ExperienceRecord  # noqa: E402

@@ -6,13 +6,12 @@ A real store (vectors off), records with real unified diffs of a task's kernel."
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 import pytest
 from kb_testdata import record_dict
 
 from kernelkb.kb.service import LocalKnowledge
-from kernelkb.kb.settings import Settings
 from kernelkb.kernels.base import get_task
 from kernelkb.optimizer.diffcheck import check
 from kernelkb.retrieval.fewshot import LEGEND, changed_lines
@@ -28,8 +27,15 @@ def _diff(config: dict) -> str:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> LocalKnowledge:
-    kb = LocalKnowledge(Settings(data_dir=tmp_path, vectors=False, seeds_dir=tmp_path / "no"))
+def backend() -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) without vectors."""
+    return {"vectors": False}
+
+
+@pytest.fixture
+def store(knowledge: LocalKnowledge) -> LocalKnowledge:
+    """``knowledge`` holding four improving softmax edits and one slower one."""
+    kb = knowledge
     rows = [record_dict(summary=f"set {config}", config=config, diff=_diff(config),
                         categories=("warps_stages",), iteration=n + 1,
                         speedup=1.1 + n / 10)

@@ -6,20 +6,17 @@ real HTTP service on loopback."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from live_server import live_server  # noqa: E402
 
 from kernelkb.kb.entry.cli.main import main
 from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kb.settings import Settings
 from kernelkb.retrieval.names import UnknownName, match_gpu, match_name
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
-from live_server import live_server  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -181,7 +178,6 @@ def test_a_name_written_after_the_last_read_is_found(tmp_path: Path) -> None:
     """Names resolve against the vocabulary as last read (no round trip per request); a
     name that vocabulary lacks sends resolution to the store, so a new op or GPU is found
     on its first query, and one nobody has stays unknown."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "kb"))
     from kb_testdata import record_dict
 
     kb = LocalKnowledge(Settings(data_dir=tmp_path, vectors=False, seeds_dir=tmp_path / "no"))

@@ -4,12 +4,12 @@ over HTTP; related ops are not filtered (their regimes are their own)."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import httpx
 import pytest
 from kb_testdata import record_dict
+from live_server import live_server  # noqa: E402
 from sqlalchemy import text
 from sqlmodel import select
 
@@ -19,9 +19,6 @@ from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kb.settings import Settings
 from kernelkb.kernels.base import RecordRegimes
 from kernelkb.retrieval.query import RetrievalQuery
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
-from live_server import live_server  # noqa: E402
 
 
 def _with_shapes(shapes: list[str], regime: str | None = None, **kwargs) -> dict:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,6 @@ import pytest
 from kernelkb.kb.entry.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
 
 from benchmarks.transfer_gpus import (  # noqa: E402
     load_kernel_tuner,

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "kb"))
-sys.path.insert(0, str(ROOT / "tests" / "api"))
 
 from kb_testdata import make_knowledge  # noqa: E402
 from live_server import live_server  # noqa: E402

@@ -53,7 +53,7 @@ def closed_port() -> int:
 
 
 def test_llm_rounds_are_classified_and_the_journal_ingests_once(
-        tmp_path: Path, llm_server_url: str, local_knowledge) -> None:
+        tmp_path: Path, llm_server_url: str, knowledge) -> None:
     agent = LLMAgent(LLMSettings(base_url=llm_server_url, model="scripted", api_key="k"))
     down = RemoteKnowledge(f"http://127.0.0.1:{closed_port()}", timeout=2.0)
     result = optimize("softmax", agent, out_dir=tmp_path, knowledge=down,
@@ -75,8 +75,8 @@ def test_llm_rounds_are_classified_and_the_journal_ingests_once(
     journal = Journal(result.journal_path)
     records = journal.read()
     assert [r.id for r in records] == [r.id for r in result.records]
-    first = local_knowledge.ingest(records)
-    again = local_knowledge.ingest(journal.read())
+    first = knowledge.ingest(records)
+    again = knowledge.ingest(journal.read())
     assert len(first.accepted) == len(records) and not first.rejected
     assert again.accepted == [] and len(again.duplicates) == len(records)
-    assert local_knowledge.stats()["experiences"] == len(records)
+    assert knowledge.stats()["experiences"] == len(records)

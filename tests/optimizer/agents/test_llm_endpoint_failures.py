@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
+from typing import Any
 
 import pytest
 from llm_server import ScriptedLLM, llm_server
 
 from kernelkb.kb.entry.cli.main import main
 from kernelkb.kb.service import LocalKnowledge
-from kernelkb.kb.settings import Settings
 from kernelkb.kernels.base import get_task
 from kernelkb.optimizer.agents.base import AgentUnavailable
 from kernelkb.optimizer.agents.llm import LLMAgent, LLMSettings
@@ -34,53 +34,53 @@ def closed_port() -> int:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> LocalKnowledge:
-    return LocalKnowledge(Settings(data_dir=tmp_path / "store", vectors=False,
-                                   seeds_dir=tmp_path / "no-seeds"))
+def backend() -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) without vectors: these tests count rows."""
+    return {"vectors": False}
 
 
 def _agent(url: str) -> LLMAgent:
     return LLMAgent(LLMSettings(base_url=url, model="scripted", api_key="k"))
 
 
-def _run(url: str, tmp_path: Path, store: LocalKnowledge) -> None:
-    optimize("softmax", _agent(url), out_dir=tmp_path / "runs", knowledge=store,
+def _run(url: str, tmp_path: Path, knowledge: LocalKnowledge) -> None:
+    optimize("softmax", _agent(url), out_dir=tmp_path / "runs", knowledge=knowledge,
              policy=PolicyConfig(max_iters=2, patience=5), options=TINY)
 
 
 def test_an_endpoint_that_is_down_fails_before_anything_is_stored(
-        tmp_path: Path, store: LocalKnowledge) -> None:
+        tmp_path: Path, knowledge: LocalKnowledge) -> None:
     url = f"http://127.0.0.1:{closed_port()}/v1"
     with pytest.raises(AgentUnavailable) as err:
-        _run(url, tmp_path, store)
+        _run(url, tmp_path, knowledge)
     message = str(err.value)
     assert f"the LLM endpoint {url} failed while listing the models" in message
     assert "APIConnectionError" in message and "gave up after 1 attempt " in message
-    assert store.stats()["experiences"] == 0
+    assert knowledge.stats()["experiences"] == 0
     assert not (tmp_path / "runs").exists()  # no run was started, no journal either
 
 
 def test_a_refused_key_fails_at_once_without_retries(tmp_path: Path,
-                                                     store: LocalKnowledge) -> None:
+                                                     knowledge: LocalKnowledge) -> None:
     with llm_server([], models_status=401) as url, pytest.raises(AgentUnavailable) as err:
-        _run(url, tmp_path, store)
+        _run(url, tmp_path, knowledge)
     message = str(err.value)
     assert "refused listing the models: HTTP 401 (AuthenticationError)" in message
     assert "check KERNELKB_LLM_API_KEY" in message and "not retried" in message
     assert len(ScriptedLLM.gets) == 1
-    assert store.stats()["experiences"] == 0
+    assert knowledge.stats()["experiences"] == 0
 
 
 def test_rate_limits_before_the_run_fail_it_at_once(tmp_path: Path,
-                                                   store: LocalKnowledge) -> None:
+                                                   knowledge: LocalKnowledge) -> None:
     """The preflight asks once: a run that cannot start says so without waiting."""
     with llm_server([], models_status=429, headers={"Retry-After": "0"}) as url, \
             pytest.raises(AgentUnavailable) as err:
-        _run(url, tmp_path, store)
+        _run(url, tmp_path, knowledge)
     assert "HTTP 429 (RateLimitError)" in str(err.value)
     assert "gave up after 1 attempt " in str(err.value)
     assert len(ScriptedLLM.gets) == 1
-    assert store.stats()["experiences"] == 0
+    assert knowledge.stats()["experiences"] == 0
 
 
 def test_a_chat_call_that_is_refused_raises_instead_of_a_failed_round() -> None:
@@ -118,17 +118,17 @@ def test_the_cli_says_why_and_exits_before_opening_the_store(
 
 @pytest.mark.slow
 def test_an_endpoint_failing_mid_run_stops_it_and_keeps_only_real_rounds(
-        tmp_path: Path, store: LocalKnowledge, caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, knowledge: LocalKnowledge, caplog: pytest.LogCaptureFixture) -> None:
     good = (f"```python\n{TASK.render({'NUM_WARPS': 8})}```\nCHANGE: use 8 warps\n"
             "WHY: test\nCATEGORIES: warps_stages")
     with llm_server([(200, good), (401, "key revoked")], models=["scripted"]) as url:
-        result = optimize("softmax", _agent(url), out_dir=tmp_path / "runs", knowledge=store,
+        result = optimize("softmax", _agent(url), out_dir=tmp_path / "runs", knowledge=knowledge,
                           policy=PolicyConfig(max_iters=3, patience=5), options=TINY)
     assert result.stop_reason is StopReason.agent_unavailable
     assert "HTTP 401" in (result.failure or "")
     assert "HTTP 401" not in caplog.text  # the caller says it once (the CLI: one line)
     assert [r.iteration for r in result.records] == [0, 1]  # baseline and the real round
-    assert store.stats()["experiences"] == 2
+    assert knowledge.stats()["experiences"] == 2
     report = result.report_path.read_text()
     assert "**agent_unavailable** (the LLM endpoint" in report
 

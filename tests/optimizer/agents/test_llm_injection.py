@@ -66,11 +66,11 @@ def _injection_record(env: dict) -> dict:
     }
 
 
-def test_injected_record_is_quoted_not_obeyed(tmp_path: Path, local_knowledge) -> None:
+def test_injected_record_is_quoted_not_obeyed(tmp_path: Path, knowledge) -> None:
     from kernelkb.optimizer.sandbox import detect_environment
 
     env = {k: v for k, v in detect_environment().items() if v is not None}
-    report = local_knowledge.ingest([_injection_record(env)])
+    report = knowledge.ingest([_injection_record(env)])
     assert report.accepted, report.rejected
     Recorder.requests = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
@@ -78,7 +78,7 @@ def test_injected_record_is_quoted_not_obeyed(tmp_path: Path, local_knowledge) -
     try:
         agent = LLMAgent(LLMSettings(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1",
                                      model="recorder", api_key="k"))
-        optimize("softmax", agent, out_dir=tmp_path / "out", knowledge=local_knowledge,
+        optimize("softmax", agent, out_dir=tmp_path / "out", knowledge=knowledge,
                  policy=PolicyConfig(max_iters=1, patience=10),
                  options=LoopOptions(shapes=[(4, 128)], sweep_shapes=[(4, 128)], seeds=1,
                                      timeout_s=120))
