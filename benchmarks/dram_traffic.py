@@ -31,11 +31,9 @@ from typing import Any
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from kernelkb.kernels.base import DTYPES, get_task, load_candidate  # noqa: E402
-from kernelkb.kernels.peers import Peer, peers_for  # noqa: E402
-from kernelkb.optimizer.peers import check_peer  # noqa: E402
+from kernelkb.kernels.base import DTYPES, get_task, load_candidate
+from kernelkb.kernels.peers import Peer, peers_for
+from kernelkb.optimizer.peers import check_peer
 
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sector_hit_rate.pct",
            "gpu__time_duration.sum")

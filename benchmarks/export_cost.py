@@ -45,8 +45,6 @@ ON_GPU = torch.cuda.is_available()
 if not ON_GPU:  # before triton is imported: the kernels run in the interpreter
     os.environ["TRITON_INTERPRET"] = "1"
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
 
 from host_cost import best_kernel, checked, eager_us, peers_for_cpu  # noqa: E402
 

@@ -2,16 +2,13 @@
 (do_bench, compiled-kernel metadata, torch.compile, Liger-Kernel). Prints JSON."""
 
 import json
-import os
-import sys
 import time
 
 import torch
 import triton
 from triton.testing import do_bench
 
-sys.path.insert(0, os.getcwd())
-from kernelkb.kernels.base import get_task, load_candidate  # noqa: E402
+from kernelkb.kernels.base import get_task, load_candidate
 
 out = {"torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda}
 props = torch.cuda.get_device_properties(0)

@@ -52,7 +52,6 @@ ON_GPU = torch.cuda.is_available()
 if not ON_GPU:  # before triton is imported: the kernels run in the interpreter
     os.environ["TRITON_INTERPRET"] = "1"
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernelkb.kernels.base import DTYPES, Task, all_tasks, header_constants, load_candidate  # noqa: E402
 from kernelkb.kernels.peers import Peer, peers_for  # noqa: E402

@@ -38,15 +38,13 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from kernelkb.kb.terminal import configure_logging, tracked  # noqa: E402
-from kernelkb.kernels.base import DTYPES, Task, all_tasks, load_candidate  # noqa: E402
-from kernelkb.kernels.shared.stats import geomean  # noqa: E402
-from kernelkb.optimizer.sandbox import checks, detect_environment, evaluate  # noqa: E402
-from kernelkb.optimizer.sandbox.compiled_info import kernel_resources  # noqa: E402
-from kernelkb.optimizer.sandbox.hardware import measure_peaks  # noqa: E402
-from kernelkb.optimizer.sandbox.timing import measure, rotating  # noqa: E402
+from kernelkb.kb.terminal import configure_logging, tracked
+from kernelkb.kernels.base import DTYPES, Task, all_tasks, load_candidate
+from kernelkb.kernels.shared.stats import geomean
+from kernelkb.optimizer.sandbox import checks, detect_environment, evaluate
+from kernelkb.optimizer.sandbox.compiled_info import kernel_resources
+from kernelkb.optimizer.sandbox.hardware import measure_peaks
+from kernelkb.optimizer.sandbox.timing import measure, rotating
 
 log = logging.getLogger("measure_space")
 SPACE_DIR = Path(__file__).resolve().parent / "space"

@@ -24,15 +24,13 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from kernelkb.kernels.base import DTYPES, Task, all_tasks, load_candidate  # noqa: E402
-from kernelkb.kernels.peers import Peer, peers_for  # noqa: E402
-from kernelkb.kernels.shared.stats import geomean  # noqa: E402
-from kernelkb.optimizer.peers import below_floor, time_peers, trustworthy  # noqa: E402
-from kernelkb.optimizer.sandbox import detect_environment  # noqa: E402
-from kernelkb.optimizer.sandbox.hardware import measure_peaks  # noqa: E402
-from kernelkb.optimizer.sandbox.timing import floor_ms  # noqa: E402
+from kernelkb.kernels.base import DTYPES, Task, all_tasks, load_candidate
+from kernelkb.kernels.peers import Peer, peers_for
+from kernelkb.kernels.shared.stats import geomean
+from kernelkb.optimizer.peers import below_floor, time_peers, trustworthy
+from kernelkb.optimizer.sandbox import detect_environment
+from kernelkb.optimizer.sandbox.hardware import measure_peaks
+from kernelkb.optimizer.sandbox.timing import floor_ms
 
 log = logging.getLogger("peers")
 RESULTS = Path(__file__).resolve().parent / "results"

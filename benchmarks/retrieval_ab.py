@@ -48,14 +48,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from kernelkb.kernels.shared.comparison import Comparison
+from kernelkb.kernels.shared.stats import geomean
+from kernelkb.optimizer.loop import _score as loop_score
+from kernelkb.optimizer.policy import PolicyConfig
+from kernelkb.optimizer.verdict import MAX_NOISE, MIN_NOISE, relative_spread
 
-from kernelkb.kernels.shared.comparison import Comparison  # noqa: E402
-from kernelkb.kernels.shared.stats import geomean  # noqa: E402
-from kernelkb.optimizer.loop import _score as loop_score  # noqa: E402
-from kernelkb.optimizer.policy import PolicyConfig  # noqa: E402
-from kernelkb.optimizer.verdict import MAX_NOISE, MIN_NOISE, relative_spread  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 TASKS_DIR = ROOT / "benchmarks" / "new_tasks"
 TASKS = ("layernorm", "geglu")

@@ -21,10 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from kernelkb.kernels.base import get_task  # noqa: E402
-from kernelkb.optimizer.sandbox import evaluate, jail, runner  # noqa: E402
+from kernelkb.kernels.base import get_task
+from kernelkb.optimizer.sandbox import evaluate, jail, runner
 
 
 def _evaluation_s(task: str) -> float:

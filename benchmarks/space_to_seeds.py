@@ -12,15 +12,12 @@ from __future__ import annotations
 
 import difflib
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from kernelkb.kb.record import ExperienceRecord  # noqa: E402
-from kernelkb.kernels.base import DTYPES, Task, get_task  # noqa: E402
-from kernelkb.kernels.shared.hashing import source_hash  # noqa: E402
-from kernelkb.kernels.shared.stats import geomean  # noqa: E402
+from kernelkb.kb.record import ExperienceRecord
+from kernelkb.kernels.base import DTYPES, Task, get_task
+from kernelkb.kernels.shared.hashing import source_hash
+from kernelkb.kernels.shared.stats import geomean
 
 ROOT = Path(__file__).resolve().parents[1]
 NOISE = 0.03  # speedups within 3% of 1.0 are neutral: the timing spread on the H200

@@ -18,17 +18,14 @@ from __future__ import annotations
 
 import difflib
 import json
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from kernelkb.kb.record import ExperienceRecord  # noqa: E402
-from kernelkb.kernels.base import get_task  # noqa: E402
-from kernelkb.kernels.shared.comparison import failure_verdict  # noqa: E402
-from kernelkb.kernels.shared.hashing import source_hash  # noqa: E402
-from kernelkb.kernels.shared.stats import geomean  # noqa: E402
-from kernelkb.optimizer.sweep import Point, read_journal  # noqa: E402
+from kernelkb.kb.record import ExperienceRecord
+from kernelkb.kernels.base import get_task
+from kernelkb.kernels.shared.comparison import failure_verdict
+from kernelkb.kernels.shared.hashing import source_hash
+from kernelkb.kernels.shared.stats import geomean
+from kernelkb.optimizer.sweep import Point, read_journal
 
 ROOT = Path(__file__).resolve().parents[1]
 

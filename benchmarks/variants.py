@@ -32,18 +32,16 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from kernelkb.kernels.base import (  # noqa: E402
+from kernelkb.kernels.base import (
     DTYPES,
     Task,
     all_tasks,
     load_candidate,
     set_header_constants,
 )
-from kernelkb.kernels.peers import Peer, peers_for  # noqa: E402
-from kernelkb.kernels.shared.stats import geomean  # noqa: E402
-from kernelkb.optimizer.peers import time_peers  # noqa: E402
+from kernelkb.kernels.peers import Peer, peers_for
+from kernelkb.kernels.shared.stats import geomean
+from kernelkb.optimizer.peers import time_peers
 
 log = logging.getLogger("variants")
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -38,13 +38,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from kernelkb.kernels.base import get_task  # noqa: E402
-from kernelkb.kernels.discovery import add_tasks_dirs, split_dirs  # noqa: E402
-from kernelkb.kernels.shared.stats import geomean  # noqa: E402
-from kernelkb.optimizer.sandbox import evaluate  # noqa: E402
-from kernelkb.optimizer.verdict import judge, noise_threshold  # noqa: E402
+from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import add_tasks_dirs, split_dirs
+from kernelkb.kernels.shared.stats import geomean
+from kernelkb.optimizer.sandbox import evaluate
+from kernelkb.optimizer.verdict import judge, noise_threshold
 
 TASKS = ("softmax", "rmsnorm", "swiglu", "rope", "attention", "matmul")
 PAD_SHARE = 0.10
@@ -52,9 +50,9 @@ PAD_SHARE = 0.10
 PAD = '''
 
 # --- verdict_noise.py: a known-slower variant (a padding copy added to every call) ---
-import torch  # noqa: E402
-import triton  # noqa: E402
-import triton.language as tl  # noqa: E402
+import torch
+import triton
+import triton.language as tl
 
 
 @triton.jit
