@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kb_testdata import record, shared_embedder
+from kb_testdata import record
 
-from kernelkb.kb.embedder import MAX_TOKENS
+from kernelkb.kb.embedder import MAX_TOKENS, Embedder
 from kernelkb.retrieval.query import RetrievalQuery
 
 
-def test_duplicates_share_one_vector_and_order_is_kept() -> None:
-    embedder = shared_embedder()
+def test_duplicates_share_one_vector_and_order_is_kept(embedder: Embedder) -> None:
     texts = ["fuse the epilogue", "more warps", "fuse the epilogue"]
     vectors = embedder.embed(texts)
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
@@ -32,10 +31,9 @@ def test_embedding_texts_leave_sql_keys_out() -> None:
     assert RetrievalQuery(op_type="rope").embedding_text() == "rope"
 
 
-def test_query_runner_and_batch_runner_agree() -> None:
+def test_query_runner_and_batch_runner_agree(embedder: Embedder) -> None:
     """Queries run on ONNX Runtime, batches on torch (bf16 where native): same model, the
     same vectors to cosine 0.9999."""
-    embedder = shared_embedder()
     texts = ["softmax: [tiling] raise BLOCK_SIZE to cover a row | memory-bound",
              "attention: skip fully masked causal blocks", "x"]
     batch = embedder.embed(texts)
@@ -45,10 +43,9 @@ def test_query_runner_and_batch_runner_agree() -> None:
     np.testing.assert_allclose(np.linalg.norm(queries, axis=1), 1.0, rtol=1e-5)
 
 
-def test_texts_of_earlier_batches_are_not_embedded_again() -> None:
+def test_texts_of_earlier_batches_are_not_embedded_again(embedder: Embedder) -> None:
     """An optimizer journal repeats the same edit text across runs: the second batch takes
     its vector from the cache; only the new text reaches the model."""
-    embedder = shared_embedder()
     embedder.clear_caches()
     first = embedder.embed(["cache test: fuse the epilogue", "cache test: more warps"])
     encoded: list[list[str]] = []
@@ -98,7 +95,6 @@ def test_the_onnx_graph_is_exported_whole_into_an_empty_cache(tmp_path) -> None:
 
 def test_the_query_cache_drops_the_least_recently_used_text() -> None:
     """cachetools' LRUCache behind embed_query: a text asked again stays, the oldest goes."""
-    from kernelkb.kb.embedder import Embedder
 
     embedder = Embedder(cache_size=2)
     embedder.embed_query("softmax: one pass")

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kb_testdata import shared_embedder
 
 from kernelkb.kb.embedder import Embedder
 
 
-def test_frozen_graph_matches_fp32_on_other_shapes() -> None:
-    embedder = shared_embedder()
+def test_frozen_graph_matches_fp32_on_other_shapes(embedder: Embedder) -> None:
     if not embedder.bf16:
         pytest.skip("no native bf16 here: batches run eager fp32")
     assert embedder._frozen is not None  # traced and checked, not the eager fallback
