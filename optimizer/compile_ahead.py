@@ -16,9 +16,11 @@ is done.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
@@ -59,17 +61,47 @@ def _meta(value: Any) -> Any:
     return value
 
 
+@contextlib.contextmanager
+def _meta_generators() -> Iterator[None]:
+    """``torch.Generator(device="meta")`` as a CPU generator: a task's ``make_inputs``
+    seeds one on its device, which the meta device has not, and meta tensors ignore it."""
+    import torch
+
+    real = torch.Generator
+
+    class Generator:  # a class, not a function: annotations write `torch.Generator | None`
+        def __new__(cls, device: Any = "cpu") -> Any:
+            return real(device="cpu" if str(device) == "meta" else device)
+
+    torch.Generator = Generator  # type: ignore[misc,assignment]
+    try:
+        yield
+    finally:
+        torch.Generator = real  # type: ignore[misc]
+
+
+def _made(task_name: str, dtype: str, shape: Shape, condition: str, device: str
+          ) -> tuple[Any, ...]:
+    task = get_task(task_name)
+    base = task.make_inputs(shape, DTYPES[dtype], 0, device)
+    if condition == "plain":
+        return tuple(base)
+    return tuple(next(c.apply(base, 0) for c in task.input_conditions if c.name == condition))
+
+
 def _inputs(task_name: str, dtype: str, shape: Shape, condition: str) -> tuple[Any, ...]:
     """The check's inputs for ``shape`` under ``condition`` ("plain" or a condition's
-    name) as meta tensors: made once per pool process on the CPU (sizes and strides are
-    what a compile reads)."""
+    name) as meta tensors (sizes and strides are what a compile reads), made on the meta
+    device (no memory, no time); where a condition needs values, made on the CPU once
+    per pool process and then described."""
     wanted = (task_name, dtype, shape, condition)
     if wanted not in _INPUTS:
-        task = get_task(task_name)
-        base = task.make_inputs(shape, DTYPES[dtype], 0, "cpu")
-        made = base if condition == "plain" else next(
-            c.apply(base, 0) for c in task.input_conditions if c.name == condition)
-        _INPUTS[wanted] = tuple(_meta(x) for x in made)
+        try:
+            with _meta_generators():
+                _INPUTS[wanted] = _made(task_name, dtype, shape, condition, "meta")
+        except Exception:  # noqa: BLE001 - the condition reads values: make them
+            _INPUTS[wanted] = tuple(_meta(x) for x in
+                                    _made(task_name, dtype, shape, condition, "cpu"))
     return _INPUTS[wanted]
 
 
@@ -102,6 +134,8 @@ class CompileAhead:
 
     def __init__(self, task: str, dtype: str, configs: list[dict[str, Any]],
                  shapes: list[Shape], condition_shapes: list[Shape], workers: int) -> None:
+        log.info("%s %s: compiling %d configurations ahead in %d processes", task, dtype,
+                 len(configs), workers)
         self.began = time.perf_counter()
         self.label = f"{task} {dtype}"
         self.pool = ProcessPoolExecutor(max_workers=max(1, min(workers, len(configs))),

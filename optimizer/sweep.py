@@ -37,11 +37,14 @@ from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelkb.kernels.base import DTYPES, Knob, Shape, Task, Variant, get_task, load_candidate
 from kernelkb.kernels.shared.comparison import Comparison
 from kernelkb.optimizer import space_timing
+
+if TYPE_CHECKING:
+    from kernelkb.optimizer.compile_ahead import CompileAhead
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +61,11 @@ TIME_CAP_S = 3.0
 # timed anyway (no more waits in that plan) and each point says the GPU was shared
 QUIET_WAIT_S = 20.0
 # GPU memory one check process may take, in multiples of the largest shape's bytes moved:
-# inputs under each condition, the reference, the output and float64 upcasts of both
-CHECK_MEMORY_FACTOR = 12
+# the inputs, the output, the reference's output and its float32 intermediates (conditions
+# run on the smallest shapes, float64 comparisons in bounded chunks). At 12 the H200 held
+# 3-4 check processes for rmsnorm, swiglu and rope, and the checks were the sweep's
+# bottleneck; a check that runs out of memory beside others is run again with fewer
+CHECK_MEMORY_FACTOR = 6
 
 
 def key(config: dict[str, Any]) -> str:
@@ -355,29 +361,35 @@ def run_sweeps(jobs: list[tuple[SweepPlan, Path]], *, workers: int | None = None
                on_point: Callable[[Point, int, int], None] | None = None
                ) -> Iterator[list[Point]]:
     """``run_sweep`` for each (plan, journal) in turn, each plan's points as it ends. On a
-    GPU the next plan's configurations compile on the host's cores while this plan is
-    timed (compile_ahead.py): the GPU times while the CPU compiles, not one after the
-    other."""
+    GPU the next plan's configurations compile on the cores this plan's checks leave
+    (their number is bounded by the GPU's memory) while it is checked and timed
+    (compile_ahead.py): its checks then find Triton's cache warm."""
     import torch
-
-    from kernelkb.optimizer.compile_ahead import CompileAhead
 
     ahead: CompileAhead | None = None
     for n, (plan, journal) in enumerate(jobs):
         if ahead is not None:
-            ahead.stop()
-        prepared = prepare(plan, journal, workers=workers)
+            ahead.stop()  # what it has not compiled, the checks compile
         ahead = None
         if n + 1 < len(jobs) and torch.cuda.is_available():
-            upcoming, its_journal = jobs[n + 1]
-            every, conditioned = _check_shapes(upcoming)
-            configs = _todo(upcoming, read_journal(its_journal)[1])
-            if configs:  # one core is left to the timing
-                ahead = CompileAhead(upcoming.task.name, upcoming.dtype, configs, every,
-                                     conditioned, max(1, _cores() - 2))
-        yield measure(prepared, on_point)
+            ahead = _compile_ahead(*jobs[n + 1], spare=_cores() - 1 - _fit_workers(
+                plan.task, plan.dtype, _check_shapes(plan)[0], workers or _cores() - 1))
+        yield measure(prepare(plan, journal, workers=workers), on_point)
     if ahead is not None:
         ahead.stop()
+
+
+def _compile_ahead(plan: SweepPlan, journal: Path, spare: int) -> CompileAhead | None:
+    """The plan's configurations not yet journaled, compiling in ``spare`` processes (one
+    at least)."""
+    from kernelkb.optimizer.compile_ahead import CompileAhead
+
+    every, conditioned = _check_shapes(plan)
+    configs = _todo(plan, read_journal(journal)[1])
+    if not configs:
+        return None
+    return CompileAhead(plan.task.name, plan.dtype, configs, every, conditioned,
+                        max(1, spare))
 
 
 @dataclass

@@ -150,6 +150,9 @@ def test_compiling_ahead_sees_the_checks_sizes_and_strides_without_memory() -> N
     for name in ("softmax", "rope", "matmul"):
         task = get_task(name)
         shape = task.edge_shapes[0]
+        with compile_ahead._meta_generators():  # made without memory, not on the CPU
+            assert all(x.device.type == "meta" for x in compile_ahead._made(
+                name, "float16", shape, "plain", "meta") if isinstance(x, torch.Tensor))
         plain = task.make_inputs(shape, torch.float16, 0, "cpu")
         for case in ["plain", *[c.name for c in task.input_conditions]]:
             real = plain if case == "plain" else next(
