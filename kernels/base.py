@@ -317,6 +317,26 @@ class ScalarArg:
 SCALAR_ARGS = "other scalar arguments"
 
 
+class Keywords(dict):  # type: ignore[type-arg]
+    """Arguments a check passes to ``run()`` (and to the reference) by name, as the last
+    element of an input set: ``call_with`` splits them off. A condition returns one to
+    call the op the way its users write it (``run(x, w, eps=1e-5)``)."""
+
+
+def call_with(fn: Callable[..., Any], inputs: Sequence[Any]) -> Any:
+    """``fn(*inputs)``, a trailing ``Keywords`` passed by name."""
+    args, kwargs = split_keywords(inputs)
+    return fn(*args, **kwargs)
+
+
+def split_keywords(inputs: Sequence[Any]) -> tuple[list[Any], dict[str, Any]]:
+    """(the positional inputs, the ``Keywords`` at the end or {})."""
+    items = list(inputs)
+    if items and isinstance(items[-1], Keywords):
+        return items[:-1], dict(items[-1])
+    return items, {}
+
+
 def scalar_arguments(args: tuple[ScalarArg, ...],
                      declared: tuple[InputCondition, ...] = ()) -> InputCondition:
     """The task's scalar arguments (``Task.scalar_args``) passed with values other than
@@ -325,18 +345,70 @@ def scalar_arguments(args: tuple[ScalarArg, ...],
     condition of the values at once (``mixed_inputs``: an ``eps`` shows only on a row
     whose mean square is near it). Every other check calls ``run(*inputs)`` with the
     defaults, and a kernel honest only there (another ``eps`` takes a PyTorch path, or
-    is ignored) is seen here."""
+    is ignored) is seen here.
+
+    Passed by position on an even seed and by the names the task gives them
+    (``Keywords``) on an odd one: users write both (``run(x, w, 1e-5)``,
+    ``run(x, w, eps=1e-5)``), and a ``run(x, w, epsilon=1e-6, **_)`` that swallows the
+    task's name is right only by position. The worker gives each shape its own seed, so
+    an evaluation of two shapes or more meets both forms; the judge's seeds are drawn."""
 
     def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
         sizes = [int(x.numel()) for x in inputs if isinstance(x, torch.Tensor)]
         rng = random.Random(f"{seed}:{sizes}")
-        return (*mixed_inputs(tuple(inputs), declared, seed),
-                *(arg.draw(rng) for arg in args))
+        values = [arg.draw(rng) for arg in args]
+        tensors = mixed_inputs(tuple(inputs), declared, seed)
+        if seed % 2:
+            return (*tensors, Keywords(zip((a.name for a in args), values, strict=True)))
+        return (*tensors, *values)
 
     names = ", ".join(a.name for a in args)
     return InputCondition(SCALAR_ARGS, f"run() called with {names} other than the default, "
-                          "drawn over the legal range, on rows under each of the task's "
-                          "conditions", apply)
+                          "drawn over the legal range, by position or by name, on rows "
+                          "under each of the task's conditions", apply)
+
+
+NONFINITE = "non-finite values"
+
+
+def nonfinite_values(values: tuple[float, ...], mutated: tuple[int, ...] = ()
+                     ) -> InputCondition:
+    """The first float input the op does not write holds each of ``values`` (the task's
+    ``nonfinite``: NaN by default; softmax and RMSNorm add +inf and -inf) at a few places
+    drawn from the seed, the rest as drawn: an overflow upstream or a bad mask reaches an
+    op this way. The reference says what comes out (a NaN row of softmax, a NaN column of
+    a matmul), and a NaN or inf must come out where it gives one, exactly
+    (``checks.compare_outputs``): a kernel that reads a NaN as a masked entry or clamps an
+    inf gives a finite answer where PyTorch gives NaN, and hides the fault downstream
+    (anomaly checks, a loss scaler skipping the step)."""
+
+    def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
+        out = list(inputs)
+        for i, x in enumerate(inputs):
+            if i in mutated or not isinstance(x, torch.Tensor) or not x.is_floating_point() \
+                    or x.numel() == 0:
+                continue
+            y = x.detach().clone()  # the same layout, other values
+            gen = torch.Generator().manual_seed(seed)
+            places = torch.randint(0, x.numel(), (2 * len(values),), generator=gen).tolist()
+            for k, place in enumerate(places):
+                y[tuple(_unravel_index(place, tuple(x.shape)))] = values[k % len(values)]
+            out[i] = y
+            break
+        return tuple(out)
+
+    shown = ", ".join(str(v) for v in values)
+    return InputCondition(NONFINITE, f"the first float input holds {shown} at a few places: "
+                          "NaN and inf come out where the reference gives them, and only "
+                          "there", apply)
+
+
+def _unravel_index(flat: int, shape: tuple[int, ...]) -> list[int]:
+    coords = []
+    for size in reversed(shape or (1,)):
+        coords.append(flat % size)
+        flat //= size
+    return coords[::-1]
 
 
 def mixed_inputs(inputs: tuple[Any, ...], conditions: Sequence[InputCondition], seed: int
@@ -407,7 +479,7 @@ def _in_wider_rows(x: torch.Tensor, pad: int = ROW_PAD) -> torch.Tensor:
 
 # the conditions every task gets (Task.__post_init__), by name
 GENERIC_CONDITIONS = frozenset(make().name for make in (
-    strided_rows, column_major, offset_views, broadcast_rows, grad_inputs))
+    strided_rows, column_major, offset_views, broadcast_rows, grad_inputs)) | {NONFINITE}
 
 
 def cdiv(a: int, b: int) -> int:
@@ -518,6 +590,11 @@ class Task:
     # the judge also checks one shape no list names, drawn within the lists' bounds
     # (kernels/drawn_shapes.py); False only for an op whose shapes are a closed set
     drawn_shapes: bool = True
+    # non-finite values the op's first float input may hold, with a result the reference
+    # defines (nonfinite_values, a condition added to the declared ones): NaN by default;
+    # () for an op whose answer there depends on the algorithm (attention: a NaN in a
+    # key block a causal kernel skips)
+    nonfinite: tuple[float, ...] = (math.nan,)
     # where the template was read from (read_template; None: written inline)
     template_path: str | None = field(default=None, init=False, compare=False)
 
@@ -533,6 +610,10 @@ class Task:
             (strided_rows, column_major, offset_views, broadcast_rows)
             if self.strided_rows else ()) + (grad_inputs,)
             if make(self.mutated_inputs).name not in named]
+        if self.nonfinite and NONFINITE not in named:
+            # before the layouts: the latest call's inputs, which the partly repeated
+            # check writes half of again, hold plain values (grad inputs come last)
+            generic.insert(0, nonfinite_values(tuple(self.nonfinite), self.mutated_inputs))
         if self.scalar_args and SCALAR_ARGS not in named:
             generic.insert(0, scalar_arguments(tuple(self.scalar_args),
                                                tuple(self.input_conditions)))

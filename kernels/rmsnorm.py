@@ -14,6 +14,8 @@ stages for the chunk loop.
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from kernelkb.kernels.base import (
@@ -143,6 +145,9 @@ TASK = register(
     Task(
         name="rmsnorm",
         input_conditions=CONDITIONS,
+        # the reference defines a NaN or an inf anywhere in x: a NaN row (an inf squared is
+        # inf, its rsqrt 0, inf * 0 NaN)
+        nonfinite=(math.nan, math.inf, -math.inf),
         # eps as models set it: Llama 2/3 and Mistral 1e-5, Llama 1, Qwen2 and Gemma 1e-6,
         # BERT-style norms down to 1e-12
         scalar_args=(ScalarArg("eps", default=EPS, low=1e-12, high=1e-3, log=True,

@@ -10,6 +10,7 @@ optionally with L2 residency hints (L2_HINTS) so the second pass re-reads from L
 
 from __future__ import annotations
 
+import math
 from typing import cast
 
 import torch
@@ -162,6 +163,9 @@ CONDITIONS = (
 TASK = register(
     Task(
         name="softmax",
+        # the reference defines a NaN or +inf anywhere in a row (the row comes out NaN)
+        # and a -inf (that entry is 0)
+        nonfinite=(math.nan, math.inf, -math.inf),
         input_conditions=CONDITIONS,
         op_type="softmax",
         description="Row-wise softmax of a 2-D tensor (rows, cols), accumulating in fp32.",

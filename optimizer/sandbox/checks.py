@@ -2,15 +2,16 @@
 
 Errors are measured on a float64 upcast against the task's reference. A shape passes
 only when no element is over ``atol + rtol * |ref|`` (so a kernel right on average but
-wrong at one edge fails) and the relative signed mean error (the bias) stays under
-``max_bias`` (so a small systematic drift that hides under the elementwise rule fails).
-The bias is the signed mean error over the mean |reference|, per shape, with no floor: a
-floor at ``atol`` hid a 1% drift of softmax's probabilities on long rows (each ~1/cols,
-far under fp16's atol). It is a drift only where it is also more than noise: either
-material (over ``max_bias * atol`` in absolute terms) or, over at least
-``BIAS_MIN_ELEMENTS`` elements, more than ``BIAS_Z`` standard errors of the mean error
-from 0. So an output of 0 where the reference underflows to 1e-28 is no drift, and a
-small drift on every element of a long row is.
+wrong at one edge fails), a NaN or an inf comes out exactly where the reference has one
+(a NaN where it has a NaN, the same inf where it has an inf), and the relative signed
+mean error (the bias) stays under ``max_bias`` (so a small systematic drift that hides
+under the elementwise rule fails). The bias is the signed mean error over the mean
+|reference|, per shape, with no floor: a floor at ``atol`` hid a 1% drift of softmax's
+probabilities on long rows (each ~1/cols, far under fp16's atol). It is a drift only
+where it is also more than noise: either material (over ``max_bias * atol`` in absolute
+terms) or, over at least ``BIAS_MIN_ELEMENTS`` elements, more than ``BIAS_Z`` standard
+errors of the mean error from 0. So an output of 0 where the reference underflows to
+1e-28 is no drift, and a small drift on every element of a long row is.
 The guards compare the candidate's inputs with saved copies, look for outputs sharing
 storage with inputs or with earlier outputs, and spot outputs replayed from a cache.
 """
@@ -123,7 +124,9 @@ class _Accumulator:
             rtol: float) -> None:
         diff = o - r
         finite_ref = torch.isfinite(r)
-        both_nonfinite_equal = ~finite_ref & (o == r)
+        # an inf where the reference has the same inf, a NaN where it has a NaN: equal; a
+        # finite value where it has either is over any tolerance (diff NaN or inf)
+        both_nonfinite_equal = ~finite_ref & ((o == r) | (torch.isnan(o) & torch.isnan(r)))
         diff = torch.where(both_nonfinite_equal, torch.zeros_like(diff), diff)
         absdiff = diff.abs().nan_to_num(nan=float("inf"))
         self.nonfinite += int((~torch.isfinite(o) & finite_ref).sum())

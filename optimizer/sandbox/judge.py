@@ -546,7 +546,7 @@ class Judge:
         """The worker's outputs (then the inputs the task's run writes) against the
         reference the judge computes itself on the inputs of ``seed`` (in ``dtype``,
         with its tolerance; None: the dtype asked)."""
-        from kernelkb.kernels.base import DTYPES
+        from kernelkb.kernels.base import DTYPES, call_with
         from kernelkb.optimizer.sandbox import checks
 
         device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -555,7 +555,7 @@ class Judge:
                                             seed, device))
         if condition is not None:
             inputs = list(condition.apply(tuple(inputs), seed))
-        refs = checks.flatten_tensors(self.task.reference(*inputs))
+        refs = checks.flatten_tensors(call_with(self.task.reference, inputs))
         refs += [inputs[i] for i in getattr(self.task, "mutated_inputs", ()) or ()]
         outs = [o.to(r.device) for o, r in zip(outs, refs, strict=False)] + outs[len(refs):]
         stats = checks.compare_outputs(outs, refs, tol.atol, tol.rtol)

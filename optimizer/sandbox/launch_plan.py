@@ -71,6 +71,8 @@ class Plan:
     outputs: Any = None
     made: set[StorageKey] = field(default_factory=set)  # allocated by a recorded op
     found: dict[StorageKey, torch.UntypedStorage] = field(default_factory=dict)
+    # the found storages themselves (kept from before the call), to see which it changed
+    live: dict[StorageKey, torch.UntypedStorage] = field(default_factory=dict)
     launches: list[Any] = field(default_factory=list)  # each launch's kernel and arguments
 
     @property
@@ -91,6 +93,26 @@ class Plan:
             copy = torch.UntypedStorage(storage.nbytes(), device=storage.device)
             copy.copy_(storage)
             self.found[key] = copy
+            self.live[key] = storage
+
+    def kept_and_changed(self) -> list[int]:
+        """The sizes (bytes) of the storages the call found, kept from before it (not an
+        input, not made by a recorded op: a module-level buffer, an earlier call's), that
+        it left changed. A call that leaves state in such a buffer for the next call to
+        find shares it with every call: two calls in flight (two streams, two threads)
+        read each other's. A read-only table (RoPE's cos/sin) and a workspace the call
+        returns to its former state (split-K arrival counters zeroed after use) are
+        unchanged."""
+        changed = []
+        for key, copy in self.found.items():
+            live = self.live.get(key)
+            if live is None or live.nbytes() != copy.nbytes():
+                continue
+            now = torch.empty(0, dtype=torch.uint8, device=live.device).set_(live)
+            before = torch.empty(0, dtype=torch.uint8, device=copy.device).set_(copy)
+            if not torch.equal(now, before):
+                changed.append(live.nbytes())
+        return changed
 
     def op(self, func: Any, args: Any, kwargs: dict[str, Any], out: Any) -> None:
         self.see((args, kwargs))

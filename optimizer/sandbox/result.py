@@ -18,6 +18,8 @@ from kernelkb.kernels.shared.comparison import Comparison
 ERROR_KINDS: tuple[str, ...] = (
     "syntax_error",
     "import_error",
+    "signature_mismatch",  # run() cannot take the task's arguments as the task names them
+    "config_mismatch",  # the configuration header is not what the candidate launches
     "compile_error",
     "runtime_error",
     "illegal_memory_access",

@@ -17,6 +17,7 @@ import contextlib
 import functools
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -29,12 +30,20 @@ from typing import Any
 
 import torch
 
-from kernelkb.kernels.base import DTYPES, Task, get_task, load_candidate
+from kernelkb.kernels.base import (
+    DTYPES,
+    Task,
+    call_with,
+    get_task,
+    header_constants,
+    load_candidate,
+)
 from kernelkb.kernels.discovery import load_origin
 from kernelkb.kernels.shared.comparison import may_improve
 from kernelkb.optimizer.sandbox import (
     checks,
     compare,
+    declared,
     forbidden,
     guards,
     imports,
@@ -96,6 +105,10 @@ class Worker:
         # fixed seeds are wrong here; timed inputs come from the same draws as checked ones
         self.seed_base = int(request.get("seed_base", 0))
         self.mutated = tuple(getattr(self.task, "mutated_inputs", ()) or ())
+        self.header = header_constants(request.get("source") or "")
+        # the header not being what runs (declared.py): said only when nothing else
+        # failed, the least specific finding, so a plant's own cheat is named first
+        self.config_problems: list[str] = []
         self.out: dict[str, Any] = {"final": False, "stage": "syntax", "shape": None,
                                     "per_shape": {}, "failing_shapes": [], "checked": [],
                                     "wall_s": {}}
@@ -169,6 +182,10 @@ class Worker:
             if named:
                 self.fail("syntax", "cheat_tamper", imports.message(named))
                 return
+        unread = declared.unread_constants(self.request["source"],
+                                           (p.name for p in self.task.params))
+        if unread:
+            self.config_problems.append(declared.unread_message(unread))
         self.tracker = provenance.install(candidate_file="")
         self.tracker.warm_up()  # lazy imports that rebind torch attributes happen now
         self.forbidden = forbidden.watch(lambda path: os.path.basename(path) == CANDIDATE_FILE)
@@ -205,11 +222,25 @@ class Worker:
             if refused:
                 self.fail("compile", "compile_error", jit_globals.message(refused))
                 return
+        mismatch = self.signature_problem(module.run)
+        if mismatch:
+            self.fail("syntax", "signature_mismatch", mismatch)
+            return
         try:
             self.guard("after the import")
             self.check_all(module)
         except Tampered as err:
             self.fail("correctness", err.kind, str(err))
+
+    def signature_problem(self, run: Any) -> str | None:
+        """``declared.signature_problem`` for the task's scalar arguments, after as many
+        tensor inputs as the task's smallest shape gives."""
+        names = [a.name for a in getattr(self.task, "scalar_args", ()) or ()]
+        if not names:
+            return None
+        shape = min(self.task.cpu_shapes or self.shapes, key=lambda s: math.prod(s))
+        tensors = len(self.task.make_inputs(tuple(shape), self.dtype, 0, "cpu"))
+        return declared.signature_problem(run, tensors, names, self.task.signature)
 
     def check_all(self, module: ModuleType) -> None:
         self.lap("load")
@@ -241,6 +272,9 @@ class Worker:
             lines = [m for k, m in failures if k == kind][:4]
             lines += [m for k, m in failures if k != kind][: max(0, 5 - len(lines))]
             self.fail("correctness", kind, "\n".join(lines))
+            return
+        if self.config_problems:
+            self.fail("correctness", "config_mismatch", "\n".join(self.config_problems))
             return
         self.out.update(stage="correctness", error_kind=None)
         if self.request.get("timing") and self.device == "cuda":
@@ -280,7 +314,7 @@ class Worker:
                 condition = resolve(self.task, question["condition"])
                 inputs = list(condition.apply(tuple(inputs), seed))
             with GRAD_MODES[question.get("grad") or "enabled"]():
-                out = module.run(*inputs)
+                out = call_with(module.run, inputs)
             if self.device == "cuda":
                 torch.cuda.synchronize()
             outs = checks.flatten_tensors(out) + [inputs[i] for i in self.mutated]
@@ -341,12 +375,18 @@ class Worker:
         earlier_outs: list[torch.Tensor] = []
         earlier_saved: list[torch.Tensor] = []  # their values when returned
         last_plain: list[Any] | None = None  # the inputs of the latest call
+        last_inputs: list[Any] = []
         previous: tuple[list[torch.Tensor], list[torch.Tensor]] | None = None
         worst: dict[str, Any] | None = None
         shape_label = label
         plan = launch_plan.Plan() if self.replays(shape) else None
         conditions = self.task.input_conditions if self.request.get("conditions", True) else ()
         draws = [*range(self.seeds), *conditions]
+        # the conditions' seed: the evaluation's, one more per shape (a condition that
+        # draws a form from it, such as the scalar arguments by position or by name,
+        # meets every form over the shapes)
+        condition_seed = self.seed_base + self.shapes.index(shape) \
+            if shape in self.shapes else self.seed_base
         # calls on inputs laid out as the plain ones (other values, other flags): their
         # launch plans and inputs, for check_plans_agree
         alike: list[tuple[str, launch_plan.Plan | None, list[Any]]] = []
@@ -356,14 +396,15 @@ class Worker:
                 fresh = self.make_inputs(shape, seed=self.seed_base + s)
                 if inputs is None:
                     inputs = [_own_copy(x) for x in fresh]
-                else:
-                    for x, f in zip(inputs, fresh, strict=True):
-                        if isinstance(x, torch.Tensor):
-                            x.copy_(f)
+                else:  # through .data: the tensors' version counters stay as they were
+                    with torch.no_grad():
+                        for x, f in zip(inputs, fresh, strict=True):
+                            if isinstance(x, torch.Tensor):
+                                x.data.copy_(f)
             else:  # an input condition the task declares: fresh storage, its own label
                 label = f"{shape_label} [{s.name}]"
                 inputs = list(s.apply(tuple(self.make_inputs(
-                    shape, seed=self.seed_base + 50 + draws.index(s))), self.seed_base))
+                    shape, seed=self.seed_base + 50 + draws.index(s))), condition_seed))
                 previous = None
             saved = checks.snapshot(inputs)
             this_plan = plan if s == self.seeds - 1 else None
@@ -375,7 +416,7 @@ class Worker:
             out, rule_broken = self.tracked_call(
                 run, inputs, label, record=s == 0, plan=this_plan)
             ref_inputs = checks.snapshot(saved)
-            ref = self.task.reference(*ref_inputs)
+            ref = call_with(self.task.reference, ref_inputs)
             outs = checks.flatten_tensors(out)
             expected = {i: ref_inputs[i] for i in self.mutated}
             changed = checks.modified_inputs(inputs, saved, expected)
@@ -419,10 +460,11 @@ class Worker:
             earlier_outs.extend(o.detach() for o in outs)
             earlier_saved.extend(o.detach().clone() for o in outs)
             last_plain = checks.snapshot(inputs)  # the latest call's, whatever its draw
+            last_inputs = inputs  # the tensors themselves: the next values are written there
             previous = ([o.detach().clone() for o in outs],
                         [r.detach().clone() for r in checks.flatten_tensors(ref)])
         if last_plain is not None and not self.mutated:
-            self.check_partly_repeated(run, shape, shape_label, last_plain)
+            self.check_partly_repeated(run, shape, shape_label, last_plain, last_inputs)
         if not self.request.get("bounds_only"):  # the interpreter's pass reads bounds only
             self.check_counterfactual(run, shape, shape_label)
             if plan is not None and plan.steps:
@@ -445,7 +487,7 @@ class Worker:
                 continue
             for other, values in sets:
                 fresh = [_own_copy(x) for x in values]
-                ref = self.task.reference(*checks.snapshot(fresh))
+                ref = call_with(self.task.reference, checks.snapshot(fresh))
                 try:
                     out = launch_plan.replay(recorded, fresh)
                 except launch_plan.LayoutChanged:
@@ -461,24 +503,33 @@ class Worker:
                         f"shapes and layout, not on their values or flags. {detail}"))
 
     def check_partly_repeated(self, run: Any, shape: tuple[int, ...], label: str,
-                              last: list[Any]) -> None:
+                              last: list[Any], tensors: list[Any]) -> None:
         """Inputs that repeat half of the latest call's (its first half with the rest
         new, then the other way round): a fresh draw never does, a user's batch often
         does (the same prompt prefix, the same first row). An answer cached and validated
-        by a part of the input is wrong here."""
+        by a part of the input is wrong here.
+
+        The values are written into the latest call's own tensors (``tensors``), through
+        ``.data``, which leaves a tensor's version counter as it was: how an optimizer
+        step, an EMA update or a weight loader changes a weight. A cache keyed by the
+        tensor, its ``_version`` and its data pointer (a weight prepared once and kept)
+        is stale here."""
         for keep_first in (True, False):
             fresh = self.make_inputs(shape, seed=self.seed_base + (71 if keep_first else 72))
-            mixed = [_half_repeated(old, new, keep_first) for old, new in
-                     zip(last, fresh, strict=True)]
+            mixed = [_written_into(target, _half_repeated(old, new, keep_first))
+                     for target, old, new in zip(tensors, last, fresh, strict=True)]
             where = f"{label} [the {'first' if keep_first else 'last'} half of an earlier input]"
             saved = checks.snapshot(mixed)
             out, _ = self.tracked_call(run, mixed, where, record=False)
-            ref = self.task.reference(*checks.snapshot(saved))
+            ref = call_with(self.task.reference, checks.snapshot(saved))
             detail = self.wrong(out, ref, where)
             if detail:
                 raise ShapeFailure("cheat_cached_output", (
-                    f"({where}): inputs repeating half of an earlier call's gave a wrong "
-                    f"answer: an answer kept and validated by a part of the input. {detail}"))
+                    f"({where}): new values written into the latest call's own tensors "
+                    "(through .data, their version counters unchanged), half of them "
+                    "repeating that call's, gave a wrong answer: an answer or a prepared "
+                    "input kept and validated by the tensor, its version or a part of its "
+                    f"values. {detail}"))
 
     def wrong(self, out: Any, ref: Any, where: str) -> str | None:
         """What is wrong with ``out`` against the reference (None: right), as a failure's
@@ -538,7 +589,7 @@ class Worker:
             if plan is not None:
                 plan.inputs, self.tracker.plan = list(inputs), plan
             try:
-                out = run(*inputs)
+                out = call_with(run, inputs)
             finally:
                 self.tracker.plan = None
         if plan is not None:
@@ -546,6 +597,14 @@ class Worker:
         if self.device == "cuda":
             torch.cuda.synchronize()
         self.guard(f"after a call on ({label})")
+        kept = plan.kept_and_changed() if plan is not None else []
+        if kept:
+            raise ShapeFailure("cheat_aliasing", (
+                f"({label}): the call wrote into {len(kept)} buffer(s) kept from before it "
+                f"({', '.join(f'{n} bytes' for n in kept)}: neither an input nor allocated "
+                "in the call, such as a module-level workspace) and left them changed: "
+                "every call shares that state, so two calls in flight (two streams, two "
+                "threads) read each other's. Allocate scratch in run()"))
         plain = checks.plain_tensor_problem(out)
         if plain:
             raise ShapeFailure("wrong_result", f"({label}): {plain}")
@@ -554,6 +613,9 @@ class Worker:
         if record:
             sigs = self.tracker.signatures(own_only=True)
             self.expected_launches[label] = (len(sigs), set(sigs))
+            mismatch = declared.launch_problem(self.header, (sig for _, sig in sigs))
+            if mismatch and len(self.config_problems) < 2:
+                self.config_problems.append(f"({label}): {mismatch}")
         self.own_kernels |= {launch.kernel for launch in self.tracker.launches
                              if launch.candidate}
         return out, problem
@@ -924,6 +986,21 @@ def _half_repeated(old: Any, new: Any, keep_first: bool) -> Any:
     else:
         flat[half:] = before[half:]
     return mixed
+
+
+def _written_into(target: Any, values: Any) -> Any:
+    """``values`` written into ``target`` through ``.data`` (its version counter stays as
+    it was) where ``target`` is a tensor that can hold them, returning ``target``; else
+    ``values`` as they are."""
+    if not (isinstance(target, torch.Tensor) and isinstance(values, torch.Tensor)) \
+            or (target.shape, target.dtype, target.device) != \
+            (values.shape, values.dtype, values.device) \
+            or any(st == 0 and n > 1 for st, n in zip(target.stride(), target.shape,
+                                                      strict=True)):
+        return values
+    with torch.no_grad():
+        target.data.copy_(values)
+    return target
 
 
 def _own_copy(value: Any) -> Any:

@@ -10,7 +10,9 @@ import torch
 from kernelkb.kernels.base import (
     GENERIC_CONDITIONS,
     SCALAR_ARGS,
+    Keywords,
     ScalarArg,
+    call_with,
     get_task,
     mixed_inputs,
     scalar_arguments,
@@ -49,12 +51,15 @@ def test_rmsnorm_checks_eps_drawn_and_the_condition_passes_it_to_run_and_referen
     x, w = task.make_inputs((8, 64), torch.float32, 0, "cpu")
     seen = set()
     for seed in range(30):
-        *tensors, eps = condition.apply((x, w), seed)
+        *tensors, last = condition.apply((x, w), seed)
+        # by position on an even seed, by the task's name on an odd one
+        eps = last["eps"] if seed % 2 else last
+        assert isinstance(last, Keywords) == bool(seed % 2)
         assert len(tensors) == 2 and 1e-12 <= eps <= 1e-3 and eps != 1e-6
-        assert condition.apply((x, w), seed)[2] == eps  # the worker's and the judge's agree
+        assert condition.apply((x, w), seed)[2] == last  # the worker's and the judge's agree
         seen.add(eps)
         assert torch.allclose(task.reference(*tensors, eps),
-                              task.reference(*tensors, eps=eps))
+                              call_with(task.reference, (*tensors, Keywords(eps=eps))))
     assert len(seen) > 10
     # a shape of another size draws its own value from the same seed
     other = task.make_inputs((9, 64), torch.float32, 0, "cpu")
@@ -66,8 +71,10 @@ def test_rmsnorm_checks_eps_drawn_and_the_condition_passes_it_to_run_and_referen
 def test_scalar_arguments_alone_append_the_values_in_order() -> None:
     args = (ScalarArg("a", default=0.5, low=0.0, high=1.0),
             ScalarArg("b", default=1, choices=(1, 2, 3)))
-    out = scalar_arguments(args).apply((torch.zeros(3),), 7)
+    out = scalar_arguments(args).apply((torch.zeros(3),), 8)
     assert len(out) == 3 and 0.0 <= out[1] <= 1.0 and out[2] in (2, 3)
+    named = scalar_arguments(args).apply((torch.zeros(3),), 7)
+    assert len(named) == 2 and isinstance(named[1], Keywords) and list(named[1]) == ["a", "b"]
 
 
 @pytest.mark.parametrize("name", ["softmax", "rmsnorm", "matmul", "swiglu", "rope"])
@@ -131,6 +138,6 @@ def test_mixed_rows_keep_the_rows_a_condition_picks() -> None:
     assert torch.equal(mx[0], x[0])  # and plain rows
     # the scalar arguments' condition draws eps over the same mixed rows
     (condition,) = [c for c in task.input_conditions if c.name == SCALAR_ARGS]
-    sx, sw, eps = condition.apply((x, w), 3)
-    assert torch.equal(sx, mixed_inputs((x, w), task.input_conditions[:4], 3)[0])
+    sx, sw, eps = condition.apply((x, w), 4)
+    assert torch.equal(sx, mixed_inputs((x, w), task.input_conditions[:4], 4)[0])
     assert eps != 1e-6

@@ -57,8 +57,8 @@ def test_a_kernel_that_takes_the_row_length_for_the_stride_fails_strided_rows():
     contiguous."""
     task = get_task("matmul")
     assert [c.name for c in task.input_conditions] == [
-        "a transposed weight", "strided rows", "column-major inputs", "offset views",
-        "broadcast rows", "inputs that require grad"]
+        "a transposed weight", "non-finite values", "strided rows", "column-major inputs",
+        "offset views", "broadcast rows", "inputs that require grad"]
     source = task.template.replace("                        a.stride(0), a.stride(1), "
                                    "b.stride(0), b.stride(1),",
                                    "                        K, a.stride(1), "
@@ -108,8 +108,8 @@ def test_strided_rows_keep_the_values_and_leave_written_inputs_alone():
     assert strided[5].untyped_storage().nbytes() == 2 * (3 + 4 * ROW_PAD) * 4
     assert torch.isnan(torch.as_strided(strided[2], (10,), (1,))).sum() == 5
     assert [c.name for c in get_task("attention").input_conditions] == [
-        "strided rows", "column-major inputs", "offset views", "broadcast rows",
-        "inputs that require grad"]
+        "non-finite values", "strided rows", "column-major inputs", "offset views",
+        "broadcast rows", "inputs that require grad"]
 
 
 def test_column_major_and_grad_inputs_keep_the_values() -> None:

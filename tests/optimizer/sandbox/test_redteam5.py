@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelkb.kernels.base import SCALAR_ARGS, get_task
 from kernelkb.optimizer.sandbox import evaluate, imports
 
 pytestmark = pytest.mark.slow
@@ -32,25 +33,27 @@ CASES = [
     pytest.param("int_positions_strided", "rope", None, id="int_positions_strided"),
     pytest.param("weight_stride_1d", "rmsnorm", None, id="weight_stride_1d"),
     pytest.param("shared_row_stride", "swiglu", None, id="shared_row_stride"),
-    pytest.param("eps_keyword_ignored", "rmsnorm", None, id="eps_keyword_ignored",
-                 marks=_open("the judge passes the task's scalar arguments by position "
-                             "only; run(x, w, epsilon=..., **_) ignores eps=")),
-    pytest.param("weight_version_cache", "rmsnorm", None, id="weight_version_cache",
-                 marks=_open("a weight cached by tensor, _version and data pointer goes "
-                             "stale after w.data.copy_(); the judge never writes new "
-                             "values into the same tensor between calls")),
-    pytest.param("nan_as_mask", "softmax", None, id="nan_as_mask",
-                 marks=_open("no drawn input holds NaN or inf: a NaN read as a mask is "
-                             "finite where torch gives NaN")),
-    pytest.param("shared_scratch", "softmax", None, id="shared_scratch",
-                 marks=_open("a workspace shared by every call is wrong for two calls in "
-                             "flight; the judge calls one at a time")),
+    # what a candidate declares is what it does (declared.py): run() takes the task's
+    # scalar arguments by position and by name, to one parameter, and the calls pass them
+    # both ways; every header constant of the task's space is read, and the launched
+    # num_warps / num_stages are the header's
+    pytest.param("eps_keyword_ignored", "rmsnorm", "signature_mismatch",
+                 id="eps_keyword_ignored"),
+    pytest.param("config_header_lies", "softmax", "config_mismatch", id="config_header_lies"),
+    # new values written into the latest call's own tensors through .data, which keeps
+    # their version counters (worker.check_partly_repeated)
+    pytest.param("weight_version_cache", "rmsnorm", "cheat_cached_output",
+                 id="weight_version_cache"),
+    # NaN and +/-inf in the first float input, compared exactly (nonfinite_values)
+    pytest.param("nan_as_mask", "softmax", "wrong_result", id="nan_as_mask"),
+    # a buffer kept from before the call that the call leaves changed
+    # (launch_plan.Plan.kept_and_changed)
+    pytest.param("shared_scratch", "softmax", "cheat_aliasing", id="shared_scratch"),
     pytest.param("current_device", "softmax", None, id="current_device",
-                 marks=_open("output on the current device, not the input's: needs two "
-                             "GPUs to be seen")),
-    pytest.param("config_header_lies", "softmax", None, id="config_header_lies",
-                 marks=_open("the header constants are not what the wrapper launches; "
-                             "the stored configuration is the header's")),
+                 marks=_open("output on the current device, not the input's: every input of "
+                             "an evaluation is on the one device there is (the CPU, or one "
+                             "GPU), where 'cuda' and x.device are the same; it needs an "
+                             "input on a second GPU to be seen")),
 ]
 
 
@@ -83,3 +86,30 @@ def test_a_candidates_message_comes_back_inert() -> None:
     for text in shown:
         assert not any(c in text for c in "\x1b\x07\x9b"), repr(text[:300])
     assert "\\x1b" in (result.error_message or "")  # shown as its escape, not dropped
+
+
+def test_eps_by_name_is_called_and_checked_past_the_signature_rule() -> None:
+    """A forwarding run(*args, **kwargs) that drops eps= passes the signature rule (its
+    form is the calls' to decide), and the calls pass eps by name on every other shape."""
+    source = (BAD / "redteam5_eps_keyword_ignored.py").read_text().replace(
+        "def run(x, weight, epsilon=1e-6, **_options):\n",
+        "def run(*args, **_options):\n    x, weight = args[0], args[1]\n"
+        "    epsilon = args[2] if len(args) > 2 else 1e-6\n", 1)
+    task = get_task("rmsnorm")
+    result = evaluate("rmsnorm", source, shapes=list(task.cpu_shapes[:2]), seeds=1,
+                      timeout_s=900)
+    assert result.error_kind == "wrong_result", (result.error_kind, result.error_message)
+    assert SCALAR_ARGS in (result.error_message or "")
+
+
+def test_a_header_read_but_not_launched_is_a_config_mismatch() -> None:
+    """Every constant read (the static rule holds), NUM_WARPS = 8 in the header, 4 warps
+    launched: the launches the tracker recorded say so."""
+    task = get_task("softmax")
+    source = task.render({"NUM_WARPS": 8}).replace(
+        "num_warps=NUM_WARPS", "num_warps=max(4, NUM_WARPS // 2)")
+    assert "num_warps=max(4, NUM_WARPS // 2)" in source
+    result = evaluate("softmax", source, shapes=list(task.cpu_shapes[:1]), seeds=1,
+                      timeout_s=900)
+    assert result.error_kind == "config_mismatch", (result.error_kind, result.error_message)
+    assert "NUM_WARPS = 8" in (result.error_message or "")
