@@ -147,13 +147,17 @@ def test_the_judges_clock_on_fresh_inputs(seen, fresh, caught) -> None:
         assert (figures["seen_inputs_ms"], figures["fresh_inputs_ms"]) == (seen, fresh)
 
 
-def test_answers_kept_per_input_pass_every_check_on_the_cpu() -> None:
-    """content_cache.py's premise: its answers are right on every new input (a device-side
-    fingerprint of the values, not the buffer's address), so only timing can see it."""
+def test_answers_kept_per_input_are_seen_on_the_cpu_by_the_buffers_they_keep() -> None:
+    """content_cache.py's answers are right on every new input (a device-side fingerprint
+    of the values, not the buffer's address), so no correctness check sees them; but the
+    fingerprint and the kept answer are written into buffers kept from before the call,
+    which a call may not leave changed (launch_plan.Plan.kept_and_changed): caught on the
+    CPU too, before any timing."""
     source = (BAD / "content_cache.py").read_text()
     result = evaluate("matmul", source, shapes=[(64, 96, 128), (33, 70, 100)], seeds=2,
                       timeout_s=120)
-    assert result.ok, result.text
+    assert result.error_kind == "cheat_aliasing", result.text
+    assert "kept from before it" in (result.error_message or "")
 
 
 def test_a_worker_told_to_skip_the_input_conditions_is_caught() -> None:
