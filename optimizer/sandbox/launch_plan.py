@@ -102,11 +102,13 @@ class Plan:
         find shares it with every call: two calls in flight (two streams, two threads)
         read each other's. A read-only table (RoPE's cos/sin) and a workspace the call
         returns to its former state (split-K arrival counters zeroed after use) are
-        unchanged."""
+        unchanged. An output on such a buffer is left to the rule that names it (an
+        output must be allocated in its own call)."""
         changed = []
+        outputs = {storage_key(t) for t in tensors(self.outputs)}
         for key, copy in self.found.items():
             live = self.live.get(key)
-            if live is None or live.nbytes() != copy.nbytes():
+            if live is None or key in outputs or live.nbytes() != copy.nbytes():
                 continue
             now = torch.empty(0, dtype=torch.uint8, device=live.device).set_(live)
             before = torch.empty(0, dtype=torch.uint8, device=copy.device).set_(copy)
