@@ -214,6 +214,11 @@ def bootstrap(
             fastest = _fastest_on_shapes(session, match, op_type, current, shapes)
             timed = {(i.task_id, i.dtype) for i in fastest}
             best = fastest + [i for i in best if (i.task_id, i.dtype) not in timed]
+        else:  # a task whose records carry no time against a reference (a sweep's points,
+            # each against its parent): its fastest over every shape it was timed on
+            known = {(i.task_id, i.dtype) for i in best}
+            best += [i for i in _fastest_on_shapes(session, match, op_type, current, None)
+                     if (i.task_id, i.dtype) not in known]
         items.extend(best)
     # another Triton version's advice after the current version's (retrieval/versions.py);
     # asked about shapes, the configurations measured fastest there lead
@@ -259,8 +264,9 @@ def _best_configs(session: Session, match: HardwareMatch, op_type: str | None,
 
 
 def _fastest_on_shapes(session: Session, match: HardwareMatch, op_type: str | None,
-                       current: str | None, shapes: Sequence[str]) -> list[PlanItem]:
-    """Per task and dtype, the configuration measured fastest on ``shapes`` there.
+                       current: str | None, shapes: Sequence[str] | None) -> list[PlanItem]:
+    """Per task and dtype, the configuration measured fastest on ``shapes`` there (None:
+    on every shape its records were timed on).
 
     Why not ``speedup_vs_baseline``: each run divides by its own start, timed on its own
     shapes, so a run that began from a slow kernel on large shapes (a space measurement)
@@ -291,7 +297,8 @@ def _fastest_on_shapes(session: Session, match: HardwareMatch, op_type: str | No
             light.append(((row.task_id, row.dtype), times, _Pick(
                 record.edit.categories[0], dict(record.edit.config), record.id,
                 record.env.triton_version)))
-    read_from = stand_ins(shapes, {s for _, times, _ in light for s in times})
+    measured = {s for _, times, _ in light for s in times}
+    read_from = stand_ins(shapes, measured) if shapes is not None else {s: s for s in measured}
     wanted = set(read_from.values())
     timed: dict[tuple[str, str], list[tuple[_Pick, dict[str, tuple[float, float | None]]]]] = {}
     for key, times, pick in light:

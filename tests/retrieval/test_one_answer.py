@@ -74,7 +74,7 @@ def test_a_gpu_with_its_own_measurements_tries_its_best_measured_first(
         tmp_path: Path) -> None:
     """The optimizer's rule (recall.known): the ranker leads only where the target has
     measured nothing of the op. Here an H100 holds a share of the seeds' rmsnorm space."""
-    lines = (SEEDS / "space_rmsnorm_float16.jsonl").read_text().splitlines()
+    lines = (SEEDS / "sweep_rmsnorm_float16.jsonl").read_text().splitlines()
     records = [json.loads(line) for line in lines]
     moved = []
     for record in records[::3]:
