@@ -210,26 +210,6 @@ class RGPE:
         out = [int(i) for i in order if int(i) not in exclude]
         return out[:limit] if limit else out
 
-    def _posterior(self, idx: Sequence[int], y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The GP's posterior mean and standard deviation over every candidate given the
-        residuals ``y`` at ``idx``. With ``learn_scale`` the kernel also holds the prior
-        itself (p(x) p(x'), unit variance): the prior's coefficient is not fixed at
-        ``prior_weight`` but has it as its mean and is learned from the measurements,
-        down to zero or below where the ranker orders this task the wrong way."""
-        x_obs = self.x[list(idx)]
-        k_oo = self.kernel(x_obs)
-        k_xo = self.kernel(self.x, x_obs)
-        k_xx = self.kernel.diag(self.x)
-        if self.learn_scale:
-            p_obs = self.prior[list(idx)]
-            k_oo = k_oo + np.outer(p_obs, p_obs)
-            k_xo = k_xo + np.outer(self.prior, p_obs)
-            k_xx = k_xx + self.prior ** 2
-        chol = np.linalg.cholesky(k_oo + 1e-9 * np.eye(len(idx)))
-        alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, y))
-        v = np.linalg.solve(chol, k_xo.T)
-        return k_xo @ alpha, np.sqrt(np.maximum(k_xx - (v * v).sum(axis=0), 1e-18))
-
     def _posterior(self) -> tuple[np.ndarray, np.ndarray]:
         target = self._target_gp()
         self.weights = self._weights(target)
