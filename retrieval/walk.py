@@ -187,11 +187,11 @@ def walk_e3(walk: Walk, rows: Sequence[ExperienceRow], limit: int = 200) -> int:
         truth[key] = geomean(times) if len(times) == len(shapes) else None
     best = min(t for t in truth.values() if t is not None) * TOLERANCE
     for step in range(1, min(limit, len(truth)) + 1):
-        key = walk.next_key()
-        if key is None:
+        pick = walk.next_key()
+        if pick is None:
             break
-        walk.observe(key, by_key[key])
-        if (truth.get(key) or math.inf) <= best:
+        walk.observe(pick, by_key[pick])
+        if (truth.get(pick) or math.inf) <= best:
             return step
     order = walk.remaining()
     return next(i for i, k in enumerate(order, 1) if (truth.get(k) or math.inf) <= best)
