@@ -52,7 +52,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from kernelkb.optimizer.sandbox import clock_reads
+from kernelkb.optimizer.sandbox import clock_reads, handed
 from kernelkb.optimizer.sandbox.provenance import RULE
 
 # the names a thread start can go through: _thread's own, and the aliases threading took
@@ -282,9 +282,12 @@ class Forbidden:
         while frame is not None and frame.f_globals.get("__name__", "").startswith(
                 passed_over):
             frame = frame.f_back
-        if frame is not None and self._is_candidate(frame.f_code.co_filename):
+        if frame is not None and handed.is_candidates(frame, self._is_candidate):
             return f"line {frame.f_lineno}"
-        return None
+        # a library calling a recorder it was handed (a module's forward, a hook)
+        above = handed.handed_by_candidate(frame, (sys._getframe(1).f_code,),
+                                           self._is_candidate) if frame is not None else None
+        return f"line {above.f_lineno}" if above is not None else None
 
     def problem(self) -> str | None:
         """Why the candidate broke the rule, or None."""

@@ -45,8 +45,12 @@ REFUSED_NAMES = frozenset({"getattr", "setattr", "delattr", "__import__", "eval"
 REFUSED_ATTRIBUTES = {
     **dict.fromkeys(("add_pre_run_hook", "pre_run_hooks", "pre_hook", "post_hook",
                      "launch_enter_hook", "launch_exit_hook"), "runs Python in a launch"),
-    **dict.fromkeys(("format", "format_map", "attrgetter", "methodcaller", "get_type_hints",
-                     "ForwardRef", "_eval_type"), "reads attributes or code by name"),
+    **dict.fromkeys(("format", "format_map", "attrgetter", "methodcaller"),
+                    "reads attributes or code by name"),
+    # typing's forward references: a string made code, and what hands one back
+    **dict.fromkeys(("get_type_hints", "ForwardRef", "get_args", "get_origin",
+                     "evaluate_forward_ref", "TypeAliasType"),
+                    "reaches typing's evaluation of strings as code"),
     "tofile": "reads or writes files or host memory",
 }
 # names refused on torch (torch.X, torch.cuda.X, a tensor method is no module chain): tl.load
@@ -61,8 +65,14 @@ TORCH_REFUSED = {
     **dict.fromkeys(("is_grad_enabled", "is_inference_mode_enabled", "is_autocast_enabled",
                      "is_autocast_cpu_enabled", "get_autocast_dtype", "get_autocast_gpu_dtype",
                      "get_default_dtype", "get_float32_matmul_precision",
-                     "are_deterministic_algorithms_enabled", "get_rng_state"),
+                     "are_deterministic_algorithms_enabled"),
                     "reads how it is called, not what"),
+    # the random generators' state and seeds: how the caller seeded, not what is computed
+    **dict.fromkeys(("get_rng_state", "get_rng_state_all", "initial_seed",
+                     "default_generator", "default_generators", "seed_all",
+                     "manual_seed_all", "set_rng_state_all", "fork_rng", "get_state",
+                     "set_state", "graphsafe_get_state", "graphsafe_set_state"),
+                    "reads or changes the random generators' state"),
 }
 CONSTEXPR = frozenset({"tl.constexpr", "triton.language.constexpr", "constexpr"})
 
@@ -82,6 +92,7 @@ def problems(source: str) -> list[str]:
     functions = {n.name for n in ast.walk(tree)
                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
                  and not isinstance(n, ast.Lambda)}
+    own = _own_instances(tree)
     found: list[str] = []
     for node in ast.walk(tree):
         line = getattr(node, "lineno", 0)
@@ -97,6 +108,8 @@ def problems(source: str) -> list[str]:
                 found.append(f"line {line}: imports from {'.' * node.level}{module}")
                 continue
             for alias in node.names:
+                if alias.name.startswith("_") and module != "__future__":
+                    found.append(f"line {line}: imports the private name {alias.name}")
                 why = REFUSED_ATTRIBUTES.get(alias.name) or (
                     TORCH_REFUSED.get(alias.name) if module.startswith("torch") else None)
                 if why or alias.name in REFUSED_NAMES:
@@ -109,6 +122,9 @@ def problems(source: str) -> list[str]:
         elif isinstance(node, ast.Attribute):
             if node.attr.startswith("__") and node.attr.endswith("__"):
                 found.append(f"line {line}: reads the attribute {node.attr}")
+            elif node.attr.startswith("_") and id(node.value) not in own:
+                found.append(f"line {line}: reads the private attribute {node.attr} of an "
+                             "object it did not make (a library's internals)")
             elif node.attr in REFUSED_ATTRIBUTES:
                 found.append(f"line {line}: {REFUSED_ATTRIBUTES[node.attr]} ({node.attr})")
         elif isinstance(node, ast.keyword) and node.arg in REFUSED_ATTRIBUTES:
@@ -124,7 +140,69 @@ def problems(source: str) -> list[str]:
             found.append(f"line {line}: wraps a Python function as a constexpr")
     found += _module_chains(tree, aliases)
     found += _annotations(tree, aliases)
+    found += _typing_strings(tree, aliases)
     return list(dict.fromkeys(found))
+
+
+def _own_instances(tree: ast.AST) -> set[int]:
+    """The ``self`` (first parameter) of each method of the candidate's own classes, where
+    the method never rebinds it: the one base a private attribute may be read from. Any
+    other ``x._name`` reads a library's internals (``ForwardRef._evaluate``,
+    ``torch._C``), which a wrapper has no use for and which are where strings are made
+    code."""
+    own: set[int] = set()
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        for method in cls.body:
+            if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            params = [*method.args.posonlyargs, *method.args.args]
+            if not params:
+                continue
+            name = params[0].arg
+            names = [n for n in ast.walk(method) if isinstance(n, ast.Name) and n.id == name]
+            if any(not isinstance(n.ctx, ast.Load) for n in names) or any(
+                    isinstance(n, (ast.Global, ast.Nonlocal)) for n in ast.walk(method)) or any(
+                    isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+                                   ast.ClassDef)) and n is not method
+                    for n in ast.walk(method)):
+                continue  # rebound, or shadowed in an inner scope: not certainly its own
+            own.update(id(n) for n in names)
+    return own
+
+
+def _typing_strings(tree: ast.AST, aliases: dict[str, str]) -> list[str]:
+    """A string handed to one of typing's objects (a subscript ``List["..."]``, a
+    ``TypeVar(bound="...")``, a ``NamedTuple`` field's type) becomes a forward
+    reference: text typing compiles and may evaluate as code. A wrapper's types are
+    names, never text; only a call's first argument (a new type's name) may be one."""
+    from_typing = {a.asname or a.name for n in ast.walk(tree)
+                   if isinstance(n, ast.ImportFrom) and n.module in ("typing",
+                                                                     "typing_extensions")
+                   for a in n.names}
+    typing_aliases = {name for name, module in aliases.items() if module == "typing"}
+
+    def is_typing(node: ast.AST) -> bool:
+        while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+            node = node.func if isinstance(node, ast.Call) else node.value
+        return isinstance(node, ast.Name) and (node.id in from_typing
+                                               or node.id in typing_aliases)
+
+    def has_text(node: ast.AST) -> bool:
+        return any(isinstance(n, ast.Constant) and isinstance(n.value, str)
+                   or isinstance(n, ast.JoinedStr) for n in ast.walk(node))
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Subscript) and is_typing(node.value) and has_text(node.slice):
+            found.append(f"line {node.lineno}: a string subscript of a typing object (a "
+                         "forward reference: text made code)")
+        elif isinstance(node, ast.Call) and is_typing(node.func) and any(
+                has_text(a) for a in [*node.args[1:], *(k.value for k in node.keywords)]):
+            found.append(f"line {node.lineno}: a string handed to a typing object (a "
+                         "forward reference: text made code)")
+    return found
 
 
 # builtin types an annotation may name; anything else it names must be imported or a

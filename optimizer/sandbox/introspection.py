@@ -30,6 +30,8 @@ from collections.abc import Callable
 from types import CodeType, FrameType, FunctionType
 from typing import Any
 
+from kernelkb.optimizer.sandbox import handed
+
 # operations refused whatever they touch
 _ALWAYS = frozenset({
     "sys._getframe", "sys._getframemodulename", "sys._current_frames",
@@ -100,7 +102,7 @@ class Introspection:
         operation it is comes first: most are the harness's or a library's (the tamper
         check reads every harness function's code after every call), and for those the
         object needs no look."""
-        line = self._candidate_line(sys._getframe(2))  # the operation's frame
+        line = self._candidate_line(sys._getframe(2), event)  # the operation's frame
         if not line:
             return None
         if event in _ON_OBJECTS:
@@ -122,7 +124,7 @@ class Introspection:
             return obj.__module__ == self._module
         return False
 
-    def _candidate_line(self, frame: FrameType | None) -> int | None:
+    def _candidate_line(self, frame: FrameType | None, event: str = "") -> int | None:
         while frame is not None:
             module = str(frame.f_globals.get("__name__", ""))
             top = module.partition(".")[0]
@@ -132,9 +134,15 @@ class Introspection:
                                      frame.f_code.co_name == "findCaller"):
                 return None  # a library use of a frame that hands none back
             frame = frame.f_back
-        if frame is not None and self._is_candidate(frame.f_code.co_filename):
+        if frame is None:
+            return None
+        if handed.is_candidates(frame, self._is_candidate):
             return frame.f_lineno
-        return None
+        # a library calling what it was handed (sys._getframe as a module's forward):
+        # whoever handed it over makes the call
+        above = handed.handed_by_candidate(frame, handed.resolve(event) if event else (),
+                                           self._is_candidate)
+        return above.f_lineno if above is not None else None
 
     def problem(self) -> str | None:
         """Why the candidate broke the rule, or None."""

@@ -49,6 +49,8 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from kernelkb.optimizer.sandbox import handed
+
 # the readers replaced, by module
 _READERS = {
     "time": ("time", "time_ns", "monotonic", "monotonic_ns", "perf_counter",
@@ -164,12 +166,13 @@ class Surroundings:
         return message(reads) if reads else None
 
     # -- seeing a read -----------------------------------------------------------------
-    def _refuse_if_candidate(self, what: str, frame: FrameType | None) -> None:
+    def _refuse_if_candidate(self, what: str, frame: FrameType | None,
+                             callees: tuple[Any, ...] = ()) -> None:
         if getattr(self._inside, "on", False):
             return  # this module's own frame reads
         self._inside.on = True
         try:
-            line = self._candidate_line(frame)
+            line = self._candidate_line(frame, callees)
         finally:
             self._inside.on = False
         if line is None:
@@ -179,7 +182,8 @@ class Surroundings:
         raise PermissionError(f"{what}: refused by the evaluator, a kernel's wrapper does "
                               "not read its surroundings")
 
-    def _candidate_line(self, frame: FrameType | None) -> int | None:
+    def _candidate_line(self, frame: FrameType | None,
+                        callees: tuple[Any, ...] = ()) -> int | None:
         while frame is not None:
             top = str(frame.f_globals.get("__name__", "")).partition(".")[0]
             if top not in _STDLIB:
@@ -187,14 +191,19 @@ class Surroundings:
             if top in _OWN_READERS or frame.f_code.co_name in _IMPORTING:
                 return None
             frame = frame.f_back
-        if frame is not None and self._is_candidate(frame.f_code.co_filename):
+        if frame is None:
+            return None
+        if handed.is_candidates(frame, self._is_candidate):
             return frame.f_lineno
-        return None
+        # a library calling a reader it was handed (a module's forward, a hook): whoever
+        # handed it over makes the read
+        above = handed.handed_by_candidate(frame, callees, self._is_candidate)
+        return above.f_lineno if above is not None else None
 
     def _refusing(self, call: Callable[..., Any], what: str) -> Callable[..., Any]:
         @functools.wraps(call)
         def refusing(*args: Any, **kwargs: Any) -> Any:
-            self._refuse_if_candidate(what, sys._getframe(1))
+            self._refuse_if_candidate(what, sys._getframe(1), (refusing, call))
             return call(*args, **kwargs)
 
         return refusing
@@ -202,7 +211,7 @@ class Surroundings:
     def audit(self, event: str, args: tuple[Any, ...]) -> None:
         if event in _AUDITED:
             self._refuse_if_candidate(f"{event}({str(args[0])[:60]!r})" if args else event,
-                                      sys._getframe(1))
+                                      sys._getframe(1), handed.resolve(event))
 
     # -- readers without a module function to replace ------------------------------------
     def _watch_datetime(self) -> None:
@@ -213,23 +222,25 @@ class Surroundings:
         class WatchedDate(datetime.date):
             @classmethod
             def today(cls) -> Any:  # type: ignore[override]
-                refuse("datetime.date.today", sys._getframe(1))
+                refuse("datetime.date.today", sys._getframe(1), (WatchedDate.today,))
                 return super().today()
 
         class WatchedDatetime(datetime.datetime):
             @classmethod
             def now(cls, tz: Any = None) -> Any:  # type: ignore[override]
-                refuse("datetime.datetime.now", sys._getframe(1))
+                refuse("datetime.datetime.now", sys._getframe(1), (WatchedDatetime.now,))
                 return super().now(tz)
 
             @classmethod
             def utcnow(cls) -> Any:  # type: ignore[override]
-                refuse("datetime.datetime.utcnow", sys._getframe(1))
+                refuse("datetime.datetime.utcnow", sys._getframe(1),
+                       (WatchedDatetime.utcnow,))
                 return super().utcnow()
 
             @classmethod
             def today(cls) -> Any:  # type: ignore[override]
-                refuse("datetime.datetime.today", sys._getframe(1))
+                refuse("datetime.datetime.today", sys._getframe(1),
+                       (WatchedDatetime.today,))
                 return super().today()
 
         for watched in (WatchedDate, WatchedDatetime):
@@ -247,7 +258,7 @@ class Surroundings:
             method = getattr(base, name)
 
             def read(self: Any, *args: Any, **kwargs: Any) -> Any:
-                refuse(f"os.environ ({name})", sys._getframe(1))
+                refuse(f"os.environ ({name})", sys._getframe(1), (read,))
                 return method(self, *args, **kwargs)
 
             return read

@@ -67,3 +67,32 @@ def test_what_a_wrapper_needs_is_allowed() -> None:
               "y = F.softmax(torch.ones(2), -1)\nC = tl.constexpr(4)\n"
               "if __name__ == '__main__':\n    pass\n")
     assert imports.problems(source) == []
+
+
+@pytest.mark.parametrize(("source", "why"), [
+    # typing's forward references: text that typing compiles and may evaluate
+    ("import typing\nH = typing.List['int']\n", "string subscript"),
+    ("from typing import Dict\nH = Dict[str, 'x']\n", "string subscript"),
+    ("import typing as t\nT = t.TypeVar('T', bound='int')\n", "string handed"),
+    ("import typing\na = typing.get_args(typing.List[int])\n", "get_args"),
+    # a library's internals, whatever the name
+    ("import torch\nr = torch.nn.Module()._call_impl\n", "private attribute _call_impl"),
+    ("def f(ref):\n    return ref._evaluate({}, {}, frozenset())\n", "_evaluate"),
+    ("class A:\n    def f(self, o):\n        self = o\n        return self._x\n", "_x"),
+    ("from typing import _eval_type\n", "private name _eval_type"),
+    # the random generators' seeds and state
+    ("import torch\ns = torch.initial_seed()\n", "initial_seed"),
+    ("import torch\ns = torch.cuda.initial_seed()\n", "initial_seed"),
+    ("import torch\ng = torch.default_generator\n", "default_generator"),
+    ("from torch import initial_seed\n", "initial_seed"),
+])
+def test_strings_made_code_privates_and_seeds_are_refused(source: str, why: str) -> None:
+    found = imports.problems(source)
+    assert any(why in line for line in found), found
+
+
+def test_a_class_reads_its_own_private_attributes() -> None:
+    source = ("import torch\nclass Cache:\n    def __init__(self):\n        self._d = {}\n"
+              "    def get(self, k):\n        return self._d.get(k)\n"
+              "from typing import List, Optional\nX: Optional[List[int]] = None\n")
+    assert imports.problems(source) == []

@@ -105,3 +105,34 @@ def test_the_source_read_names_every_form_of_the_interpreters_state():
     source = "import sys\nfrom sys import argv\nx = sys.modules\ny = sys.maxsize\n"
     assert source_reads(source) == ["sys.argv at line 2", "sys.modules at line 3"]
     assert source_reads("def broken(:\n") == []  # the import names a syntax error
+
+
+@pytest.mark.parametrize(("setup", "call", "named"), [
+    ("import time as _t\n_m = torch.nn.Module()\n_m.forward = _t.time\n", "_m()",
+     "time.time at line"),
+    ("import datetime as _d\n_m = torch.nn.Module()\n_m.forward = _d.datetime.now\n",
+     "_m()", "datetime.datetime.now at line"),
+    ("import os as _o\n_m = torch.nn.Module()\n_m.forward = _o.environ.get\n",
+     "_m('HOME')", "os.environ (get) at line"),
+    ("_m = torch.nn.Module()\n_m.forward = open\n", "_m('/proc/self/cgroup')",
+     "open('/proc/self/cgroup')"),
+])
+def test_a_reader_handed_to_a_library_is_the_candidates_read(setup, call, named):
+    """A reader stored as an nn.Module's forward is called from torch's frame: torch was
+    handed it, so the read is the candidate's (handed.py)."""
+    source = get_task("softmax").template + f"""
+
+{setup}
+_inner = run
+
+
+def run(*args):
+    try:
+        {call}
+    except OSError:
+        pass
+    return _inner(*args)
+"""
+    result = evaluate("softmax", source, shapes=[(4, 128)], seeds=1, refuse_imports=False)
+    assert result.error_kind == "cheat_tamper", result.text
+    assert named in result.error_message, result.error_message
