@@ -18,6 +18,14 @@ not:
   ``delattr``, ``__import__``, ``eval``, ``exec``, ``compile``, ``open``, ``globals``,
   ``locals``, ``vars``, ``breakpoint``, ``input``), no dunder attribute
   (``x.__class__``, ``f.__globals__``);
+* no private attribute (``x._name``) of an object the candidate did not make (only
+  ``self`` in a method of its own class), no private name imported: a library's
+  internals are where text is made code (``ForwardRef._evaluate``);
+* no string handed to a typing object (``List["..."]``, ``TypeVar(bound="...")``) and
+  none of typing's machinery that makes or hands back a forward reference
+  (``get_args``, ``ForwardRef``, ``get_type_hints``);
+* no reader of the random generators' seeds or state (``initial_seed``,
+  ``get_rng_state``): how the caller seeded, not what it computes;
 * no Python run inside a launch: no pre-run hook (``add_pre_run_hook``,
   ``pre_run_hooks``, a config's ``pre_hook`` / ``post_hook``), and no function of the
   module passed to ``tl.constexpr`` (the interpreter would run it as kernel code; a GPU

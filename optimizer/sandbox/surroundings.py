@@ -25,7 +25,10 @@ How, in the worker, before the candidate's import:
 A call is the candidate's when the innermost frame outside the standard library is in
 its file, and no standard-library module on the way reads for itself (the import system
 finding a module by name, logging stamping a record's time, a warning's source line):
-torch, Triton and the harness read as they like. A refused read raises; the evaluation fails as
+torch, Triton and the harness read as they like. A library frame that calls a reader it
+was handed (held in a local: an ``nn.Module``'s ``forward``, a hook) does not make the
+read its own: the read is the candidate's when a frame of the candidate's stands above it
+before the harness's (``handed.py``). A refused read raises; the evaluation fails as
 ``cheat_tamper``.
 
 Not seen: a clock, a reader or a path kept under another name by a library the candidate
