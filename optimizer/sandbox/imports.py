@@ -38,6 +38,7 @@ layers behind it, each of which must still hold alone.
 from __future__ import annotations
 
 import ast
+import builtins
 import importlib
 from types import ModuleType
 
@@ -149,6 +150,7 @@ def problems(source: str) -> list[str]:
     found += _module_chains(tree, aliases)
     found += _annotations(tree, aliases)
     found += _typing_strings(tree, aliases)
+    found += _handed_callables(tree, aliases)
     return list(dict.fromkeys(found))
 
 
@@ -211,6 +213,64 @@ def _typing_strings(tree: ast.AST, aliases: dict[str, str]) -> list[str]:
             found.append(f"line {node.lineno}: a string handed to a typing object (a "
                          "forward reference: text made code)")
     return found
+
+
+def _handed_callables(tree: ast.AST, aliases: dict[str, str]) -> list[str]:
+    """A library's function or a builtin stored as an attribute of an object (an
+    ``nn.Module``'s ``forward``, a callback): the library then calls it from its own
+    frame, so whatever it reads reads as the library's. A wrapper stores values, and
+    its own functions, never another module's callables."""
+    imported = {a.asname or a.name: f"{n.module}.{a.name}" for n in ast.walk(tree)
+                if isinstance(n, ast.ImportFrom) and n.module for a in n.names}
+
+    def library_callable(node: ast.AST) -> bool:
+        dotted = _dotted(node)
+        if not dotted:
+            return False
+        head, _, rest = dotted.partition(".")
+        if head in aliases:
+            path = f"{aliases[head]}.{rest}" if rest else aliases[head]
+        elif head in imported:
+            path = f"{imported[head]}.{rest}" if rest else imported[head]
+        elif hasattr(builtins, head) and not rest:
+            return callable(getattr(builtins, head)) and not isinstance(
+                getattr(builtins, head), type)
+        else:
+            return False
+        obj = _resolve(path)
+        return obj is not None and callable(obj) and not isinstance(obj, (type, ModuleType))
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if any(isinstance(t, ast.Attribute) for t in targets) and library_callable(value):
+            found.append(f"line {node.lineno}: stores another module's callable as an "
+                         "attribute (a library would make its calls)")
+    return found
+
+
+def _resolve(path: str) -> object | None:
+    """The object a dotted path of an allowed module names, or None."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = ".".join(parts[:cut])
+        if not allowed(module):
+            continue
+        try:
+            obj: object = importlib.import_module(module)
+        except ImportError:
+            return None
+        for part in parts[cut:]:
+            obj = getattr(obj, part, None)
+            if obj is None:
+                return None
+        return obj
+    return None
 
 
 # builtin types an annotation may name; anything else it names must be imported or a

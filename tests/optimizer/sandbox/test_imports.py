@@ -96,3 +96,13 @@ def test_a_class_reads_its_own_private_attributes() -> None:
               "    def get(self, k):\n        return self._d.get(k)\n"
               "from typing import List, Optional\nX: Optional[List[int]] = None\n")
     assert imports.problems(source) == []
+
+
+@pytest.mark.parametrize("source", [
+    "import operator, torch\nm = torch.nn.Module()\nm.forward = operator.getitem\n",
+    "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n"
+    "        super_ = 0\n        self.forward = torch.sum\n",
+    "import torch\nm = torch.nn.Module()\nm.forward = print\n",
+])
+def test_a_library_callable_stored_as_an_attribute_is_refused(source: str) -> None:
+    assert any("another module's callable" in line for line in imports.problems(source))
