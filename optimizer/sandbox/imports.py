@@ -24,6 +24,8 @@ not:
 * no string handed to a typing object (``List["..."]``, ``TypeVar(bound="...")``) and
   none of typing's machinery that makes or hands back a forward reference
   (``get_args``, ``ForwardRef``, ``get_type_hints``);
+* no builtin or another module's function stored as an attribute of an object (an
+  ``nn.Module``'s ``forward``): the library would call it from its own frame;
 * no reader of the random generators' seeds or state (``initial_seed``,
   ``get_rng_state``): how the caller seeded, not what it computes;
 * no Python run inside a launch: no pre-run hook (``add_pre_run_hook``,
