@@ -164,7 +164,7 @@ class Embedder:
             vectors = self._encode_batch(new)
             known.update(zip(new, map(np.copy, vectors), strict=True))  # rows own their memory
             with self._lock:
-                for text in new:
+                for text in new if self._batch_cache.maxsize else ():  # 0: no cache
                     self._batch_cache[text] = known[text]
         return np.stack([known[t] for t in texts])
 
@@ -211,8 +211,9 @@ class Embedder:
         if hit is not None:
             return hit
         vector = self._queries.embed(text)
-        with self._lock:
-            self._query_cache[text] = vector
+        if self._query_cache.maxsize:  # 0: no cache (an LRUCache of 0 refuses every item)
+            with self._lock:
+                self._query_cache[text] = vector
         return vector
 
     def query_counts(self) -> dict[str, int]:

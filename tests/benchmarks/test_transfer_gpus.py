@@ -91,7 +91,9 @@ def test_benchmark_end_to_end_on_tiny_files(tmp_path: Path) -> None:
         assert case["gpu"] not in case["_train_gpus"] and len(case["_train_gpus"]) == 2
         assert case["cold"]["runs"] == 20 and case["ranker"]["runs"] == 2
         assert case["rgpe"]["runs"] == 2  # the transfer-BO peer, once per model seed
-        for method in transfer_gpus.METHODS:
+        # every method but the unseen-task walk's earlier version, run on task cases only
+        assert set(transfer_gpus.METHODS) - set(case) == {"ranker_before"}
+        for method in (m for m in transfer_gpus.METHODS if m in case):
             e3 = case[method]["e3"]["median"]
             assert 1 <= e3 <= case["configs"], (method, e3)
             assert case[method]["first"]["median"] >= 1.0
@@ -103,10 +105,11 @@ def test_benchmark_end_to_end_on_tiny_files(tmp_path: Path) -> None:
     text = (out / "transfer_gpus.md").read_text()
     assert "Leave-one-GPU-out" in text and "Leave-one-task-out" in text and "E@3%" in text
     # the development split (the toy kernel; no test kernel here), E@3%, first proposal,
-    # tasks, interval coverage
-    assert len(payload["goals"]) == 5
+    # tasks, the unseen-task walk against cold, interval coverage
+    assert len(payload["goals"]) == 6
     assert payload["goals"][0].startswith("- **Development split** (toy; 3 cases)")
-    assert "of the first 10 of each ranking; goal 70-90%" in payload["goals"][4]
+    assert "Goal walk <= 0.5x cold" in payload["goals"][4]
+    assert "of the first 10 of each ranking; goal 70-90%" in payload["goals"][5]
     for case in gpu_cases:  # two training GPUs: nothing to hold out, the model's order
         assert case["_orders"] == ["model"]
     # the seed table: a row per split and method, the walk against the best peer
