@@ -13,7 +13,9 @@ from kernelkb.optimizer.sandbox import detect_environment, evaluate, resolve_sha
 @pytest.fixture(scope="module")
 def clean():
     task = get_task("softmax")
-    source = task.render({"BLOCK_SIZE": 1024, "ONLINE": True})
+    # the online variant reads a NaN input as a masked lane under the CPU interpreter (its
+    # running max drops it), which the non-finite condition now rejects there
+    source = task.render({"BLOCK_SIZE": 1024, "ONLINE": False})
     return evaluate("softmax", source, shapes=[(4, 128), (1, 7), (3, 1823)], seeds=2)
 
 
@@ -23,7 +25,7 @@ def test_correct_candidate_passes(clean):
     assert clean.shapes_checked == ["rows=4,cols=128", "rows=1,cols=7", "rows=3,cols=1823"]
     assert clean.mismatch_share == 0.0
     assert clean.max_abs_err is not None and clean.max_abs_err < 1e-3
-    assert clean.config["BLOCK_SIZE"] == 1024 and clean.config["ONLINE"] is True
+    assert clean.config["BLOCK_SIZE"] == 1024 and clean.config["ONLINE"] is False
     assert len(clean.source_hash) == 16
 
 

@@ -111,11 +111,16 @@ PAST_THE_TRACKER = {
     # read through torch.save (no wrapped read), back in through torch.frombuffer
     "save_load_frombuffer": "holds values from torch.frombuffer (a tensor of host memory)",
 }
+# plants whose route reads the evaluator's dispatch-mode stack through a private torch
+# helper: the rule on reaching into the evaluator (cheat_tamper) now stops them first
+EARLIER_LAYER = {"save_load_frombuffer"}
 
 
 @pytest.mark.parametrize("name", sorted(PAST_THE_TRACKER))
 def test_routes_past_the_tracker_are_refused(name, tmp_path):
     result = run_worker_here((BAD / f"{name}.py").read_text(), tmp_path)
+    if name in EARLIER_LAYER and result["error_kind"] == "cheat_tamper":
+        return  # its route starts with a read the runtime readers refuse first
     assert result["error_kind"] == "torch_compute", result.get("error_message")
     assert PAST_THE_TRACKER[name] in result["error_message"], result["error_message"]
 
