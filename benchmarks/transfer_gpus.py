@@ -15,9 +15,9 @@ order, its best first), mean normalised rank over the other GPUs, RGPE (the tran
 peer: a ranking-weighted ensemble of per-GPU Gaussian processes, benchmarks/transfer_peers.py),
 the ranker's zero-shot order (retrieval/ranker.py, no measurement on the target), and
 the product's walk ("ranker": retrieval/walk.py, the ranker's order inside the RGPE
-ensemble, updated after every measurement; for a held-out task, the prior-mean walk chosen
-on the training tasks, with "ranker_before", the walk as it was before that and the
-launch rule, beside it in the same run). Every method that learns runs once per
+ensemble, updated after every measurement; for a held-out task, the mixture of prior-mean
+walks, with "ranker_before", the walk as it was before it (one prior-mean variant chosen
+per task on its training tasks), beside it in the same run). Every method that learns runs once per
 model seed (``--model-seeds``, 5); benchmarks/transfer_summary.py reports each split's
 median and geometric mean per seed. The test split (``--test-ops``) is fixed on the
 command line before methods are compared. Per case: E@3% (evaluations until one is
@@ -322,7 +322,7 @@ def run_case(case: Case, train: Sequence[ExperienceRow], models: Sequence[CostMo
         for name, order in refs.items():
             results[name] = summarise([walk_metrics(order, case)])
         results["most_similar_gpu"]["gpu"] = nearest
-    zero, walked, peer, weights, before, choices = [], [], [], [], [], []
+    zero, walked, peer, weights, before, choices, before_choices = [], [], [], [], [], [], []
     for model in models:
         zero.append(walk_metrics(zero_shot_order(case, model), case))
         order, last = walks.product(case.rows, case.truth, train, model, model.seed)
@@ -334,6 +334,9 @@ def run_case(case: Case, train: Sequence[ExperienceRow], models: Sequence[CostMo
             order, _ = walks.product(case.rows, case.truth, train, model, model.seed,
                                      before=True)
             before.append(walk_metrics(order, case))
+            before_choices.append({"walk": walks.last_choice.name,
+                                   "folds": walks.last_choice.folds,
+                                   "scores": walks.last_choice.scores})
         if baselines:
             peer.append(walk_metrics(walks.rgpe(case.op, case.truth, train, model.seed),
                                      case))
@@ -342,6 +345,8 @@ def run_case(case: Case, train: Sequence[ExperienceRow], models: Sequence[CostMo
     if before:
         results["ranker_before"] = summarise(before)
     results["_walk_choice"] = choices
+    if before_choices:
+        results["_walk_choice_before"] = before_choices
     if peer:
         results["rgpe"] = summarise(peer)
     results["_walk_weights"] = weights
@@ -526,7 +531,8 @@ def protocol_lines(payload: dict[str, Any]) -> list[str]:
 def task_ratio_line(label: str, cases: Sequence[dict[str, Any]]) -> str:
     """The walk's median E@3% over the held-out tasks against cold's (the median of each
     task's cold median), after and before the unseen-task walk, each as the median over
-    tasks of the per-seed medians and its spread (min-max) over the model seeds."""
+    tasks of the per-seed medians and its spread (min-max) over the model seeds, and the
+    geometric mean over tasks of each task's median."""
     cold = float(np.median([c["cold"]["e3"]["median"] for c in cases]))
     parts = []
     for m, name in (("ranker", "walk"), ("ranker_before", "walk before"),
@@ -536,14 +542,20 @@ def task_ratio_line(label: str, cases: Sequence[dict[str, Any]]) -> str:
         med = float(np.median([c[m]["e3"]["median"] for c in cases]))
         per_seed = [float(np.median([c[m]["e3_runs"][s] for c in cases]))
                     for s in range(min(c[m]["runs"] for c in cases))]
+        geo = geomean([c[m]["e3"]["median"] for c in cases])
         parts.append(f"{name} {med:g} [{min(per_seed):g}-{max(per_seed):g} over seeds] = "
-                     f"{med / cold:.2f}x [{min(per_seed) / cold:.2f}-{max(per_seed) / cold:.2f}]")
+                     f"{med / cold:.2f}x [{min(per_seed) / cold:.2f}-{max(per_seed) / cold:.2f}]"
+                     f", geomean {geo:.1f}")
     after = float(np.median([c["ranker"]["e3"]["median"] for c in cases]))
+    cold_geo = geomean([c["cold"]["e3"]["median"] for c in cases])
     return (f"- Leave-one-task-out on the H200 ({label}), median E@3% over {len(cases)} tasks "
-            f"against cold's {cold:g}: {'; '.join(parts)}. Goal walk <= 0.5x cold: "
-            f"{'met' if after <= 0.5 * cold else 'MISSED'}. Walk chosen per task on its "
-            f"training tasks: " + ", ".join(
+            f"against cold's {cold:g} (geomean {cold_geo:.1f}): {'; '.join(parts)}. "
+            f"Goal walk <= 0.5x cold: "
+            f"{'met' if after <= 0.5 * cold else 'MISSED'}. Walk per task (after; before, "
+            f"chosen on its training tasks per seed): " + ", ".join(
                 f"{c['op']} {'/'.join(sorted({ch['walk'] for ch in c['_walk_choice']}))}"
+                + (f"; {'/'.join(sorted({ch['walk'] for ch in c['_walk_choice_before']}))}"
+                   if c.get("_walk_choice_before") else "")
                 for c in cases) + ".")
 
 

@@ -18,7 +18,13 @@ from typing import Any
 
 from kernelkb.retrieval.ranker import CostModel, ExperienceRow
 from kernelkb.retrieval.transfer_bo import RGPE, Encoder, SourceGP, fit_gp
-from kernelkb.retrieval.walk import Walk, WalkChoice, choose_unseen_walk, source_targets
+from kernelkb.retrieval.walk import (
+    MIXTURE,
+    Walk,
+    WalkChoice,
+    choose_unseen_walk,
+    source_targets,
+)
 
 TOLERANCE = 1.03
 
@@ -72,10 +78,10 @@ class Walks:
                 ) -> tuple[list[str], dict[str, float]]:
         """The product's walk (retrieval/walk.py) over the target's ``rows`` (their times
         are read only as each is measured); also the ensemble's last weights. For a task
-        no training GPU measured, the walk chosen on the training tasks
-        (``choose_unseen_walk``; kept in ``last_choice``). ``before``: the walk as it was
-        before that choice and the ranker's launch-limit rule (the ensemble, every
-        configuration in the model's order), for the report's before/after."""
+        no training GPU measured, the prior-mean mixture (``MIXTURE``; ``last_choice``
+        named "mixture"). ``before``: for such a task, the walk as it was before the
+        mixture, one variant chosen per target on the training tasks
+        (``choose_unseen_walk``; kept in ``last_choice``), for the report's before/after."""
         op = rows[0].op
         candidates = [ExperienceRow(op=r.op, shape=r.shape, gpu=r.gpu, config=r.config,
                                     time_ms=None, launch=r.launch, gpu_facts=r.gpu_facts,
@@ -86,14 +92,14 @@ class Walks:
         gps = self.gps(op, train, seed) if op in self.encoders else {}
         encode = self.encoders.get(op) or Encoder([r.config for r in rows])
         self.last_choice = WalkChoice(None)
-        if not gps and op not in model.train_ops and not before:
+        unseen = not gps and op not in model.train_ops
+        if unseen and before:
             self.last_choice = choose_unseen_walk(model, train, rows[0].gpu, seed, self.limit)
-        model.launch_limits = not before
-        try:
-            walk = Walk(model, candidates, gps, encode, seed, keep_lead,
-                        prior=self.last_choice.prior)
-        finally:
-            model.launch_limits = True
+        elif unseen:
+            self.last_choice = WalkChoice(None, name_as="mixture")
+        walk = Walk(model, candidates, gps, encode, seed, keep_lead,
+                    prior=self.last_choice.prior,
+                    mixture=MIXTURE if unseen and not before else None)
         best = min(t for t in truth.values() if t is not None)
         for _ in range(min(self.limit, len(truth))):
             key = walk.next_key()

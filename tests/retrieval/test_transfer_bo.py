@@ -158,11 +158,12 @@ def test_the_prior_mean_walk_leads_with_the_prior_and_leaves_a_wrong_one() -> No
 
 
 def test_an_unseen_task_walk_is_chosen_on_the_training_tasks_alone() -> None:
-    """choose_unseen_walk holds each training task out in turn (the model refit without
-    it) and scores every variant by its walks there; it never sees the target. With one
-    training task there is nothing to hold out: the ensemble, unchosen."""
+    """choose_unseen_walk (the rule before the mixture, the benchmark's before column)
+    holds each training task out in turn (the model refit without it) and scores every
+    variant by its walks there; it never sees the target. With one training task there
+    is nothing to hold out: the ensemble, unchosen."""
     from kernelkb.retrieval.walk import (
-        LENGTHS,
+        CHOSEN_LENGTHS,
         PRIOR_WEIGHTS,
         choose_unseen_walk,
         unmeasured,
@@ -178,12 +179,41 @@ def test_an_unseen_task_walk_is_chosen_on_the_training_tasks_alone() -> None:
     model = CostModel(n_estimators=20).fit(train)
     choice = choose_unseen_walk(model, train, "GPU A")
     assert choice.folds == ("one", "three", "two")
-    names = {"ensemble"} | {variant_name((w, n)) for w in PRIOR_WEIGHTS for n in LENGTHS}
+    names = {"ensemble"} | {variant_name((w, n)) for w in PRIOR_WEIGHTS
+                            for n in CHOSEN_LENGTHS}
     assert set(choice.scores) == names
     assert choice.scores[choice.name] == min(choice.scores.values())
     alone = choose_unseen_walk(model, task("one", 6, 0), "GPU A")
     assert alone.prior is None and not alone.scores
-    # replay of a task no GPU measured takes the chosen walk: every unmeasured key once
+    # replay of a task no GPU measured takes the mixture walk: every unmeasured key once
     target = task("four", 7, 3)
     order = replay(model, unmeasured(target), train, target[:3])
     assert sorted(order) == sorted(r.key for r in target[3:])
+
+
+def test_the_prior_mean_mixture_of_one_is_that_walk_and_of_many_leaves_a_wrong_prior() -> None:
+    """PriorMeanMixture: with one (weight, length) it proposes as that PriorMeanGP does;
+    over the grid (walk.MIXTURE) its first proposal is the prior's, and a prior that
+    orders the space the wrong way round is left well before a walk down it."""
+    from kernelkb.retrieval.transfer_bo import PriorMeanGP, PriorMeanMixture
+    from kernelkb.retrieval.walk import MIXTURE
+
+    x = Encoder(SPACE)(SPACE)
+    target = [landscape(c, 7, 0.02, random.Random(5)) for c in SPACE]
+    wrong = OrderPrior.of("wrong", np.argsort(np.argsort(-np.array(target))).astype(float))
+    one, alone = PriorMeanMixture(wrong, x, [(0.5, 1.0)]), PriorMeanGP(wrong, x, 0.5, 1.0)
+    for i in (3, 17, 40):
+        one.observe(i, target[i])
+        alone.observe(i, target[i])
+    assert one.ranking(set()) == alone.ranking(set())
+
+    mixture = PriorMeanMixture(wrong, x, MIXTURE)
+    assert mixture.next(set()) == int(np.argmax(target))  # the (wrong) prior's first
+    seen: list[int] = []
+    while not seen or target[seen[-1]] > min(target) + math.log(1.03):
+        seen.append(mixture.next(set(seen)))
+        mixture.observe(seen[-1], target[seen[-1]])
+    good = sum(t <= min(target) + math.log(1.03) for t in target)
+    assert len(seen) < (len(SPACE) - good + 1) // 2
+    assert len(set(seen)) == len(seen)
+    assert math.isclose(float(mixture.weights.sum()), 1.0)
