@@ -257,16 +257,31 @@ def broadcast_rows(mutated: tuple[int, ...] = ()) -> InputCondition:
 
 
 def grad_inputs(mutated: tuple[int, ...] = ()) -> InputCondition:
-    """Every float input (but the ones the op writes) a leaf that requires grad, as a
-    training step's activations are: a kernel must not behave otherwise for them."""
+    """Float inputs (but the ones the op writes) in the forms a training step passes
+    them, one form on an even seed and the other on an odd one (each shape of an
+    evaluation gets a seed of its own, so two shapes meet both): the first float input an
+    activation (a non-leaf: a view made under autograd, ``grad_fn`` set) and the others
+    ``nn.Parameter`` weights; or every float input a leaf that requires grad. A kernel
+    must not behave otherwise for any of them."""
 
     def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
-        return tuple(x.detach().clone().requires_grad_()
-                     if i not in mutated and isinstance(x, torch.Tensor)
-                     and x.is_floating_point() else x for i, x in enumerate(inputs))
+        floats = [i for i, x in enumerate(inputs) if i not in mutated
+                  and isinstance(x, torch.Tensor) and x.is_floating_point()]
+        out = list(inputs)
+        for i in floats:
+            leaf = inputs[i].detach().clone().requires_grad_()
+            if seed % 2:
+                out[i] = leaf
+            elif i == floats[0]:
+                with torch.enable_grad():
+                    out[i] = leaf.view_as(leaf)  # an activation: grad_fn set
+            else:
+                out[i] = torch.nn.Parameter(leaf.detach())
+        return tuple(out)
 
-    return InputCondition("inputs that require grad", "every float input a leaf that "
-                          "requires grad (a training step's activations)", apply)
+    return InputCondition("inputs that require grad", "a training step's inputs: the "
+                          "first a non-leaf activation and the others nn.Parameter "
+                          "weights, or every one a leaf that requires grad", apply)
 
 
 @dataclass(frozen=True)

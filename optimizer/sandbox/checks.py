@@ -171,6 +171,29 @@ def compare_outputs(out: Any, ref: Any, atol: float, rtol: float) -> ErrorStats 
     return _stats_over(outs, refs, atol, rtol)
 
 
+def layout_problem(outs: Sequence[torch.Tensor], refs: Sequence[torch.Tensor],
+                   inputs: Sequence[Any]) -> str | None:
+    """Why an output's layout is one no caller expects, or None. Each output must be
+    row-major, laid out as the reference's, or as an input of its shape is (what
+    ``torch.empty_like`` gives, as PyTorch's own elementwise ops do): right values in a
+    transposed buffer for a row-major input make a caller's ``.view()`` fail and code
+    that reads the storage in order read it transposed."""
+    for i, (o, r) in enumerate(zip(outs, refs, strict=True)):
+        if o.is_contiguous() or _same_strides(o, r) or any(
+                isinstance(x, torch.Tensor) and x.shape == o.shape and _same_strides(o, x)
+                for x in inputs):
+            continue
+        return (f"output {i} has strides {o.stride()}: neither row-major, nor the "
+                f"reference's {r.stride()}, nor an input's of its shape")
+    return None
+
+
+def _same_strides(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """The same layout where it matters: strides of dimensions longer than 1 equal."""
+    return a.shape == b.shape and all(
+        sa == sb for n, sa, sb in zip(a.shape, a.stride(), b.stride(), strict=True) if n > 1)
+
+
 def plain_tensor_problem(value: Any) -> str | None:
     """Outputs must be plain tensors: a Tensor subclass can override the very operations
     the checks run on it (``__torch_function__``) and answer them falsely."""
@@ -252,6 +275,46 @@ def modified_inputs(inputs: Sequence[Any], saved: Sequence[Any],
         if not same:
             changed.append(i)
     return changed
+
+
+def surroundings(inputs: Sequence[Any]) -> list[list[tuple[int, torch.Tensor]]]:
+    """A copy of the bytes of each tensor input's storage that its view does not show:
+    before and after a contiguous view (a slice's neighbours, a guard region), or the
+    whole storage of a strided one (the padding between rows, the element past a strided
+    weight's last). They are the caller's memory as much as the view is: a fused
+    projection's next tensor, a KV cache's next block."""
+    return [[(start, _storage_bytes(x)[start:end].clone()) for start, end in _unseen(x)]
+            if isinstance(x, torch.Tensor) else [] for x in inputs]
+
+
+def written_around(inputs: Sequence[Any], saved: Sequence[list[tuple[int, torch.Tensor]]],
+                   skip: Sequence[int] = ()) -> list[int]:
+    """Indices of tensor inputs (but ``skip``, the ones the op writes) whose storage
+    outside the view changed since ``surroundings`` saved it."""
+    changed = []
+    for i, (x, pieces) in enumerate(zip(inputs, saved, strict=True)):
+        if i in skip or not pieces:
+            continue
+        whole = _storage_bytes(x)
+        if any(not torch.equal(whole[start:start + len(piece)], piece)
+               for start, piece in pieces):
+            changed.append(i)
+    return changed
+
+
+def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
+    return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
+
+
+def _unseen(t: torch.Tensor) -> list[tuple[int, int]]:
+    """[start, end) byte ranges of ``t``'s storage to keep: around a contiguous view, the
+    whole storage of any other (its gaps are inside)."""
+    size = t.untyped_storage().nbytes()
+    if t.numel() and not t.is_contiguous():
+        return [(0, size)]
+    start = t.storage_offset() * t.element_size()
+    end = start + t.numel() * t.element_size()
+    return [(a, b) for a, b in ((0, start), (end, size)) if b > a]
 
 
 def _span(t: torch.Tensor) -> tuple[int, int]:

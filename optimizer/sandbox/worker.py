@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import json
 import logging
 import math
@@ -407,6 +408,7 @@ class Worker:
                     shape, seed=self.seed_base + 50 + draws.index(s))), condition_seed))
                 previous = None
             saved = checks.snapshot(inputs)
+            around = checks.surroundings(inputs)
             this_plan = plan if s == self.seeds - 1 else None
             if isinstance(s, int):
                 plain_layout = _layout(inputs)
@@ -423,6 +425,12 @@ class Worker:
             if changed:
                 raise ShapeFailure("cheat_input_modified",
                                    f"({label}): the kernel wrote into input(s) {changed}")
+            changed = checks.written_around(inputs, around, skip=self.mutated)
+            if changed:
+                raise ShapeFailure("cheat_input_modified", (
+                    f"({label}): the kernel wrote into the storage of input(s) {changed} "
+                    "outside the view it was given (a strided row's padding, a slice's "
+                    "neighbours): the caller's memory, as the view is"))
             if previous is not None and _replayed(outs, ref, previous):
                 raise ShapeFailure("cheat_cached_output", (
                     f"({label}): new input values in the same buffers gave the previous "
@@ -447,6 +455,9 @@ class Worker:
             stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
             if isinstance(stats, str):
                 raise ShapeFailure("wrong_result", f"({label}): {stats}")
+            layout = checks.layout_problem(outs, checks.flatten_tensors(ref), inputs)
+            if layout:
+                raise ShapeFailure("wrong_result", f"({label}): {layout}")
             verdict = checks.shape_verdict(stats, self.tol.max_bias)
             if worst is None or _worse(stats, worst):
                 worst = stats.to_dict()
@@ -467,6 +478,8 @@ class Worker:
             self.check_partly_repeated(run, shape, shape_label, last_plain, last_inputs)
         if not self.request.get("bounds_only"):  # the interpreter's pass reads bounds only
             self.check_counterfactual(run, shape, shape_label)
+            if shape == self.shapes[0]:
+                self.check_outputs_freed(run, shape, shape_label)
             if plan is not None and plan.steps:
                 self.check_replay(plan, shape, shape_label)
                 self.check_plans_agree(plan, alike, shape, shape_label)
@@ -501,6 +514,26 @@ class Worker:
                         "plain inputs of the same layout, and those launches are wrong on "
                         f"({other}): what a kernel launches may depend on the inputs' "
                         f"shapes and layout, not on their values or flags. {detail}"))
+
+    def check_outputs_freed(self, run: Any, shape: tuple[int, ...], label: str) -> None:
+        """An output the caller lets go must be freed: one kept alive past the call (in a
+        module-level list, a cache keyed by call) grows the process's memory with every
+        call, which a serving loop runs out of; nothing the values show. A workspace kept
+        between calls is allowed (it is not handed out); an output is not."""
+        from torch.multiprocessing.reductions import StorageWeakRef
+
+        inputs = [_own_copy(x) for x in self.make_inputs(shape, seed=self.seed_base + 93)]
+        where = f"{label} [the output dropped]"
+        out, _ = self.tracked_call(run, inputs, where, record=False)
+        held = [StorageWeakRef(t.untyped_storage()) for t in checks.flatten_tensors(out)]
+        del out
+        gc.collect()
+        kept = [i for i, ref in enumerate(held) if not ref.expired()]
+        if kept:
+            raise ShapeFailure("cheat_aliasing", (
+                f"({where}): output(s) {kept} stayed alive after the caller dropped them "
+                "(a reference kept in the module or a cache): memory grows with every "
+                "call. Return each output and keep no reference to it"))
 
     def check_partly_repeated(self, run: Any, shape: tuple[int, ...], label: str,
                               last: list[Any], tensors: list[Any]) -> None:
@@ -1074,9 +1107,10 @@ def main(argv: list[str]) -> int:
 
 def _serve_worker(request: dict[str, Any]) -> None:
     if os.environ.get("TRITON_INTERPRET") == "1":
-        from kernelkb.optimizer.sandbox import bounds
+        from kernelkb.optimizer.sandbox import bounds, program_order
 
         bounds.install()
+        program_order.install()
     limit = request.get("gpu_mem_limit_mb")
     if limit and torch.cuda.is_available():
         total = torch.cuda.get_device_properties(0).total_memory / 2**20

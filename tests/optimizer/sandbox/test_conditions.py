@@ -118,9 +118,16 @@ def test_column_major_and_grad_inputs_keep_the_values() -> None:
     x, cache = torch.randn(3, 5), torch.randn(2, 4)
     laid = column_major(mutated=(1,)).apply((x, cache, 7), 0)
     assert torch.equal(laid[0], x) and laid[0].stride() == (1, 3) and laid[1] is cache
-    needing = grad_inputs(mutated=(1,)).apply((x, cache, 7), 0)
-    assert needing[0].requires_grad and needing[0].is_leaf and torch.equal(needing[0], x)
-    assert needing[1] is cache and needing[2] == 7
+    w = torch.randn(5)
+    leaves = grad_inputs(mutated=(1,)).apply((x, cache, w, 7), 1)  # odd seed: leaves
+    assert leaves[0].requires_grad and leaves[0].is_leaf and torch.equal(leaves[0], x)
+    assert leaves[2].is_leaf and type(leaves[2]) is torch.Tensor
+    assert leaves[1] is cache and leaves[3] == 7
+    with torch.no_grad():  # as the worker draws them; a training forward's forms anyway
+        forward = grad_inputs(mutated=(1,)).apply((x, cache, w, 7), 0)  # even: a forward
+    assert forward[0].grad_fn is not None and torch.equal(forward[0], x)  # an activation
+    assert isinstance(forward[2], torch.nn.Parameter) and torch.equal(forward[2], w)
+    assert forward[1] is cache and forward[3] == 7
     from kernelkb.kernels.base import broadcast_rows, offset_views
 
     shifted = offset_views(mutated=(1,)).apply((x, cache, 7), 0)[0]

@@ -1,0 +1,72 @@
+"""The CPU interpreter without the two guarantees a GPU never gives.
+
+Triton's interpreter runs a launch's programs one after another, in order, and PyTorch's
+``torch.empty`` hands back whatever the allocator last held there, often the previous
+call's identical buffer. A kernel whose programs hand each other data without a barrier
+(program 0 stages a weight the others read), or that reads memory it never wrote, is
+then right on every CPU check and garbage on a GPU, where programs run at once and in
+any order. So in the interpreter each launch runs its programs in a shuffled order
+(every program id still once), and new allocations are filled (NaN, an integer type's
+largest value) through PyTorch's deterministic mode, which does exactly that.
+
+Both are for the interpreter only: on a GPU the fill would cost every timed allocation a
+write, and the hardware already runs programs in its own order.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from typing import Any
+
+import torch
+
+log = logging.getLogger(__name__)
+
+
+def install() -> bool:
+    """Shuffle the interpreter's program order and fill new allocations; False (with a
+    warning) when this Triton lacks the hook."""
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]
+    try:
+        from triton.runtime import interpreter
+    except ImportError:  # pragma: no cover - triton is a hard dependency
+        return False
+    builder = getattr(interpreter, "InterpreterBuilder", None)
+    if builder is None or not all(hasattr(builder, name)
+                                  for name in ("set_grid_idx", "set_grid_dim")):
+        log.warning("program order: this triton has no interpreter hook; programs run "
+                    "in order")
+        return False
+    _patch(builder)
+    return True
+
+
+def _patch(builder: Any) -> None:
+    set_dim, set_idx = builder.set_grid_dim, builder.set_grid_idx
+    launches = random.Random(0x5EED)
+
+    def set_grid_dim(self: Any, nx: int, ny: int, nz: int) -> None:
+        set_dim(self, nx, ny, nz)
+        self._kernelkb_order = _order(nx * ny * nz, launches.getrandbits(32))
+
+    def set_grid_idx(self: Any, x: int, y: int, z: int) -> None:
+        nx, ny, nz = self.grid_dim
+        order = getattr(self, "_kernelkb_order", None)
+        if order is not None and len(order) == nx * ny * nz:
+            x, rest = divmod(order[(x * ny + y) * nz + z], ny * nz)
+            y, z = divmod(rest, nz)
+        set_idx(self, x, y, z)
+
+    builder.set_grid_dim, builder.set_grid_idx = set_grid_dim, set_grid_idx
+
+
+def _order(programs: int, seed: int) -> list[int]:
+    """A permutation of the programs in which program 0 (the one most often made to
+    stage something for the others) never runs first."""
+    order = list(range(programs))
+    random.Random(seed).shuffle(order)
+    if programs >= 2 and order[0] == 0:
+        order[0], order[-1] = order[-1], order[0]
+    return order
