@@ -284,6 +284,28 @@ def grad_inputs(mutated: tuple[int, ...] = ()) -> InputCondition:
                           "weights, or every one a leaf that requires grad", apply)
 
 
+FLOAT32_INPUTS = "float32 weights"
+
+
+def float32_weights(indices: tuple[int, ...]) -> InputCondition:
+    """The inputs at ``indices`` (a task's ``float32_inputs``: norm weights, biases) in
+    float32 beside half-precision activations, as mixed-precision models keep them (a
+    Hugging Face RMSNorm's weight); inputs in float32 already are left as they are. A
+    kernel that reads such a weight as if it had the activations' dtype is wrong there."""
+
+    def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
+        first = next((x for x in inputs if isinstance(x, torch.Tensor)
+                      and x.is_floating_point()), None)
+        if first is None or first.dtype not in (torch.float16, torch.bfloat16):
+            return inputs
+        return tuple(x.float() if i in indices and isinstance(x, torch.Tensor)
+                     and x.is_floating_point() else x for i, x in enumerate(inputs))
+
+    return InputCondition(FLOAT32_INPUTS, "inputs the task names (weights) in float32 "
+                          "beside half-precision activations, as mixed-precision models "
+                          "keep them", apply)
+
+
 @dataclass(frozen=True)
 class ScalarArg:
     """An argument of ``run()`` past the tensors that callers set (RMSNorm's ``eps``), in
@@ -610,6 +632,10 @@ class Task:
     # () for an op whose answer there depends on the algorithm (attention: a NaN in a
     # key block a causal kernel skips)
     nonfinite: tuple[float, ...] = (math.nan,)
+    # inputs callers may keep in float32 beside half-precision activations (a norm's
+    # weight), which the reference takes: checked so (float32_weights, a condition
+    # added to the declared ones)
+    float32_inputs: tuple[int, ...] = ()
     # where the template was read from (read_template; None: written inline)
     template_path: str | None = field(default=None, init=False, compare=False)
 
@@ -629,6 +655,8 @@ class Task:
             # before the layouts: the latest call's inputs, which the partly repeated
             # check writes half of again, hold plain values (grad inputs come last)
             generic.insert(0, nonfinite_values(tuple(self.nonfinite), self.mutated_inputs))
+        if self.float32_inputs and FLOAT32_INPUTS not in named:
+            generic.append(float32_weights(tuple(self.float32_inputs)))
         if self.scalar_args and SCALAR_ARGS not in named:
             generic.insert(0, scalar_arguments(tuple(self.scalar_args),
                                                tuple(self.input_conditions)))

@@ -148,6 +148,7 @@ TASK = register(
         # the reference defines a NaN or an inf anywhere in x: a NaN row (an inf squared is
         # inf, its rsqrt 0, inf * 0 NaN)
         nonfinite=(math.nan, math.inf, -math.inf),
+        float32_inputs=(1,),  # the weight, which mixed-precision models keep in float32
         # eps as models set it: Llama 2/3 and Mistral 1e-5, Llama 1, Qwen2 and Gemma 1e-6,
         # BERT-style norms down to 1e-12
         scalar_args=(ScalarArg("eps", default=EPS, low=1e-12, high=1e-3, log=True,

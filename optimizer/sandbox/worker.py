@@ -403,9 +403,12 @@ class Worker:
                             if isinstance(x, torch.Tensor):
                                 x.data.copy_(f)
             else:  # an input condition the task declares: fresh storage, its own label
+                base = tuple(self.make_inputs(shape, seed=self.seed_base + 50 + draws.index(s)))
+                applied = tuple(s.apply(base, condition_seed))
+                if len(applied) == len(base) and all(a is b for a, b in zip(applied, base)):
+                    continue  # nothing to ask here (float32 weights in a float32 call)
                 label = f"{shape_label} [{s.name}]"
-                inputs = list(s.apply(tuple(self.make_inputs(
-                    shape, seed=self.seed_base + 50 + draws.index(s))), condition_seed))
+                inputs = list(applied)
                 previous = None
             saved = checks.snapshot(inputs)
             around = checks.surroundings(inputs)
@@ -480,6 +483,7 @@ class Worker:
             self.check_counterfactual(run, shape, shape_label)
             if shape == self.shapes[0]:
                 self.check_outputs_freed(run, shape, shape_label)
+                self.check_empty_batch(run, shape)
             if plan is not None and plan.steps:
                 self.check_replay(plan, shape, shape_label)
                 self.check_plans_agree(plan, alike, shape, shape_label)
@@ -534,6 +538,34 @@ class Worker:
                 f"({where}): output(s) {kept} stayed alive after the caller dropped them "
                 "(a reference kept in the module or a cache): memory grows with every "
                 "call. Return each output and keep no reference to it"))
+
+    def check_empty_batch(self, run: Any, shape: tuple[int, ...]) -> None:
+        """Zero rows, as a serving loop's empty step or a filtered batch passes them: the
+        shape's first dimension 0. ``run()`` must return what the reference does (its
+        outputs' shapes, dtypes and layouts), without an error. Not asked where the task
+        cannot make such inputs or its reference refuses them (a dimension no op takes at
+        0). Nothing is computed there, so the Triton-only rule is not asked either."""
+        empty = (0, *shape[1:])
+        where = f"{self.task.shape_label(empty)} [an empty batch]"
+        try:
+            inputs = self.make_inputs(empty, seed=self.seed_base + 94)
+            ref = call_with(self.task.reference, checks.snapshot(inputs))
+        except Exception:  # noqa: BLE001 - not a shape this op takes
+            return
+        try:
+            out, _ = self.tracked_call(run, inputs, where, record=False)
+        except ShapeFailure:
+            raise
+        except Exception as err:  # noqa: BLE001 - the candidate's error is the finding
+            raise ShapeFailure("wrong_result", (
+                f"({where}): run() raised {exception_message(err, CANDIDATE_FILE)}; the "
+                "reference returns empty outputs here")) from None
+        outs, refs = checks.flatten_tensors(out), checks.flatten_tensors(ref)
+        stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
+        problem = stats if isinstance(stats, str) else \
+            checks.layout_problem(outs, refs, inputs)
+        if problem:
+            raise ShapeFailure("wrong_result", f"({where}): {problem}")
 
     def check_partly_repeated(self, run: Any, shape: tuple[int, ...], label: str,
                               last: list[Any], tensors: list[Any]) -> None:
