@@ -312,7 +312,7 @@ def _unseen(t: torch.Tensor) -> list[tuple[int, int]]:
     size = t.untyped_storage().nbytes()
     if t.numel() and not t.is_contiguous():
         return [(0, size)]
-    start = t.storage_offset() * t.element_size()
+    start = int(t.storage_offset()) * t.element_size()
     end = start + t.numel() * t.element_size()
     return [(a, b) for a, b in ((0, start), (end, size)) if b > a]
 

@@ -405,7 +405,8 @@ class Worker:
             else:  # an input condition the task declares: fresh storage, its own label
                 base = tuple(self.make_inputs(shape, seed=self.seed_base + 50 + draws.index(s)))
                 applied = tuple(s.apply(base, condition_seed))
-                if len(applied) == len(base) and all(a is b for a, b in zip(applied, base)):
+                if len(applied) == len(base) and all(
+                        a is b for a, b in zip(applied, base, strict=True)):
                     continue  # nothing to ask here (float32 weights in a float32 call)
                 label = f"{shape_label} [{s.name}]"
                 inputs = list(applied)

@@ -138,3 +138,33 @@ def test_a_mismatch_in_the_second_output_names_that_output_and_its_row_and_colum
     assert "first at output 1, row 2, column 4" in text
     four_d = checks.compare_outputs(torch.zeros(2, 2, 2, 2), torch.ones(2, 2, 2, 2), 0.1, 0.1)
     assert checks.mismatch_location(four_d) == "index (0, 0, 0, 0)"  # one output: not named
+
+
+def test_writes_around_a_view_are_seen_and_the_view_alone_is_not_enough():
+    """The storage outside an input's view is the caller's memory too: a strided row's
+    padding, a slice's neighbours; a write into the view itself is modified_inputs'."""
+    wide = torch.full((4, 8), float("nan"))
+    rows = wide[:, :5]
+    rows.copy_(torch.randn(4, 5))
+    buffer = torch.zeros(10)
+    middle = buffer[2:6]
+    saved = checks.surroundings([rows, middle, 3])
+    assert checks.written_around([rows, middle, 3], saved) == []
+    middle.fill_(1.0)  # inside the view: not this check's
+    assert checks.written_around([rows, middle, 3], saved) == []
+    wide[1, 6] = 0.0  # a row's padding
+    buffer[7] = 2.0  # past a contiguous view's end
+    assert checks.written_around([rows, middle, 3], saved) == [0, 1]
+    assert checks.written_around([rows, middle, 3], saved, skip=(0,)) == [1]
+
+
+def test_an_output_layout_must_be_row_major_the_references_or_an_inputs():
+    x = torch.randn(6, 4)
+    column_major = x.t().contiguous().t()
+    ref = x.clone()
+    assert checks.layout_problem([x.clone()], [ref], [x]) is None
+    problem = checks.layout_problem([column_major], [ref], [x])
+    assert problem is not None and "strides (1, 6)" in problem
+    # laid out as a column-major input of its shape, as torch.empty_like gives
+    assert checks.layout_problem([column_major.clone()], [ref], [column_major]) is None
+    assert checks.layout_problem([column_major], [column_major.clone()], [x]) is None
