@@ -9,6 +9,11 @@ any order. So in the interpreter each launch runs its programs in a shuffled ord
 (every program id still once), and new allocations are filled (NaN, an integer type's
 largest value) through PyTorch's deterministic mode, which does exactly that.
 
+A kernel whose program spins on a flag another program sets (a lock, a stream-K
+hand-off) waits here for as long as that program has not run yet, and times out: it
+relies on every program being resident at once, which a GPU gives only for grids that
+fit it, and it is refused like one that assumes order.
+
 Both are for the interpreter only: on a GPU the fill would cost every timed allocation a
 write, and the hardware already runs programs in its own order.
 """
