@@ -1,21 +1,21 @@
-"""The CPU interpreter without the two guarantees a GPU never gives.
+"""The CPU interpreter without the guarantee a GPU never gives: program order.
 
-Triton's interpreter runs a launch's programs one after another, in order, and PyTorch's
-``torch.empty`` hands back whatever the allocator last held there, often the previous
-call's identical buffer. A kernel whose programs hand each other data without a barrier
-(program 0 stages a weight the others read), or that reads memory it never wrote, is
-then right on every CPU check and garbage on a GPU, where programs run at once and in
-any order. So in the interpreter each launch runs its programs in a shuffled order
-(every program id still once), and new allocations are filled (NaN, an integer type's
-largest value) through PyTorch's deterministic mode, which does exactly that.
+Triton's interpreter runs a launch's programs one after another, in order. A kernel
+whose programs hand each other data without a barrier (program 0 stages a weight the
+others read) is then right on every CPU check and garbage on a GPU, where programs run
+at once and in any order. So in the interpreter each launch runs its programs in a
+shuffled order (every program id still once, program 0 never first). What the others
+then read is what the checked call's fresh allocations hold: a random draw, put there
+by the provenance tracker in every checked call (``provenance.py``), not the previous
+call's identical buffer. No global mode changes, so nothing tells the candidate it runs
+here rather than in a user's interpreter.
 
 A kernel whose program spins on a flag another program sets (a lock, a stream-K
 hand-off) waits here for as long as that program has not run yet, and times out: it
 relies on every program being resident at once, which a GPU gives only for grids that
 fit it, and it is refused like one that assumes order.
 
-Both are for the interpreter only: on a GPU the fill would cost every timed allocation a
-write, and the hardware already runs programs in its own order.
+For the interpreter only: the hardware already runs programs in its own order.
 """
 
 from __future__ import annotations
@@ -24,16 +24,12 @@ import logging
 import random
 from typing import Any
 
-import torch
-
 log = logging.getLogger(__name__)
 
 
 def install() -> bool:
-    """Shuffle the interpreter's program order and fill new allocations; False (with a
-    warning) when this Triton lacks the hook."""
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.utils.deterministic.fill_uninitialized_memory = True  # type: ignore[attr-defined]
+    """Shuffle the interpreter's program order; False (with a warning) when this Triton
+    lacks the hook."""
     try:
         from triton.runtime import interpreter
     except ImportError:  # pragma: no cover - triton is a hard dependency

@@ -1,6 +1,6 @@
-"""The interpreter without the guarantees a GPU never gives (program_order.py): each
-launch's programs run in a shuffled order, program 0 never first, and new allocations
-hold NaN. In a fresh process: the install changes PyTorch's global mode."""
+"""The interpreter without the guarantee a GPU never gives (program_order.py): each
+launch's programs run in a shuffled order, program 0 never first. In a fresh process:
+the install patches Triton's interpreter for the whole process."""
 
 from __future__ import annotations
 
@@ -27,12 +27,12 @@ for grid in [(16, 1), (3, 5), (2, 1)]:
     assert sorted(order) == list(range(len(order))), order  # each program once
     assert order[0] != 0, order  # program 0 did not run first
     assert order != list(range(len(order))), order
-print(torch.isnan(torch.empty(8)).all().item(), torch.empty(3, dtype=torch.int16).tolist())
+print("shuffled")
 '''
 
 
-def test_programs_run_shuffled_and_new_memory_holds_nan() -> None:
+def test_programs_run_shuffled_and_each_once() -> None:
     done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
                           env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split("\n")[0] == f"True {[2**15 - 1] * 3}", done.stdout
+    assert done.stdout.strip() == "shuffled", done.stdout
