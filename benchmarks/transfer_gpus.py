@@ -524,8 +524,9 @@ def protocol_lines(payload: dict[str, Any]) -> list[str]:
             "order leads, the intervals' calibration) see the training GPUs of that case "
             "only; nothing is chosen per case on the held-out GPU.",
             "- The first proposal is the consensus of the training GPUs (each "
-            "configuration's relative time averaged over them, weighted by similarity to "
-            "the target); the rest of the list takes the validated orders in turn.", ""]
+            "configuration's time / best averaged over them, weighted by similarity to "
+            "the target), the second the same weights over its log; the rest of the list "
+            "takes the validated orders in turn.", ""]
 
 
 def task_ratio_line(label: str, cases: Sequence[dict[str, Any]]) -> str:

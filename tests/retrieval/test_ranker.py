@@ -217,7 +217,7 @@ def test_the_zero_shot_order_takes_the_model_and_the_baselines_in_turn():
 
 
 def test_the_first_proposal_is_the_consensus_of_the_training_gpus():
-    """The first configuration ranked zero-shot is the one with the lowest relative time
+    """The first configuration ranked zero-shot is the one with the lowest time / best
     averaged over the training GPUs weighted by similarity (power STACK_POWER) to the
     target: here c1, 1.04x of the best everywhere, not c0 (the best on the target's twin,
     1.6x on the rest) nor c2 (the best on three GPUs, 1.3x on the twin). The rest of the
@@ -234,7 +234,7 @@ def test_the_first_proposal_is_the_consensus_of_the_training_gpus():
     model = small_model().fit(rows)
     target = gpu("target", 80)  # the twin's facts
     weights = [gpu_similarity(target, f) ** STACK_POWER for f in gpus]
-    mean = {i: sum(w * math.log(rels[i][j] if i in rels else 1.5 + 0.1 * i)
+    mean = {i: sum(w * (rels[i][j] if i in rels else 1.5 + 0.1 * i)
                    for j, w in enumerate(weights)) / sum(weights)
             for i in range(len(configs))}
     assert min(mean, key=mean.__getitem__) == 1  # what the consensus says, by hand
@@ -274,3 +274,33 @@ def test_a_configuration_that_cannot_launch_goes_last() -> None:
     assert ranked[-1].config == first and ranked[0].config != first
     model.launch_limits = False
     assert model.rank(over, evidence_for=0)[0].config == first
+
+
+def test_the_consensus_averages_time_over_best_not_its_log() -> None:
+    """A configuration at the best on three GPUs and 2x on the fourth has the lower mean log
+    relative time (log 2 / 4 < log 1.2) but the higher mean time / best (1.25 > 1.2) than
+    one at 1.2x everywhere: the consensus (``consensus_value``) prefers the steady one,
+    which the ranked list proposes first, and the spiky one second."""
+    from kernelkb.retrieval.ranker import GroupTable, consensus_value
+
+    facts = [gpu(f"g{i}", 80) for i in range(4)]  # alike: equal weights
+    spiky, steady = [0.0, 0.0, 0.0, math.log(2.0)], [math.log(1.2)] * 4
+    tables = {f["gpu_name"]: GroupTable(f["gpu_name"], f, {"a": (spiky[i], 0.0),
+                                                           "b": (steady[i], 0.0)}, {})
+              for i, f in enumerate(facts)}
+    target = gpu("target", 80)
+    a, b = (consensus_value(k, "target", target, tables) for k in ("a", "b"))
+    assert math.isclose(a, math.log(1.25)) and math.isclose(b, math.log(1.2))
+    assert b < a
+    assert math.isnan(consensus_value("c", "target", target, tables))  # measured nowhere
+
+    # ranked: the steady one first, the spiky one (the lower mean log) second
+    configs = CONFIGS[:8]
+    rels = {0: [1.0, 1.0, 1.0, 2.0], 1: [1.2] * 4}
+    rows = [ExperienceRow(op="synthetic", shape="n=4M", gpu=f["gpu_name"], config=c,
+                          time_ms=rels[i][j] if i in rels else 1.5 + 0.1 * i,
+                          launch=launch_of(c), gpu_facts=f)
+            for j, f in enumerate(facts) for i, c in enumerate(configs)]
+    ranked = small_model().fit(rows).rank(
+        candidate_rows("synthetic", configs, ["n=4M"], target, launch_of))
+    assert [r.config for r in ranked[:2]] == [configs[1], configs[0]]
