@@ -147,6 +147,9 @@ SINGLE_REGIME = Regimes(dims=(), classes=(("all", None),), inputs=(),
                         reason="one regime: the task declares no split of its shapes")
 
 
+AUTOGRAD_FORMS = "autograd forms"
+
+
 @dataclass(frozen=True)
 class InputCondition:
     """A condition of the inputs a correct kernel must handle: ``apply(inputs, seed)``
@@ -256,32 +259,74 @@ def broadcast_rows(mutated: tuple[int, ...] = ()) -> InputCondition:
                           "stride of 0)", apply)
 
 
+def fused_buffer(mutated: tuple[int, ...] = ()) -> InputCondition:
+    """Float inputs of the same shape and dtype (but the ones the op writes) as
+    neighbouring blocks of one buffer, the way a fused projection hands them over: column
+    blocks on an even seed (``gate, up = gate_up.chunk(2, -1)``), blocks of the
+    next-to-last dimension on an odd one (q, k and v as heads of one qkv projection,
+    ``qkv.view(b, s, 3 * h, d)``): each a view, all in one storage. A kernel that tells
+    such inputs apart by their pointers or strides, or writes into one (its neighbour is
+    the caller's), is wrong there."""
+
+    def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
+        groups: dict[tuple[Any, ...], list[int]] = {}
+        for i, x in enumerate(inputs):
+            if i not in mutated and isinstance(x, torch.Tensor) and x.is_floating_point() \
+                    and x.dim() >= 1 and x.numel():
+                groups.setdefault((tuple(x.shape), x.dtype, x.device), []).append(i)
+        out = list(inputs)
+        for members in groups.values():
+            if len(members) < 2:
+                continue
+            first = inputs[members[0]]
+            dim = -2 if seed % 2 and first.dim() >= 2 else -1  # heads, or columns
+            fused = torch.cat([inputs[i] for i in members], dim=dim)
+            width = first.shape[dim]
+            for k, i in enumerate(members):
+                out[i] = fused.narrow(dim, k * width, width)
+        return tuple(out)
+
+    return InputCondition("one fused buffer", "inputs of one shape as neighbouring "
+                          "column blocks of one buffer (gate_up.chunk(2, -1), a fused "
+                          "qkv)", apply)
+
+
 def grad_inputs(mutated: tuple[int, ...] = ()) -> InputCondition:
-    """Float inputs (but the ones the op writes) in the forms a training step passes
-    them, one form on an even seed and the other on an odd one (each shape of an
-    evaluation gets a seed of its own, so two shapes meet both): the first float input an
-    activation (a non-leaf: a view made under autograd, ``grad_fn`` set) and the others
-    ``nn.Parameter`` weights; or every float input a leaf that requires grad. A kernel
-    must not behave otherwise for any of them."""
+    """Float inputs (but the ones the op writes) in the autograd forms callers pass, one
+    per seed in turn (each shape of an evaluation has a seed of its own, so three shapes
+    meet all three): a training forward's (the first float input an activation, a
+    non-leaf view made under autograd with ``grad_fn`` set; the others ``nn.Parameter``
+    weights holding a ``.grad``, as gradient accumulation leaves them); every float input
+    a leaf that requires grad; or every float input an inference tensor, made under
+    ``torch.inference_mode`` as a server's are. A kernel must not behave otherwise for
+    any of them, nor write into a ``.grad``."""
 
     def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
         floats = [i for i, x in enumerate(inputs) if i not in mutated
                   and isinstance(x, torch.Tensor) and x.is_floating_point()]
         out = list(inputs)
+        form = seed % 3
         for i in floats:
+            if form == 2:
+                with torch.inference_mode():
+                    out[i] = inputs[i].detach().clone()
+                continue
             leaf = inputs[i].detach().clone().requires_grad_()
-            if seed % 2:
+            if form == 1:
                 out[i] = leaf
             elif i == floats[0]:
                 with torch.enable_grad():
                     out[i] = leaf.view_as(leaf)  # an activation: grad_fn set
-            else:
-                out[i] = torch.nn.Parameter(leaf.detach())
+            else:  # a weight, with the gradient an accumulation step left on it
+                weight = torch.nn.Parameter(leaf.detach())
+                weight.grad = torch.randn(weight.shape, generator=torch.Generator(
+                    ).manual_seed(seed), dtype=torch.float32).to(weight.dtype).to(weight.device)
+                out[i] = weight
         return tuple(out)
 
-    return InputCondition("inputs that require grad", "a training step's inputs: the "
-                          "first a non-leaf activation and the others nn.Parameter "
-                          "weights, or every one a leaf that requires grad", apply)
+    return InputCondition(AUTOGRAD_FORMS, "the autograd forms callers pass: a training "
+                          "forward's (a non-leaf activation, nn.Parameter weights with a "
+                          ".grad), leaves that require grad, or inference tensors", apply)
 
 
 FLOAT32_INPUTS = "float32 weights"
@@ -516,7 +561,8 @@ def _in_wider_rows(x: torch.Tensor, pad: int = ROW_PAD) -> torch.Tensor:
 
 # the conditions every task gets (Task.__post_init__), by name
 GENERIC_CONDITIONS = frozenset(make().name for make in (
-    strided_rows, column_major, offset_views, broadcast_rows, grad_inputs)) | {NONFINITE}
+    strided_rows, column_major, offset_views, broadcast_rows, fused_buffer, grad_inputs)
+) | {NONFINITE}
 
 
 def cdiv(a: int, b: int) -> int:
@@ -651,7 +697,7 @@ class Task:
         object.__setattr__(self, "template_path", getattr(self.template, "path", None))
         named = {c.name for c in self.input_conditions}
         generic = [make(self.mutated_inputs) for make in (
-            (strided_rows, column_major, offset_views, broadcast_rows)
+            (strided_rows, column_major, offset_views, broadcast_rows, fused_buffer)
             if self.strided_rows else ()) + (grad_inputs,)
             if make(self.mutated_inputs).name not in named]
         if self.nonfinite and NONFINITE not in named:

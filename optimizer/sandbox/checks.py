@@ -302,6 +302,20 @@ def written_around(inputs: Sequence[Any], saved: Sequence[list[tuple[int, torch.
     return changed
 
 
+def grads(inputs: Sequence[Any]) -> list[torch.Tensor | None]:
+    """A copy of each tensor input's ``.grad`` (a weight's accumulated gradient, as a
+    training step with gradient accumulation hands it over), None where it has none."""
+    return [x.grad.detach().clone() if isinstance(x, torch.Tensor) and x.grad is not None
+            else None for x in inputs]
+
+
+def grads_written(inputs: Sequence[Any], saved: Sequence[torch.Tensor | None]) -> list[int]:
+    """Indices of inputs whose ``.grad`` changed (or went) since ``grads`` saved it: the
+    caller's gradient is its memory, not a scratch buffer."""
+    return [i for i, (x, before) in enumerate(zip(inputs, saved, strict=True))
+            if before is not None and (x.grad is None or not bitwise_equal(x.grad, before))]
+
+
 def _storage_bytes(t: torch.Tensor) -> torch.Tensor:
     return torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
 

@@ -108,6 +108,9 @@ INTERPRETER_BAD_DOT = ("bfloat16",)
 GRAD_WORDS = {"enabled": "autograd", "no_grad": "torch.no_grad()",
               "inference": "torch.inference_mode()"}
 POLL_S = 0.1
+# the kinds a worker may answer a "run" question with instead of tensors: the rules its
+# tracker applies to the judge's calls as to its own (the judge still checks the values)
+REFUSALS = ("torch_compute", "cheat_aliasing", "cheat_input_modified", "wrong_result")
 _PR_SET_DUMPABLE = 4
 
 
@@ -283,6 +286,9 @@ class Judge:
             answer = json.loads(line)
         except ValueError:
             raise JudgeFailure("crash", "the worker answered the judge with junk") from None
+        refused = answer.get("refused") if isinstance(answer, dict) else None
+        if isinstance(refused, list) and len(refused) == 2 and refused[0] in REFUSALS:
+            raise JudgeFailure(str(refused[0]), str(refused[1])[:2000], question.get("label"))
         if not isinstance(answer, dict) or answer.get("error"):
             message = answer.get("error") if isinstance(answer, dict) else "junk"
             raise JudgeFailure("crash", f"on ({question.get('label')}): {message}"[:2000])

@@ -78,6 +78,7 @@ MOVEMENT_OPS = frozenset({
     "aten::unsqueeze_copy", "aten::squeeze_copy", "aten::slice_copy", "aten::select_copy",
     "aten::detach_copy", "aten::alias_copy", "aten::narrow_copy", "aten::set_",
     "aten::record_stream", "aten::_local_scalar_dense", "aten::lift_fresh_copy",
+    "aten::type_as",  # a cast, seen whole under inference_mode
 })
 # What a launch plan replays besides the launches: allocations, copies, casts and fills
 # (not .item(), which reads a value onto the host, nor set_ / record_stream)
@@ -123,6 +124,12 @@ class Launch:
 
 _key = launch_plan.storage_key  # one definition of a storage's identity and of a
 _storage_key = launch_plan.storage_key_of  # value's tensors, shared with the launch plan
+
+
+def _all_views(outs: list[torch.Tensor], read: list[torch.Tensor]) -> bool:
+    """Whether every output shares its storage with a tensor the op read."""
+    keys = {_key(t) for t in read}
+    return all(_key(t) in keys for t in outs)
 
 
 def _pointer_objects(value: Any) -> list[str]:
@@ -175,6 +182,10 @@ class Tracker(TorchDispatchMode):
         self.sampled: set[tuple[Any, ...]] = set()
         # one checked call's launch plan, while it is recorded (launch_plan.py)
         self.plan: launch_plan.Plan | None = None
+        # fresh allocations zeroed rather than drawn, on every other checked call: a
+        # user's large torch.empty is fresh zero pages, the judge's a random draw, and a
+        # kernel that reads one to tell them apart must meet both
+        self.zero_fresh = False
 
     # -- what the candidate's host code does ---------------------------------------
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None
@@ -231,9 +242,11 @@ class Tracker(TorchDispatchMode):
                 self._poison(outs)
         elif name in HOST_MADE_OPS:
             result = Prov(host={f"{name} (torch.tensor / as_tensor of host values)"})
-        elif getattr(func, "is_view", False):
+        elif getattr(func, "is_view", False) and _all_views(outs, read):
             return  # same storage, same values
-        elif name in MOVEMENT_OPS:
+        elif name in MOVEMENT_OPS or getattr(func, "is_view", False):
+            # a composite "view" op that copied (x.to(dtype), x.reshape of a transposed
+            # x: under inference_mode the mode sees aten::to, not _to_copy) moves values
             if name == "aten::_local_scalar_dense" and read:  # .item(): a value on the host
                 self.host_read("Tensor.item", read[0])
             result = self._union(read)
@@ -268,7 +281,9 @@ class Tracker(TorchDispatchMode):
         self.depth += 1
         try:
             for t in outs:
-                if t.is_floating_point():
+                if self.zero_fresh and not self.counterfactual:
+                    t.zero_()
+                elif t.is_floating_point():
                     t.copy_(_decoy(t, t.numel(), scaled=False).view(t.shape))
                 elif t.is_complex():
                     t.fill_(float("nan"))

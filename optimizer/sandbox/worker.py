@@ -314,10 +314,14 @@ class Worker:
                 from kernelkb.kernels.draws import resolve  # a declared or a drawn one
                 condition = resolve(self.task, question["condition"])
                 inputs = list(condition.apply(tuple(inputs), seed))
-            with GRAD_MODES[question.get("grad") or "enabled"]():
-                out = call_with(module.run, inputs)
-            if self.device == "cuda":
-                torch.cuda.synchronize()
+            label = str(question.get("label") or self.task.shape_label(shape))
+            try:  # recorded as the worker's own calls are: the judge's are not told apart
+                with GRAD_MODES[question.get("grad") or "enabled"]():
+                    out, broken = self.tracked_call(module.run, inputs, label, record=False)
+            except ShapeFailure as failure:
+                return {"refused": [failure.kind, str(failure)]}
+            if broken:
+                return {"refused": ["torch_compute", f"({label}): {broken}"]}
             outs = checks.flatten_tensors(out) + [inputs[i] for i in self.mutated]
             return {"tensors": _write_tensors(outs, data_fd)}
         if question["op"] == "time":
@@ -412,15 +416,20 @@ class Worker:
                 inputs = list(applied)
                 previous = None
             saved = checks.snapshot(inputs)
-            around = checks.surroundings(inputs)
+            around, held_grads = checks.surroundings(inputs), checks.grads(inputs)
             this_plan = plan if s == self.seeds - 1 else None
             if isinstance(s, int):
                 plain_layout = _layout(inputs)
             elif plan is not None and _layout(inputs) == plain_layout:
                 this_plan = launch_plan.Plan()
                 alike.append((label, this_plan, saved))
-            out, rule_broken = self.tracked_call(
-                run, inputs, label, record=s == 0, plan=this_plan)
+            assert self.tracker is not None
+            self.tracker.zero_fresh = draws.index(s) % 2 == 1  # zero pages, a random draw
+            try:
+                out, rule_broken = self.tracked_call(
+                    run, inputs, label, record=s == 0, plan=this_plan)
+            finally:
+                self.tracker.zero_fresh = False
             ref_inputs = checks.snapshot(saved)
             ref = call_with(self.task.reference, ref_inputs)
             outs = checks.flatten_tensors(out)
@@ -429,12 +438,13 @@ class Worker:
             if changed:
                 raise ShapeFailure("cheat_input_modified",
                                    f"({label}): the kernel wrote into input(s) {changed}")
-            changed = checks.written_around(inputs, around, skip=self.mutated)
+            changed = checks.written_around(inputs, around, skip=self.mutated) + \
+                checks.grads_written(inputs, held_grads)
             if changed:
                 raise ShapeFailure("cheat_input_modified", (
                     f"({label}): the kernel wrote into the storage of input(s) {changed} "
                     "outside the view it was given (a strided row's padding, a slice's "
-                    "neighbours): the caller's memory, as the view is"))
+                    "neighbours) or into its .grad: the caller's memory, as the view is"))
             if previous is not None and _replayed(outs, ref, previous):
                 raise ShapeFailure("cheat_cached_output", (
                     f"({label}): new input values in the same buffers gave the previous "
@@ -495,7 +505,7 @@ class Worker:
                           shape: tuple[int, ...], label: str) -> None:
         """What a call launches may depend on its inputs' shapes and layout, never on
         their values or flags: a call on same-layout inputs (large values, a masked row,
-        inputs that require grad) whose launches differ from the plain call's has them
+        inputs in another autograd form) whose launches differ from the plain call's has them
         replayed on every other such input set and on fresh plain inputs, and must be
         right there. A kernel that takes a lazy path only where the checks would not
         show it (inputs that require grad, but no large logits) is wrong on another's."""
@@ -522,24 +532,29 @@ class Worker:
                         f"shapes and layout, not on their values or flags. {detail}"))
 
     def check_outputs_freed(self, run: Any, shape: tuple[int, ...], label: str) -> None:
-        """An output the caller lets go must be freed: one kept alive past the call (in a
-        module-level list, a cache keyed by call) grows the process's memory with every
-        call, which a serving loop runs out of; nothing the values show. A workspace kept
-        between calls is allowed (it is not handed out); an output is not."""
+        """What the caller lets go must be freed: an output, or an input, kept alive past
+        the call (in a module-level list, a cache keyed by call) grows the process's
+        memory with every call, which a serving loop runs out of, and nothing the values
+        show. A workspace the call made and keeps is allowed (it is handed to no one);
+        the caller's tensors and what it was handed back are not."""
         from torch.multiprocessing.reductions import StorageWeakRef
 
         inputs = [_own_copy(x) for x in self.make_inputs(shape, seed=self.seed_base + 93)]
-        where = f"{label} [the output dropped]"
+        where = f"{label} [the call's tensors dropped]"
         out, _ = self.tracked_call(run, inputs, where, record=False)
-        held = [StorageWeakRef(t.untyped_storage()) for t in checks.flatten_tensors(out)]
-        del out
+        held = {f"output {i}": StorageWeakRef(t.untyped_storage())
+                for i, t in enumerate(checks.flatten_tensors(out))}
+        held |= {f"input {i}": StorageWeakRef(x.untyped_storage())
+                 for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)}
+        del out, inputs
         gc.collect()
-        kept = [i for i, ref in enumerate(held) if not ref.expired()]
+        kept = [name for name, ref in held.items() if not ref.expired()]
         if kept:
             raise ShapeFailure("cheat_aliasing", (
-                f"({where}): output(s) {kept} stayed alive after the caller dropped them "
+                f"({where}): {', '.join(kept)} stayed alive after the caller dropped them "
                 "(a reference kept in the module or a cache): memory grows with every "
-                "call. Return each output and keep no reference to it"))
+                "call. Keep no reference to what run() is given or returns (a cache "
+                "keyed by a tensor holds a weak reference)"))
 
     def check_empty_batch(self, run: Any, shape: tuple[int, ...]) -> None:
         """Zero rows, as a serving loop's empty step or a filtered batch passes them: the
@@ -1065,8 +1080,8 @@ def _written_into(target: Any, values: Any) -> Any:
             or any(st == 0 and n > 1 for st, n in zip(target.stride(), target.shape,
                                                       strict=True)):
         return values
-    with torch.no_grad():
-        target.data.copy_(values)
+    with torch.inference_mode() if target.is_inference() else torch.no_grad():
+        target.data.copy_(values)  # an inference tensor is written inside the mode only
     return target
 
 

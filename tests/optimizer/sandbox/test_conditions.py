@@ -58,7 +58,7 @@ def test_a_kernel_that_takes_the_row_length_for_the_stride_fails_strided_rows():
     task = get_task("matmul")
     assert [c.name for c in task.input_conditions] == [
         "a transposed weight", "non-finite values", "strided rows", "column-major inputs",
-        "offset views", "broadcast rows", "inputs that require grad"]
+        "offset views", "broadcast rows", "one fused buffer", "autograd forms"]
     source = task.template.replace("                        a.stride(0), a.stride(1), "
                                    "b.stride(0), b.stride(1),",
                                    "                        K, a.stride(1), "
@@ -109,7 +109,7 @@ def test_strided_rows_keep_the_values_and_leave_written_inputs_alone():
     assert torch.isnan(torch.as_strided(strided[2], (10,), (1,))).sum() == 5
     assert [c.name for c in get_task("attention").input_conditions] == [
         "non-finite values", "strided rows", "column-major inputs", "offset views",
-        "broadcast rows", "inputs that require grad"]
+        "broadcast rows", "one fused buffer", "autograd forms"]
 
 
 def test_column_major_and_grad_inputs_keep_the_values() -> None:
@@ -119,15 +119,18 @@ def test_column_major_and_grad_inputs_keep_the_values() -> None:
     laid = column_major(mutated=(1,)).apply((x, cache, 7), 0)
     assert torch.equal(laid[0], x) and laid[0].stride() == (1, 3) and laid[1] is cache
     w = torch.randn(5)
-    leaves = grad_inputs(mutated=(1,)).apply((x, cache, w, 7), 1)  # odd seed: leaves
+    leaves = grad_inputs(mutated=(1,)).apply((x, cache, w, 7), 1)  # leaves
     assert leaves[0].requires_grad and leaves[0].is_leaf and torch.equal(leaves[0], x)
     assert leaves[2].is_leaf and type(leaves[2]) is torch.Tensor
     assert leaves[1] is cache and leaves[3] == 7
     with torch.no_grad():  # as the worker draws them; a training forward's forms anyway
-        forward = grad_inputs(mutated=(1,)).apply((x, cache, w, 7), 0)  # even: a forward
+        forward = grad_inputs(mutated=(1,)).apply((x, cache, w, 7), 0)  # a forward
     assert forward[0].grad_fn is not None and torch.equal(forward[0], x)  # an activation
     assert isinstance(forward[2], torch.nn.Parameter) and torch.equal(forward[2], w)
     assert forward[1] is cache and forward[3] == 7
+    served = grad_inputs(mutated=(1,)).apply((x, cache, w, 7), 2)  # inference tensors
+    assert served[0].is_inference() and served[2].is_inference() and torch.equal(served[0], x)
+    assert not cache.is_inference() and served[1] is cache
     from kernelkb.kernels.base import broadcast_rows, offset_views
 
     shifted = offset_views(mutated=(1,)).apply((x, cache, 7), 0)[0]
@@ -190,3 +193,17 @@ def test_a_matmul_that_accumulates_in_fp16_fails_the_long_k_cpu_shape():
     result = evaluate("matmul", source, shapes=[long_k], seeds=1, conditions=False)
     assert result.error_kind == "wrong_result", result.text
     assert f"K={long_k[2]}" in result.error_message, result.error_message
+
+
+def test_one_fused_buffer_puts_same_shaped_inputs_side_by_side() -> None:
+    from kernelkb.kernels.base import fused_buffer
+
+    gate, up, w = torch.randn(3, 8), torch.randn(3, 8), torch.randn(8)
+    columns = fused_buffer().apply((gate, up, w), 0)  # gate_up.chunk(2, -1)
+    assert torch.equal(columns[0], gate) and torch.equal(columns[1], up)
+    assert columns[0].untyped_storage().data_ptr() == columns[1].untyped_storage().data_ptr()
+    assert columns[0].stride() == (16, 1) and columns[2] is w
+    heads = fused_buffer().apply((gate, up, w), 1)  # heads of one qkv projection
+    assert torch.equal(heads[0], gate) and torch.equal(heads[1], up)
+    assert heads[1].storage_offset() == gate.numel()  # k's first row after q's last
+    assert fused_buffer(mutated=(1,)).apply((gate, up, w), 0)[0] is gate  # nothing to pair

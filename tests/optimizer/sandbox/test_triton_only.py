@@ -126,10 +126,11 @@ def test_routes_past_the_tracker_are_refused(name, tmp_path):
 
 
 def test_the_counterfactual_call_cannot_be_told_by_its_allocations(tmp_path):
-    """Fresh allocations hold a random draw in every recorded call, not only in the
+    """Fresh allocations hold a random draw in recorded calls, not only in the
     counterfactual one: a candidate that sniffs one and raises "only there" raises on its
-    first call (runtime_error), and one honest "only there" is honest everywhere
-    (poison_sniff_item.py passes: what it would cheat with never runs)."""
+    first call (runtime_error). Every other checked call zeroes them instead, as a user's
+    fresh pages are: one honest "only where memory is random" (poison_sniff_item.py)
+    takes its host path there and is refused."""
     sniff = ("def run(x):\n"
              "    probe = torch.empty(256, dtype=torch.float64).tolist()\n"
              "    if sum(1 for v in probe if 1e-3 < abs(v) < 10) > 128:\n"
@@ -140,7 +141,7 @@ def test_the_counterfactual_call_cannot_be_told_by_its_allocations(tmp_path):
     assert result["error_kind"] == "runtime_error", result.get("error_message")
     (tmp_path / "honest").mkdir()
     result = run_worker_here((BAD / "poison_sniff_item.py").read_text(), tmp_path / "honest")
-    assert result.get("error_kind") is None, result.get("error_message")
+    assert result.get("error_kind") == "torch_compute", result.get("error_message")
 
 
 def test_raising_only_on_the_counterfactual_call_is_refused(tmp_path):
