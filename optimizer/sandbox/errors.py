@@ -25,6 +25,11 @@ class OutOfBoundsAccess(RuntimeError):
     """Raised by the interpreter's bounds guard: a load or store outside every tensor."""
 
 
+class DataRace(RuntimeError):
+    """Raised by the interpreter's race guard (races.py): plain stores of two programs of
+    one launch to one address, which a GPU runs at once."""
+
+
 def _chain(err: BaseException) -> list[BaseException]:
     seen: list[BaseException] = []
     current: BaseException | None = err
@@ -69,6 +74,8 @@ def classify_exception(err: BaseException, *, stage: str) -> tuple[str, str]:
         return "syntax", "import_error"
     if any(isinstance(e, OutOfBoundsAccess) for e in chain):
         return "run", "illegal_memory_access"
+    if any(isinstance(e, DataRace) for e in chain):  # a GPU's answer would be wrong
+        return "correctness", "wrong_result"
     if any(isinstance(e, MemoryError) for e in chain) or any(t in texts for t in _OOM_TEXTS):
         return "run", "out_of_memory"
     if any(t in texts for t in _ILLEGAL_ACCESS_TEXTS):

@@ -1156,10 +1156,11 @@ def main(argv: list[str]) -> int:
 
 def _serve_worker(request: dict[str, Any]) -> None:
     if os.environ.get("TRITON_INTERPRET") == "1":
-        from kernelkb.optimizer.sandbox import bounds, program_order
+        from kernelkb.optimizer.sandbox import bounds, program_order, races
 
         bounds.install()
         program_order.install()
+        races.install()
     limit = request.get("gpu_mem_limit_mb")
     if limit and torch.cuda.is_available():
         total = torch.cuda.get_device_properties(0).total_memory / 2**20
