@@ -186,6 +186,9 @@ class Tracker(TorchDispatchMode):
         # user's large torch.empty is fresh zero pages, the judge's a random draw, and a
         # kernel that reads one to tell them apart must meet both
         self.zero_fresh = False
+        # while set: a weak reference to every storage an allocation op makes (what a
+        # call leaves alive after it returns: Worker.check_outputs_freed)
+        self.allocated: list[Any] | None = None
 
     # -- what the candidate's host code does ---------------------------------------
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None
@@ -238,6 +241,11 @@ class Tracker(TorchDispatchMode):
                 self.depth -= 1
         if name in ALLOCATION_OPS:
             result = Prov()
+            if self.allocated is not None and not self.depth:
+                from torch.multiprocessing.reductions import StorageWeakRef
+
+                self.allocated.extend((StorageWeakRef(t.untyped_storage()), t.nbytes)
+                                      for t in outs)
             if name in _POISONED:  # in every recorded call: the counterfactual's look the same
                 self._poison(outs)
         elif name in HOST_MADE_OPS:

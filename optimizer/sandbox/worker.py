@@ -532,16 +532,23 @@ class Worker:
                         f"shapes and layout, not on their values or flags. {detail}"))
 
     def check_outputs_freed(self, run: Any, shape: tuple[int, ...], label: str) -> None:
-        """What the caller lets go must be freed: an output, or an input, kept alive past
-        the call (in a module-level list, a cache keyed by call) grows the process's
-        memory with every call, which a serving loop runs out of, and nothing the values
-        show. A workspace the call made and keeps is allowed (it is handed to no one);
-        the caller's tensors and what it was handed back are not."""
+        """What a call leaves alive must not grow with the calls: an output or an input
+        kept past the call (in a module-level list, a cache keyed by call), or a
+        workspace made for each new input (a dict keyed by a data pointer), grows the
+        process's memory with every call, which a serving loop runs out of, and nothing
+        the values show. Asked after the shape's other calls, on inputs never seen: a
+        table or workspace a first call builds and later calls reuse is warm by then
+        and allowed; one more made for these inputs is not."""
         from torch.multiprocessing.reductions import StorageWeakRef
 
+        assert self.tracker is not None
         inputs = [_own_copy(x) for x in self.make_inputs(shape, seed=self.seed_base + 93)]
         where = f"{label} [the call's tensors dropped]"
-        out, _ = self.tracked_call(run, inputs, where, record=False)
+        self.tracker.allocated = []
+        try:
+            out, _ = self.tracked_call(run, inputs, where, record=False)
+        finally:
+            made, self.tracker.allocated = self.tracker.allocated, None
         held = {f"output {i}": StorageWeakRef(t.untyped_storage())
                 for i, t in enumerate(checks.flatten_tensors(out))}
         held |= {f"input {i}": StorageWeakRef(x.untyped_storage())
@@ -555,6 +562,14 @@ class Worker:
                 "(a reference kept in the module or a cache): memory grows with every "
                 "call. Keep no reference to what run() is given or returns (a cache "
                 "keyed by a tensor holds a weak reference)"))
+        alive = [size for ref, size in made if not ref.expired()]
+        if alive:
+            raise ShapeFailure("cheat_aliasing", (
+                f"({where}): the call made {len(alive)} tensor(s) ({sum(alive)} bytes) "
+                "that stayed alive after it returned, on inputs never seen before, with "
+                "every earlier call's workspaces warm: state made per input (a workspace "
+                "keyed by a data pointer) grows with every call. Key a kept workspace by "
+                "shape and device, or allocate it in run()"))
 
     def check_empty_batch(self, run: Any, shape: tuple[int, ...]) -> None:
         """Zero rows, as a serving loop's empty step or a filtered batch passes them: the
