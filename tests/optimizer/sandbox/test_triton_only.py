@@ -166,6 +166,7 @@ def test_a_tensor_subclass_output_is_refused(tmp_path):
     assert "not a plain torch.Tensor" in result["error_message"]
 
 
+@pytest.mark.slow  # 20-50 s a task on two cores; CI runs it with the slow suite
 @pytest.mark.parametrize("task", ["rope", "attention", "matmul"])
 def test_templates_with_host_side_tables_or_two_kernels_pass(task, tmp_path):
     """RoPE and attention build cos/sin tables with torch on the host (data-independent
