@@ -32,7 +32,9 @@ CASES = [
     # writes to the caller's memory outside the view it was given: an input's whole
     # storage is compared, not only its view
     pytest.param("pad_scratch", "softmax", "cheat_input_modified", True, id="pad_scratch"),
-    pytest.param("weight_gap_scratch", "rmsnorm", "cheat_input_modified", True,
+    # (every program stores into the one element past the weight: a data race first,
+    # races.py; the storage compare holds it where no race is seen, on a GPU)
+    pytest.param("weight_gap_scratch", "rmsnorm", "wrong_result", True,
                  id="weight_gap_scratch"),
     # the output's layout: row-major, the reference's, or an input's of its shape
     pytest.param("output_column_major", "rmsnorm", "wrong_result", True,
