@@ -210,7 +210,8 @@ def sweep(cluster: Cluster, plan: SweepPlan, journal: Path, *, shapes: str = "sw
     count = max(1, min(len(todo), shares or cluster.slots))
     parts = [todo[i::count] for i in range(count)]
     remote = ray.remote(max_retries=1, **cluster.resources)(_measure_share)
-    progress = ray.remote(num_cpus=0)(_Progress).remote()
+    progress = _progress_actor(ray)
+    shown: dict[int, tuple[str, int, int, float]] = {}
     files = folder_tasks()
     futures = {remote.remote(plan.task.name, plan.dtype, list(plan.regimes), shapes, part,
                              workers, i, progress, files): i
@@ -220,7 +221,8 @@ def sweep(cluster: Cluster, plan: SweepPlan, journal: Path, *, shapes: str = "sw
     while pending:
         with _cancelled_on_interrupt(ray, pending):
             ready, pending = ray.wait(pending, num_returns=1, timeout=POLL_S)
-        on_progress(_line(ray.get(progress.read.remote()), parts, len(plan.regimes)))
+        shown = _read_progress(ray, progress, shown)
+        on_progress(_line(shown, parts, len(plan.regimes)))
         for future in ready:
             try:
                 part_header, lines = ray.get(future)
@@ -236,6 +238,26 @@ def sweep(cluster: Cluster, plan: SweepPlan, journal: Path, *, shapes: str = "sw
                    for i in lost for config in parts[i] for regime in plan.regimes]
     header = merge_points(journal, header, {}, lost_points, done)  # failed, not verdicts
     return list(done.values())
+
+
+def _progress_actor(ray: Any) -> Any:
+    """The actor the shares report to, on the driver's own node where it is one of the
+    cluster's (soft: anywhere else if not), so a worker host that dies takes no progress
+    with it."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
+    return ray.remote(num_cpus=0, scheduling_strategy=here)(_Progress).remote()
+
+
+def _read_progress(ray: Any, progress: Any, last: dict[int, tuple[str, int, int, float]]
+                   ) -> dict[int, tuple[str, int, int, float]]:
+    """The shares' latest reports; the last ones read where the actor went with its
+    host (the progress line stops, the sweep goes on: its results come from the shares)."""
+    try:
+        return dict(ray.get(progress.read.remote(), timeout=10 * POLL_S))
+    except (*_lost_errors(ray), ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+        return last
 
 
 @contextlib.contextmanager
