@@ -6,7 +6,13 @@ are content hashes, so a record already in the seed file is kept as it is and a 
 line is added once, in the journal's order. Records whose run folder has no journal any
 more (the early runs kept only part of theirs) stay in the file; ``--check`` lists them.
 
+A timed round whose verdict came from a single figure (no interleaved comparison: the rule
+before comparisons) is shipped without its timing (``ExperienceRecord.without_timing``):
+its edit stays an example, its figure counts nowhere. Every write applies this to the
+whole file, so naming no folder rewrites the file by the rule.
+
     python benchmarks/runs_to_seeds.py benchmarks/runs/<run id> [...]   # append new rounds
+    python benchmarks/runs_to_seeds.py --seed-file seeds/revalidate_h200.jsonl   # the rule
     python benchmarks/runs_to_seeds.py --check                          # what has no journal
 """
 
@@ -40,13 +46,27 @@ def _ids(lines: list[str]) -> list[str]:
     return [json.loads(line)["id"] for line in lines]
 
 
+SINGLE_FIGURE = ("its GPU time was one figure against its parent's, with no interval "
+                 "(measured before interleaved comparisons)")
+
+
+def shipped(line: str) -> str:
+    """The line as the seeds ship it: a single-figure record without its timing."""
+    record = ExperienceRecord.model_validate_json(line)
+    if not record.single_figure:
+        return line
+    return record.without_timing(SINGLE_FIGURE).model_dump_json(exclude_none=True)
+
+
 def append(folders: list[Path], seed_file: Path = SEED_FILE) -> int:
-    """Append the folders' journal records missing from the seed file; returns how many."""
-    kept = [line for line in seed_file.read_text(encoding="utf-8").split("\n") if line.strip()]
+    """Append the folders' journal records missing from the seed file (the file's and the
+    journals' records as ``shipped`` makes them); returns how many were added."""
+    lines = [line for line in seed_file.read_text(encoding="utf-8").split("\n") if line.strip()]
+    kept = list(dict.fromkeys(shipped(line) for line in lines))
     known = set(_ids(kept))
     added = []
     for folder in folders:
-        for line in journal_records(folder):
+        for line in map(shipped, journal_records(folder)):
             record_id = json.loads(line)["id"]
             if record_id not in known:
                 known.add(record_id)
@@ -58,7 +78,7 @@ def append(folders: list[Path], seed_file: Path = SEED_FILE) -> int:
 def without_journal(seed_file: Path = SEED_FILE, runs: Path = RUNS) -> Counter[str]:
     """Seed records that no run folder's journal holds, counted by run id."""
     journaled = {i for path in runs.glob("*/journal.jsonl")
-                 for i in _ids([x for x in path.read_text().split("\n") if x.strip()])}
+                 for i in _ids([shipped(x) for x in path.read_text().split("\n") if x.strip()])}
     lines = [x for x in seed_file.read_text(encoding="utf-8").split("\n") if x.strip()]
     return Counter(json.loads(x)["run_id"] for x in lines
                    if json.loads(x)["id"] not in journaled)
@@ -68,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="*", type=Path, help="run folders with a journal")
     parser.add_argument("--check", action="store_true", help="list records with no journal")
+    parser.add_argument("--seed-file", type=Path, default=SEED_FILE)
     args = parser.parse_args(argv)
     if args.check:
         missing = without_journal()
@@ -75,9 +96,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{run_id}: {count} records with no journal line")
         print(f"{sum(missing.values())} of the seed file's records have no journal")
         return 0
-    if not args.folders:
-        parser.error("name run folders, or --check")
-    print(f"{append(args.folders)} records added to {SEED_FILE.relative_to(ROOT)}")
+    added = append(args.folders, args.seed_file)
+    print(f"{args.seed_file}: {added} records added, single figures shipped untimed")
     return 0
 
 

@@ -4,6 +4,9 @@ Every measured configuration becomes one single-change experience against its ne
 one step closer to the naive kernel (the parameters are reset in catalog order), so each
 record reads as "changed X from a to b on this GPU: 1.31x vs parent" — with the real
 diff, the per-shape times and the verdict. Failed configurations become failure records.
+The replay benchmark reads these records (benchmarks/replay/knowledge.py); the seeds ship
+only the failures, since a timed point here is one figure against another with no interval
+(``kernelkb sweep`` measures the same points with theirs: benchmarks/sweep_to_seeds.py).
 
     python benchmarks/space_to_seeds.py            # writes seeds/space_<task>_<dtype>.jsonl
 """
@@ -141,12 +144,17 @@ def main() -> None:
         space = json.loads(path.read_text())
         if not space.get("complete"):
             print(f"{path.name}: incomplete space, only measured pairs are kept")
-        records = build_records(space)
+        # a space point's verdict is one figure against its parent's, with no interval: it
+        # is not shipped (the sweep's points are); its failures are
+        records = [r for r in build_records(space) if not r.single_figure]
         target = out_dir / f"space_{space['task']}_{space['dtype']}.jsonl"
         with target.open("w") as handle:
             for rec in records:
                 handle.write(rec.model_dump_json(exclude_none=True) + "\n")
-        print(f"{target.relative_to(ROOT)}: {len(records)} records")
+        if records:
+            print(f"{target.relative_to(ROOT)}: {len(records)} records (failures)")
+        else:
+            target.unlink()
 
 
 if __name__ == "__main__":

@@ -1,15 +1,12 @@
 """Turn sweep journals (``kernelkb sweep``, benchmarks/sweeps/*.jsonl) into seed
-experiences, and drop the single-figure records they replace.
+experiences.
 
 Every point becomes one experience: the configuration against its parent (one knob
 closer to the naive kernel) on one shape regime, with the diff, each shape's GPU time and
 the interleaved comparison's 95% interval; its verdict is that comparison's outcome (the
 judge's rule, optimizer/sandbox/compare.py). A point that failed its checks becomes a
-failure record. Then, for each task a journal covers, every timed seed record without a
-comparison (the rule before comparisons: one figure against another) is removed from
-the space and variant seed files, whose configurations the sweep measured again. A run's
-records (an agent's edits, with their run's lineage) stay until `kernelkb revalidate`
-times them again.
+failure record. No other seed file ships a timed record without its comparison
+(tests/kb/test_shipped_seeds.py).
 
     python benchmarks/sweep_to_seeds.py        # writes seeds/sweep_<task>_<dtype>.jsonl
 """
@@ -17,7 +14,6 @@ times them again.
 from __future__ import annotations
 
 import difflib
-import json
 from pathlib import Path
 
 from kernelkb.kb.record import ExperienceRecord
@@ -100,36 +96,16 @@ def feedback_of(point: Point) -> dict:
             "text": text}
 
 
-def single_figure(row: dict) -> bool:
-    """A timed record whose verdict came from one figure against another."""
-    fb = row["feedback"]
-    return bool(fb.get("timing_available")) and fb.get("comparison") is None
-
-
 def main() -> None:
     seeds = ROOT / "seeds"
-    covered: set[tuple[str, str]] = set()
     for path in sorted((ROOT / "benchmarks" / "sweeps").glob("*.jsonl")):
         header, points = read_journal(path)
         records = [r for n, p in enumerate(points.values())
                    if (r := record_of(p, header, n)) is not None]
         target = seeds / f"sweep_{header['task']}_{header['dtype']}.jsonl"
         target.write_text("".join(r.model_dump_json(exclude_none=True) + "\n" for r in records))
-        covered.add((header["task"], header["dtype"]))
         print(f"{target.relative_to(ROOT)}: {len(records)} records "
               f"({sum(r.feedback.comparison is not None for r in records)} with an interval)")
-    for path in sorted(seeds.glob("*.jsonl")):
-        if not path.name.startswith(("space_", "variants_")):
-            continue  # the sweep's own, and runs' records (revalidated, not swept)
-        lines = path.read_text().splitlines()
-        kept = [line for line in lines
-                if not (single_figure(row := json.loads(line))
-                        and (row["task"]["task_id"], row["task"]["dtype"]) in covered)]
-        if len(kept) < len(lines):
-            path.write_text("".join(line + "\n" for line in kept))
-            print(f"{path.relative_to(ROOT)}: {len(lines) - len(kept)} single-figure records "
-                  f"of {', '.join(f'{t}/{d}' for t, d in sorted(covered))} dropped, "
-                  f"{len(kept)} kept")
 
 
 if __name__ == "__main__":

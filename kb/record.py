@@ -353,6 +353,29 @@ class ExperienceRecord(_Strict):
         return "within_noise" if comparison.outcome == "neutral" else "significant"
 
     @property
+    def single_figure(self) -> bool:
+        """Timed, with a verdict read from one figure against another and no interval: the
+        rule before interleaved comparisons, whose A/A verdicts were false 123 times in 192.
+        A run's baseline is timed against nothing: its figure is the start, no verdict."""
+        return self.feedback.timing_available and self.feedback.comparison is None \
+            and self.provenance.round_kind != "baseline"
+
+    def without_timing(self, why: str) -> ExperienceRecord:
+        """This edit with its correctness kept and its timing and verdict dropped (a new id):
+        how a single-figure record is shipped, so the edit still serves as an example and
+        no count of what worked reads its figure."""
+        fb = self.feedback
+        untimed = Feedback(
+            stage="correctness" if fb.stage == "performance" else fb.stage,
+            error_kind=fb.error_kind, error_message=fb.error_message,
+            failing_shapes=fb.failing_shapes, max_abs_err=fb.max_abs_err,
+            max_rel_err=fb.max_rel_err, mean_abs_err=fb.mean_abs_err, bias=fb.bias,
+            mismatch_share=fb.mismatch_share, registers=fb.registers, spills=fb.spills,
+            smem_bytes=fb.smem_bytes, text=f"correctness: pass · untimed: {why}")
+        data = self.model_dump(exclude={"id", "feedback", "verdict"})
+        return ExperienceRecord(**data, feedback=untimed, verdict=Verdict.neutral)
+
+    @property
     def evidence(self) -> Literal["measured", "verified", "claimed"]:
         """measured: correct and timed on a GPU; verified: correct, untimed; else claimed."""
         fb = self.feedback

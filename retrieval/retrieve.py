@@ -28,6 +28,7 @@ from kernelkb.retrieval.versions import version_note
 
 VECTOR_TOP = 300  # cosine ranks beyond this add nothing to RRF
 POOL = 8  # rows read back per wanted hit, to leave room for the diversity filter
+EVERY_RUNG = 2**62  # non-losses no ladder reaches: gather descends every rung
 
 
 def retrieve(
@@ -39,47 +40,58 @@ def retrieve(
     embeds while holding no worker thread: kb/entry/api/routes/knowledge.py)."""
     clock = _Clock()
     snap = snapshot(session)
-    cands, rungs_used = gather(snap, query, enough=max(4 * query.k, 40))
-    ids = cands.ids(np.arange(len(cands)))
-    at = {exp_id: n for n, exp_id in enumerate(ids)}
-    clock.lap("ladder")
-
-    vec_pos, vec_sim = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    qvec = None
     if embedder is not None and index is not None:
         qvec = query_vector if query_vector is not None \
             else embedder.embed_query(query.embedding_text())
         clock.lap("embed_query")
-        vec_pos, vec_sim = index.top(qvec, ids, VECTOR_TOP)
-        clock.lap("vector")
+    # the ladder stops at 4k non-losses, most of them the same edits in other regimes or
+    # dtypes: where those hold fewer than k distinct edits, every rung is gathered again,
+    # so related ops fill in as they should
+    for enough in (max(4 * query.k, 40), EVERY_RUNG):
+        cands, rungs_used = gather(snap, query, enough=enough)
+        ids = cands.ids(np.arange(len(cands)))
+        at = {exp_id: n for n, exp_id in enumerate(ids)}
+        clock.lap("ladder")
 
-    lex_pos = np.zeros(0, dtype=np.int64)
-    if has_code(query.kernel_source, query.feedback_text):
-        terms = query_terms(query.kernel_source, query.feedback_text)
-        ops = sorted({cands.snap.vocab["op_type"].words[c] for c in set(cands.column("op_type"))})
-        ranked = bm25_ranks(session, terms, ops)  # id -> rank, best first
-        lex_pos = np.array([at[i] for i in ranked if i in at], dtype=np.int64)
-    clock.lap("lexical")
+        vec_pos, vec_sim = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if qvec is not None and index is not None:
+            vec_pos, vec_sim = index.top(qvec, ids, VECTOR_TOP)
+            clock.lap("vector")
 
-    n = len(cands)
-    relevance = rrf(n, [(vec_pos, np.arange(len(vec_pos))), (lex_pos, np.arange(len(lex_pos)))])
-    support = support_counts(cands)
-    scores = score(relevance, usefulness(cands, support, query.dtype))
-    same_hw = _per_rung(cands, lambda r: r.same_hardware and not r.related)
-    related = _per_rung(cands, lambda r: r.related)
-    other_version = _other_version(cands, query.triton_version)
-    wins = best_first(scores, ~cands.is_loss, related, other_version)
-    losses = best_first(scores, cands.is_loss & same_hw, other_version)
-    similarity = dict(zip(vec_pos.tolist(), vec_sim.tolist(), strict=True))
-    lexical_rank = {int(p): r for r, p in enumerate(lex_pos)}
-    rows: dict[str, ParsedRow] = {}
-    shown: set[tuple[str, str]] = set()  # edits already picked: never twice
-    pick = partial(_pick, session, snap.rows, rows)
-    picked_wins = pick([ids[p] for p in wins[~related[wins]][: POOL * query.k]], query.k, shown)
-    picked_wins += pick([ids[p] for p in wins[related[wins]][: POOL * query.k]],
-                        query.k - len(picked_wins), shown)  # related ops fill in
-    picked_losses = pick([ids[p] for p in losses[: POOL * query.max_warnings]],
-                         query.max_warnings, set())
-    clock.lap("rank")
+        lex_pos = np.zeros(0, dtype=np.int64)
+        if has_code(query.kernel_source, query.feedback_text):
+            terms = query_terms(query.kernel_source, query.feedback_text)
+            ops = sorted({cands.snap.vocab["op_type"].words[c]
+                          for c in set(cands.column("op_type"))})
+            ranked = bm25_ranks(session, terms, ops)  # id -> rank, best first
+            lex_pos = np.array([at[i] for i in ranked if i in at], dtype=np.int64)
+        clock.lap("lexical")
+
+        n = len(cands)
+        relevance = rrf(n, [(vec_pos, np.arange(len(vec_pos))),
+                            (lex_pos, np.arange(len(lex_pos)))])
+        support = support_counts(cands)
+        scores = score(relevance, usefulness(cands, support, query.dtype))
+        same_hw = _per_rung(cands, lambda r: r.same_hardware and not r.related)
+        related = _per_rung(cands, lambda r: r.related)
+        other_version = _other_version(cands, query.triton_version)
+        wins = best_first(scores, ~cands.is_loss, related, other_version)
+        losses = best_first(scores, cands.is_loss & same_hw, other_version)
+        similarity = dict(zip(vec_pos.tolist(), vec_sim.tolist(), strict=True))
+        lexical_rank = {int(p): r for r, p in enumerate(lex_pos)}
+        rows: dict[str, ParsedRow] = {}
+        shown: set[tuple[str, str]] = set()  # edits already picked: never twice
+        pick = partial(_pick, session, snap.rows, rows)
+        picked_wins = pick([ids[p] for p in wins[~related[wins]][: POOL * query.k]], query.k,
+                           shown)
+        picked_wins += pick([ids[p] for p in wins[related[wins]][: POOL * query.k]],
+                            query.k - len(picked_wins), shown)  # related ops fill in
+        picked_losses = pick([ids[p] for p in losses[: POOL * query.max_warnings]],
+                             query.max_warnings, set())
+        clock.lap("rank")
+        if len(picked_wins) >= query.k:
+            break
 
     def hit(exp_id: str) -> Hit | None:
         p = at[exp_id]

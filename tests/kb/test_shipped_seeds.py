@@ -30,6 +30,26 @@ def test_every_seed_is_a_gpu_measurement_with_its_provenance() -> None:
             assert r.evidence == "measured", r.id  # a speed verdict comes from a GPU clock
 
 
+def test_every_shipped_timed_verdict_carries_its_interval() -> None:
+    """A timed seed carries the interleaved comparison its verdict came from; a round
+    measured before comparisons ships as an untimed edit, its figure nowhere. A run's
+    baseline is timed against nothing: its figure is the run's start, its verdict none."""
+    records = _records()
+    timed = [r for r in records if r.feedback.timing_available]
+    starts = [r for r in timed if r.provenance.round_kind == "baseline"]
+    verdicts = [r for r in timed if r.provenance.round_kind != "baseline"]
+    assert verdicts and starts
+    assert all(r.verdict.value == "neutral" for r in starts)
+    assert [r.id for r in verdicts if r.feedback.comparison is None] == []
+    for r in verdicts:
+        assert r.verdict.value == r.feedback.comparison.outcome, r.id
+    stripped = [r for r in records if "untimed: its GPU time was one figure" in r.feedback.text]
+    assert stripped
+    for r in stripped:
+        assert r.verdict.value == "neutral" and r.feedback.time_ms is None, r.id
+        assert r.evidence == "verified" and r.edit.summary, r.id
+
+
 def test_a_fresh_store_answers_for_every_seeded_task_on_the_h200(tmp_path: Path) -> None:
     """Each task the seeds measured is answered for; a task without shipped seeds (a
     user's own) is valid and is not asked about."""

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 LANDSCAPE = {"op": "softmax", "gpu": "NVIDIA H200", "shape": "rows=4096,cols=32768"}
-MULTI_REGIME_RUN = "softmax-20261130T195004-f7639e"  # a shipped run over three regimes
+MULTI_REGIME_RUN = "matmul-20261202T001232-5e44ca"  # a shipped run over three regimes
 
 
 def test_the_landscape_json_has_every_knob_and_metric(site: dict) -> None:
@@ -40,7 +40,7 @@ def test_plotly_comes_from_the_installed_package_not_a_cdn(site: dict) -> None:
     served = httpx.get(base + "/ui/vendor/plotly.min.js", timeout=60)
     assert served.status_code == 200 and served.content == plotly_js().read_bytes()
     rounds = httpx.get(f"{base}/ui/runs/{MULTI_REGIME_RUN}/rounds.json", timeout=60).json()
-    assert rounds["regimes"] == ["short_rows", "medium_rows", "long_rows"]
+    assert rounds["regimes"] == ["skinny", "medium", "large"]
     for name, nodes in rounds["lineage"].items():
         ids = {n["id"] for n in nodes}
         assert all(n["parent"] in ids for n in nodes if n["parent"]), name
@@ -124,7 +124,7 @@ def test_lineage_graph_shows_the_clicked_nodes_diff(browser, site) -> None:
     graph = browser.find_elements(By.CSS_SELECTOR, ".lineage-graph")[0]
     browser.execute_script("arguments[0].scrollIntoView()", graph)
     nodes = graph.find_elements(By.CSS_SELECTOR, ".scatterlayer .trace:last-child .point")
-    expected = data["lineage"]["short_rows"]
+    expected = data["lineage"]["skinny"]
     assert len(nodes) == len(expected)
     ActionChains(browser).move_to_element(nodes[1]).click().perform()
     panel = browser.find_element(By.ID, "lineage-node")

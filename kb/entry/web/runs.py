@@ -252,7 +252,10 @@ def regime_figures(records: list[ExperienceRecord]) -> list[RegimeFigure]:
             out.append(RegimeFigure(name, tried, fb.parent_ms, fb.time_ms, "final sweep", sweep))
             continue
         held = _incumbents(own)
-        if held:  # a start only where the run timed its starting kernel
+        # a figure only where a round was timed besides the start: a run whose rounds'
+        # figures were dropped (single figures, no interval) would read 1.00x
+        if held and any(r.evidence == "measured" and r.provenance.round_kind != "baseline"
+                        for r in own):  # a start only where the run timed its starting kernel
             start = held[0][2] if held[0][1].provenance.round_kind == "baseline" else None
             _, holder, best = held[-1]
             out.append(RegimeFigure(name, tried, start, best, "rounds", holder))
