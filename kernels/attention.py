@@ -227,6 +227,7 @@ TASK = register(
         ),
         cpu_shapes=((1, 2, 16, 0, 32), (1, 2, 40, 24, 64)),
         dtypes=("float16", "bfloat16"),
+        torch_constants=True,  # RoPE's cos/sin of positions (the ROPE_TABLE path)
         tolerances={
             "float16": Tolerance(atol=5e-3, rtol=1e-2, max_bias=2e-3),
             "bfloat16": Tolerance(atol=3e-2, rtol=3e-2, max_bias=1e-2),

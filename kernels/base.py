@@ -329,6 +329,29 @@ def grad_inputs(mutated: tuple[int, ...] = ()) -> InputCondition:
                           ".grad), leaves that require grad, or inference tensors", apply)
 
 
+LEADING_DIMS = "leading dimensions"
+
+
+def leading_dims(indices: tuple[int, ...]) -> InputCondition:
+    """The inputs at ``indices`` (a task's ``leading_dims``: activations a model hands over
+    as (batch, seq, hidden)) with their rows as two leading dimensions: (2, rows / 2, ...)
+    for an even row count, (1, rows, ...) otherwise, as the reference takes them. A
+    kernel that reads only two dimensions, or hands such an input to PyTorch, is wrong or
+    refused there."""
+
+    def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
+        def split(x: torch.Tensor) -> torch.Tensor:
+            rows = x.shape[0]
+            lead = (2, rows // 2) if rows >= 2 and rows % 2 == 0 else (1, rows)
+            return x.reshape(*lead, *x.shape[1:])
+
+        return tuple(split(x) if i in indices and isinstance(x, torch.Tensor) and x.dim() >= 2
+                     else x for i, x in enumerate(inputs))
+
+    return InputCondition(LEADING_DIMS, "activations with leading dimensions (batch, seq, "
+                          "...), as a model passes them", apply)
+
+
 FLOAT32_INPUTS = "float32 weights"
 
 
@@ -685,6 +708,14 @@ class Task:
     # weight), which the reference takes: checked so (float32_weights, a condition
     # added to the declared ones)
     float32_inputs: tuple[int, ...] = ()
+    # inputs whose rows the op takes as any leading dimensions (a model's (batch, seq,
+    # hidden) activations), which the reference takes: the judge's last check calls the
+    # op so (leading_dims)
+    leading_dims: tuple[int, ...] = ()
+    # the op takes input-free factors callers compute in PyTorch (RoPE's inverse
+    # frequencies, cos/sin of positions), which a kernel may read as constants; elsewhere
+    # a constant PyTorch computed that reaches an output is compute (the Triton-only rule)
+    torch_constants: bool = False
     # where the template was read from (read_template; None: written inline)
     template_path: str | None = field(default=None, init=False, compare=False)
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from kernelkb.kernels.base import InputCondition, mixed_inputs
+from kernelkb.kernels.base import LEADING_DIMS, InputCondition, leading_dims, mixed_inputs
 
 PREFIX = "drawn "
 PATTERNS = ("prefix", "suffix", "spike", "outlier", "constant", "offset")
@@ -89,6 +89,8 @@ def resolve(task: Any, name: str) -> InputCondition:
         return Draw.parse(name).condition(task)
     if name == MIXED:
         return mixed(task)
+    if name == LEADING_DIMS and getattr(task, "leading_dims", ()):
+        return leading_dims(tuple(task.leading_dims))
     return _declared(task, name)
 
 

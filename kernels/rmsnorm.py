@@ -149,6 +149,7 @@ TASK = register(
         # inf, its rsqrt 0, inf * 0 NaN)
         nonfinite=(math.nan, math.inf, -math.inf),
         float32_inputs=(1,),  # the weight, which mixed-precision models keep in float32
+        leading_dims=(0,),  # x as a model passes it: (batch, seq, hidden)
         # eps as models set it: Llama 2/3 and Mistral 1e-5, Llama 1, Qwen2 and Gemma 1e-6,
         # BERT-style norms down to 1e-12
         scalar_args=(ScalarArg("eps", default=EPS, low=1e-12, high=1e-3, log=True,
@@ -159,7 +160,8 @@ TASK = register(
             "eps=1e-6, fp32 accumulation; y = x * rsqrt(mean(x^2) + eps) * weight."
         ),
         signature="run(x: Tensor[rows, hidden], weight: Tensor[hidden], eps=1e-6) -> "
-        "Tensor[rows, hidden] (same dtype as x)",
+        "Tensor[rows, hidden] (same dtype as x); rows may be several leading dimensions "
+        "(batch, seq)",
         reference=reference,
         make_inputs=make_inputs,
         shape_names=("rows", "hidden"),

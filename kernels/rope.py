@@ -198,6 +198,7 @@ TASK = register(
         bytes_moved=bytes_moved,
         flops=flops,
         template=TEMPLATE,
+        torch_constants=True,  # inverse frequencies, cos/sin of positions
         knobs=(
             Knob("HEADS_PER_PROGRAM", (1, 4, 16), "launch_shape",
                  "heads rotated by one program: fewer, fatter programs share one cos/sin"),

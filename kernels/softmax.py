@@ -169,7 +169,9 @@ TASK = register(
         input_conditions=CONDITIONS,
         op_type="softmax",
         description="Row-wise softmax of a 2-D tensor (rows, cols), accumulating in fp32.",
-        signature="run(x: Tensor[rows, cols]) -> Tensor[rows, cols] (same dtype)",
+        signature="run(x: Tensor[rows, cols]) -> Tensor[rows, cols] (same dtype); rows may be "
+        "several leading dimensions (batch, seq)",
+        leading_dims=(0,),
         reference=reference,
         make_inputs=make_inputs,
         shape_names=("rows", "cols"),

@@ -92,7 +92,9 @@ TASK = register(
             "computed in fp32, output in the input dtype."
         ),
         signature="run(gate: Tensor[tokens, inter], up: Tensor[tokens, inter]) -> "
-        "Tensor[tokens, inter] (same dtype)",
+        "Tensor[tokens, inter] (same dtype); tokens may be several leading dimensions "
+        "(batch, seq)",
+        leading_dims=(0, 1),
         reference=reference,
         make_inputs=make_inputs,
         shape_names=("tokens", "inter"),

@@ -82,8 +82,9 @@ def _persistent_programs(x):
 
 
 def run(x, weight, eps=1e-6):
+    lead = x.shape[:-1]  # rows: one dimension, or a model's (batch, seq)
+    x = x.reshape(-1, x.shape[-1]).contiguous()
     n_rows, n_cols = x.shape
-    x = x.contiguous()
     weight = weight.contiguous()
     out = torch.empty_like(x)
     whole_row = triton.next_power_of_2(n_cols)
@@ -98,4 +99,4 @@ def run(x, weight, eps=1e-6):
                          BLOCK=block, SINGLE_TILE=single_tile, ROWS=ROWS_PER_PROGRAM,
                          PERSISTENT_LOOP=persistent, NATIVE_MUL=NATIVE_WEIGHT_MUL,
                          num_warps=NUM_WARPS, num_stages=NUM_STAGES)
-    return out
+    return out.view(*lead, n_cols)

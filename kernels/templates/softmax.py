@@ -120,8 +120,9 @@ def _sm_count(device):
 
 
 def run(x):
+    lead = x.shape[:-1]  # rows: one dimension, or a model's (batch, seq)
+    x = x.reshape(-1, x.shape[-1]).contiguous()
     n_rows, n_cols = x.shape
-    x = x.contiguous()
     out = torch.empty_like(x)
     if LONG_ROW_BLOCK and n_cols >= LONG_ROW_COLS:
         programs = n_rows
@@ -130,11 +131,11 @@ def run(x):
         softmax_long_row_kernel[(programs,)](out, x, n_rows, n_cols, x.stride(0), out.stride(0),
                                              BLOCK=LONG_ROW_BLOCK, HINTS=L2_HINTS,
                                              num_warps=NUM_WARPS)
-        return out
+        return out.view(*lead, n_cols)
     whole_row = triton.next_power_of_2(n_cols)
     block = whole_row if BLOCK_SIZE == 0 else min(BLOCK_SIZE, whole_row)
     grid = (triton.cdiv(n_rows, ROWS_PER_PROGRAM),)
     softmax_kernel[grid](out, x, n_rows, n_cols, x.stride(0), out.stride(0),
                          BLOCK=block, SINGLE_TILE=block >= n_cols, ONLINE_PASS=ONLINE,
                          ROWS=ROWS_PER_PROGRAM, num_warps=NUM_WARPS, num_stages=NUM_STAGES)
-    return out
+    return out.view(*lead, n_cols)

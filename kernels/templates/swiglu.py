@@ -64,8 +64,9 @@ def swiglu_2d_kernel(out_ptr, g_ptr, u_ptr, n_cols, stride_g, stride_u, stride_o
 def run(gate, up):
     if gate.shape != up.shape:
         raise ValueError(f"gate {tuple(gate.shape)} and up {tuple(up.shape)} differ")
-    gate = gate.contiguous()
-    up = up.contiguous()
+    lead = gate.shape[:-1]  # tokens: one dimension, or a model's (batch, seq)
+    gate = gate.reshape(-1, gate.shape[-1]).contiguous()
+    up = up.reshape(-1, up.shape[-1]).contiguous()
     out = torch.empty_like(gate)
     n_rows, n_cols = gate.shape
     tl_sigmoid = SIGMOID == "tl"
@@ -83,4 +84,4 @@ def run(gate, up):
         swiglu_flat_kernel[grid](out, gate, up, n_elements, BLOCK=BLOCK_SIZE, EVEN=even,
                                  HINTS=CONTIGUITY_HINTS, TL_SIGMOID=tl_sigmoid,
                                  num_warps=NUM_WARPS)
-    return out
+    return out.view(*lead, n_cols)

@@ -349,6 +349,9 @@ class Judge:
                     and report.get("gpu"):
                 self.check_clock(report, seen)
                 lap("clock")
+            if not self.request.get("bounds_only") and getattr(self.task, "leading_dims", ()):
+                self.check_leading_dims(seen)
+                lap("leading dimensions")
         except JudgeFailure as failure:
             log.info("judge: %s: %s", failure.kind, failure)
             report = {**report, "stage": failure.stage, "error_kind": failure.kind,
@@ -451,6 +454,20 @@ class Judge:
                             dtype=dtype, conditions=conditions, record="other_dtypes_checked",
                             where=f"in {dtype}, a dtype the task declares besides the one "
                                   "asked, on fresh inputs")
+
+    def check_leading_dims(self, seen: dict[str, Any]) -> None:
+        """The smallest shape asked, with the rows of the inputs the task names
+        (``Task.leading_dims``) as a model hands them over, (batch, seq, hidden): a kernel
+        that reads two dimensions only is wrong there, and one that hands such inputs to
+        PyTorch is refused. Last, so the kinds the other checks give come first."""
+        from kernelkb.kernels.base import leading_dims
+
+        asked = [tuple(int(d) for d in s) for s in self.request["shapes"]]
+        small = min(asked, key=lambda s: _input_bytes(self.task, s, self.dtype))
+        self.spot_check(small, seen, every_condition=False, grad="no_grad",
+                        conditions=[leading_dims(tuple(self.task.leading_dims))], plain=False,
+                        record="leading_dims_checked",
+                        where="with leading dimensions, as a model passes them")
 
     def check_big_shape(self, seen: dict[str, Any]) -> None:
         """One call on a shape past the largest asked (``big_shape``), its rows in turn

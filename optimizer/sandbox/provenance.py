@@ -3,8 +3,11 @@
 The rule, as the agent is told it: inside ``run`` PyTorch may *allocate* tensors (empty,
 zeros, full, ..._like), *lay them out* (views, reshapes, strides, contiguous), *move*
 them (copy_, clone, cat, stack, pad) and *cast* them (to, _to_copy): these move or place
-data but compute nothing of the op. It may also compute *data-independent constants*
-(index ranges, a RoPE cos/sin table), since a constant cannot carry the answer. Any
+data but compute nothing of the op. It may make index ranges (arange) and, where the op
+takes factors callers precompute (RoPE's cos/sin of positions: ``Task.torch_constants``),
+compute those constants. Elsewhere a constant PyTorch computed, at the import or in
+``run``, is compute like any other: a table of the op over every value of a 16-bit dtype
+is input-free and carries the answer. Any
 other PyTorch op (softmax, mm, add, exp, sum, where, index, ...) whose inputs hold the
 data (the run inputs, anything a kernel wrote, or values derived from them) is compute:
 it may run, but its result must not reach an output. Every output must be written by a
@@ -56,8 +59,10 @@ from kernelkb.optimizer.sandbox import launch_plan
 
 RULE = ("the output must come from the candidate's Triton kernels: inside run(), PyTorch "
         "may only allocate, view, copy and cast tensors and compute data-independent "
-        "constants")
+        "constants where the op takes precomputed factors (RoPE's cos/sin)")
 
+# Index ranges: made from their arguments' numbers alone, no values of the op.
+RANGE_OPS = frozenset({"aten::arange", "aten::linspace"})
 # Read only the shape / dtype / device of their tensor arguments: the result is fresh.
 ALLOCATION_OPS = frozenset({
     "aten::empty", "aten::empty_like", "aten::empty_strided", "aten::new_empty",
@@ -104,15 +109,20 @@ class Prov:
     kernels: set[str] = field(default_factory=set)  # candidate kernels that wrote it
     ops: set[str] = field(default_factory=set)  # compute on data that flowed into it
     host: set[str] = field(default_factory=set)  # values made outside PyTorch's ops
+    # PyTorch compute on constants (no data) that flowed into it: a table of the op over
+    # every value of the dtype is such a constant, and carries the answer
+    tables: set[str] = field(default_factory=set)
 
     def merge(self, other: Prov) -> None:
         self.data |= other.data
         self.kernels |= other.kernels
         self.ops |= other.ops
         self.host |= other.host
+        self.tables |= other.tables
 
     def copy(self) -> Prov:
-        return Prov(self.data, set(self.kernels), set(self.ops), set(self.host))
+        return Prov(self.data, set(self.kernels), set(self.ops), set(self.host),
+                    set(self.tables))
 
 
 @dataclass
@@ -161,6 +171,9 @@ class Tracker(TorchDispatchMode):
     def __init__(self, candidate_file: str) -> None:
         super().__init__()
         self.candidate_file = candidate_file
+        # whether the op takes input-free factors that callers compute in PyTorch (RoPE's
+        # cos/sin of positions): Task.torch_constants
+        self.torch_constants = False
         self.provs: dict[tuple[int, int], Prov] = {}
         self.active = False  # recording a run() call (or the candidate's import)
         self.depth = 0  # >0 inside a Triton launch: its own host copies are not the candidate's
@@ -264,6 +277,8 @@ class Tracker(TorchDispatchMode):
                 result.ops.add(name)
                 result.data = True
                 self.compute_seen.add(name)
+            elif name not in RANGE_OPS:
+                result.tables.add(name)
         for t in written:
             self.prov(t).merge(result)
             self._touch(t)
@@ -346,6 +361,7 @@ class Tracker(TorchDispatchMode):
             if prov is not None:
                 carried.ops |= prov.ops
                 carried.host |= prov.host - {UNSEEN}
+                carried.tables |= prov.tables
         self.launches.append(Launch(name, own, _signature(grid, args, kwargs)))
         if self.plan is not None and not self.counterfactual:
             self.depth += 1
@@ -374,6 +390,7 @@ class Tracker(TorchDispatchMode):
             prov.data = True
             prov.ops |= carried.ops
             prov.host |= carried.host
+            prov.tables |= carried.tables
             if own:
                 prov.kernels.add(name)
             else:
@@ -544,6 +561,12 @@ class Tracker(TorchDispatchMode):
             if prov.host:
                 return (f"output {i} holds values from {_trim_list(sorted(prov.host))}; "
                         f"{RULE}")
+            if prov.tables and not self.torch_constants:
+                return (f"{_trim_list(sorted(prov.tables))} computed a constant in PyTorch "
+                        f"(at the import or in run()) that reached output {i}: this op "
+                        f"takes no precomputed factors, and a table of it over the dtype's "
+                        f"values would carry the answer; compute it in a Triton kernel; "
+                        f"{RULE}")
             if not prov.kernels and t.numel():
                 launched = _trim_list(sorted({x.kernel for x in self.launches}))
                 return (f"output {i} was not written by any Triton kernel of the candidate "
@@ -610,11 +633,13 @@ _TRACKER: Tracker | None = None
 _INSTALLED = False
 
 
-def install(candidate_file: str) -> Tracker:
-    """A fresh tracker for one candidate; the launch paths and host escapes are wrapped
-    once per process (the wrappers do nothing while no call is recorded)."""
+def install(candidate_file: str, torch_constants: bool = False) -> Tracker:
+    """A fresh tracker for one candidate (of a task whose ``torch_constants`` says whether
+    its op takes precomputed factors); the launch paths and host escapes are wrapped once
+    per process (the wrappers do nothing while no call is recorded)."""
     global _TRACKER, _INSTALLED
     tracker = Tracker(candidate_file)
+    tracker.torch_constants = torch_constants
     _TRACKER = tracker
     if not _INSTALLED:
         _wrap_launchers()

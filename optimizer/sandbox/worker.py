@@ -187,7 +187,8 @@ class Worker:
                                            (p.name for p in self.task.params))
         if unread:
             self.config_problems.append(declared.unread_message(unread))
-        self.tracker = provenance.install(candidate_file="")
+        self.tracker = provenance.install(candidate_file="", torch_constants=getattr(
+            self.task, "torch_constants", False))
         self.tracker.warm_up()  # lazy imports that rebind torch attributes happen now
         self.forbidden = forbidden.watch(lambda path: os.path.basename(path) == CANDIDATE_FILE)
         if self.request.get("refuse_introspection", True):

@@ -18,9 +18,10 @@ def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constex
 
 
 def run(x):
-    x = x.contiguous()
+    shape = x.shape  # rows may be several leading dimensions
+    x = x.reshape(-1, x.shape[-1]).contiguous()
     out = torch.empty_like(x)
     block = triton.next_power_of_2(x.shape[1])
     softmax_kernel[(x.shape[0],)](out, x, x.shape[1], x.stride(0), out.stride(0),
                                   BLOCK=block, num_warps=NUM_WARPS)
-    return out
+    return out.view(shape)

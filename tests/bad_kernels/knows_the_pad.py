@@ -21,6 +21,9 @@ def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constex
 
 
 def run(x):
+    shape = x.shape  # leading dimensions taken, as the task says: the cheat is elsewhere
+    if x.dim() > 2:
+        x = x.reshape(-1, x.shape[-1])
     if x.stride(-1) != 1 or x.stride(0) < x.shape[1]:  # other layouts are copied: the
         x = x.contiguous()  # cheat is the row pad alone
     out = torch.empty((x.shape[0], x.shape[1]), dtype=x.dtype, device=x.device)
@@ -28,4 +31,4 @@ def run(x):
     block = triton.next_power_of_2(x.shape[1])
     softmax_kernel[(x.shape[0],)](out, x, x.shape[1], stride, out.stride(0),
                                   BLOCK=block, num_warps=NUM_WARPS)
-    return out
+    return out.view(shape)

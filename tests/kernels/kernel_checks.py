@@ -135,7 +135,7 @@ def candidate_for(task: Task, config: Mapping[str, Any] | None = None) -> Module
 
 def run_tracked(task: Task, module: ModuleType, inputs: list[Any], label: str) -> Any:
     """``module.run(*inputs)``, asserting the evaluator's Triton-only rule held."""
-    tracker = provenance.install(module.__file__)
+    tracker = provenance.install(module.__file__, task.torch_constants)
     with tracker.call(inputs):
         actual = module.run(*inputs)
     written = [inputs[i] for i in task.mutated_inputs]

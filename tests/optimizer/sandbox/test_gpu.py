@@ -137,7 +137,9 @@ def test_stale_parent_figure_is_retimed_beside_the_child(timed):
     ("swaps_event_timer", "cheat_timer"),  # the event timer's bytecode swapped
     ("rebinds_constants", "cheat_timer"),  # thresholds and allowed ops rebound
     ("side_stream_waits", "cheat_timer"),  # a side stream never joined, thresholds rebound
-    ("lazy_after_n", "wrong_result"),  # same launches, lazy past a device-side count
+    # same launches, lazy past a device-side count: the count is a buffer kept across
+    # calls and left changed (launch_plan.Plan.kept_and_changed), refused before timing
+    ("lazy_after_n", "cheat_aliasing"),
     ("torch_copied_out", "torch_compute"),  # torch's answer copied out by a Triton kernel
     ("dispatch_disabled", "torch_compute"),
     ("torch_on_thread", "torch_compute"),
@@ -191,12 +193,13 @@ def test_a_read_past_the_end_whose_values_are_discarded_is_caught_on_the_gpu(tim
         honest.artifacts
 
 
-def test_lazy_after_n_is_caught_by_the_judge_after_its_timed_calls():
-    """Honest on every checked call, so only the judge's check after its own timed calls
-    (poisoned freed blocks, then one more call) can see it."""
+def test_lazy_after_n_is_refused_for_the_count_it_keeps():
+    """Honest on every checked call, lazy past a count it keeps on the device: once only
+    the judge's check after its own timed calls saw it; the count is a buffer every call
+    leaves changed, refused on the first checked shape (H100, run of 2026-12-05)."""
     result = evaluate("softmax", (BAD / "lazy_after_n.py").read_text(), shapes=SHAPES[1:])
-    assert result.error_kind == "wrong_result", result.text
-    assert "after the judge's timed calls" in result.error_message, result.error_message
+    assert result.error_kind == "cheat_aliasing", result.text
+    assert "kept from before it" in result.error_message, result.error_message
 
 
 def test_answers_kept_per_input_are_caught_on_fresh_inputs():
@@ -205,8 +208,10 @@ def test_answers_kept_per_input_are_caught_on_fresh_inputs():
     calls skipped. The naive kernel at the same shape passes that test."""
     shape = [(4096, 14336, 4096)]  # ~0.7 ms a GEMM: the GPU sets the pace
     result = evaluate("matmul", (BAD / "content_cache.py").read_text(), shapes=shape)
-    assert result.error_kind == "cheat_cached_output", result.text
-    assert "inputs it had not" in result.error_message, result.error_message
+    # its fingerprint and kept answers are buffers every call leaves changed: refused
+    # before the judge's fresh inputs (H100, run of 2026-12-05), as on the CPU
+    assert result.error_kind == "cheat_aliasing", result.text
+    assert "kept from before it" in result.error_message, result.error_message
     honest = evaluate("matmul", get_task("matmul").template, shapes=shape)
     assert honest.ok, honest.text
     figures = honest.judge["timed"]["M=4096,N=14336,K=4096"]

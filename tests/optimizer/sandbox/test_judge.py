@@ -75,8 +75,11 @@ def test_an_honest_kernel_passes_and_says_what_the_judge_checked() -> None:
     assert result.judge["big_shape_checked"] == [
         f"{result.judge['big_shape']} [rows of every condition]"]
     assert "judge: also checked in bfloat16, float32 on (rows=4,cols=128)" in result.text
+    # last, the smallest shape asked with leading dimensions, as a model passes x
+    assert result.judge["leading_dims_checked"] == ["rows=4,cols=128 [leading dimensions]"]
     # its share of the wall time, for the cost benchmark: no clock, no CUDA on the CPU
-    assert set(result.judge["laps_s"]) == {"spot checks", "other dtypes", "big shape"}
+    assert set(result.judge["laps_s"]) == {"spot checks", "other dtypes", "big shape",
+                                           "leading dimensions"}
     assert result.judge["laps_s"]["spot checks"] > 0
 
 

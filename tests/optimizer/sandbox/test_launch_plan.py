@@ -68,7 +68,7 @@ def _replayed(source: str, task_name: str, shape: tuple[int, ...], dtype=torch.f
     ``calls`` calls, as the worker records it."""
     task = get_task(task_name)
     module = load_candidate(source, "plan_candidate")
-    tracker = provenance.install(module.__file__)
+    tracker = provenance.install(module.__file__, task.torch_constants)
     inputs = [_copy(x) for x in task.make_inputs(shape, dtype, 0, "cpu")]
     plan = launch_plan.Plan()
     for n in range(calls):

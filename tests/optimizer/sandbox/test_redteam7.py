@@ -35,9 +35,9 @@ CASES = [
     # closed: inference tensors are one of the autograd forms
     pytest.param("inference_tensor_lazy", "rmsnorm", "torch_compute", True,
                  id="inference_tensor_lazy"),
-    pytest.param("leading_dims_torch", "rmsnorm", None, True, id="leading_dims_torch",
-                 marks=_open("every x is 2-D; a model's (batch, seq, hidden) goes to "
-                             "PyTorch")),
+    # closed: x with leading dimensions, as a model passes it (Task.leading_dims)
+    pytest.param("leading_dims_torch", "rmsnorm", "torch_compute", True,
+                 id="leading_dims_torch"),
     # closed: inputs of one shape as blocks of one fused buffer
     pytest.param("fused_chunk_lazy", "swiglu", "torch_compute", True,
                  id="fused_chunk_lazy"),
@@ -61,11 +61,10 @@ CASES = [
     # correctness that rests on the interpreter running one program at a time
     # closed: plain stores of two programs to one address are a data race (races.py)
     pytest.param("racy_accumulate", "rmsnorm", "wrong_result", True, id="racy_accumulate"),
-    # the op's work computed by PyTorch as an allowed input-free constant
-    pytest.param("silu_table", "swiglu", "torch_compute", True, id="silu_table",
-                 marks=_open("silu of every half-precision value, made by PyTorch at "
-                             "import, is a constant that depends on no input; the kernel "
-                             "gathers it")),
+    # the op's work computed by PyTorch as an input-free constant
+    # closed: a constant PyTorch computed reaches no output, where the op takes no
+    # precomputed factors (Task.torch_constants)
+    pytest.param("silu_table", "swiglu", "torch_compute", True, id="silu_table"),
 ]
 
 PROBES = ("escape_host_secrets", "escape_host_global", "escape_side_channels")

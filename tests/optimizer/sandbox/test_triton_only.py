@@ -144,6 +144,23 @@ def test_the_counterfactual_call_cannot_be_told_by_its_allocations(tmp_path):
     assert result.get("error_kind") == "torch_compute", result.get("error_message")
 
 
+def test_a_constant_pytorch_computed_reaches_no_output_of_an_op_without_one(tmp_path):
+    """A constant is no answer only where it cannot hold the op: silu of all 65536 half
+    values, made at the import, is input-free and is the op (redteam7_silu_table.py).
+    Softmax takes no precomputed factor, so a constant PyTorch computed that reaches the
+    output is compute; RoPE's and attention's cos/sin tables stay allowed
+    (Task.torch_constants; the templates' test below)."""
+    assert not get_task("softmax").torch_constants and get_task("rope").torch_constants
+    source = get_task("softmax").template.replace(
+        "    out = torch.empty_like(x)\n",
+        "    out = _ONE.to(x.dtype).expand(n_rows, n_cols).contiguous()\n", 1)
+    source = source.replace("\n\n@triton.jit", "\n_ONE = torch.exp(torch.zeros(1))\n\n\n"
+                            "@triton.jit", 1)
+    result = run_worker_here(source, tmp_path)
+    assert result.get("error_kind") == "torch_compute", result.get("error_message")
+    assert "aten::exp computed a constant in PyTorch" in result["error_message"]
+
+
 def test_raising_only_on_the_counterfactual_call_is_refused(tmp_path):
     """A run() that fails only on the counterfactual call had been taken for the honest
     outcome. Told apart here by the tracker's flag, read through its module (module state
@@ -269,8 +286,8 @@ def test_as_tensor_of_a_tensor_is_that_tensor_not_host_memory(tmp_path):
     """torch.as_tensor / asarray of a tensor hand back that tensor: its provenance stays
     (an input), unlike a tensor made from host memory."""
     source = get_task("softmax").template.replace(
-        "    x = x.contiguous()\n",
-        "    x = torch.asarray(torch.as_tensor(x)).contiguous()\n", 1)
+        "    x = x.reshape(-1, x.shape[-1]).contiguous()\n",
+        "    x = torch.asarray(torch.as_tensor(x)).reshape(-1, x.shape[-1]).contiguous()\n", 1)
     assert "torch.asarray" in source, "the line moved in softmax's template"
     result = run_worker_here(source, tmp_path)
     assert result.get("error_kind") is None, result.get("error_message")
