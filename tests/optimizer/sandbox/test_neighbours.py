@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 from kernelkb.optimizer.sandbox import neighbours
 from kernelkb.optimizer.sandbox.feedback import render
@@ -59,3 +60,35 @@ def test_a_quiet_window_is_not_waited_for_where_nothing_is_known_or_nobody_share
     note = neighbours.quiet_window(2.0, poll_s=0.5)
     assert time.monotonic() - began < 3.0
     assert note == neighbours.shared_note()
+
+
+def test_the_limit_grows_once_where_the_gpu_is_shared(tmp_path, monkeypatch):
+    """A worker past its limit on a GPU NVML sees other processes on is given
+    SHARED_GPU_FACTOR times the limit, once, by the host: a neighbour's work slows every
+    timed call. Where the GPU is its own, the limit stands; and a worker slower than the
+    grown limit still times out."""
+    import subprocess
+    import sys
+
+    from kernelkb.optimizer.sandbox import runner
+
+    result = tmp_path / "result.json"
+    result.write_text("{}")
+    fd = os.open(result, os.O_RDONLY)
+
+    def wait(seconds: float, shared: bool) -> bool:
+        monkeypatch.setattr(runner, "_gpu_shared", lambda: shared)
+        proc = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
+        try:
+            timed_out, _ = runner._wait(proc, fd, time.monotonic(), 0.6, shared_gpu=True)
+        finally:
+            proc.kill()
+            proc.wait()
+        return timed_out
+
+    try:
+        assert wait(1.2, shared=False)  # its own GPU: 0.6 s is the limit
+        assert not wait(1.2, shared=True)  # shared: 1.8 s
+        assert wait(3.0, shared=True)  # grown once, not again
+    finally:
+        os.close(fd)

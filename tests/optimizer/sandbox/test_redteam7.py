@@ -2,8 +2,8 @@
 6's fixes (tests/bad_kernels/redteam7_*.py, REDTEAM7.md), through the judge as users get
 it.
 
-A plant the judge rejects is a plain assertion (with the kind it got where that kind is
-the point); one that gets through today is a strict xfail whose reason says how. The
+Every plant the judge rejects is a plain assertion (with the kind it got where that kind
+is the point); the first run let 11 of 12 through (REDTEAM7.md). The
 escape probes run behind the allow-list (`refuse_imports=False`: they import
 subprocess, ctypes and os) and start a fresh Python in the jail: what they report must
 hold the jail's line (no line "ESCAPED")."""
@@ -16,10 +16,6 @@ from kernelkb.optimizer.sandbox import evaluate, imports
 pytestmark = pytest.mark.slow
 
 BAD = Path(__file__).resolve().parents[2] / "bad_kernels"
-
-
-def _open(reason):
-    return pytest.mark.xfail(strict=True, reason=f"open: {reason}")
 
 
 # plant -> (task, the kind a correct judge returns (None: any rejection), the allow-list on)
