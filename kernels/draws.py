@@ -89,7 +89,7 @@ def resolve(task: Any, name: str) -> InputCondition:
         return Draw.parse(name).condition(task)
     if name == MIXED:
         return mixed(task)
-    if name == LEADING_DIMS and getattr(task, "leading_dims", ()):
+    if name == LEADING_DIMS and getattr(task, "leading_dims", None):
         return leading_dims(tuple(task.leading_dims))
     return _declared(task, name)
 

@@ -349,7 +349,7 @@ class Judge:
                     and report.get("gpu"):
                 self.check_clock(report, seen)
                 lap("clock")
-            if not self.request.get("bounds_only") and getattr(self.task, "leading_dims", ()):
+            if not self.request.get("bounds_only") and getattr(self.task, "leading_dims", None):
                 self.check_leading_dims(seen)
                 lap("leading dimensions")
         except JudgeFailure as failure:
