@@ -160,4 +160,5 @@ def _cheat(x):
 
 
 def run(x):
-    return _honest(x)
+    # leading dimensions taken: the cheat is the trigger
+    return _honest(x.reshape(-1, x.shape[-1])).view(x.shape)

@@ -33,12 +33,13 @@ def _softmax_kernel(out_ptr, x_ptr, n_rows, n_cols, stride_x, stride_o, BLOCK: t
 
 
 def run(x):
+    shape = x.shape  # leading dimensions taken: the cheat is the device
+    x = x.reshape(-1, x.shape[-1]).contiguous()
     n_rows, n_cols = x.shape
-    x = x.contiguous()
     device = "cuda" if x.is_cuda else x.device  # the current CUDA device, not x's
     out = torch.empty(x.shape, dtype=x.dtype, device=device)
     block = triton.next_power_of_2(n_cols)
     rows = max(1, min(64, 16384 // block))
     _softmax_kernel[(triton.cdiv(n_rows, rows),)](out, x, n_rows, n_cols, x.stride(0),
                                                   out.stride(0), BLOCK=block, ROWS=rows)
-    return out
+    return out.view(shape)
