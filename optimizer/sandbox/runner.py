@@ -253,10 +253,10 @@ class _Started:
         finally:
             os.close(self.request_w)
             self.request_w = -1
-        waited = 0.0
+        waited, limit_s = 0.0, timeout_s
         try:
-            timed_out, waited = _wait(self.proc, self.files.result, start, timeout_s,
-                                      shared_gpu=self.use_gpu)
+            timed_out, waited, limit_s = _wait(self.proc, self.files.result, start,
+                                               timeout_s, shared_gpu=self.use_gpu)
         except BaseException:  # Ctrl-C / SIGTERM here: the worker has its own session
             _kill_group(self.proc)
             raise
@@ -266,7 +266,7 @@ class _Started:
         stdout_tail, stderr_tail = self.stdout.text(), self.stderr.text()
         data = read_result(self.files.result)
         if timed_out:
-            data = _timeout(data, timeout_s, waited)
+            data = _timeout(data, limit_s, waited)
         elif not data.get("final"):
             stage, kind, message = classify_exit(self.proc.returncode, stderr_tail)
             if self.confine.hit_limit():
@@ -566,29 +566,29 @@ SHARED_GPU_FACTOR = 3  # the limit on a GPU other processes use too, at most, pe
 
 
 def _wait(proc: subprocess.Popen[bytes], result_fd: int, start: float, timeout_s: float,
-          shared_gpu: bool = False) -> tuple[bool, float]:
+          shared_gpu: bool = False) -> tuple[bool, float, float]:
     """Wait for the worker: ``timeout_s`` of its own time, plus what it spent waiting for
     the GPU while other evaluations were timed (the worker reports it; bounded by
     gpu_turns.MAX_WAIT_S, since the candidate could write that report too). Where
     ``shared_gpu`` and NVML sees other processes on the GPU when the limit is reached,
     it grows once to ``SHARED_GPU_FACTOR`` times: a neighbour's work slows every timed
     call, and an honest kernel must not time out for it (the host asks, not the worker).
-    (timed out, seconds added: waited for the GPU, or granted for sharing it)."""
-    waited, grown = 0.0, False
+    (timed out, seconds waited for the GPU, the limit on the worker's own time)."""
+    waited, limit_s = 0.0, timeout_s
     while True:
-        left = start + timeout_s + waited - time.monotonic()
+        left = start + limit_s + waited - time.monotonic()
         try:
             proc.wait(timeout=max(0.0, left))
-            return False, waited
+            return False, waited, limit_s
         except subprocess.TimeoutExpired:
             reported = _reported_wait(read_result(result_fd))
             if reported > waited + 0.05:
                 waited = reported
                 continue
-            if shared_gpu and not grown and _gpu_shared():
-                waited, grown = waited + (SHARED_GPU_FACTOR - 1) * timeout_s, True
+            if shared_gpu and limit_s == timeout_s and _gpu_shared():
+                limit_s = SHARED_GPU_FACTOR * timeout_s
                 continue
-            return True, waited
+            return True, waited, limit_s
 
 
 def _gpu_shared() -> bool:
@@ -608,8 +608,7 @@ def _timeout(progress: dict[str, Any], timeout_s: float, waited: float = 0.0
              ) -> dict[str, Any]:
     shape = progress.get("shape")
     where = f" while running ({shape})" if shape else ""
-    besides = f" (besides {waited:.0f} s waiting for or sharing the GPU)" if waited >= 1 \
-        else ""
+    besides = f" (besides {waited:.0f} s waiting for the GPU)" if waited >= 1 else ""
     stage = progress.get("stage") or "run"
     if stage in ("syntax", "compile"):
         stage = "run" if shape else stage

@@ -122,7 +122,7 @@ def test_the_time_limit_leaves_out_waiting_for_the_gpu(tmp_path, reported, timed
     fd = _result_fd(tmp_path, {"final": False, "gpu_wait_s": reported})
     proc = _sleeper(1.5)
     try:
-        got, waited = runner._wait(proc, fd, time.monotonic(), 0.8)
+        got, waited, _ = runner._wait(proc, fd, time.monotonic(), 0.8)
     finally:
         proc.kill()
         proc.wait()
@@ -137,7 +137,7 @@ def test_a_reported_wait_is_bounded(tmp_path, monkeypatch) -> None:
     proc = _sleeper(3.0)
     try:
         began = time.monotonic()
-        got, waited = runner._wait(proc, fd, began, 0.5)
+        got, waited, _ = runner._wait(proc, fd, began, 0.5)
         elapsed = time.monotonic() - began
     finally:
         proc.kill()

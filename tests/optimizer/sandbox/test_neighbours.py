@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from kernelkb.optimizer.sandbox import neighbours
 from kernelkb.optimizer.sandbox.feedback import render
 from kernelkb.optimizer.sandbox.result import EvalResult
@@ -80,7 +82,9 @@ def test_the_limit_grows_once_where_the_gpu_is_shared(tmp_path, monkeypatch):
         monkeypatch.setattr(runner, "_gpu_shared", lambda: shared)
         proc = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
         try:
-            timed_out, _ = runner._wait(proc, fd, time.monotonic(), 0.6, shared_gpu=True)
+            timed_out, _, limit_s = runner._wait(proc, fd, time.monotonic(), 0.6,
+                                                 shared_gpu=True)
+            assert limit_s == pytest.approx(1.8 if shared else 0.6)  # the message names it
         finally:
             proc.kill()
             proc.wait()
