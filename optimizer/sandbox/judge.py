@@ -464,10 +464,18 @@ class Judge:
 
         asked = [tuple(int(d) for d in s) for s in self.request["shapes"]]
         small = min(asked, key=lambda s: _input_bytes(self.task, s, self.dtype))
-        self.spot_check(small, seen, every_condition=False, grad="no_grad",
-                        conditions=[leading_dims(tuple(self.task.leading_dims))], plain=False,
-                        record="leading_dims_checked",
-                        where="with leading dimensions, as a model passes them")
+        try:
+            self.spot_check(small, seen, every_condition=False, grad="no_grad",
+                            conditions=[leading_dims(tuple(self.task.leading_dims))],
+                            plain=False, record="leading_dims_checked",
+                            where="with leading dimensions, as a model passes them")
+        except JudgeFailure as failure:
+            if failure.kind != "crash" or self.exited():
+                raise
+            # run() raised on them (two dimensions unpacked): the kernel's error, no crash
+            label = f"{self.task.shape_label(small)} [leading dimensions]"
+            raise JudgeFailure("wrong_result", f"{failure}; the reference takes inputs with "
+                               "leading dimensions, as a model passes them", label) from None
 
     def check_big_shape(self, seen: dict[str, Any]) -> None:
         """One call on a shape past the largest asked (``big_shape``), its rows in turn

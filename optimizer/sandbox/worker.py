@@ -110,6 +110,9 @@ class Worker:
         # the header not being what runs (declared.py): said only when nothing else
         # failed, the least specific finding, so a plant's own cheat is named first
         self.config_problems: list[str] = []
+        # every address a call's tensor inputs started at: check_outputs_freed's inputs
+        # must start elsewhere, or a workspace keyed by a data pointer is found warm
+        self.input_pointers: set[int] = set()
         self.out: dict[str, Any] = {"final": False, "stage": "syntax", "shape": None,
                                     "per_shape": {}, "failing_shapes": [], "checked": [],
                                     "wall_s": {}}
@@ -543,7 +546,7 @@ class Worker:
         from torch.multiprocessing.reductions import StorageWeakRef
 
         assert self.tracker is not None
-        inputs = [_own_copy(x) for x in self.make_inputs(shape, seed=self.seed_base + 93)]
+        inputs = self.inputs_at_new_addresses(shape)
         where = f"{label} [the call's tensors dropped]"
         self.tracker.allocated = []
         try:
@@ -571,6 +574,22 @@ class Worker:
                 "every earlier call's workspaces warm: state made per input (a workspace "
                 "keyed by a data pointer) grows with every call. Key a kept workspace by "
                 "shape and device, or allocate it in run()"))
+
+    def inputs_at_new_addresses(self, shape: tuple[int, ...]) -> list[Any]:
+        """Fresh inputs none of which starts where an earlier call's input did: the
+        allocator hands a freed block out again (small CPU tensors almost always), and a
+        workspace kept per data pointer would then be found warm. Draws that land on a
+        seen address are held until the end, so the next draw lands elsewhere."""
+        held = []
+        for attempt in range(16):
+            inputs = [_own_copy(x) for x in
+                      self.make_inputs(shape, seed=self.seed_base + 93 + attempt)]
+            if not any(isinstance(x, torch.Tensor) and x.numel()
+                       and x.data_ptr() in self.input_pointers for x in inputs):
+                break
+            held.append(inputs)
+        del held
+        return inputs
 
     def check_empty_batch(self, run: Any, shape: tuple[int, ...]) -> None:
         """Zero rows, as a serving loop's empty step or a filtered batch passes them: the
@@ -683,6 +702,8 @@ class Worker:
         rule was broken or None): the caller reports a replayed or aliased output first,
         being the more specific diagnosis. ``plan``: its launch plan is recorded there."""
         assert self.tracker is not None
+        self.input_pointers.update(x.data_ptr() for x in inputs
+                                   if isinstance(x, torch.Tensor) and x.numel())
         with self.tracker.call(inputs):
             if plan is not None:
                 plan.inputs, self.tracker.plan = list(inputs), plan

@@ -179,3 +179,17 @@ def test_the_workers_prints_reach_the_logs() -> None:
     result = evaluate("softmax", source, shapes="cpu", seeds=1)
     assert result.ok, result.text
     assert "hello from the candidate" in result.artifacts["stdout_tail"]
+
+
+def test_a_kernel_that_takes_two_dimensions_only_is_wrong_with_leading_ones():
+    """softmax's x as a model passes it, (batch, seq, vocab): a kernel that unpacks two
+    dimensions raises there, which is its wrong result, not a crash of the worker."""
+    task = get_task("softmax")
+    source = task.template.replace(
+        "    x = x.reshape(-1, x.shape[-1]).contiguous()\n    n_rows, n_cols = x.shape\n",
+        "    n_rows, n_cols = x.shape\n    x = x.contiguous()\n", 1)
+    assert source != task.template, "the lines moved in softmax's template"
+    result = evaluate("softmax", source, shapes=[(4, 128)], seeds=1, timeout_s=300)
+    assert result.error_kind == "wrong_result", result.text
+    assert "[leading dimensions]" in result.error_message, result.error_message
+    assert "too many values to unpack" in result.error_message, result.error_message
