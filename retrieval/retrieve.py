@@ -90,7 +90,8 @@ def retrieve(
         picked_losses = pick([ids[p] for p in losses[: POOL * query.max_warnings]],
                              query.max_warnings, set())
         clock.lap("rank")
-        if len(picked_wins) >= query.k:
+        # fewer non-losses than asked for: the ladder went down every rung already
+        if len(picked_wins) >= query.k or np.count_nonzero(~cands.is_loss) < enough:
             break
 
     def hit(exp_id: str) -> Hit | None:
