@@ -23,6 +23,10 @@ PYTHONPATH= python3 -m pip install -q --no-index --no-deps --no-compile --no-cac
 PYTHONPATH= python3 -c "import cupti.cupti" 2>&1 | tail -1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 deadline=$(( $(date +%s) + ${BUDGET_S:-560} ))
+# one sweep folder per GPU model (a journal resumes only on its own device): the H200's is
+# benchmarks/sweeps, another card's benchmarks/sweeps_<model> (e.g. sweeps_h100)
+model=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 | grep -o '[ABHL][0-9]\+' | head -1 | tr A-Z a-z)
+sweeps=benchmarks/sweeps; [ -n "$model" ] && [ "$model" != h200 ] && sweeps=benchmarks/sweeps_$model
 left() { echo $(( deadline - $(date +%s) )); }
 for stage in "$@"; do
   echo "=== $stage ($(left) s left)"
@@ -44,7 +48,7 @@ for stage in "$@"; do
     ab:*) t=${stage#ab:}; timeout $(( $(left) - 20 )) python3 benchmarks/retrieval_ab.py --tasks ${t//,/ } --repeats ${AB_REPEATS:-3} --budget-s ${AB_BUDGET_S:-60} --max-iters ${AB_ITERS:-10} --parallel ${AB_PARALLEL:-4} --work /tmp/ab --out "$OUT/ab" > "$OUT/ab.log" 2>&1; echo "rc=$?" >> "$OUT/ab.log" ;;
     # the whole space of some tasks through the fast door (kernelkb sweep), resumable; one
     # command, so each next task x dtype compiles on the host's cores while one is timed
-    sweep:*) t=${stage#sweep:}; s=${SWEEP_S:-$(left)}; [ $s -gt $(left) ] && s=$(left); timeout $(( s - 20 )) python3 -m kernelkb sweep ${t//,/ } ${SWEEP_DTYPES:---dtype float16} --out benchmarks/sweeps 2>&1 | grep --line-buffered -v Warning >> "$OUT/sweep.log"; grep -v "^\[" "$OUT/sweep.log" | tail -24 ;;
+    sweep:*) t=${stage#sweep:}; s=${SWEEP_S:-$(left)}; [ $s -gt $(left) ] && s=$(left); timeout $(( s - 20 )) python3 -m kernelkb sweep ${t//,/ } ${SWEEP_DTYPES:---dtype float16} --out $sweeps 2>&1 | grep --line-buffered -v Warning >> "$OUT/sweep.log"; grep -v "^\[" "$OUT/sweep.log" | tail -24 ;;
     # A/A and twice the work through the fast door, alone and beside a neighbour process
     fastdoor) timeout $(( $(left) - 20 )) python3 benchmarks/fast_door.py --aa ${AA:-30} --slower ${SLOWER:-10} --out benchmarks/results > "$OUT/fastdoor.log" 2>&1; echo "rc=$?" >> "$OUT/fastdoor.log"; cat "$OUT/fastdoor.log" | tail -20 ;;
     # the fast door beside Triton's autotuner's benchmark loop, same configurations and shapes
@@ -72,5 +76,5 @@ for stage in "$@"; do
     confirm) timeout $(( $(left) - 20 )) python3 benchmarks/transfer.py --confirm 2>&1 | grep --line-buffered -v Warning | tail -40 > "$OUT/confirm.log" ;;
   esac
 done
-tar czf "$OUT/results.tgz" benchmarks/results benchmarks/space benchmarks/sweeps benchmarks/runs runs_smoke 2>/dev/null
+tar czf "$OUT/results.tgz" benchmarks/results benchmarks/space benchmarks/sweeps* benchmarks/runs runs_smoke 2>/dev/null
 tail -5 "$OUT"/*.log 2>/dev/null

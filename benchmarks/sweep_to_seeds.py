@@ -1,4 +1,4 @@
-"""Turn sweep journals (``kernelkb sweep``, benchmarks/sweeps/*.jsonl) into seed
+"""Turn sweep journals (``kernelkb sweep``, benchmarks/sweeps*/*.jsonl) into seed
 experiences.
 
 Every point becomes one experience: the configuration against its parent (one knob
@@ -8,7 +8,7 @@ judge's rule, optimizer/sandbox/compare.py). A point that failed its checks beco
 failure record. No other seed file ships a timed record without its comparison
 (tests/kb/test_shipped_seeds.py).
 
-    python benchmarks/sweep_to_seeds.py        # writes seeds/sweep_<task>_<dtype>.jsonl
+    python benchmarks/sweep_to_seeds.py   # seeds/sweep_<task>_<dtype>[_<card>].jsonl
 """
 
 from __future__ import annotations
@@ -98,11 +98,13 @@ def feedback_of(point: Point) -> dict:
 
 def main() -> None:
     seeds = ROOT / "seeds"
-    for path in sorted((ROOT / "benchmarks" / "sweeps").glob("*.jsonl")):
+    # benchmarks/sweeps is the H200's; benchmarks/sweeps_<model> another card's
+    for path in sorted((ROOT / "benchmarks").glob("sweeps*/*.jsonl")):
         header, points = read_journal(path)
         records = [r for n, p in enumerate(points.values())
                    if (r := record_of(p, header, n)) is not None]
-        target = seeds / f"sweep_{header['task']}_{header['dtype']}.jsonl"
+        card = path.parent.name.removeprefix("sweeps")
+        target = seeds / f"sweep_{header['task']}_{header['dtype']}{card}.jsonl"
         target.write_text("".join(r.model_dump_json(exclude_none=True) + "\n" for r in records))
         print(f"{target.relative_to(ROOT)}: {len(records)} records "
               f"({sum(r.feedback.comparison is not None for r in records)} with an interval)")

@@ -418,14 +418,16 @@ def prepare(plan: SweepPlan, journal: Path, *, workers: int | None = None) -> Pr
 
     task, dtype = plan.task, plan.dtype
     timed_here = torch.cuda.is_available()
+    from kernelkb.optimizer.sandbox import detect_environment, neighbours
+
     header, done = read_journal(journal)
+    env = detect_environment()
+    _same_device(journal, header, env)
     journal.parent.mkdir(parents=True, exist_ok=True)
     if not header:
-        from kernelkb.optimizer.sandbox import detect_environment, neighbours
-
         with journal.open("a") as handle:
             handle.write(json.dumps({"header": {
-                "task": task.name, "dtype": dtype, "env": detect_environment(),
+                "task": task.name, "dtype": dtype, "env": env,
                 "timed": timed_here, "started_at": _now(),
                 "gpu_shared": neighbours.shared_note() if timed_here else None,
                 "settings": {"calls_per_round": CALLS_PER_ROUND, "min_rounds": MIN_ROUNDS,
@@ -446,6 +448,22 @@ def prepare(plan: SweepPlan, journal: Path, *, workers: int | None = None) -> Pr
         raise RuntimeError(f"{task.name}: the naive kernel fails its own checks: "
                            f"{checked.get(key(default))}")
     return Prepared(plan, journal, done, todo, checked)
+
+
+def check_resumable(journal: Path) -> None:
+    """ValueError where ``journal`` was begun on another device (before anything runs)."""
+    from kernelkb.optimizer.sandbox import detect_environment
+
+    _same_device(journal, read_journal(journal)[0], detect_environment())
+
+
+def _same_device(journal: Path, header: dict[str, Any], env: dict[str, Any]) -> None:
+    """A journal resumes only on the device that began it: its points are compared with
+    parents timed there, and one journal is one GPU's landscape to the seeds."""
+    began_on = (header.get("env") or {}).get("gpu_name")
+    if began_on and began_on != env.get("gpu_name"):
+        raise ValueError(f"{journal} was measured on {began_on}; this is "
+                         f"{env.get('gpu_name')}: give this device its own --out folder")
 
 
 def measure(prepared: Prepared, on_point: Callable[[Point, int, int], None] | None = None

@@ -125,6 +125,26 @@ def test_the_command_refuses_before_measuring(tmp_path, capsys) -> None:
     assert not list(tmp_path.glob("*.jsonl"))
 
 
+def test_a_journal_begun_on_another_device_is_not_resumed_here(tmp_path, capsys) -> None:
+    """A journal's points are compared with parents timed on its device: resuming it on
+    another (an H100 for an H200's, a CPU for a GPU's) would mix two landscapes in one
+    file. The command refuses in words and the journal keeps its bytes."""
+    from kernelkb.kb.entry.cli.main import main
+
+    journal = tmp_path / "rmsnorm_float16.jsonl"
+    journal.write_text(json.dumps({"header": {"task": "rmsnorm", "dtype": "float16",
+                                              "env": {"gpu_name": "NVIDIA H200"}}}) + "\n")
+    before = journal.read_bytes()
+    assert main(["sweep", "rmsnorm", "--limit", "1", "--shapes", "cpu",
+                 "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "measured on NVIDIA H200; this is cpu-interpreter" in err and "--out" in err
+    assert journal.read_bytes() == before
+    with pytest.raises(ValueError, match="NVIDIA H200"):
+        sweep.prepare(sweep.SweepPlan.of("rmsnorm", "float16", limit=1, shapes="cpu"),
+                      journal, workers=1)
+
+
 def test_a_dtype_one_task_lacks_is_skipped_among_several(tmp_path, capsys) -> None:
     import argparse
 

@@ -88,7 +88,7 @@ def _plans(args: argparse.Namespace) -> list[tuple[SweepPlan, Path]]:
     wrong before anything runs. With several tasks a dtype one of them lacks is skipped
     (said), with one task it is refused."""
     from kernelkb.kernels.base import all_tasks, get_task
-    from kernelkb.optimizer.sweep import SweepPlan
+    from kernelkb.optimizer.sweep import SweepPlan, check_resumable
     from kernelkb.retrieval.names import UnknownName, match_name
 
     try:
@@ -106,7 +106,9 @@ def _plans(args: argparse.Namespace) -> list[tuple[SweepPlan, Path]]:
             plan = SweepPlan.of(task.name, dtype, args.regime, args.limit, args.shapes)
             if args.configs is not None:  # a share of the space (a fan-out worker's)
                 plan.configs = _configs(task, args.configs)
-            jobs.append((plan, args.out / f"{task.name}_{dtype}.jsonl"))
+            journal = args.out / f"{task.name}_{dtype}.jsonl"
+            check_resumable(journal)
+            jobs.append((plan, journal))
     return jobs
 
 
