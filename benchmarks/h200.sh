@@ -4,6 +4,7 @@
 #   bash benchmarks/h200.sh gputests peers space optimize:softmax vs:softmax confirm launch variants
 #   bash benchmarks/h200.sh revalidate:softmax revalidate:rmsnorm   (TOP=3: configs per task)
 #   bash benchmarks/h200.sh hostcost   (host cost of a call: ours vs eager / compile / Liger)
+#   bash benchmarks/h200.sh exportcost   (the exported op on model shapes vs its peers; EC_TASKS)
 #   NOISE_BUDGET_S=300 bash benchmarks/h200.sh noise   (verdict noise, resumed to 30 A/A a task)
 #   bash benchmarks/h200.sh jail   (the jail and containment tests as root on the GPU host)
 #   bash benchmarks/h200.sh cost   (cost per evaluation against .out/base, carried; COST_FLAGS)
@@ -68,6 +69,8 @@ for stage in "$@"; do
     doors:*) for t in $(echo ${stage#doors:} | tr , ' '); do timeout $(( $(left) - 20 )) python3 benchmarks/profile_doors.py "$t" ${DOORS_FLAGS-} > "$OUT/doors_$t.txt" 2>&1; echo "rc=$?" >> "$OUT/doors_$t.txt"; done ;;
     profile:*) t=${stage#profile:}; timeout $(( $(left) - 20 )) python3 benchmarks/profile_worker.py "$t" > "$OUT/profile_$t.txt" 2>&1; echo "rc=$?" >> "$OUT/profile_$t.txt" ;;
     scaleout) timeout $(( $(left) - 20 )) python3 benchmarks/scale_out.py --slots ${SLOTS:-1} --jobs ${JOBS:-8} --repeats ${REPEATS:-3} > "$OUT/scale_out.log" 2>&1; echo "rc=$?" >> "$OUT/scale_out.log"; tail -8 "$OUT/scale_out.log" ;;
+    # the exported op on Llama / Qwen / Mixtral shapes beside its peers (issue 48's table)
+    exportcost) timeout $(( $(left) - 20 )) python3 benchmarks/export_cost.py --tasks ${EC_TASKS:-matmul softmax rmsnorm swiglu} --models ${EC_MODELS:-llama-3-8b qwen2.5-7b} --repeats ${EC_REPEATS:-15} --out benchmarks/results > "$OUT/export_cost.log" 2>&1; echo "rc=$?" >> "$OUT/export_cost.log"; tail -40 "$OUT/export_cost.log" ;;
     hostcost) timeout $(( $(left) - 20 )) python3 benchmarks/host_cost.py --out "$OUT" > "$OUT/host_cost.log" 2>&1; echo "rc=$?" >> "$OUT/host_cost.log" ;;
     launch) timeout $(( $(left) - 20 )) python3 benchmarks/launch_bound.py --runs benchmarks/runs > "$OUT/launch.log" 2>&1; echo "rc=$?" >> "$OUT/launch.log" ;;
     revalidate:*) t=${stage#revalidate:}; KERNELKB_DATA_DIR=/tmp/kkb_revalidate timeout $(( $(left) - 20 )) python3 -m kernelkb revalidate --task "$t" --top ${TOP:-3} --journal "benchmarks/results/revalidate_${t}_h200.jsonl" 2>&1 | grep --line-buffered -v 'Warning\|INFO' | tee -a "$OUT/revalidate.log" ;;
