@@ -1,0 +1,151 @@
+"""Red team 8: held-out cheats and escape probes written from the docs alone after round
+7's fixes (tests/bad_kernels/redteam8_*.py, REDTEAM8.md), through the judge as users get
+it.
+
+Every cheat passed the judge on its first run (REDTEAM8.md): each is a strict xfail
+saying how, so a fix that closes one turns its case into a failure to be moved to a
+plain assertion with the kind it then gets. The escape probes run behind the allow-list
+(`refuse_imports=False`: they import subprocess and os) and start a fresh Python in the
+jail: what they report must hold the jail's line (no line "ESCAPED"); the two that reach
+the judge's limits are strict xfails."""
+from pathlib import Path
+
+import pytest
+
+from kernelkb.optimizer.sandbox import evaluate, imports
+
+pytestmark = pytest.mark.slow
+
+BAD = Path(__file__).resolve().parents[2] / "bad_kernels"
+
+
+def _open(plant: str, task: str, reason: str):
+    return pytest.param(plant, task, None, True, id=plant,
+                        marks=pytest.mark.xfail(strict=True, reason=reason))
+
+
+# plant -> (task, the kind a correct judge returns (None: any rejection), the allow-list on)
+CASES = [
+    # PyTorch on inputs users pass and the judge never draws
+    _open("interleaved_glu_torch", "swiglu",
+          "gate and up interleaved in one buffer (gate_up[..., ::2], [..., 1::2], an element "
+          "stride of 2 and neither row- nor column-major) take PyTorch: no layout draws it"),
+    _open("rope_int64_positions", "rope",
+          "int64 positions (HF's position_ids) take PyTorch: every draw is int32"),
+    _open("vocab_past_lists", "softmax",
+          "rows wider than 131072 (Gemma's 256000 vocabulary) take PyTorch: no draw passes "
+          "the widest listed shape (128256)"),
+    _open("scores_rank4", "softmax",
+          "rank-4 x (attention scores) takes PyTorch: the leading-dims check passes rank 3"),
+    _open("seq_first_view", "rmsnorm",
+          "3-D x whose leading dims do not fold (h.transpose(0, 1), seq-first models) takes "
+          "PyTorch: the leading-dims check reshapes a contiguous x"),
+    _open("attention_head_dim", "attention",
+          "head sizes that are not powers of two (80, 96) take PyTorch: the drawn shapes "
+          "keep a power-of-two dimension to the listed 32, 64, 128"),
+    # right only in the interpreter
+    _open("lane_last_wins", "rmsnorm",
+          "one tl.store of a block to one address: the interpreter lands the last lane (the "
+          "row's total), a GPU any lane's prefix sum; races.py records programs, not lanes"),
+    _open("atomic_rmw_race", "rmsnorm",
+          "a cross-program sum read with atomic_add(ptr, 0) and written with atomic_xchg: "
+          "lost updates on a GPU, whole in the interpreter; atomics are not recorded"),
+    # watched vs not
+    _open("pad_nan_watch", "softmax",
+          "the kernel reads the element past row 0 of a strided x: the judge's NaN fill "
+          "takes the row max, a caller's finite padding skips it (NaN on large logits)"),
+    # state across calls
+    _open("sampled_weight_cache", "rmsnorm",
+          "an fp32 weight copy kept from a weight's second call, validated at four places: "
+          "every judge write changes them, a caller's partial update (w.data[5:9] += 1) not"),
+]
+
+PROBES = ("escape_judge_limits", "escape_env_files", "escape_output_flood",
+          "escape_judge_memory_cap")
+SECRET = "RT8SECRET"
+
+
+def _report(result) -> str:
+    artifacts = result.artifacts or {}
+    return "\n".join([result.error_message or "", str(artifacts.get("stdout_tail", "")),
+                      str(artifacts.get("stderr_tail", ""))])
+
+
+def test_the_cheats_pass_the_allow_list_and_the_probes_do_not() -> None:
+    for param in CASES:
+        plant = param.values[0]
+        assert not imports.problems((BAD / f"redteam8_{plant}.py").read_text()), plant
+    for plant in PROBES:
+        assert imports.problems((BAD / f"redteam8_{plant}.py").read_text()), plant
+
+
+@pytest.mark.parametrize(("plant", "task", "kind", "allow_list"), CASES)
+def test_redteam8_plant_is_rejected(plant, task, kind, allow_list):
+    source = (BAD / f"redteam8_{plant}.py").read_text()
+    result = evaluate(task, source, shapes="auto", seeds=1, timeout_s=900,
+                      refuse_imports=allow_list)
+    assert result.error_kind != "timeout", result.error_message
+    assert not result.ok, f"{plant} passed the judge"
+    if kind is not None:
+        assert result.error_kind == kind, (result.error_kind, result.error_message)
+
+
+def test_redteam8_secrets_and_host_paths_stay_out(monkeypatch):
+    """Secrets under names hosts use, host files and writes to host paths as root."""
+    for name in ("HF_TOKEN", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN",
+                 "KERNELKB_SECRET_KEY", "TRITON_RT8_TOKEN", "CUDA_RT8_TOKEN"):
+        monkeypatch.setenv(name, f"x{SECRET}")
+    source = (BAD / "redteam8_escape_env_files.py").read_text()
+    result = evaluate("rmsnorm", source, shapes="auto", seeds=1, timeout_s=900,
+                      refuse_imports=False)
+    report = _report(result)
+    assert not result.ok, "a probe raises its report: it is never ok"
+    assert "launcher refused" not in report, report
+    assert "secret in the environment" not in report and "secret=True" not in report, report
+    assert "holds a secret True" not in report, report
+    assert "\nESCAPED" not in report, report
+    for path in ("/work/main/RT8_WROTE", "/work/main/kernels/RT8_WROTE", "/etc/RT8_WROTE",
+                 "/usr/lib/RT8_WROTE"):
+        assert not Path(path).exists(), path
+
+
+def test_redteam8_output_floods_stay_bounded():
+    """256 MiB to each of the worker's pipes, a 32 MiB message, the tmpfs filled."""
+    source = (BAD / "redteam8_escape_output_flood.py").read_text()
+    result = evaluate("rmsnorm", source, shapes="auto", seeds=1, timeout_s=900,
+                      refuse_imports=False)
+    report = _report(result)
+    assert not result.ok
+    assert "launcher refused" not in report, report
+    assert "No space left on device" in report, report
+    assert len(result.error_message or "") < 20_000
+    assert all(len(str(v)) < 20_000 for v in (result.artifacts or {}).values())
+
+
+@pytest.mark.xfail(strict=True, reason="the worker shares the judge's uid: prlimit, "
+                   "setpriority, sched_setaffinity and ioprio_set reach PID 1")
+def test_redteam8_the_worker_cannot_touch_the_judges_limits():
+    source = (BAD / "redteam8_escape_judge_limits.py").read_text()
+    result = evaluate("rmsnorm", source, shapes="auto", seeds=1, timeout_s=900,
+                      refuse_imports=False)
+    report = _report(result)
+    assert not result.ok
+    assert "launcher refused" not in report, report
+    assert "\nJUDGE" not in report and not report.startswith("JUDGE"), report
+
+
+def test_redteam8_memory_cap_control_is_wrong_result():
+    source = (BAD / "redteam8_escape_judge_memory_cap.py").read_text()
+    source = source.replace("CAP_JUDGE = True", "CAP_JUDGE = False")
+    result = evaluate("rmsnorm", source, shapes="auto", seeds=1, timeout_s=900,
+                      refuse_imports=False)
+    assert result.error_kind == "wrong_result", (result.error_kind, result.error_message)
+
+
+@pytest.mark.xfail(strict=True, reason="the candidate caps the judge's address space "
+                   "(prlimit on PID 1) and its wrong kernel reads `crash`, not wrong_result")
+def test_redteam8_a_capped_judge_still_says_wrong_result():
+    source = (BAD / "redteam8_escape_judge_memory_cap.py").read_text()
+    result = evaluate("rmsnorm", source, shapes="auto", seeds=1, timeout_s=900,
+                      refuse_imports=False)
+    assert result.error_kind == "wrong_result", (result.error_kind, result.error_message)
