@@ -101,13 +101,17 @@ def main() -> None:
     # benchmarks/sweeps is the H200's; benchmarks/sweeps_<model> another card's
     for path in sorted((ROOT / "benchmarks").glob("sweeps*/*.jsonl")):
         header, points = read_journal(path)
+        task = get_task(header["task"])
+        stale = [p for p in points.values() if p.stale(task)]  # measured on other code
         records = [r for n, p in enumerate(points.values())
-                   if (r := record_of(p, header, n)) is not None]
+                   if not p.stale(task) and (r := record_of(p, header, n)) is not None]
         card = path.parent.name.removeprefix("sweeps")
         target = seeds / f"sweep_{header['task']}_{header['dtype']}{card}.jsonl"
         target.write_text("".join(r.model_dump_json(exclude_none=True) + "\n" for r in records))
         print(f"{target.relative_to(ROOT)}: {len(records)} records "
-              f"({sum(r.feedback.comparison is not None for r in records)} with an interval)")
+              f"({sum(r.feedback.comparison is not None for r in records)} with an interval)"
+              + (f", {len(stale)} stale points left out (the template renders other code "
+                 "now: kernelkb sweep measures them again)" if stale else ""))
 
 
 if __name__ == "__main__":

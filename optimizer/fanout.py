@@ -34,6 +34,7 @@ from kernelkb.optimizer.eval_pool import LOST
 from kernelkb.optimizer.sweep import (
     Point,
     SweepPlan,
+    measured,
     merge_points,
     point_id,
     read_journal,
@@ -91,7 +92,7 @@ def run_fanout(plan: SweepPlan, journal: Path, gpus: list[str], *, shapes: str =
                ) -> list[Point]:
     """Measure ``plan`` on ``gpus`` (one worker each) into ``journal``; every point of the
     plan, once."""
-    header, done = read_journal(journal)
+    header, done = measured(journal, plan.task)  # stale points measured again
     todo = [c for c in plan.configs if any(_pid(plan, r, c) not in done for r in plan.regimes)]
     cores = workers or max(1, (os.cpu_count() or 2) - len(gpus))
     per_worker = max(1, cores // len(gpus))

@@ -38,9 +38,9 @@ from kernelkb.optimizer.eval_pool import LOST, lost_result
 from kernelkb.optimizer.sweep import (
     Point,
     SweepPlan,
+    measured,
     merge_points,
     point_id,
-    read_journal,
     run_sweep,
 )
 
@@ -204,7 +204,7 @@ def sweep(cluster: Cluster, plan: SweepPlan, journal: Path, *, shapes: str = "sw
     """Measure ``plan`` on the cluster, a share of its configurations per slot (or
     ``shares``), into ``journal``: every point of the plan, once."""
     ray = _ray()
-    header, done = read_journal(journal)
+    header, done = measured(journal, plan.task)  # stale points measured again
     todo = [c for c in plan.configs
             if any(_pid(plan, r, c) not in done for r in plan.regimes)]
     count = max(1, min(len(todo), shares or cluster.slots))

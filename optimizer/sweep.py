@@ -183,10 +183,21 @@ class Point:
     shapes: list[str] | None = None
     measured_at: str = ""
     gpu_shared: str | None = None  # other processes on the GPU while it was timed
+    # the code measured, the configuration's and its parent's (kernels.shared.hashing): a
+    # point whose template renders other code now is stale (None: journaled before)
+    source_hash: str | None = None
+    parent_hash: str | None = None
 
     @property
     def id(self) -> str:
         return point_id(self.task, self.dtype, self.regime, self.config)
+
+    def stale(self, task: Task) -> bool:
+        """The template renders other code for this configuration or its parent than was
+        measured (a fixed bug, a new knob's default): the point must be measured again."""
+        return (self.source_hash is not None and self.source_hash != _code(task, self.config)) \
+            or (self.parent_hash is not None and self.parent is not None
+                and self.parent_hash != _code(task, self.parent))
 
     def to_json(self) -> str:
         row = {**self.__dict__,
@@ -198,6 +209,25 @@ class Point:
         comparison = row.get("comparison")
         return cls(**{**row, "comparison": Comparison.from_dict(comparison)
                       if comparison else None})
+
+
+@functools.lru_cache(maxsize=4096)
+def _rendered_hash(task_name: str, config_json: str) -> str:
+    from kernelkb.kernels.shared.hashing import source_hash
+
+    return source_hash(get_task(task_name).render(json.loads(config_json)))
+
+
+def _code(task: Task, config: dict[str, Any]) -> str:
+    """The hash of the code ``config`` renders to now (cached: a journal asks per point)."""
+    return _rendered_hash(task.name, json.dumps(config, sort_keys=True))
+
+
+def measured(journal: Path, task: Task) -> tuple[dict[str, Any], dict[str, Point]]:
+    """``read_journal`` less the stale points (``Point.stale``), which a sweep measures
+    again and the seeds leave out."""
+    header, done = read_journal(journal)
+    return header, {pid: p for pid, p in done.items() if not p.stale(task)}
 
 
 def read_journal(path: Path) -> tuple[dict[str, Any], dict[str, Point]]:
@@ -387,7 +417,7 @@ def _compile_ahead(plan: SweepPlan, journal: Path, spare: int) -> CompileAhead |
     from kernelkb.optimizer.compile_ahead import CompileAhead
 
     every, conditioned = _check_shapes(plan)
-    configs = _todo(plan, read_journal(journal)[1])
+    configs = _todo(plan, measured(journal, plan.task)[1])
     if not configs:
         return None
     return CompileAhead(plan.task.name, plan.dtype, configs, every, conditioned,
@@ -420,7 +450,7 @@ def prepare(plan: SweepPlan, journal: Path, *, workers: int | None = None) -> Pr
     timed_here = torch.cuda.is_available()
     from kernelkb.optimizer.sandbox import detect_environment, neighbours
 
-    header, done = read_journal(journal)
+    header, done = measured(journal, task)
     env = detect_environment()
     _same_device(journal, header, env)
     journal.parent.mkdir(parents=True, exist_ok=True)
@@ -517,7 +547,9 @@ def _point(task: Task, dtype: str, regime: str, shapes: list[Shape], config: dic
                  error_message=verdict.get("error_message"),
                  failing_shapes=verdict.get("failing_shapes"),
                  max_rel_err=verdict.get("max_rel_err"),
-                 shapes=[task.shape_label(s) for s in shapes], measured_at=_now())
+                 shapes=[task.shape_label(s) for s in shapes], measured_at=_now(),
+                 source_hash=_code(task, config),
+                 parent_hash=_code(task, parent) if parent is not None else None)
 
 
 def merge_points(journal: Path, header: dict[str, Any], part_header: dict[str, Any],

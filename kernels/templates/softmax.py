@@ -42,13 +42,15 @@ def softmax_kernel(out_ptr, x_ptr, n_rows, n_cols, stride_x, stride_o,
                     for start in range(0, n_cols, BLOCK):
                         mask = start + cols < n_cols
                         x = tl.load(x_row + start + cols, mask=mask, other=-float("inf"))
-                        m_new = tl.maximum(m_vec, x.to(tl.float32))
-                        alive = m_new > -float("inf")
-                        scale = tl.where(alive, tl.exp(m_vec - m_new), 0.0)
-                        s_vec = s_vec * scale + tl.where(alive, tl.exp(x - m_new), 0.0)
+                        # a NaN must reach the sum (the row is NaN), so the max keeps it
+                        m_new = tl.maximum(m_vec, x.to(tl.float32),
+                                           propagate_nan=tl.PropagateNan.ALL)
+                        # a lane that has seen only -inf adds nothing (not -inf - -inf)
+                        m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)
+                        s_vec = s_vec * tl.exp(m_vec - m_safe) + tl.exp(x - m_safe)
                         m_vec = m_new
                     m = tl.max(m_vec, 0)
-                    s = tl.sum(tl.where(m_vec > -float("inf"), s_vec * tl.exp(m_vec - m), 0.0), 0)
+                    s = tl.sum(s_vec * tl.exp(m_vec - m), 0)
                 else:
                     m_vec = tl.full([BLOCK], -float("inf"), tl.float32)
                     for start in range(0, n_cols, BLOCK):
@@ -92,7 +94,8 @@ def softmax_long_row_kernel(out_ptr, x_ptr, n_rows, n_cols, stride_x, stride_o,
                 x = tl.load(x_row + start + cols, mask=mask, other=-float("inf"))
             x = x.to(tl.float32)
             m_new = tl.maximum(m, tl.max(x, 0))
-            s = s * tl.exp2((m - m_new) * LOG2E) + tl.sum(tl.exp2((x - m_new) * LOG2E), 0)
+            m_safe = tl.where(m_new == -float("inf"), 0.0, m_new)  # a chunk masked whole
+            s = s * tl.exp2((m - m_safe) * LOG2E) + tl.sum(tl.exp2((x - m_safe) * LOG2E), 0)
             m = m_new
         inv = 1.0 / s
         n_chunks = tl.cdiv(n_cols, BLOCK)

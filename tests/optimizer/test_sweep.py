@@ -145,6 +145,29 @@ def test_a_journal_begun_on_another_device_is_not_resumed_here(tmp_path, capsys)
                       journal, workers=1)
 
 
+def test_a_point_measured_on_code_the_template_no_longer_renders_is_measured_again(
+        tmp_path) -> None:
+    """A fixed template (softmax's chunked paths once turned a masked prefix into NaN)
+    renders other code for its configurations: their journaled points were measured on
+    the old code, so a resumed sweep measures them again and the seeds leave them out
+    (Point.stale); points of unchanged code are not measured twice."""
+    plan = sweep.SweepPlan.of("rmsnorm", "float16", limit=2, shapes="cpu")
+    journal = tmp_path / "rmsnorm_float16.jsonl"
+    first = sweep.run_sweep(plan, journal, workers=1)
+    assert first and all(p.source_hash and not p.stale(plan.task) for p in first)
+    lines = journal.read_text().splitlines()
+    row = json.loads(lines[-1])
+    row["source_hash"] = "0" * 16  # as if measured on another version of the template
+    journal.write_text("\n".join([*lines[:-1], json.dumps(row)]) + "\n")
+    _, points = sweep.read_journal(journal)
+    assert [p.id for p in points.values() if p.stale(plan.task)] == [sweep.Point.from_row(
+        row).id]
+    sweep.run_sweep(plan, journal, workers=1)
+    _, after = sweep.measured(journal, plan.task)
+    assert len(after) == len(first)  # every point fresh again
+    assert len(journal.read_text().splitlines()) == len(lines) + 1  # only the stale one
+
+
 def test_a_dtype_one_task_lacks_is_skipped_among_several(tmp_path, capsys) -> None:
     import argparse
 
