@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from kernelkb.kernels import unusual_inputs
 from kernelkb.kernels.base import LEADING_DIMS, InputCondition, leading_dims, mixed_inputs
 
 PREFIX = "drawn "
@@ -91,6 +92,8 @@ def resolve(task: Any, name: str) -> InputCondition:
         return mixed(task)
     if name == LEADING_DIMS and getattr(task, "leading_dims", None):
         return leading_dims(tuple(task.leading_dims))
+    if name.startswith(unusual_inputs.UNUSUAL):
+        return unusual_inputs.resolve(task, name)
     return _declared(task, name)
 
 

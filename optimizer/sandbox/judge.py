@@ -98,6 +98,9 @@ DRAWN_TRIES = 4  # drawn shapes the reference may refuse before none is checked
 BIG_FACTORS_CPU = (1.5, 2.0)
 BIG_FACTORS_GPU = (2.0, 4.0)
 BIG_MAX_BYTES = 4 << 30
+# a shape past the lists is checked up to this many FLOPs whatever the shapes asked (a
+# long row alone is one program: the interpreter takes it in seconds)
+UNUSUAL_MIN_FLOPS = 1 << 27
 # dtypes the CPU interpreter computes wrongly in tl.dot (it multiplies bfloat16's raw
 # uint16 bit patterns, triton-lang/triton#11584: 2.7e10 off on a 16x16 product in Triton
 # 3.9), so not checked there for a kernel that calls a dot; the GPU's judge checks them
@@ -352,6 +355,9 @@ class Judge:
             if not self.request.get("bounds_only") and getattr(self.task, "leading_dims", None):
                 self.check_leading_dims(seen)
                 lap("leading dimensions")
+            if not self.request.get("bounds_only") and self.request.get("conditions", True):
+                self.check_unusual_inputs(seen)
+                lap("unusual inputs")
         except JudgeFailure as failure:
             log.info("judge: %s: %s", failure.kind, failure)
             report = {**report, "stage": failure.stage, "error_kind": failure.kind,
@@ -476,6 +482,54 @@ class Judge:
             label = f"{self.task.shape_label(small)} [leading dimensions]"
             raise JudgeFailure("wrong_result", f"{failure}; the reference takes inputs with "
                                "leading dimensions, as a model passes them", label) from None
+
+    def check_unusual_inputs(self, seen: dict[str, Any]) -> None:
+        """Inputs the reference takes and no other check makes (kernels/unusual_inputs.py),
+        on the smallest shape asked, then shapes with one dimension past every list: the
+        op may refuse them (run() raising is accepted and said), but an answer must be
+        right and come from its own Triton kernels. Last: a candidate's route around the
+        Triton-only rule on the inputs users pass and checks do not."""
+        from kernelkb.kernels import unusual_inputs
+
+        asked = [tuple(int(d) for d in s) for s in self.request["shapes"]]
+
+        def size(shape: tuple[int, ...]) -> int:
+            return _input_bytes(self.task, shape, self.dtype)
+
+        # the smallest with four rows or more, so leading dimensions can be split
+        small = min(asked, key=lambda s: (s[0] < 4, size(s)))
+        sample = self.task.make_inputs(small, self.dtype, 0, "cpu")  # small: cheap here
+        for condition in unusual_inputs.conditions(self.task):
+            if unusual_inputs.changes(condition, sample):
+                self._unusual(seen, small, [condition], new_shape=False)
+        anchor = min(asked, key=size)
+        lists = [*self.task.sweep_shapes, *self.task.edge_shapes, *self.task.cpu_shapes, *asked]
+        on_gpu = torch.cuda.is_available()
+        factor = (BIG_FACTORS_GPU if on_gpu else BIG_FACTORS_CPU)[1]
+        largest = max(UNUSUAL_MIN_FLOPS, factor ** 2 * max(int(self.task.flops(s, self.dtype))
+                                                           for s in asked))
+        for shape in unusual_inputs.shapes(lists, anchor):
+            # the interpreter runs a program at a time: the first (batch) dimension past
+            # the lists costs it minutes, so it is grown on a GPU only
+            if (on_gpu or shape[0] == anchor[0]) and size(shape) <= DRAWN_MAX_BYTES \
+                    and int(self.task.flops(shape, self.dtype)) <= largest \
+                    and self.reference_accepts(shape):
+                self._unusual(seen, shape, None, new_shape=True)
+
+    def _unusual(self, seen: dict[str, Any], shape: tuple[int, ...], conditions: Any,
+                 new_shape: bool) -> None:
+        where = "on inputs the reference takes and no other check makes"
+        try:
+            self.spot_check(shape, seen, every_condition=False, grad="no_grad",
+                            new_shape=new_shape, conditions=conditions,
+                            plain=conditions is None, record="unusual_checked", where=where)
+        except JudgeFailure as failure:
+            if failure.kind != "crash" or self.exited():
+                raise
+            # run() raised: the op does not take these inputs, which a user is told
+            name = conditions[0].name if conditions else "a dimension past every list"
+            seen.setdefault("unusual_refused", []).append(
+                f"{self.task.shape_label(shape)} [{name}]")
 
     def check_big_shape(self, seen: dict[str, Any]) -> None:
         """One call on a shape past the largest asked (``big_shape``), its rows in turn

@@ -20,11 +20,12 @@ import json
 import logging
 import math
 import os
+import secrets
 import sys
 import time
 import traceback
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
@@ -623,19 +624,35 @@ class Worker:
                               last: list[Any], tensors: list[Any]) -> None:
         """Inputs that repeat half of the latest call's (its first half with the rest
         new, then the other way round): a fresh draw never does, a user's batch often
-        does (the same prompt prefix, the same first row). An answer cached and validated
-        by a part of the input is wrong here.
+        does (the same prompt prefix, the same first row). Once an evaluation, also a
+        user's sequence on new tensors: two calls, then a few elements changed at places
+        drawn here (a sparse update of a weight, ``w.data[5:9] += 1``, a fine-tuned
+        adapter's rows). An answer cached and validated by a part of the input (its first
+        row, a sample of its elements) is wrong here.
 
         The values are written into the latest call's own tensors (``tensors``), through
         ``.data``, which leaves a tensor's version counter as it was: how an optimizer
         step, an EMA update or a weight loader changes a weight. A cache keyed by the
         tensor, its ``_version`` and its data pointer (a weight prepared once and kept)
         is stale here."""
-        for keep_first in (True, False):
-            fresh = self.make_inputs(shape, seed=self.seed_base + (71 if keep_first else 72))
-            mixed = [_written_into(target, _half_repeated(old, new, keep_first))
-                     for target, old, new in zip(tensors, last, fresh, strict=True)]
-            where = f"{label} [the {'first' if keep_first else 'last'} half of an earlier input]"
+        # each call's inputs, made just before it (a write into the latest tensors)
+        calls: list[tuple[str, Callable[[], list[Any]]]] = []
+        for n, keep_first in enumerate((True, False)):
+            calls.append((f"{label} [the {'first' if keep_first else 'last'} half of an "
+                          "earlier input]", functools.partial(
+                              _partly_repeated, tensors, last, keep_first,
+                              self.make_inputs(shape, seed=self.seed_base + 71 + n))))
+        if shape == self.shapes[0]:  # once an evaluation: a cache is no shape's
+            # a user's sequence: new tensors, two calls on them, then a sparse update
+            held = [_own_copy(x) for x in self.make_inputs(shape, seed=self.seed_base + 73)]
+            update = self.make_inputs(shape, seed=self.seed_base + 74)
+            calls += [(f"{label} [new tensors, a first call]", lambda: held),
+                      (f"{label} [the same tensors again]", lambda: held),
+                      (f"{label} [the same tensors with a few elements changed]",
+                       lambda: [_written_into(t, _sparse_update(t, new))
+                                for t, new in zip(held, update, strict=True)])]
+        for where, make in calls:
+            mixed = make()
             saved = checks.snapshot(mixed)
             out, _ = self.tracked_call(run, mixed, where, record=False)
             ref = call_with(self.task.reference, checks.snapshot(saved))
@@ -1105,6 +1122,31 @@ def _half_repeated(old: Any, new: Any, keep_first: bool) -> Any:
     else:
         flat[half:] = before[half:]
     return mixed
+
+
+def _partly_repeated(tensors: list[Any], last: list[Any], keep_first: bool,
+                     fresh: list[Any]) -> list[Any]:
+    """Half of each of the latest call's inputs repeated, written into its tensors."""
+    return [_written_into(target, _half_repeated(old, new, keep_first))
+            for target, old, new in zip(tensors, last, fresh, strict=True)]
+
+
+SPARSE_CHANGES = 4  # elements a sparse update changes in each float input
+
+
+def _sparse_update(old: Any, new: Any) -> Any:
+    """A float tensor input as ``old`` but for ``SPARSE_CHANGES`` elements, at places
+    drawn here (no candidate can know them), that take ``new``'s values; anything else
+    (positions, scalars) as ``old`` was."""
+    if not (isinstance(old, torch.Tensor) and isinstance(new, torch.Tensor)
+            and old.is_floating_point() and old.shape == new.shape and old.numel() > 1):
+        return old
+    changed = _own_copy(old.contiguous())
+    flat, values = changed.view(-1), new.contiguous().view(-1)
+    for _ in range(SPARSE_CHANGES):
+        place = secrets.randbelow(flat.numel())
+        flat[place] = values[place] + (1 if bool(values[place] == flat[place]) else 0)
+    return changed
 
 
 def _written_into(target: Any, values: Any) -> Any:

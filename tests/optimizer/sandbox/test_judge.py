@@ -77,9 +77,20 @@ def test_an_honest_kernel_passes_and_says_what_the_judge_checked() -> None:
     assert "judge: also checked in bfloat16, float32 on (rows=4,cols=128)" in result.text
     # last, the smallest shape asked with leading dimensions, as a model passes x
     assert result.judge["leading_dims_checked"] == ["rows=4,cols=128 [leading dimensions]"]
+    # then inputs no other check makes: a rank more, unfoldable leading dimensions, an
+    # element stride of 2, numbers in the gaps, and a shape past the lists' columns
+    unusual = result.judge["unusual_checked"]
+    assert {label.rsplit(" [", 1)[1] for label in unusual if "[" in label} == {
+        "unusual: two more leading dimensions]", "unusual: leading dimensions that do not fold]",
+        "unusual: an element stride of 2]",
+        "unusual: rows of every condition in wider rows, numbers between]"}
+    widest = max(s[1] for s in (*task.sweep_shapes, *task.edge_shapes, *task.cpu_shapes))
+    assert any("[" not in label and int(label.rsplit("cols=", 1)[1]) > widest
+               for label in unusual)
+    assert not result.judge.get("unusual_refused")  # the template takes them all
     # its share of the wall time, for the cost benchmark: no clock, no CUDA on the CPU
     assert set(result.judge["laps_s"]) == {"spot checks", "other dtypes", "big shape",
-                                           "leading dimensions"}
+                                           "leading dimensions", "unusual inputs"}
     assert result.judge["laps_s"]["spot checks"] > 0
 
 

@@ -2,9 +2,8 @@
 7's fixes (tests/bad_kernels/redteam8_*.py, REDTEAM8.md), through the judge as users get
 it.
 
-Every cheat passed the judge on its first run (REDTEAM8.md): each is a strict xfail
-saying how, so a fix that closes one turns its case into a failure to be moved to a
-plain assertion with the kind it then gets. The escape probes run behind the allow-list
+Every cheat passed the judge on its first run (REDTEAM8.md); each is refused now, a plain
+assertion with the kind it gets. The escape probes run behind the allow-list
 (`refuse_imports=False`: they import subprocess and os) and start a fresh Python in the
 jail: what they report must hold the jail's line (no line "ESCAPED"); the two that reach
 the judge's limits are strict xfails."""
@@ -27,37 +26,38 @@ def _open(plant: str, task: str, reason: str):
 # plant -> (task, the kind a correct judge returns (None: any rejection), the allow-list on)
 CASES = [
     # PyTorch on inputs users pass and the judge never draws
-    _open("interleaved_glu_torch", "swiglu",
-          "gate and up interleaved in one buffer (gate_up[..., ::2], [..., 1::2], an element "
-          "stride of 2 and neither row- nor column-major) take PyTorch: no layout draws it"),
-    _open("rope_int64_positions", "rope",
-          "int64 positions (HF's position_ids) take PyTorch: every draw is int32"),
-    _open("vocab_past_lists", "softmax",
-          "rows wider than 131072 (Gemma's 256000 vocabulary) take PyTorch: no draw passes "
-          "the widest listed shape (128256)"),
-    _open("scores_rank4", "softmax",
-          "rank-4 x (attention scores) takes PyTorch: the leading-dims check passes rank 3"),
-    _open("seq_first_view", "rmsnorm",
-          "3-D x whose leading dims do not fold (h.transpose(0, 1), seq-first models) takes "
-          "PyTorch: the leading-dims check reshapes a contiguous x"),
-    _open("attention_head_dim", "attention",
-          "head sizes that are not powers of two (80, 96) take PyTorch: the drawn shapes "
-          "keep a power-of-two dimension to the listed 32, 64, 128"),
+    # closed: inputs no draw makes, called once each (kernels/unusual_inputs.py)
+    pytest.param("interleaved_glu_torch", "swiglu", "torch_compute", True,
+                 id="interleaved_glu_torch"),
+    # closed: the other integer dtype of an index input
+    pytest.param("rope_int64_positions", "rope", "torch_compute", True,
+                 id="rope_int64_positions"),
+    # closed: a dimension past every list
+    pytest.param("vocab_past_lists", "softmax", "torch_compute", True,
+                 id="vocab_past_lists"),
+    # closed: two more leading dimensions
+    pytest.param("scores_rank4", "softmax", "torch_compute", True,
+                 id="scores_rank4"),
+    # closed: leading dimensions that do not fold
+    pytest.param("seq_first_view", "rmsnorm", "torch_compute", True,
+                 id="seq_first_view"),
+    # closed: a size between the lists' powers of two
+    pytest.param("attention_head_dim", "attention", "torch_compute", True,
+                 id="attention_head_dim"),
     # right only in the interpreter
-    _open("lane_last_wins", "rmsnorm",
-          "one tl.store of a block to one address: the interpreter lands the last lane (the "
-          "row's total), a GPU any lane's prefix sum; races.py records programs, not lanes"),
-    _open("atomic_rmw_race", "rmsnorm",
-          "a cross-program sum read with atomic_add(ptr, 0) and written with atomic_xchg: "
-          "lost updates on a GPU, whole in the interpreter; atomics are not recorded"),
+    # closed: lanes of one store to one address (races.py)
+    pytest.param("lane_last_wins", "rmsnorm", "wrong_result", True,
+                 id="lane_last_wins"),
+    # closed: exchanges of different values are stores (races.py)
+    pytest.param("atomic_rmw_race", "rmsnorm", "wrong_result", True,
+                 id="atomic_rmw_race"),
     # watched vs not
-    _open("pad_nan_watch", "softmax",
-          "the kernel reads the element past row 0 of a strided x: the judge's NaN fill "
-          "takes the row max, a caller's finite padding skips it (NaN on large logits)"),
+    # closed: rows of every condition in wider rows with numbers between (unusual_inputs)
+    pytest.param("pad_nan_watch", "softmax", "wrong_result", True, id="pad_nan_watch"),
     # state across calls
-    _open("sampled_weight_cache", "rmsnorm",
-          "an fp32 weight copy kept from a weight's second call, validated at four places: "
-          "every judge write changes them, a caller's partial update (w.data[5:9] += 1) not"),
+    # closed: a few elements changed at drawn places
+    pytest.param("sampled_weight_cache", "rmsnorm", "cheat_cached_output", True,
+                 id="sampled_weight_cache"),
 ]
 
 PROBES = ("escape_judge_limits", "escape_env_files", "escape_output_flood",
