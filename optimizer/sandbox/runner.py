@@ -455,13 +455,18 @@ def _safe(text: str) -> str:
 # else passes (API keys, tokens, KERNELKB_* settings, proxies, a secret under a prefix
 # that looks like Triton's or CUDA's stay behind).
 ENV_NAMES = frozenset({
-    "PATH", "LD_LIBRARY_PATH", "LANG", "LC_ALL", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    "LD_LIBRARY_PATH", "LANG", "LC_ALL", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
     "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_HOME", "CUDA_PATH",
     "CUDA_MODULE_LOADING", "CUDA_LAUNCH_BLOCKING", "NVIDIA_VISIBLE_DEVICES",
     "NVIDIA_DRIVER_CAPABILITIES", "PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_NO_CUDA_MEMORY_CACHING",
     "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH",
     "TRITON_LIBCUDA_PATH", "TRITON_LIBDEVICE_PATH", "TRITON_INTERPRET"})
 RUN_ID_VAR = "SANDBOX_RUN_ID"
+# the jail's own PATH, not the host's (which named host folders and carried whatever a
+# host put in it): the Python that runs the worker, and the system's tools (the C
+# compiler Triton builds its launcher with)
+JAIL_PATH = os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", "/usr/bin",
+                             "/bin"])
 
 
 def worker_env(parent: Any, evaldir: str, *, use_gpu: bool, run_id: str) -> dict[str, str]:
@@ -474,7 +479,7 @@ def worker_env(parent: Any, evaldir: str, *, use_gpu: bool, run_id: str) -> dict
     env.update(HOME=os.path.join(evaldir, "home"), TMPDIR=os.path.join(evaldir, "tmp"),
                TRITON_CACHE_DIR=os.path.join(evaldir, "triton"), PYTHONPATH=_IMPORT_ROOT,
                PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", **{RUN_ID_VAR: run_id})
-    env.setdefault("PATH", os.defpath)
+    env["PATH"] = JAIL_PATH
     if use_gpu:
         env.pop("TRITON_INTERPRET", None)
     else:  # the interpreter, on the CPU even where a GPU is (interpreter_pass.py)

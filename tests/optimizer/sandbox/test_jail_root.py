@@ -93,15 +93,16 @@ def test_the_environment_passes_by_exact_names_only():
     decoys = {"TRITON_API_KEY": "k1", "CUDA_TOKEN": "k2", "NVIDIA_SECRET_X": "k3",
               "PYTORCH_HUB_TOKEN": "k4", "TRITON_CACHE_KEY_SALT": "k5",
               "CUDA_PASSWD": "k6", "NVIDIA_CREDS": "k7"}
-    parent = {"PATH": "/usr/bin", "CUDA_VISIBLE_DEVICES": "0", "TRITON_PTXAS_PATH": "/x",
-              **decoys}
+    parent = {"PATH": "/host/secret-tools:/usr/bin", "CUDA_VISIBLE_DEVICES": "0",
+              "TRITON_PTXAS_PATH": "/x", **decoys}
     env = runner.worker_env(parent, tempfile.mkdtemp(prefix="kernelkb_env_"), use_gpu=True,
                             run_id="r")
     assert not set(decoys) & set(env)
     assert env["TRITON_PTXAS_PATH"] == "/x" and env["CUDA_VISIBLE_DEVICES"] == "0"
+    assert env["PATH"] == runner.JAIL_PATH  # the jail's own, not the host's (red team 8)
     assert set(env) <= runner.ENV_NAMES | {"HOME", "TMPDIR", "TRITON_CACHE_DIR", "PYTHONPATH",
                                            "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE",
-                                           runner.RUN_ID_VAR}
+                                           "PATH", runner.RUN_ID_VAR}
     seen = _probe(env=env)
     assert not set(decoys) & set(seen["env"])  # type: ignore[arg-type]
 
