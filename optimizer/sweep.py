@@ -147,9 +147,11 @@ def _checked(task: Task, module: Any, tol: Any, dtype: str, device: str, shapes:
                         "error_message": f"on ({label}, {name}): {err}"[:400]}
             problem = stats if isinstance(stats, str) else checks.shape_verdict(
                 stats, tol.max_bias)
-            if problem:
+            if problem:  # said as the judge says it: how many elements, where, how far
+                said = problem if isinstance(stats, str) else checks.describe_failure(
+                    problem, f"{label}, {name}", stats, tol.max_bias)
                 return {"ok": False, "error_kind": "wrong_result", "failing_shapes": [label],
-                        "error_message": f"on ({label}, {name}): {problem}"[:400]}
+                        "error_message": f"on {said}"[:400]}
             assert not isinstance(stats, str)
             worst = max(worst, stats.max_rel_err)
     return {"ok": True, "max_rel_err": worst, "check_s": round(time.perf_counter() - began, 3)}

@@ -26,6 +26,7 @@ def test_a_kernel_wrong_only_under_a_condition_fails_its_check():
                                  [shape], condition_shapes=[shape])
     assert not planted["ok"] and planted["error_kind"] == "wrong_result", planted
     assert "negative logits" in planted["error_message"]
+    assert "elements over tolerance" in planted["error_message"]  # how wrong, as the judge
     naive = sweep.check_config("softmax", "float32", task.default_config, [shape], [shape])
     assert naive["ok"], naive
 
