@@ -509,9 +509,10 @@ class Judge:
         largest = max(UNUSUAL_MIN_FLOPS, factor ** 2 * max(int(self.task.flops(s, self.dtype))
                                                            for s in asked))
         for shape in unusual_inputs.shapes(lists, anchor):
-            # the interpreter runs a program at a time: the first (batch) dimension past
-            # the lists costs it minutes, so it is grown on a GPU only
-            if (on_gpu or shape[0] == anchor[0]) and size(shape) <= DRAWN_MAX_BYTES \
+            # the interpreter runs a program at a time, each a block of the innermost
+            # dimension: it grows only that one (an outer dimension past the lists, a
+            # batch or a sequence, cost it minutes); a GPU grows each
+            if (on_gpu or shape[:-1] == anchor[:-1]) and size(shape) <= DRAWN_MAX_BYTES \
                     and int(self.task.flops(shape, self.dtype)) <= largest \
                     and self.reference_accepts(shape):
                 self._unusual(seen, shape, None, new_shape=True)

@@ -41,10 +41,10 @@ CASES = [
                  id="eps_keyword_ignored"),
     pytest.param("config_header_lies", "softmax", "config_mismatch", id="config_header_lies"),
     # new values written into the latest call's own tensors through .data, which keeps
-    # their version counters (worker.check_partly_repeated: cheat_cached_output); its
-    # cache holds the weight tensor itself, which a dropped call must free, and that
-    # more severe kind is said first (worker.check_outputs_freed)
-    pytest.param("weight_version_cache", "rmsnorm", "cheat_aliasing",
+    # their version counters (worker.check_partly_repeated: cheat_cached_output, said
+    # first since its sparse update of a user's new tensors; its cache also holds the
+    # weight tensor itself, which a dropped call must free: check_outputs_freed)
+    pytest.param("weight_version_cache", "rmsnorm", "cheat_cached_output",
                  id="weight_version_cache"),
     # NaN and +/-inf in the first float input, compared exactly (nonfinite_values)
     pytest.param("nan_as_mask", "softmax", "wrong_result", id="nan_as_mask"),
