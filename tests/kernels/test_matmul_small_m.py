@@ -100,13 +100,13 @@ def test_the_sandbox_worker_passes_an_atomic_point(tmp_path):
     """The evaluator's own checks (Triton-only rule, the counterfactual call on decoys,
     the launch-plan replay on fresh inputs) accept scratch kept across calls that each
     call leaves zero."""
-    from kernelkb.optimizer.sandbox.worker import Worker
+    from in_process_worker import evaluate_here
 
     request = {"task": "matmul", "dtype": "float16", "shapes": [[33, 70, 100], [1, 45, 257]],
                "seeds": 2, "source": TASK.render(_point(4)),
                "result_path": str(tmp_path / "result.json"), "refuse_introspection": True,
                "refuse_surroundings": False}  # in this process: the test's own readers
-    Worker(request).evaluate()
+    evaluate_here(request)
     result = json.loads((tmp_path / "result.json").read_text())
     assert result.get("error_kind") is None, result.get("error_message")
     assert result["stage"] == "correctness"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from in_process_worker import leave_out_runner_threads
 
 from kernelkb.optimizer.sandbox import evaluate, tamper
 
@@ -80,6 +81,11 @@ def test_snapshot_sees_new_bytecode_defaults_and_constants_on_the_same_objects()
     assert snapshot.changes() == []
     assert tamper.describe([tamper.Change("time.perf_counter", True)])[0] == "cheat_timer"
     assert snapshot.changes() == []
+
+
+@pytest.fixture(autouse=True)
+def _in_process_worker(monkeypatch):
+    leave_out_runner_threads(monkeypatch)
 
 
 def _checked_worker(tmp_path, name: str):

@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 
 import pytest
+from in_process_worker import evaluate_here
 
 from kernelkb.kernels.base import get_task
 from kernelkb.optimizer.sandbox import evaluate
-from kernelkb.optimizer.sandbox.worker import Worker
 
 BAD = Path(__file__).parents[2] / "bad_kernels"
 SHAPES = [[4, 128], [1, 7]]
@@ -30,7 +30,7 @@ def run_worker_here(source: str, tmp_path: Path, task: str = "softmax",
                # in this process: the readers stay out of the test's own (surroundings.py)
                "refuse_surroundings": False,
                "refuse_imports": False}  # the layers behind the source allow-list
-    Worker(request).evaluate()
+    evaluate_here(request)
     return json.loads((tmp_path / "result.json").read_text())
 
 
@@ -199,29 +199,8 @@ def test_templates_with_host_side_tables_or_two_kernels_pass(task, tmp_path):
     shapes = [list(s) for s in t.cpu_shapes[:1]]
     for i, config in enumerate(configs):
         (tmp_path / str(i)).mkdir()
-        result = _run_worker_fresh(t.render(config), tmp_path / str(i), task, shapes)
+        result = run_worker_here(t.render(config), tmp_path / str(i), task=task, shapes=shapes)
         assert result.get("error_kind") is None, (config, result.get("error_message"))
-
-
-def _run_worker_fresh(source: str, tmp_path: Path, task: str, shapes: list[list[int]]
-                      ) -> dict:
-    """``run_worker_here`` in a fresh Python: in a pytest worker, the test runner's own
-    threads (execnet starts them as it needs them) read as threads the harness did not
-    start, as a jailed worker never has them."""
-    import subprocess
-    import sys
-
-    request = {"task": task, "dtype": "float16", "shapes": shapes, "seeds": 2,
-               "source": source, "result_path": str(tmp_path / "result.json"),
-               "refuse_introspection": True, "refuse_surroundings": False,
-               "refuse_imports": False}
-    (tmp_path / "request.json").write_text(json.dumps(request))
-    script = ("import json, sys\nfrom kernelkb.optimizer.sandbox.worker import Worker\n"
-              "Worker(json.loads(open(sys.argv[1]).read())).evaluate()\n")
-    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "request.json")],
-                          capture_output=True, text=True, timeout=900)
-    assert (tmp_path / "result.json").exists(), done.stderr[-3000:]
-    return json.loads((tmp_path / "result.json").read_text())
 
 
 def test_the_rule_holds_through_the_sandboxed_subprocess():
