@@ -23,6 +23,10 @@ namespace and builds the worker's root, then execs the worker:
   no_new_privs, and a seccomp filter refusing mount, namespace, ptrace and similar calls;
 * the network namespace has only a downed loopback: no connection leaves it; the host
   name is ``kernelkb-jail``, not the host's; no core file is ever written;
+* run by root, the candidate's process has a uid of its own in the jail (``WORKER_UID``,
+  host ``WORKER_HOST_UID``), not the judge's: the judge keeps CAP_SETUID and CAP_SETGID
+  (and CAP_SETPCAP, to empty its bounding set after) through its exec only to fork the
+  worker onto that uid, and then both hold none;
 * the worker is PID 1 of its namespace: when it ends, the kernel kills every process
   left in it, including children that detached with ``setsid``; it is killed when the
   entry process dies.
@@ -50,6 +54,14 @@ import sys
 from typing import Any
 
 JAIL_UID = 65534  # ``nobody``: the host uid of the jail's root when the runner is root
+# A root runner maps a second uid into the jail for the worker (the process that runs the
+# candidate), so it cannot signal, limit, renice or reconfigure the judge (the jail's uid
+# 0, PID 1): ``become_worker`` takes it. Set in the judge's environment where it exists.
+WORKER_UID, WORKER_HOST_UID = 1, 65533
+WORKER_ENV = "KERNELKB_JAIL_WORKER_UID"
+_CAP_SETGID, _CAP_SETUID, _CAP_SETPCAP = 6, 7, 8
+# the judge's, until it forks: a uid for the worker, and the bounding set emptied after
+_TWO_UIDS_KEPT = (1 << _CAP_SETGID) | (1 << _CAP_SETUID) | (1 << _CAP_SETPCAP)
 HOST_NAME = "kernelkb-jail"
 _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
@@ -257,17 +269,20 @@ def _skeletons(held: dict[str, int], workdir: str) -> list[str]:
 
 
 def build_root(spec: dict[str, Any], held: dict[str, int], links: dict[str, str],
-               devices: dict[str, int], hide: list[str], owner: int) -> str:
+               devices: dict[str, int], hide: list[str], owner: int, *,
+               two_uids: bool = False) -> str:
     """Build the worker's root on a tmpfs over the working folder from what ``held``
     shows, and make it read-only but for the working tree (a tmpfs of its own, owned by
     ``owner``: the host uid of the jail's root), /tmp and /dev. Built before the jail's
     user namespace exists, these mounts are locked there: its root cannot undo them."""
     workdir = os.path.realpath(spec["workdir"])
+    workdir_mode = "1777" if two_uids else "700"
     root = workdir  # the new root's skeleton, mounted over the (empty) working folder
     _mount("tmpfs", root, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755,size=4m")
     for path, size in (("/tmp", "64m"), (workdir, spec.get("workdir_size", "512m"))):
         os.makedirs(root + path, exist_ok=True)  # before the binds: a kept path may lie here
-        mode = "1777" if path == "/tmp" else f"700,uid={owner},gid={owner}"
+        # shared by the judge and the worker's uid where there are two: sticky, as /tmp
+        mode = "1777" if path == "/tmp" else f"{workdir_mode},uid={owner},gid={owner}"
         _mount("tmpfs", root + path, "tmpfs", _MS_NOSUID | _MS_NODEV, f"mode={mode},size={size}")
     for top in _skeletons(held, workdir):  # a kept path under /tmp (a checkout there)
         os.makedirs(root + top, exist_ok=True)
@@ -289,8 +304,10 @@ def build_root(spec: dict[str, Any], held: dict[str, int], links: dict[str, str]
         handle.write(HOSTS)
     os.makedirs(f"{root}/proc", exist_ok=True)
     for name in spec.get("mkdirs", ()):
-        os.makedirs(os.path.join(root + workdir, name), exist_ok=True)
-        os.chown(os.path.join(root + workdir, name), owner, owner)
+        made = os.path.join(root + workdir, name)
+        os.makedirs(made, exist_ok=True)
+        os.chown(made, owner, owner)
+        os.chmod(made, int(workdir_mode, 8))
     writable = [root + "/tmp", root + workdir, root + "/dev"]
     for path, flags in _mounts():  # a kept path bound under /tmp is made read-only too
         if not _under(path, [root]) or _under(path, writable):
@@ -351,6 +368,7 @@ def _pivot(root: str) -> None:
 # filter refuses the calls that change mounts or namespaces or reach other processes.
 _PR_SET_SECCOMP, _PR_SET_NO_NEW_PRIVS, _PR_CAPBSET_DROP = 22, 38, 24
 _PR_SET_SECUREBITS, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 28, 47, 4
+_PR_CAP_AMBIENT_RAISE = 2
 _SECUREBITS_ALL_LOCKED = 0xEF  # noroot, no_setuid_fixup, keep_caps and ambient, locked
 _SECCOMP_MODE_FILTER = 2
 _RET_ALLOW, _RET_EPERM, _RET_ENOSYS = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
@@ -428,32 +446,83 @@ def _prctl(option: int, *args: Any) -> int:
                          *(ctypes.c_ulong(a) if isinstance(a, int) else a for a in args))
 
 
-def _drop_capabilities() -> None:
-    _ok(_prctl(_PR_SET_SECUREBITS, _SECUREBITS_ALL_LOCKED, 0, 0, 0), "securebits")
-    cap = 0
-    while _prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:  # until EINVAL: past the last cap
-        cap += 1
-    _ok(_prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "ambient capabilities")
+def _capset(effective: int, permitted: int, inheritable: int) -> None:
+    """This process's three sets (the low words; the high ones emptied)."""
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
-    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable (x2): all empty
+    data = (ctypes.c_uint32 * 6)()  # (effective, permitted, inheritable) low words, then high
+    data[0], data[1], data[2] = effective, permitted, inheritable
     _ok(_libc().capset(header, data), "capset")
 
 
-def lock_down() -> None:
-    """Capabilities dropped, no_new_privs, the seccomp filter; then checked from
-    /proc/self/status, so a host where any step silently did nothing fails here."""
+def _raise_inheritable(caps: int) -> None:
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)
+    data = (ctypes.c_uint32 * 6)()
+    _ok(_libc().capget(header, data), "capget")
+    data[2] |= caps
+    _ok(_libc().capset(header, data), "capset")
+
+
+def _drop_capabilities(keep: int = 0) -> None:
+    """Every capability gone, but ``keep`` (a mask, low word): raised as ambient first (no
+    longer possible once the securebits are locked), so that only it survives the exec."""
+    if keep:
+        _raise_inheritable(keep)
+        for cap in range(32):
+            if keep >> cap & 1:
+                _ok(_prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, cap, 0, 0), "ambient raise")
+    _ok(_prctl(_PR_SET_SECUREBITS, _SECUREBITS_ALL_LOCKED, 0, 0, 0), "securebits")
+    cap = 0  # the bounding set, until EINVAL: past the last cap
+    while keep >> cap & 1 or _prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) == 0:
+        cap += 1
+    if not keep:
+        _ok(_prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "ambient capabilities")
+    _capset(keep, keep, keep)
+
+
+def lock_down(keep: int = 0) -> None:
+    """Capabilities dropped (but ``keep``, the judge's two, where the jail has two uids),
+    no_new_privs, the seccomp filter; then checked from /proc/self/status, so a host where
+    any step silently did nothing fails here."""
     machine = os.uname().machine
     if machine not in _SYSCALLS:
         raise OSError(f"jail: no seccomp table for {machine}")
-    _drop_capabilities()
+    _drop_capabilities(keep)
     _ok(_prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     program = seccomp_program(machine)
     filters = (_Filter * len(program))(*(_Filter(*f) for f in program))
     prog = _Program(len(program), filters)
     _ok(_prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp")
     status = lock_status()
-    if status != {"CapEff": 0, "CapPrm": 0, "CapBnd": 0, "NoNewPrivs": 1, "Seccomp": 2}:
+    if status != {"CapEff": keep, "CapPrm": keep, "CapBnd": keep, "NoNewPrivs": 1,
+                  "Seccomp": 2}:
         raise OSError(f"jail: lock-down incomplete: {status}")
+
+
+def become_worker() -> None:
+    """In the judge's forked child, before any candidate code exists: the jail's second
+    uid (where a root runner made one), then no capability at all. A no-op outside such a
+    jail."""
+    if os.environ.get(WORKER_ENV) != str(WORKER_UID):
+        return
+    os.setresgid(WORKER_UID, WORKER_UID, WORKER_UID)
+    os.setresuid(WORKER_UID, WORKER_UID, WORKER_UID)
+    _ok(_prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0), "dumpable")  # its /proc/self is its own
+    drop_kept_capabilities()
+
+
+def drop_kept_capabilities() -> None:
+    """The judge's two capabilities gone, in the judge (once the worker is forked) and in
+    the worker; checked. A no-op outside a jail with two uids."""
+    if os.environ.get(WORKER_ENV) != str(WORKER_UID):
+        return
+    for cap in range(32):
+        if _TWO_UIDS_KEPT >> cap & 1:
+            _ok(_prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0), "bounding set")
+    _ok(_prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "ambient capabilities")
+    _capset(0, 0, 0)
+    status = lock_status()
+    if status["CapEff"] or status["CapPrm"] or status["CapBnd"]:
+        raise OSError(f"jail: capabilities left: {status}")
 
 
 def lock_status() -> dict[str, int]:
@@ -501,10 +570,54 @@ def _relay(child: int) -> None:
     os._exit(128 - code if code < 0 else code)
 
 
+def _unshare_mapped_by_root(flags: int, judge_uid: int, drop: bool) -> None:
+    """A user namespace (with ``flags``' others) holding two uids: 0, the judge's, host
+    ``judge_uid``, and ``WORKER_UID``, host ``WORKER_HOST_UID``. Only a process with
+    CAP_SETUID outside the namespace may write a map of two lines, so a helper forked while
+    this process is still host root writes it, then exits; ``drop`` gives up root here
+    before the namespace is made."""
+    go_r, go_w = os.pipe()
+    done_r, done_w = os.pipe()
+    helper = os.fork()
+    if helper == 0:
+        os.close(go_w)
+        os.close(done_r)
+        code = 1
+        try:
+            if os.read(go_r, 1) == b"1":
+                target = os.getppid()
+                lines = f"0 {judge_uid} 1\n{WORKER_UID} {WORKER_HOST_UID} 1\n"
+                for name, text in (("setgroups", "deny"), ("uid_map", lines),
+                                   ("gid_map", lines)):
+                    with open(f"/proc/{target}/{name}", "w") as handle:
+                        handle.write(text)
+                os.write(done_w, b"1")
+                code = 0
+        except BaseException as err:  # noqa: B036 - said on stderr, then refused below
+            sys.stderr.write(f"jail: the uid map: {err}\n")
+        finally:
+            os._exit(code)
+    os.close(go_r)
+    os.close(done_w)
+    try:
+        if drop:
+            _give_up_root()
+        _ok(_libc().unshare(ctypes.c_int(flags)), "unshare")
+        os.write(go_w, b"1")
+    finally:
+        os.close(go_w)  # an error above: the helper reads nothing and exits
+        os.waitpid(helper, 0)
+    mapped = os.read(done_r, 1) == b"1"
+    os.close(done_r)
+    if not mapped:
+        raise OSError("jail: the user namespace's two-uid map was refused")
+
+
 def main(argv: list[str]) -> int:
     """Host root builds the root in a mount namespace of its own (it can open every kept
-    path), gives up root and makes the jail's namespaces; another user makes a user
-    namespace first (its own paths are open to it) and the rest after."""
+    path), gives up root and makes the jail's namespaces, with a second uid for the worker;
+    another user makes a user namespace first (its own paths are open to it) and the rest
+    after."""
     spec = json.loads(argv[0])
     worker_argv = argv[argv.index("--") + 1:]
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a crash writes nothing anywhere
@@ -512,6 +625,7 @@ def main(argv: list[str]) -> int:
     uid, gid = os.geteuid(), os.getegid()
     drop = as_root and bool(spec.get("unprivileged", True))
     if as_root:
+        os.setgroups([])  # host root's groups reach no process of the jail
         _unshare(_CLONE_NEWNS, uid, gid)
     else:
         _unshare(_CLONE_NEWUSER | _CLONE_NEWNS, uid, gid)
@@ -520,11 +634,13 @@ def main(argv: list[str]) -> int:
     hide = [os.path.realpath(p) for p in spec.get("hide", ()) if os.path.isdir(p)]
     held, links = _shown(keep)
     devices = {n: os.open(f"/dev/{n}", os.O_PATH) for n in _device_nodes()}
-    root = build_root(spec, held, links, devices, hide, JAIL_UID if drop else 0)
-    if drop:
-        _give_up_root()
-        uid = gid = JAIL_UID
-    _unshare(_OTHERS | (_CLONE_NEWUSER | _CLONE_NEWNS if as_root else 0), uid, gid)
+    root = build_root(spec, held, links, devices, hide, JAIL_UID if drop else 0,
+                      two_uids=as_root)
+    if as_root:
+        _unshare_mapped_by_root(_OTHERS | _CLONE_NEWUSER | _CLONE_NEWNS,
+                                JAIL_UID if drop else 0, drop)
+    else:
+        _unshare(_OTHERS, uid, gid)
     # the runner's death ends the jail: this process first (set after the uid change,
     # which clears it), then its child, PID 1 of the jail, and with it the whole PID
     # namespace. Without it a runner killed mid-evaluation left the candidate running.
@@ -535,9 +651,10 @@ def main(argv: list[str]) -> int:
     _ok(_prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent death signal")
     enter_root(root, spec.get("cwd") or os.path.realpath(spec["workdir"]))
     _ok(_libc().sethostname(HOST_NAME.encode(), len(HOST_NAME)), "sethostname")
-    lock_down()
-    os.execv(worker_argv[0], worker_argv)
-    return 127  # pragma: no cover - execv does not return
+    lock_down(_TWO_UIDS_KEPT if as_root else 0)
+    env = {**os.environ, WORKER_ENV: str(WORKER_UID)} if as_root else dict(os.environ)
+    os.execve(worker_argv[0], worker_argv, env)
+    return 127  # pragma: no cover - execve does not return
 
 
 if __name__ == "__main__":

@@ -67,6 +67,7 @@ from typing import Any
 
 import torch
 
+from kernelkb.optimizer.sandbox import jail
 from kernelkb.optimizer.sandbox.gpu_turns import GpuTurns
 from kernelkb.optimizer.sandbox.limits import SPOT_MAX_BYTES
 
@@ -145,6 +146,7 @@ def run(request: dict[str, Any], serve_worker: Any) -> int:
             for fd in (runner_fd, ask_w, answer_r):
                 if fd is not None:
                     os.close(fd)
+            jail.become_worker()  # a uid of its own: the judge's process is out of reach
             serve_worker({**request, "result_fd": report_fd, "result_path": None,
                           "judge": {"ask_fd": ask_r, "answer_fd": answer_w,
                                     "data_fd": data_fd}})
@@ -160,6 +162,7 @@ def run(request: dict[str, Any], serve_worker: Any) -> int:
             os._exit(code)
     for fd in (ask_r, answer_w):
         os.close(fd)
+    jail.drop_kept_capabilities()
     # the judge is PID 1 of the jail's PID namespace: the kernel delivers a signal from
     # the candidate to it only where it has a handler, and Python has one for SIGINT (a
     # candidate's kill(getppid(), SIGINT) turned a wrong_result into a crash). The runner

@@ -48,15 +48,16 @@ PROBE = textwrap.dedent("""
 
 
 def _run_in_jail(source: str, *, unprivileged: bool | None = None,
-                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+                 env: dict[str, str] | None = None, extra_keep: list[str] | None = None
+                 ) -> subprocess.CompletedProcess[str]:
     folder = tempfile.mkdtemp(prefix="kernelkb_jail_test_")
     os.chmod(folder, 0o755)  # the jail's root may be an unprivileged host uid
     Path(folder, "probe.py").write_text(source)
     os.chmod(Path(folder, "probe.py"), 0o644)
     with tempfile.TemporaryDirectory(prefix="kernelkb_jail_work_") as work:
+        keep = [sys.prefix, sys.base_prefix, folder, *(extra_keep or [])]
         argv = jail.command([sys.executable, "-I", f"{folder}/probe.py"], workdir=work,
-                            cwd=work, hide=[], keep=[sys.prefix, sys.base_prefix, folder],
-                            unprivileged=unprivileged)
+                            cwd=work, hide=[], keep=keep, unprivileged=unprivileged)
         return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
 
 
@@ -66,15 +67,20 @@ def _probe(**kwargs: object) -> dict[str, object]:
     return json.loads(done.stdout)
 
 
+def _lines(words: object) -> list[list[str]]:
+    """/proc/self/uid_map's words, a line (inside, outside, count) each."""
+    assert isinstance(words, list)
+    return [words[i:i + 3] for i in range(0, len(words), 3)]
+
+
 def test_the_jails_root_is_no_host_root_and_host_global_files_refuse_writes():
     seen = _probe()
-    inside, outside, count = seen["uid_map"]
-    assert inside == "0" and count == "1"
-    if os.geteuid() == 0:
-        assert outside == str(jail.JAIL_UID), seen["uid_map"]
+    if os.geteuid() == 0:  # the judge's uid 0, and the worker's own
+        assert _lines(seen["uid_map"]) == [["0", str(jail.JAIL_UID), "1"], [
+            str(jail.WORKER_UID), str(jail.WORKER_HOST_UID), "1"]]
         assert jail.mode() == (True, "")
     else:
-        assert outside == str(os.geteuid())
+        assert _lines(seen["uid_map"]) == [["0", str(os.geteuid()), "1"]]
     assert seen["opened_for_writing"] == []
     assert seen["kcore"] in (False, 0)  # covered by /dev/null where the kernel has one
     assert seen["host"] == jail.HOST_NAME != socket.gethostname()
@@ -84,7 +90,8 @@ def test_the_jails_root_is_no_host_root_and_host_global_files_refuse_writes():
 @pytest.mark.skipif(os.geteuid() != 0, reason="the root-mapped jail is made by root only")
 def test_where_the_jails_root_must_be_host_root_the_host_global_files_are_masked():
     seen = _probe(unprivileged=False)
-    assert seen["uid_map"] == ["0", "0", "1"]
+    assert _lines(seen["uid_map"]) == [["0", "0", "1"], [str(jail.WORKER_UID),
+                                                         str(jail.WORKER_HOST_UID), "1"]]
     assert seen["opened_for_writing"] == []  # read-only binds, not the kernel's uid rule
     assert seen["host"] == jail.HOST_NAME
 
@@ -120,3 +127,57 @@ def test_the_workers_output_costs_the_host_a_bounded_tail():
     assert tail.total > 256 << 20  # all of it was read, so the worker never blocked
     assert len(tail.kept) == runner.TAIL_CHARS and text.rstrip().endswith("END")
     assert text.startswith(f"[{tail.total - runner.TAIL_CHARS} earlier bytes not kept]")
+
+
+SPLIT_PROBE = textwrap.dedent("""
+    import importlib.util, json, os, resource
+    spec = importlib.util.spec_from_file_location("jail", {jail_file!r})
+    jail = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(jail)
+    judge_before = jail.lock_status()["CapBnd"]
+    read, write = os.pipe()
+    if os.fork() == 0:  # as judge.run forks the worker
+        jail.become_worker()
+        status = jail.lock_status()
+        judge, seen = os.getppid(), {{"uid": os.getuid(), "gid": os.getgid(),
+                                      "caps": status["CapEff"] | status["CapBnd"]}}
+        reach = {{
+            "signal": lambda: os.kill(judge, 0),
+            "oom_score_adj": lambda: open(f"/proc/{{judge}}/oom_score_adj", "w").write("999"),
+            "prlimit": lambda: resource.prlimit(judge, resource.RLIMIT_CPU, (1, 1)),
+            "setpriority": lambda: os.setpriority(os.PRIO_PROCESS, judge, 19),
+            "setuid 0": lambda: os.setuid(0),
+        }}
+        seen["reached"] = []
+        for name, call in reach.items():
+            try:
+                call()
+                seen["reached"].append(name)
+            except OSError:
+                pass
+        os.write(write, json.dumps(seen).encode())
+        os._exit(0)
+    jail.drop_kept_capabilities()
+    os.wait()
+    worker = json.loads(os.read(read, 65536))
+    status = jail.lock_status()
+    print(json.dumps({{"judge_before": judge_before,
+                      "judge_after": status["CapEff"] | status["CapPrm"] | status["CapBnd"],
+                      "uid": os.getuid(), "worker": worker}}))
+""")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a jail made by another user has one uid")
+def test_the_worker_has_a_uid_of_its_own_and_neither_process_keeps_a_capability():
+    """Run by root: the judge holds CAP_SETUID and CAP_SETGID through its exec, forks the
+    worker onto the jail's second uid, and both then hold none; the worker cannot signal,
+    limit, renice or reconfigure the judge (red team 8's routes), or become uid 0 again."""
+    done = _run_in_jail(SPLIT_PROBE.format(jail_file=jail.__file__), extra_keep=[
+        os.path.dirname(jail.__file__)])
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout)
+    assert seen["judge_before"] == (1 << 6) | (1 << 7) | (1 << 8), seen  # SETGID, SETUID, SETPCAP
+    assert seen["judge_after"] == 0 and seen["uid"] == 0, seen
+    worker = seen["worker"]
+    assert (worker["uid"], worker["gid"], worker["caps"]) == (jail.WORKER_UID,) * 2 + (0,)
+    assert worker["reached"] == [], worker

@@ -5,8 +5,8 @@ it.
 Every cheat passed the judge on its first run (REDTEAM8.md); each is refused now, a plain
 assertion with the kind it gets. The escape probes run behind the allow-list
 (`refuse_imports=False`: they import subprocess and os) and start a fresh Python in the
-jail: what they report must hold the jail's line (no line "ESCAPED"); the two that reach
-the judge's limits are strict xfails."""
+jail: what they report must hold the jail's line (no line "ESCAPED"), the two that reach
+for the judge's limits included (the worker has a uid of its own)."""
 from pathlib import Path
 
 import pytest
@@ -16,11 +16,6 @@ from kernelkb.optimizer.sandbox import evaluate, imports
 pytestmark = pytest.mark.slow
 
 BAD = Path(__file__).resolve().parents[2] / "bad_kernels"
-
-
-def _open(plant: str, task: str, reason: str):
-    return pytest.param(plant, task, None, True, id=plant,
-                        marks=pytest.mark.xfail(strict=True, reason=reason))
 
 
 # plant -> (task, the kind a correct judge returns (None: any rejection), the allow-list on)
@@ -122,9 +117,9 @@ def test_redteam8_output_floods_stay_bounded():
     assert all(len(str(v)) < 20_000 for v in (result.artifacts or {}).values())
 
 
-@pytest.mark.xfail(strict=True, reason="the worker shares the judge's uid: prlimit, "
-                   "setpriority, sched_setaffinity and ioprio_set reach PID 1")
 def test_redteam8_the_worker_cannot_touch_the_judges_limits():
+    """prlimit, setpriority, sched_setaffinity and ioprio_set on PID 1: refused, the
+    worker's uid is not the judge's (jail.WORKER_UID)."""
     source = (BAD / "redteam8_escape_judge_limits.py").read_text()
     result = evaluate("rmsnorm", source, shapes="auto", seeds=1, timeout_s=900,
                       refuse_imports=False)
@@ -142,9 +137,9 @@ def test_redteam8_memory_cap_control_is_wrong_result():
     assert result.error_kind == "wrong_result", (result.error_kind, result.error_message)
 
 
-@pytest.mark.xfail(strict=True, reason="the candidate caps the judge's address space "
-                   "(prlimit on PID 1) and its wrong kernel reads `crash`, not wrong_result")
 def test_redteam8_a_capped_judge_still_says_wrong_result():
+    """A prlimit on the judge's address space is refused, so the wrong kernel's verdict is
+    its own, not a crash."""
     source = (BAD / "redteam8_escape_judge_memory_cap.py").read_text()
     result = evaluate("rmsnorm", source, shapes="auto", seeds=1, timeout_s=900,
                       refuse_imports=False)

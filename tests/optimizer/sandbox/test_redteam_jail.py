@@ -5,7 +5,6 @@ processes left behind, decoy secrets in the result, the runner's memory and disk
 import contextlib
 import fcntl
 import os
-import re
 import secrets
 import socket
 import struct
@@ -151,10 +150,9 @@ def test_signals_to_the_judge_change_no_verdict():
     assert not [s for s in SIGNALS if s in message], message[:400]
 
 
-@pytest.mark.xfail(strict=True, reason="open: the worker shares the judge's uid, so it may "
-                   "raise the judge's /proc/<pid>/oom_score_adj (it needs a second uid in the "
-                   "jail's user namespace); seen, no verdict changed by it")
 def test_the_judge_is_out_of_reach():
+    """The judge's /proc/<pid>/oom_score_adj and its signals: the worker runs as the jail's
+    second uid, so neither is its to touch."""
     items = _probe_items(_evaluate("judge_reach"))
     assert items[0].startswith("judge=")
     assert items[1:] == [], f"reached the judge: {items[1:]}"
@@ -211,7 +209,9 @@ def test_the_host_stays_unwritten():
     assert f"redteam_{marker}" not in keys, "the jail added a key the host's /proc/keys shows"
     items = _probe_items(result)
     if os.geteuid() == 0:
-        assert re.fullmatch(r"uid_map=0 65534 1", items[0]), items[0]
+        # the judge's uid 0 as host nobody, the worker's own uid beside it
+        assert items[0] == (f"uid_map=0 {jail.JAIL_UID} 1 {jail.WORKER_UID} "
+                            f"{jail.WORKER_HOST_UID} 1"), items[0]
     assert items[1:] == [], f"changed the host or gained privilege: {items[1:]}"
 
 
