@@ -19,7 +19,7 @@ naive kernel): the ``torch.ops.kernelkb`` op and ``dispatch_run`` run the launch
 ``KERNELKB_LAUNCH_PLAN=0`` (the path before the plan). Peers: the task's own
 (kernels/peers.py: eager, torch.compile, cuBLAS for matmul, Liger where installed).
 
-    python benchmarks/export_cost.py [--tasks matmul softmax] [--models llama-3-8b ...]
+    python -m benchmarks.export_cost [--tasks matmul softmax] [--models llama-3-8b ...]
 
 Without a CUDA GPU everything runs in the Triton interpreter on the tasks' CPU shapes as
 a correctness check: no figure is written, as CPU times say nothing of a GPU's.
@@ -46,8 +46,7 @@ if not ON_GPU:  # before triton is imported: the kernels run in the interpreter
     os.environ["TRITON_INTERPRET"] = "1"
 HERE = Path(__file__).resolve().parent
 
-from host_cost import best_kernel, checked, eager_us, peers_for_cpu  # noqa: E402
-
+from benchmarks.host_cost import best_kernel, checked, eager_us, peers_for_cpu  # noqa: E402
 from kernelkb.kernels.base import DTYPES, Task, get_task, load_candidate  # noqa: E402
 from kernelkb.kernels.model_config import read_model_config  # noqa: E402
 from kernelkb.kernels.model_shapes import model_shapes  # noqa: E402

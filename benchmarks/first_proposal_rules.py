@@ -19,25 +19,22 @@ A second table scores the first two proposals of the consensus rules: the first 
 10% / the better of the two within 3% (the product's first two: the mean of time / best,
 then the mean of its log; before, its second came from the validated order).
 
-    python benchmarks/first_proposal_rules.py [--data PATH]
+    python -m benchmarks.first_proposal_rules [--data PATH]
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import sys
 from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.transfer_gpus import DEFAULT_DATA, load_kernel_tuner  # noqa: E402
-from kernelkb.retrieval.hardware import STACK_POWER, gpu_similarity  # noqa: E402
-from kernelkb.retrieval.ranker import group_tables  # noqa: E402
+from benchmarks.transfer_gpus import DEFAULT_DATA, load_kernel_tuner
+from kernelkb.retrieval.hardware import STACK_POWER, gpu_similarity
+from kernelkb.retrieval.ranker import group_tables
 
 WITHIN = math.log(1.10)
 WITHIN_3 = math.log(1.03)

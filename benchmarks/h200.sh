@@ -71,13 +71,13 @@ for stage in "$@"; do
     profile:*) t=${stage#profile:}; timeout $(( $(left) - 20 )) python3 benchmarks/profile_worker.py "$t" > "$OUT/profile_$t.txt" 2>&1; echo "rc=$?" >> "$OUT/profile_$t.txt" ;;
     scaleout) timeout $(( $(left) - 20 )) python3 benchmarks/scale_out.py --slots ${SLOTS:-1} --jobs ${JOBS:-8} --repeats ${REPEATS:-3} > "$OUT/scale_out.log" 2>&1; echo "rc=$?" >> "$OUT/scale_out.log"; tail -8 "$OUT/scale_out.log" ;;
     # the exported op on Llama / Qwen / Mixtral shapes beside its peers (issue 48's table)
-    exportcost) timeout $(( $(left) - 20 )) python3 benchmarks/export_cost.py --tasks ${EC_TASKS:-matmul softmax rmsnorm swiglu} --models ${EC_MODELS:-llama-3-8b qwen2.5-7b} --repeats ${EC_REPEATS:-15} --out benchmarks/results > "$OUT/export_cost.log" 2>&1; echo "rc=$?" >> "$OUT/export_cost.log"; tail -40 "$OUT/export_cost.log" ;;
+    exportcost) timeout $(( $(left) - 20 )) python3 -m benchmarks.export_cost --tasks ${EC_TASKS:-matmul softmax rmsnorm swiglu} --models ${EC_MODELS:-llama-3-8b qwen2.5-7b} --repeats ${EC_REPEATS:-15} --out benchmarks/results > "$OUT/export_cost.log" 2>&1; echo "rc=$?" >> "$OUT/export_cost.log"; tail -40 "$OUT/export_cost.log" ;;
     hostcost) timeout $(( $(left) - 20 )) python3 benchmarks/host_cost.py --out "$OUT" > "$OUT/host_cost.log" 2>&1; echo "rc=$?" >> "$OUT/host_cost.log" ;;
-    launch) timeout $(( $(left) - 20 )) python3 benchmarks/launch_bound.py --runs benchmarks/runs > "$OUT/launch.log" 2>&1; echo "rc=$?" >> "$OUT/launch.log" ;;
+    launch) timeout $(( $(left) - 20 )) python3 -m benchmarks.launch_bound --runs benchmarks/runs > "$OUT/launch.log" 2>&1; echo "rc=$?" >> "$OUT/launch.log" ;;
     revalidate:*) t=${stage#revalidate:}; KERNELKB_DATA_DIR=/tmp/kkb_revalidate timeout $(( $(left) - 20 )) python3 -m kernelkb revalidate --task "$t" --top ${TOP:-3} --journal "benchmarks/results/revalidate_${t}_h200.jsonl" 2>&1 | grep --line-buffered -v 'Warning\|INFO' | tee -a "$OUT/revalidate.log" ;;
     # the structural variants beside the checked peers: explore candidates, then the winners (~500 s)
     variants) timeout $(( $(left) / 2 )) python3 benchmarks/variants.py explore --budget-s $(( $(left) / 2 - 60 )) --out benchmarks/results > "$OUT/variants.log" 2>&1; timeout $(( $(left) - 20 )) python3 benchmarks/variants.py final --choice benchmarks/results/variants_explore_h200.json --budget-s $(( $(left) - 80 )) --out benchmarks/results >> "$OUT/variants.log" 2>&1 ;;
-    confirm) timeout $(( $(left) - 20 )) python3 benchmarks/transfer.py --confirm 2>&1 | grep --line-buffered -v Warning | tail -40 > "$OUT/confirm.log" ;;
+    confirm) timeout $(( $(left) - 20 )) python3 -m benchmarks.transfer --confirm 2>&1 | grep --line-buffered -v Warning | tail -40 > "$OUT/confirm.log" ;;
   esac
   # after every stage: a later stage the device's time limit cuts still leaves these
   # (files the checkout does not track are gone from the device by the next call)

@@ -15,7 +15,7 @@ shape (optimizer/peers.py; a wrong one gets the reason instead of figures):
 - ``host``: wall time per call of many back-to-back calls, synchronised once at the end:
   what an eager caller pays per call, launch path included.
 
-    python benchmarks/launch_bound.py [--tasks rope softmax] [--shapes 2] [--runs benchmarks/runs]
+    python -m benchmarks.launch_bound [--tasks rope softmax] [--shapes 2] [--runs benchmarks/runs]
 
 Writes benchmarks/results/launch_bound_<gpu>_<dtype>.{json,md}. Needs a CUDA GPU.
 """
@@ -34,14 +34,12 @@ from typing import Any
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.peers import our_kernels  # noqa: E402
-from kernelkb.kernels.base import DTYPES, Task, all_tasks  # noqa: E402
-from kernelkb.kernels.peers import Peer, peers_for  # noqa: E402
-from kernelkb.optimizer.peers import check_peer  # noqa: E402
-from kernelkb.optimizer.sandbox import detect_environment  # noqa: E402
-from kernelkb.optimizer.sandbox.timing import graph_ms, measure, rotating  # noqa: E402
+from benchmarks.peers import our_kernels
+from kernelkb.kernels.base import DTYPES, Task, all_tasks
+from kernelkb.kernels.peers import Peer, peers_for
+from kernelkb.optimizer.peers import check_peer
+from kernelkb.optimizer.sandbox import detect_environment
+from kernelkb.optimizer.sandbox.timing import graph_ms, measure, rotating
 
 log = logging.getLogger("launch_bound")
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -135,7 +133,7 @@ def main() -> None:
     env = detect_environment(None)
     tasks = all_tasks()
     rows: list[dict[str, Any]] = []
-    command = "python benchmarks/launch_bound.py " + " ".join(sys.argv[1:])
+    command = "python -m benchmarks.launch_bound " + " ".join(sys.argv[1:])
     RESULTS.mkdir(exist_ok=True)
     stem = RESULTS / f"launch_bound_{env['gpu_name'].split()[-1].lower()}_{args.dtype}"
     for name in args.tasks or list(tasks):

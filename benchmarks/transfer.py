@@ -6,8 +6,8 @@ turn, the real optimizer loop runs with the offline agent against a replay of th
 holding the other tasks' experiences only; (c) same-task prior, the task's own space
 experiences (NOT cross-task, an upper bound). Same budget, seeds 0..N-1. No GPU needed.
 
-    python benchmarks/transfer.py                    # replay: results/transfer.{md,json,png}
-    python benchmarks/transfer.py --confirm          # on the H200: re-time the winners
+    python -m benchmarks.transfer                    # replay: results/transfer.{md,json,png}
+    python -m benchmarks.transfer --confirm          # on the H200: re-time the winners
 
 --confirm re-measures each task's naive config and the replay's winners with the real
 sandbox on the GPU and writes results/transfer_confirm.{json,md}.
@@ -25,8 +25,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 log = logging.getLogger("transfer")
 HERE = Path(__file__).resolve().parent
@@ -220,7 +218,7 @@ def main() -> None:
     if args.confirm:
         confirm(args.out_dir / "transfer.json", args.out_dir, args.dtype)
         return
-    command = "python benchmarks/transfer.py " + " ".join(sys.argv[1:])
+    command = "python -m benchmarks.transfer " + " ".join(sys.argv[1:])
     payload = run_benchmark(space_dir=args.space_dir, seeds_dir=args.seeds_dir,
                             out_dir=args.out_dir, repeats=args.repeats, budget=args.budget,
                             dtype=args.dtype, tasks=args.tasks, arms=args.arms,

@@ -29,7 +29,7 @@ of a configuration falls inside the ranker's 80% interval of its zero-shot predi
 (``CostModel.interval``, calibrated on the training GPUs alone), over every configuration
 with a time and over the first 10 of the ranking (what bootstrap shows).
 
-    python benchmarks/transfer_gpus.py [--data PATH] [--seeds 20] [--model-seeds 5]
+    python -m benchmarks.transfer_gpus [--data PATH] [--seeds 20] [--model-seeds 5]
 
 Writes benchmarks/results/transfer_gpus.{md,json,png}.
 """
@@ -51,14 +51,12 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.transfer_peers import Walks  # noqa: E402
-from benchmarks.transfer_summary import seed_summary, summary_lines  # noqa: E402
-from kernelkb.kb.terminal import tracked  # noqa: E402 - a bar on a terminal, nothing in a pipe
-from kernelkb.kernels.shared.stats import geomean  # noqa: E402
-from kernelkb.retrieval.hardware import gpu_similarity  # noqa: E402
-from kernelkb.retrieval.ranker import (  # noqa: E402
+from benchmarks.transfer_peers import Walks
+from benchmarks.transfer_summary import seed_summary, summary_lines
+from kernelkb.kb.terminal import tracked  # a bar on a terminal, nothing in a pipe
+from kernelkb.kernels.shared.stats import geomean
+from kernelkb.retrieval.hardware import gpu_similarity
+from kernelkb.retrieval.ranker import (
     CostModel,
     ExperienceRow,
     config_key,
@@ -762,7 +760,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     notes.append("Objective per case and the inner-fold selection scores (mean log best-of-"
                  "top-10 on training folds) are in the JSON (_objective, _selection).")
     payload = {
-        "command": "python benchmarks/transfer_gpus.py " + " ".join(argv or sys.argv[1:]),
+        "command": "python -m benchmarks.transfer_gpus " + " ".join(argv or sys.argv[1:]),
         "host": f"{platform.node()} ({platform.machine()}, {platform.python_version()})",
         "seconds": seconds, "seeds": args.seeds, "objective": args.objective,
         "goals": split_goals(gpu_cases, args.test_ops) + goals(gpu_cases, task_cases),

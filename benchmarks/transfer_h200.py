@@ -15,7 +15,7 @@ trained on the known rows); and the product's walk (retrieval/walk.py) whose GPs
 known regimes' (a regime plays the part a GPU plays across cards), over 5 model seeds.
 E@3% as in benchmarks/transfer_gpus.py.
 
-    python benchmarks/transfer_h200.py [--sweeps benchmarks/sweeps] [--model-seeds 5]
+    python -m benchmarks.transfer_h200 [--sweeps benchmarks/sweeps] [--model-seeds 5]
 
 Writes benchmarks/results/transfer_h200.{md,json}.
 """
@@ -34,13 +34,11 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from benchmarks.transfer_gpus import Case, cold_orders, make_case, summarise, walk_metrics  # noqa: E402
-from benchmarks.transfer_summary import spread  # noqa: E402
-from kernelkb.retrieval.ranker import CostModel, ExperienceRow, config_key  # noqa: E402
-from kernelkb.retrieval.transfer_bo import Encoder, fit_gp  # noqa: E402
-from kernelkb.retrieval.walk import Walk  # noqa: E402
+from benchmarks.transfer_gpus import Case, cold_orders, make_case, summarise, walk_metrics
+from benchmarks.transfer_summary import spread
+from kernelkb.retrieval.ranker import CostModel, ExperienceRow, config_key
+from kernelkb.retrieval.transfer_bo import Encoder, fit_gp
+from kernelkb.retrieval.walk import Walk
 
 HERE = Path(__file__).resolve().parent
 TOLERANCE = 1.03
@@ -239,7 +237,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not rows:
         raise SystemExit(f"no sweep journal under {args.sweeps}")
     cases = studies(rows, args.model_seeds, args.walk_limit)
-    payload = {"command": "python benchmarks/transfer_h200.py " + " ".join(argv or sys.argv[1:]),
+    payload = {"command": "python -m benchmarks.transfer_h200 " + " ".join(argv or sys.argv[1:]),
                "journals": sorted(p.name for p in args.sweeps.glob("*.jsonl")),
                "model_seeds": args.model_seeds, "seconds": time.time() - started}
     write(cases, payload, args.out)

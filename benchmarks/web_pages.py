@@ -1,7 +1,7 @@
 """Server time of each web page on a store seeded with the shipped seeds (vectors off: the
 pages read SQL only). Prints p50 / p90 over N requests per page, over loopback HTTP.
 
-    python benchmarks/web_pages.py [--requests 20]
+    python -m benchmarks.web_pages [--requests 20]
 """
 
 from __future__ import annotations
@@ -15,14 +15,9 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "api"))
-
-from live_server import live_server  # noqa: E402
-
-from kernelkb.kb.service import LocalKnowledge  # noqa: E402
-from kernelkb.kb.settings import Settings  # noqa: E402
+from kernelkb.kb.service import LocalKnowledge
+from kernelkb.kb.settings import Settings
+from tests.api.live_server import live_server  # the tests' live server, in a thread
 
 RUN = "rope-20261129T144940-8e7697"
 PAGES = ["/", "/ui/insights?op=softmax&gpu=NVIDIA+H200",
