@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +39,7 @@ import torch
 
 from kernelkb.kb.terminal import configure_logging, tracked
 from kernelkb.kernels.base import DTYPES, Task, all_tasks, load_candidate
+from kernelkb.kernels.shared.atomic import replaced
 from kernelkb.kernels.shared.stats import geomean
 from kernelkb.optimizer.sandbox import checks, detect_environment, evaluate
 from kernelkb.optimizer.sandbox.compiled_info import kernel_resources
@@ -186,9 +186,8 @@ def measure_task(task: Task, dtype: str, workers: int, peaks: dict, command: str
             "space_size": len(configs), "complete": complete,
             "configs": [{"key": k, **r} for k, r in rows.items()],
         }
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(payload, indent=1))
-        os.replace(tmp, path)
+        with replaced(path) as tmp:
+            tmp.write_text(json.dumps(payload, indent=1))
 
     started = time.time()
     check_all(task, dtype, configs, shapes, _fit_workers(task, dtype, shapes, workers), rows)

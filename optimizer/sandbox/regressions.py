@@ -6,9 +6,10 @@ and a regression slips back in. The host keeps the shrunk case from the judge's 
 and hands the task's kept cases to the next request; a case is a shape, a drawn
 condition's name and a seed, so it replays exactly.
 
-Where: ``$KERNELKB_HOME/regressions/<task>.json``, else the user's data folder
-(``$XDG_DATA_HOME/kernelkb`` or ``~/.local/share/kernelkb``); at most ``KEEP`` cases a
-task, the newest kept.
+Where: ``$KERNELKB_HOME/regressions/<task>.json``, else under the user's data folder
+(kernels/shared/folders.py, the store's default home); at most ``KEEP`` cases a task,
+the newest kept. The file is replaced whole (kernels/shared/atomic.py): two evaluations
+of one task may keep a case at once, and a reader never sees half of one.
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ import os
 from pathlib import Path
 from typing import Any
 
+from kernelkb.kernels.shared.atomic import replaced
+from kernelkb.kernels.shared.folders import user_data
+
 KEEP = 8
 
 
 def folder() -> Path:
-    home = os.environ.get("KERNELKB_HOME") or os.path.join(
-        os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share"), "kernelkb")
-    return Path(home) / "regressions"
+    home = os.environ.get("KERNELKB_HOME")
+    return (Path(home) if home else user_data()) / "regressions"
 
 
 def load(task: str) -> list[dict[str, Any]]:
@@ -45,9 +48,8 @@ def keep(task: str, judge: dict[str, Any] | None) -> dict[str, Any] | None:
     path = folder() / f"{task}.json"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(cases, indent=1))
-        tmp.replace(path)
+        with replaced(path) as tmp:
+            tmp.write_text(json.dumps(cases, indent=1))
     except OSError:
         return None
     return case

@@ -27,6 +27,7 @@ import traceback
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -41,6 +42,7 @@ from kernelkb.kernels.base import (
     load_candidate,
 )
 from kernelkb.kernels.discovery import load_origin
+from kernelkb.kernels.shared.atomic import replaced
 from kernelkb.kernels.shared.comparison import may_improve
 from kernelkb.optimizer.sandbox import (
     checks,
@@ -1199,10 +1201,8 @@ def write_result(data: dict[str, Any], *, fd: int | None, path: str | None) -> N
         os.pwrite(fd, text, 0)
         return
     assert path is not None
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
+    with replaced(Path(path)) as tmp:  # a reader sees the last whole result, never half
+        tmp.write_bytes(text)
 
 
 def _layout(inputs: list[Any]) -> list[Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -49,3 +50,17 @@ def test_the_run_file_is_written_through_it(tmp_path: Path) -> None:
     run.start()
     assert [p.name for p in (tmp_path / "run").iterdir()] == [run.path.name]
     assert '"run_id": "r1"' in run.path.read_text()
+
+
+def test_the_workers_result_file_is_written_through_it(tmp_path: Path) -> None:
+    """An in-process worker's result (the runner reads a descriptor instead): each
+    progress write replaces the file whole, with the permissions it had."""
+    from kernelkb.optimizer.sandbox.worker import write_result
+
+    target = tmp_path / "result.json"
+    write_result({"stage": "load"}, fd=None, path=str(target))
+    target.chmod(0o600)
+    write_result({"stage": "done", "final": True}, fd=None, path=str(target))
+    assert json.loads(target.read_text()) == {"stage": "done", "final": True}
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
