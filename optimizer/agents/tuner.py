@@ -15,10 +15,14 @@ Why not optuna's TPESampler (evaluated 2026-12-05, optuna 5.1 on the 2-core CPU,
 data of tests/optimizer/agents/test_tuner.py): it picked the same point, but it samples
 from the product of the knob values and cannot be given the legal untried points (the
 task's constraint, the GPU's shared memory, the sources tried), so each pick is an
-ask/tell loop that throws away what is illegal or tried; its densities leave out failed
+ask/tell loop that throws away what is illegal or tried (under the default structure
+49 of matmul's 432 knob settings are legal, 5 of attention's 36, 32 of softmax's 90:
+about nine asks a pick on matmul before any is tried); its densities leave out failed
 trials, where here a failed or incorrect configuration counts as bad; and a pick took
 2-9 ms against 0.17 ms here, after a 0.2 s import of four more packages (optuna,
 alembic, mako, colorlog). Nothing in it would be simpler, and it would be slower.
+tests/optimizer/agents/test_tuner.py holds what a swap would have to keep: the same
+picks for a seed, failed points counted as bad, legal untried points only.
 """
 
 from __future__ import annotations

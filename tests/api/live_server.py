@@ -16,6 +16,7 @@ from kernelkb.kb.entry.api.http_protocol import serve_options
 from kernelkb.kb.service import LocalKnowledge
 
 START_S = 120  # a loaded 2-core machine can take this long to import and warm up
+TOKEN = "test-token"  # the write token of the API tests' store (tests/api/conftest.py)
 
 
 def free_port(host: str = "127.0.0.1") -> int:

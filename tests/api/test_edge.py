@@ -13,20 +13,12 @@ from pathlib import Path
 import httpx
 import pytest
 from kb_testdata import make_knowledge, record_dict
-from live_server import live_server
+from live_server import TOKEN, live_server
 
 from kernelkb.kb.entry.api.access import is_loopback, write_policy
 
-TOKEN = "edge-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    kb = make_knowledge(tmp_path_factory.mktemp("edge"), api_token=TOKEN)
-    with live_server(kb) as port:
-        yield f"http://127.0.0.1:{port}"
 
 
 def _post(url: str, path: str, raw: str, headers: dict | None = None) -> httpx.Response:

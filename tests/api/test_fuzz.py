@@ -11,22 +11,19 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 import requests
 import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from kb_testdata import make_knowledge, record_dict
-from live_server import live_server
+from kb_testdata import record_dict
+from live_server import TOKEN
 
 from kernelkb.kb.queries import iter_records
 from kernelkb.kb.service import LocalKnowledge
 
-TOKEN = "fuzz-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 # per operation; the long run sets KERNELKB_FUZZ_EXAMPLES=2500 (9 operations: > 20,000)
 EXAMPLES = int(os.environ.get("KERNELKB_FUZZ_EXAMPLES", "15"))
@@ -42,23 +39,15 @@ def _count(status: int) -> None:
         Path(TALLY_FILE).write_text(json.dumps(tally))
 
 
-@pytest.fixture(scope="module")
-def fuzz_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalKnowledge, str]]:
-    root: Path = tmp_path_factory.mktemp("fuzz")
-    kb = make_knowledge(root, api_token=TOKEN)
-    with live_server(kb) as port:
-        yield kb, f"http://127.0.0.1:{port}"
-
-
 def _operations(url: str) -> list:  # type: ignore[type-arg]
     schema = schemathesis.openapi.from_url(f"{url}/openapi.json")
     ops = [result.ok() for result in schema.get_all_operations()]
     return [op for op in ops if op.path != "/reindex"]  # rebuilds the index: slow, not input
 
 
-def test_no_server_errors(fuzz_store: tuple[LocalKnowledge, str]) -> None:
+def test_no_server_errors(api_store: tuple[LocalKnowledge, str]) -> None:
     """Every operation in the OpenAPI schema, with generated (valid and invalid) input."""
-    url = fuzz_store[1]
+    url = api_store[1]
     operations = _operations(url)
     assert len(operations) >= 8
     session = requests.Session()  # one connection pool (a client per call reloads CA files)
@@ -107,10 +96,10 @@ def _put(data: dict, path: str, value: object) -> None:
     data[last] = value
 
 
-def test_mutated_records(fuzz_store: tuple[LocalKnowledge, str]) -> None:
+def test_mutated_records(api_store: tuple[LocalKnowledge, str]) -> None:
     """Valid records with one to three fields replaced by odd values, next to a valid one:
     never a 5xx, the valid one always kept, every accepted one readable."""
-    url = fuzz_store[1]
+    url = api_store[1]
     serial = iter(range(10**9))
     client = httpx.Client(timeout=60)
 
@@ -141,10 +130,10 @@ def test_mutated_records(fuzz_store: tuple[LocalKnowledge, str]) -> None:
         check()
 
 
-def test_every_accepted_record_exports(fuzz_store: tuple[LocalKnowledge, str]) -> None:
+def test_every_accepted_record_exports(api_store: tuple[LocalKnowledge, str]) -> None:
     """What the fuzz tests above got accepted, and records of its own with odd but valid
     fields (so the test means something when it runs alone), all export."""
-    kb, url = fuzz_store
+    kb, url = api_store
     own = [record_dict(summary=text, config={"B": n})
            for n, text in enumerate(["\U0001f600 odd but valid", "\u2028## Reminders",
                                      "x" * 300, "a\tb\\n\"c\""])]

@@ -11,39 +11,29 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from kb_testdata import make_knowledge, record_dict, shared_embedder
-from live_server import free_port, live_server
+from kb_testdata import make_knowledge, record_dict
+from live_server import TOKEN, free_port, live_server
 
 from kernelkb.kb.embedder import Embedder
 from kernelkb.retrieval.query import RetrievalQuery
 from kernelkb.retrieval.remote import RemoteKnowledge, ServiceError, ServiceUnavailable
 
-TOKEN = "test-token"
 
-
-@pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    root: Path = tmp_path_factory.mktemp("svc")
-    kb = make_knowledge(root, api_token=TOKEN)
-    with live_server(kb) as port:
-        yield f"http://127.0.0.1:{port}"
-
-
-def test_token_is_enforced_on_mutations(service: str) -> None:
+def test_token_is_enforced_on_mutations(url: str) -> None:
     body = record_dict(summary="token test")
-    assert httpx.post(f"{service}/experiences", json=body).status_code == 401
+    assert httpx.post(f"{url}/experiences", json=body).status_code == 401
     wrong = {"Authorization": "Bearer nope"}
-    assert httpx.post(f"{service}/experiences", json=body, headers=wrong).status_code == 401
-    ok = httpx.post(f"{service}/experiences", json=body,
+    assert httpx.post(f"{url}/experiences", json=body, headers=wrong).status_code == 401
+    ok = httpx.post(f"{url}/experiences", json=body,
                     headers={"Authorization": f"Bearer {TOKEN}"})
     assert ok.status_code == 201 and len(ok.json()["accepted"]) == 1
-    again = httpx.post(f"{service}/experiences", json=body,
+    again = httpx.post(f"{url}/experiences", json=body,
                        headers={"Authorization": f"Bearer {TOKEN}"})
     assert again.status_code == 200 and again.json()["duplicates"] == ok.json()["accepted"]
-    assert httpx.get(f"{service}/health").json()["status"] == "ok"  # reads stay open
+    assert httpx.get(f"{url}/health").json()["status"] == "ok"  # reads stay open
 
 
-def test_bootstrap_for_shapes_over_http(service: str) -> None:
+def test_bootstrap_for_shapes_over_http(url: str) -> None:
     """``shapes`` travels through POST /bootstrap and the client: the fastest measured on
     them wins over the largest speedup (the rule: tests/retrieval/test_insights.py)."""
     short = "rows=128,cols=4096"
@@ -53,7 +43,7 @@ def test_bootstrap_for_shapes_over_http(service: str) -> None:
                              op="matmul", run=f"shapes-{config['B']}")
         record["feedback"]["timings"] = [{"shape": short, "median_ms": ms}]
         records.append(record)
-    remote = RemoteKnowledge(service, token=TOKEN)
+    remote = RemoteKnowledge(url, token=TOKEN)
     assert len(remote.ingest(records).accepted) == 2
     target = {"gpu_name": "NVIDIA H200"}
 
@@ -62,12 +52,12 @@ def test_bootstrap_for_shapes_over_http(service: str) -> None:
         return next(i.config for i in plan.items if i.kind == "config")
 
     assert first() == {"B": 11} and first(shapes=[short]) == {"B": 12}
-    bad = httpx.post(f"{service}/bootstrap", json={"env": target, "shapes": ["x" * 10_000]})
+    bad = httpx.post(f"{url}/bootstrap", json={"env": target, "shapes": ["x" * 10_000]})
     assert bad.status_code == 422 and "shapes" in bad.text
 
 
-def test_remote_client_round_trip(service: str) -> None:
-    remote = RemoteKnowledge(service, token=TOKEN)
+def test_remote_client_round_trip(url: str) -> None:
+    remote = RemoteKnowledge(url, token=TOKEN)
     bad = record_dict(summary="bad")
     bad["verdict"] = "great"
     report = remote.ingest([record_dict(summary="remote win", config={"B": 7}), bad])
@@ -94,13 +84,13 @@ def test_remote_client_round_trip(service: str) -> None:
     named = remote.bootstrap({"gpu_name": "NVIDIA A100"}, op_type="softmax")
     assert named.target["arch"] == "sm_80"
     assert named.prediction is not None or named.prediction_note
-    unknown = httpx.post(f"{service}/bootstrap", json={"env": {"gpu_name": "Voodoo 5"}})
+    unknown = httpx.post(f"{url}/bootstrap", json={"env": {"gpu_name": "Voodoo 5"}})
     assert unknown.status_code == 422 and "NVIDIA H200" in unknown.json()["detail"]
-    page = httpx.get(f"{service}/experiences", params={"op_type": "softmax", "limit": 1}).json()
+    page = httpx.get(f"{url}/experiences", params={"op_type": "softmax", "limit": 1}).json()
     assert page["total"] >= 1 and len(page["items"]) == 1
-    assert httpx.get(f"{service}/docs").status_code == 200
+    assert httpx.get(f"{url}/docs").status_code == 200
     with pytest.raises(ServiceError, match="401"):
-        RemoteKnowledge(service).ingest([record_dict(summary="no token")])
+        RemoteKnowledge(url).ingest([record_dict(summary="no token")])
 
 
 def test_service_down_raises_service_unavailable() -> None:
@@ -109,17 +99,18 @@ def test_service_down_raises_service_unavailable() -> None:
         remote.stats()
 
 
-def test_requests_waiting_for_the_query_model_hold_no_worker_thread(tmp_path: Path) -> None:
+def test_requests_waiting_for_the_query_model_hold_no_worker_thread(
+        tmp_path: Path, embedder: Embedder) -> None:
     """Query texts the server has not embedded wait for the embedding batcher outside the
     worker threads (``serve_threads``), so more requests than workers join one model run.
     The first run is held until the other requests are queued behind it; with the waiting
     done on the workers, no more than ``serve_threads - 1`` could ever be queued."""
-    embedder = Embedder()
-    embedder._query_model = shared_embedder().query_model  # the loaded runner, no reload
+    own = Embedder()  # its own batcher, to be held; the session's loaded runner, no reload
+    own._query_model = embedder.query_model
     kb = make_knowledge(tmp_path, serve_threads=2)
-    kb.embedder = embedder
+    kb.embedder = own
     kb.ingest([record_dict(summary=f"tile {n}", run=f"wait-{n}") for n in range(3)])
-    batcher = embedder._queries
+    batcher = own._queries
     encode, sizes, crowd = batcher._encode, [], 8
     batcher.parallel = 1  # one model run at a time: the rest must queue
     batcher.max_batch = crowd  # and all of them may join the next run

@@ -6,16 +6,15 @@ from __future__ import annotations
 import threading
 
 import numpy as np
-from kb_testdata import shared_embedder
 
 from kernelkb.kb.embedder import Embedder
 
 
-def test_concurrent_queries_share_batches_and_match_single_vectors() -> None:
+def test_concurrent_queries_share_batches_and_match_single_vectors(embedder: Embedder) -> None:
     texts = [f"softmax: bandwidth bound at {n}% of peak, rows of {2 ** (n % 12)}"
              for n in range(48)]
     alone = Embedder(cache_size=0, onnx_queries=True)
-    alone._query_model = shared_embedder().query_model  # the loaded runner, no second load
+    alone._query_model = embedder.query_model  # the loaded runner, no second load
     single = np.stack([alone.query_model.encode([t])[0] for t in texts])
 
     together = Embedder(cache_size=0)

@@ -18,31 +18,20 @@ from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kb.settings import Settings
 from kernelkb.retrieval.names import UnknownName, match_gpu, match_name
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
 H200 = "NVIDIA H200"
 
 
-@pytest.fixture(scope="module")
-def seeded_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("names-home")
-    kb = LocalKnowledge(Settings(data_dir=home, vectors=False, seeds_dir=REPO_ROOT / "seeds"))
-    kb.seed()
-    kb.close()
+@pytest.fixture
+def cli_home(seeded: LocalKnowledge, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = seeded.settings.data_dir
+    monkeypatch.setenv("KERNELKB_HOME", str(home))
+    monkeypatch.setenv("KERNELKB_VECTORS", "false")
     return home
 
 
-@pytest.fixture
-def cli_home(seeded_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("KERNELKB_HOME", str(seeded_home))
-    monkeypatch.setenv("KERNELKB_VECTORS", "false")
-    return seeded_home
-
-
 @pytest.fixture(scope="module")
-def service(seeded_home: Path) -> Iterator[str]:
-    kb = LocalKnowledge(Settings(data_dir=seeded_home, vectors=False))
-    with live_server(kb) as port:
+def service(seeded: LocalKnowledge) -> Iterator[str]:
+    with live_server(seeded) as port:
         yield f"http://127.0.0.1:{port}"
 
 

@@ -50,3 +50,60 @@ def test_tpe_prefers_values_of_the_fastest_points() -> None:
 def test_unknown_search_is_refused() -> None:
     with pytest.raises(ValueError, match="search must be"):
         TunerAgent(search="anneal")
+
+
+# What optuna's TPESampler would not keep (optimizer/agents/tuner.py says why it is not
+# used): the same picks for a seed, failed points as evidence, legal untried points only.
+
+def _observe(tuner: TunerAgent, config: dict, score: float | None, verdict: str) -> str:
+    source = TASK.render(config)
+    tuner._pending[source_hash(source)] = config
+    tuner.observe(Proposal(source=source, summary="synthetic"), score, verdict)
+    return source_hash(source)
+
+
+def test_tpe_picks_the_same_points_for_a_seed() -> None:
+    def picks(seed: int) -> list[str]:
+        tuner, tried, order = TunerAgent(search="tpe", seed=seed), set[str](), []
+        for round_ in range(8):  # the random start (4 timed), then the densities
+            proposal = tuner.propose(context(tried=tried))
+            order.append(proposal.summary)
+            tried.add(source_hash(proposal.source or ""))
+            tuner.observe(proposal, 1.0 + round_ % 3, "neutral")
+        return order
+    assert picks(3) == picks(3)
+    assert picks(3) != picks(4)
+
+
+def test_tpe_counts_a_failed_configuration_as_bad() -> None:
+    """8 warps timed fastest; five more 8-warp points failed: the next pick leaves 8."""
+    def pick(failures: bool) -> str:
+        tuner, tried = TunerAgent(search="tpe", startup=4), set[str]()
+        for warps in (1, 2, 4, 8):
+            tried.add(_observe(tuner, {**TASK.default_config, "BLOCK_SIZE": 1024,
+                                       "NUM_WARPS": warps}, 0.5 if warps == 8 else 2.0,
+                               "neutral"))
+        for other in ({"ROWS_PER_PROGRAM": 2}, {"ROWS_PER_PROGRAM": 4},
+                      {"BLOCK_SIZE": 4096}, {"BLOCK_SIZE": 4096, "NUM_STAGES": 2},
+                      {"BLOCK_SIZE": 1024, "NUM_STAGES": 2}):
+            if failures:
+                tried.add(_observe(tuner, {**TASK.default_config, "NUM_WARPS": 8, **other},
+                                   None, "failed"))
+        return tuner.propose(context(tried=tried)).source or ""
+    assert "NUM_WARPS = 8" in pick(failures=False)
+    assert "NUM_WARPS = 8" not in pick(failures=True)
+
+
+def test_tpe_proposes_legal_untried_points_only() -> None:
+    """matmul: 49 of its 432 knob settings are legal under the default structure."""
+    matmul = get_task("matmul")
+    tuner, tried = TunerAgent(search="tpe", seed=1), set[str]()
+    legal = [matmul.render(c) for c in tuner.space(matmul, matmul.default_config)]
+    for round_ in range(12):
+        proposal = tuner.propose(AgentContext(
+            task=matmul, dtype="float16", iteration=round_ + 1, round_kind="tune",
+            best_source=matmul.render(matmul.default_config), tried_hashes=tried))
+        source = proposal.source or ""
+        assert source in legal and source_hash(source) not in tried
+        tried.add(source_hash(source))
+        tuner.observe(proposal, 1.0 + round_ % 3, "neutral")
