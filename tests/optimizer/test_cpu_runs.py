@@ -12,12 +12,12 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kb_testdata import record_dict  # noqa: E402
 
 from kernelkb.kb.service import LocalKnowledge
-from kernelkb.kb.settings import Settings
 from kernelkb.kernels.base import get_task
 from kernelkb.optimizer.report import sweep_line
 from kernelkb.optimizer.sandbox import resolve_shapes, sweep_shape_set
@@ -59,9 +59,15 @@ def test_the_sweep_line_says_what_was_checked_and_that_nothing_was_timed() -> No
 
 
 @pytest.fixture
-def mixed_store(tmp_path: Path) -> LocalKnowledge:
+def backend() -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) with vectors off: these tests read SQL only."""
+    return {"vectors": False}
+
+
+@pytest.fixture
+def mixed_store(knowledge: LocalKnowledge) -> LocalKnowledge:
     """Timed H200 and A100 records of softmax beside untimed CPU-interpreter ones."""
-    kb = LocalKnowledge(Settings(data_dir=tmp_path, vectors=False, seeds_dir=tmp_path / "no"))
+    kb = knowledge
     rows = [record_dict(hw="H200", summary="whole-row tile", config={"BLOCK_SIZE": 4096}),
             record_dict(hw="A100", summary="two rows a program", categories=("tiling",),
                         config={"BLOCK_SIZE": 2048}),

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,15 +22,6 @@ SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 SOFTMAX = get_task("softmax")
 RMSNORM = get_task("rmsnorm")  # the seeds hold its best measured configurations
 H100 = "NVIDIA H100 SXM"
-
-
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKnowledge]:
-    kb = LocalKnowledge(Settings(data_dir=tmp_path_factory.mktemp("seeded"), vectors=False,
-                                 seeds_dir=SEEDS))
-    assert all(not r.rejected for r in kb.seed().values())
-    yield kb
-    kb.close()
 
 
 @pytest.fixture

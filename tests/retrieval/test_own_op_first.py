@@ -24,7 +24,9 @@ H200 = "NVIDIA H200"
 
 
 @pytest.fixture(scope="module")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKnowledge]:
+def seeded_vectors(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKnowledge]:
+    """The shipped seeds with vectors on (the conftest's `seeded` has none): retrieval
+    here ranks by cosine and full text, as a user's store does."""
     kb = make_knowledge(tmp_path_factory.mktemp("seeded"), seeds_dir=SEEDS)
     assert all(not r.rejected for r in kb.seed().values())
     yield kb
@@ -56,15 +58,15 @@ def _check(result: RetrievalResult, op: str, relatives: tuple[str, ...]) -> None
 
 
 @pytest.mark.parametrize("task_name", sorted(all_tasks()))
-def test_each_task_on_its_h200_gets_its_own_wins_first(seeded: LocalKnowledge,
+def test_each_task_on_its_h200_gets_its_own_wins_first(seeded_vectors: LocalKnowledge,
                                                        task_name: str) -> None:
     task = get_task(task_name)
     for k in (5, 15):
         query = RetrievalQuery(op_type=task.op_type, gpu_name=H200, k=k, max_chars=50_000,
                                related_ops=list(task.related_ops))
-        result = seeded.retrieve(query)
+        result = seeded_vectors.retrieve(query)
         _check(result, task.op_type, task.related_ops)
-        if _own_wins(seeded, task.op_type):
+        if _own_wins(seeded_vectors, task.op_type):
             assert not result.hits[0].related
             own = [h for h in result.hits if not h.related]
             assert own[0].record.env.gpu_name == H200
@@ -72,15 +74,15 @@ def test_each_task_on_its_h200_gets_its_own_wins_first(seeded: LocalKnowledge,
                 assert len(own) < k
 
 
-def test_softmax_no_longer_crowded_out_by_attention(seeded: LocalKnowledge) -> None:
+def test_softmax_no_longer_crowded_out_by_attention(seeded_vectors: LocalKnowledge) -> None:
     """The issue's case: five hits, all attention's RoPE-table flip, none of softmax's."""
     query = RetrievalQuery(op_type="softmax", gpu_name=H200, related_ops=["rmsnorm",
                                                                          "attention"])
-    hits = seeded.retrieve(query).hits
+    hits = seeded_vectors.retrieve(query).hits
     assert len(hits) == 5 and all(h.record.task.op_type == "softmax" for h in hits)
     assert sum("ROPE_TABLE" in h.record.edit.summary for h in hits) == 0
     # k past the store's distinct softmax edits on the H200, so related ops fill in
-    wide = seeded.retrieve(query.model_copy(update={"k": 50, "max_chars": 100_000}))
+    wide = seeded_vectors.retrieve(query.model_copy(update={"k": 50, "max_chars": 100_000}))
     assert sum(not h.related for h in wide.hits) < 50
     # attention's RoPE-table edits may fill in among the related, each once (its two
     # directions are two edits), never ahead of softmax's own
@@ -90,9 +92,9 @@ def test_softmax_no_longer_crowded_out_by_attention(seeded: LocalKnowledge) -> N
     assert "From related ops" in wide.prompt_block
 
 
-def test_cli_fills_related_ops_from_the_tasks(seeded: LocalKnowledge, monkeypatch,
+def test_cli_fills_related_ops_from_the_tasks(seeded_vectors: LocalKnowledge, monkeypatch,
                                               capsys) -> None:
-    monkeypatch.setenv("KERNELKB_DATA_DIR", str(seeded.settings.data_dir))
+    monkeypatch.setenv("KERNELKB_DATA_DIR", str(seeded_vectors.settings.data_dir))
     monkeypatch.setenv("KERNELKB_VECTORS", "false")  # the same SQL store, BM25 + ladder only
     assert cli.main(["query", "--op", "rope", "--gpu", H200, "-k", "40", "--json"]) == 0
     hits = json.loads(capsys.readouterr().out)["hits"]
@@ -103,7 +105,7 @@ def test_cli_fills_related_ops_from_the_tasks(seeded: LocalKnowledge, monkeypatc
     assert not any(h["related"] for h in json.loads(capsys.readouterr().out)["hits"])
 
 
-def test_a_new_tasks_declared_relatives_reach_retrieval(seeded: LocalKnowledge) -> None:
+def test_a_new_tasks_declared_relatives_reach_retrieval(seeded_vectors: LocalKnowledge) -> None:
     """A user's task with an op the store has never seen: its declared relative's
     experiences answer, labelled related, through the optimizer's query and the registry."""
     base = get_task("rmsnorm")
@@ -112,11 +114,11 @@ def test_a_new_tasks_declared_relatives_reach_retrieval(seeded: LocalKnowledge) 
     TASKS[task.name] = task
     try:
         assert related_ops_of("throwaway_norm") == ("rmsnorm",)
-        env = seeded.get(seeded.list(op_type="rmsnorm", limit=1).items[0].id).env
-        result = seeded.retrieve(query_for(task, "float16", env, k=5))
+        env = seeded_vectors.get(seeded_vectors.list(op_type="rmsnorm", limit=1).items[0].id).env
+        result = seeded_vectors.retrieve(query_for(task, "float16", env, k=5))
         assert result.hits and all(h.related and h.record.task.op_type == "rmsnorm"
                                    for h in result.hits)
-        recalled = recall(seeded, task, "float16", env, source=task.template, feedback="")
+        recalled = recall(seeded_vectors, task, "float16", env, source=task.template, feedback="")
         assert "(related op rmsnorm" in recalled.few_shot
     finally:
         del TASKS[task.name]

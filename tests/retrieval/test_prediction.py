@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,17 +25,7 @@ from kernelkb.optimizer.recall import known
 from kernelkb.optimizer.spaces import task_space
 from kernelkb.retrieval.prediction import UnknownGpu
 
-SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 SOFTMAX = get_task("softmax")
-
-
-@pytest.fixture(scope="module")
-def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKnowledge]:
-    root = tmp_path_factory.mktemp("seeded")
-    kb = LocalKnowledge(Settings(data_dir=root, vectors=False, seeds_dir=SEEDS))
-    assert all(not r.rejected for r in kb.seed().values())
-    yield kb
-    kb.close()
 
 
 def test_a_gpu_named_by_name_gets_a_ranked_space_with_evidence(seeded: LocalKnowledge) -> None:
