@@ -41,6 +41,7 @@ def test_plotly_comes_from_the_installed_package_not_a_cdn(site: dict) -> None:
     assert served.status_code == 200 and served.content == plotly_js().read_bytes()
     rounds = httpx.get(f"{base}/ui/runs/{MULTI_REGIME_RUN}/rounds.json", timeout=60).json()
     assert rounds["regimes"] == ["skinny", "medium", "large"]
+    assert list(rounds["lineage"]) == rounds["regimes"]  # the loop below checks each of them
     for name, nodes in rounds["lineage"].items():
         ids = {n["id"] for n in nodes}
         assert all(n["parent"] in ids for n in nodes if n["parent"]), name
