@@ -1,14 +1,15 @@
 """``Knowledge``: the seam between the optimizer and a store of experiences.
 
-What the loop, recall and the session call, and all they may assume: the in-process
-store (``kb.service.LocalKnowledge``) and the HTTP client of a remote one
+What the loop, recall and the session call, and what the doors that may stand on a
+remote store (the MCP server, ``kb.entry.operations``) call: the in-process store
+(``kb.service.LocalKnowledge``) and the HTTP client of a remote one
 (``retrieval.remote.RemoteKnowledge``) both are one, and a test or a replay may pass its
 own. Typed here, below the optimizer, so the optimizer imports no store to name it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -33,6 +34,14 @@ class Knowledge(Protocol):
                   limit: int = 10, shapes: Sequence[str] | None = None) -> BootstrapPlan: ...
 
     def stats(self) -> dict[str, Any]: ...
+
+    def resolve_names(self, *, op_type: str | None = None, gpu_name: str | None = None,
+                      arch: str | None = None, task_id: str | None = None,
+                      known_ops: Iterable[str] = (), known_tasks: Iterable[str] = (),
+                      ) -> dict[str, str | None]:
+        """The store's spelling of each typed name; ``known_*``: what the caller's task
+        registry adds. Raises retrieval.names.UnknownName for a name nobody knows."""
+        ...
 
     def warm_up(self) -> None:
         """Load now what the first request would otherwise wait for (a model, an index)."""

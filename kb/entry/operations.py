@@ -79,7 +79,7 @@ def open_for_runs(settings: Settings) -> tuple[Knowledge | None, bool]:
     return knowledge, not bare_host
 
 
-def resolve(kb: LocalKnowledge, *, op_type: str | None = None, gpu_name: str | None = None,
+def resolve(kb: Knowledge, *, op_type: str | None = None, gpu_name: str | None = None,
             arch: str | None = None, task_id: str | None = None) -> dict[str, str | None]:
     """The store's spelling of names a person typed (any case, short forms such as 'h200');
     retrieval.names.UnknownName (a 422 in the API, exit 2 in the CLI) for one nobody knows.
@@ -111,12 +111,12 @@ def related_ops(op_type: str) -> list[str]:
     return list(registry_summary()["related"].get(op_type, ()))
 
 
-def retrieve(kb: LocalKnowledge, query: RetrievalQuery) -> RetrievalResult:
+def retrieve(kb: Knowledge, query: RetrievalQuery) -> RetrievalResult:
     """Few-shot experiences for the query as ``prepare`` completes it."""
     return kb.retrieve(prepare(kb, query))
 
 
-def prepare(kb: LocalKnowledge, query: RetrievalQuery) -> RetrievalQuery:
+def prepare(kb: Knowledge, query: RetrievalQuery) -> RetrievalQuery:
     """The query as retrieval runs it: names matched unless ``check_names`` is off
     (programs send theirs as measured); without ``related_ops``, its op's declared ones
     from the kernels registry (Task.related_ops)."""
@@ -129,7 +129,7 @@ def prepare(kb: LocalKnowledge, query: RetrievalQuery) -> RetrievalQuery:
     return query
 
 
-def bootstrap(kb: LocalKnowledge, env: dict[str, Any], *, op_type: str | None,
+def bootstrap(kb: Knowledge, env: dict[str, Any], *, op_type: str | None,
               include_own: bool = False, dtype: str = "float16", limit: int = 10,
               check_names: bool = True, shapes: list[str] | None = None) -> BootstrapPlan:
     """What to try first on ``env``; with an op, the learned ranker's order of its task's

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from mcp import Client
 
-from kernelkb.kb.entry.cli.mcp import WarmingUp
+from kernelkb.kb.entry.mcp.opening import OpeningStore
 from kernelkb.kb.entry.mcp.server import build_server
 from kernelkb.kb.settings import Settings
 
@@ -18,7 +18,7 @@ def test_a_store_that_cannot_open_is_a_tool_error(tmp_path: Path) -> None:
     blocker.write_text("a file where the store's folder should be")
     settings = Settings(data_dir=tmp_path, db_url=f"sqlite:///{blocker}/kb.sqlite",
                         vectors=False, seeds_dir=tmp_path / "no-seeds")
-    store = WarmingUp(settings)
+    store = OpeningStore(settings)
     server = build_server(store, write_back=lambda: store.write_back,
                           journal_dir=tmp_path / "journals")
 
@@ -91,7 +91,7 @@ def test_the_tools_work_over_a_service_url_and_its_names(tmp_path: Path) -> None
         remote = RemoteKnowledge(f"http://127.0.0.1:{port}")
         assert remote.resolve_names(op_type="SOFTMAX", gpu_name="h200") == {
             "op_type": "softmax", "gpu_name": "NVIDIA H200", "arch": None, "task_id": None}
-        server = build_server(remote, journal_dir=tmp_path / "journals")  # type: ignore[arg-type]
+        server = build_server(remote, journal_dir=tmp_path / "journals")
 
         async def calls() -> dict[str, object]:
             async with Client(server) as client:

@@ -17,7 +17,7 @@ from kernelkb.kb.entry.mcp.tasks import catalogue, task_entry
 from kernelkb.kb.entry.mcp.tools import Tools
 
 if TYPE_CHECKING:
-    from kernelkb.kb.service import LocalKnowledge
+    from kernelkb.retrieval.protocol import Knowledge
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ def argument_sentences(err: Any, known: list[str]) -> str:
     return "; ".join(out) + "."
 
 
-def build_server(knowledge: LocalKnowledge, *, write_back: bool | Callable[[], bool] = True,
+def build_server(knowledge: Knowledge, *, write_back: bool | Callable[[], bool] = True,
                  journal_dir: Path, evaluator: Any = None,
                  timeout_s: float = 60.0) -> MCPServer:
     """An MCPServer whose tools read ``knowledge`` and write evaluations back to it (to a

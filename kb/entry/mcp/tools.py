@@ -25,7 +25,7 @@ from kernelkb.kernels.shared.vocabulary import EDIT_CATEGORIES, Dtype
 from kernelkb.retrieval.query import RetrievalQuery
 
 if TYPE_CHECKING:
-    from kernelkb.kb.service import LocalKnowledge
+    from kernelkb.retrieval.protocol import Knowledge
 
 Name = Annotated[str, Field(min_length=1, max_length=limits.SHORT)]
 OptName = Annotated[str | None, Field(max_length=limits.SHORT)]
@@ -54,7 +54,7 @@ class Tools:
     """The tool functions, bound to one store and the external runs of this process
     (made on the first evaluation: the sandbox brings torch and triton)."""
 
-    def __init__(self, knowledge: LocalKnowledge, make_runs: Callable[[], Any]) -> None:
+    def __init__(self, knowledge: Knowledge, make_runs: Callable[[], Any]) -> None:
         self.knowledge, self._make_runs = knowledge, make_runs
         self._runs: Any = None
         self._lock = threading.Lock()
