@@ -7,6 +7,12 @@ learned ranker's order too, retrieval/prediction.py), ``stats()``.
 ``LocalKnowledge(settings)`` opens the SQL store, the Chroma index and the embedder
 (lazily: the model loads on the first embedding); ``retrieval.remote.RemoteKnowledge``
 implements the same methods over HTTP.
+
+Every door (CLI, HTTP API, MCP, web pages) reaches the store through this class: the
+pages' views (``views``), the store commands' upkeep (``records``, ``stored_twins``,
+``unreadable_rows``, ``quarantine``, ``index_drift``); none opens a session of its own.
+Bringing an older store's rows up to date is ``migrate``, a step the door that opens the
+store takes once (``kb.entry.operations.open_store``), never the constructor.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import dataclasses
 import importlib.util
 import json
 import logging
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,8 +29,8 @@ import numpy as np
 from sqlalchemy import text
 from sqlmodel import Session, col, select
 
+from kernelkb.kb import doctor, queries
 from kernelkb.kb import ingest as ingest_mod
-from kernelkb.kb import queries
 from kernelkb.kb.db import make_engine, store_writer_lock
 from kernelkb.kb.embedder import Embedder
 from kernelkb.kb.ingest import IngestReport
@@ -51,6 +57,7 @@ from kernelkb.retrieval.prediction import (
 from kernelkb.retrieval.query import RetrievalQuery
 from kernelkb.retrieval.retrieve import retrieve as run_retrieval
 from kernelkb.retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
+from kernelkb.retrieval.views import StoreViews
 
 log = logging.getLogger(__name__)
 
@@ -113,8 +120,7 @@ class LocalKnowledge:
         self.settings = settings or Settings()
         self.engine = make_engine(self.settings.database_url)
         self.regimes = regimes
-        if regimes is not None:
-            derive_regimes(self.engine, regimes)
+        self.views = StoreViews(self.session)  # what the web pages read
         # bootstrap's rankings until the store changes (training takes seconds to a
         # quarter minute on 30k imported records); keyed by the store's snapshot key
         self._predictions: dict[str, Any] = {}
@@ -128,6 +134,14 @@ class LocalKnowledge:
                 collection=self.settings.chroma_collection,
                 server_writer_lock=lambda: store_writer_lock(self.engine),
             )
+
+    def migrate(self) -> int:
+        """Bring the rows an older version stored up to date: the regime of each row
+        stored without one (``derive_regimes``, with the ``regimes`` given). Returns the
+        rows changed. The door that opens the store calls it once, before the first read
+        (the column snapshot must see the values); a constructor that rewrote rows made
+        every store a test or a benchmark opened pay for a pass it did not ask for."""
+        return derive_regimes(self.engine, self.regimes) if self.regimes is not None else 0
 
     def close(self) -> None:
         if self.index is not None:
@@ -234,6 +248,43 @@ class LocalKnowledge:
         return (f"the store at {self.location()} is empty{why}: `kernelkb seed` loads the "
                 "experiences shipped with KernelKB; `kernelkb import PATH` or `kernelkb "
                 "ingest FILE` loads your own")
+
+    # -- the store's upkeep: import, export, doctor ---------------------------------------
+    def stored_twins(self, records: Sequence[ExperienceRecord]) -> set[int]:
+        """Positions in ``records`` of measurements the store (or an earlier record of
+        ``records``) already holds: an importer's duplicates (kb/importers/twins.py)."""
+        from kernelkb.kb.importers.twins import stored_twins  # only an import reads it
+
+        return stored_twins(self.session, records)
+
+    def records(self, skipped: list[str] | None = None) -> Iterator[ExperienceRecord]:
+        """Every record in id order (an export), read in one session; a row that fails to
+        load is left out, its id appended to ``skipped``."""
+        with self.session() as session:
+            yield from queries.iter_records(session, skipped=skipped)
+
+    def unreadable_rows(self) -> list[tuple[str, str]]:
+        """(id, reason) of every stored row that no longer loads as a record."""
+        return doctor.bad_rows(self.engine)
+
+    def quarantine(self, rows: list[tuple[str, str]]) -> int:
+        """Move these rows out of every read path into ``quarantinedrow``; how many moved."""
+        return doctor.quarantine(self.engine, rows)
+
+    def index_drift(self) -> tuple[int, int]:
+        """(rows without a vector, vectors without a row); (0, 0) with vectors off.
+        Raises IndexUnusable when Chroma cannot open the index folder."""
+        if self.index is None:
+            return 0, 0
+        rows, vectors = doctor.sql_ids(self.engine), self.index.all_ids()
+        return len(rows - vectors), len(vectors - rows)
+
+    def drop_stale_segments(self) -> int:
+        """Remove the index's segment folders Chroma no longer lists; how many went."""
+        if self.index is None:
+            return 0
+        with self.index.writing():
+            return self.index.drop_unreferenced_segments()
 
     # -- names a person types ---------------------------------------------------------
     def resolve_names(self, *, op_type: str | None = None, gpu_name: str | None = None,

@@ -40,10 +40,13 @@ class LazyRegimes:
 
 
 def open_store(settings: Settings) -> LocalKnowledge:
-    """The in-process store the settings name (SQL + vector index), not seeded yet."""
+    """The in-process store the settings name (SQL + vector index), its older rows brought
+    up to date (``LocalKnowledge.migrate``), not seeded yet: every door opens it here."""
     from kernelkb.kb.service import LocalKnowledge
 
-    return LocalKnowledge(settings, regimes=LazyRegimes())
+    store = LocalKnowledge(settings, regimes=LazyRegimes())
+    store.migrate()
+    return store
 
 
 def open_for_runs(settings: Settings) -> tuple[Knowledge | None, bool]:

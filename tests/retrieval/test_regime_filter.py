@@ -49,20 +49,68 @@ def _regimes(kb: LocalKnowledge) -> dict[str, str | None]:
         return {row.summary: row.regime for row in session.exec(select(Experience)).all()}
 
 
-def test_an_older_store_gains_the_column_and_derives_it(tmp_path: Path) -> None:
-    old = _store(tmp_path, None)  # written without regimes, as before the column
+DERIVED = {"long: online pass": "long_rows", "short: rows per program": "short_rows",
+           "both": "short_rows+long_rows", "recorded": "long_rows", "related": "many_rows",
+           "failed before timing": ""}
+
+
+def _older_store(root: Path) -> Settings:
+    """A store as an older version wrote it: no regime column, so none derived."""
+    old = _store(root, None)
     old.ingest(RECORDS)
-    with old.engine.begin() as conn:  # the table as an older version made it
+    with old.engine.begin() as conn:
         conn.execute(text("DROP INDEX ix_experience_regime"))
         conn.execute(text("ALTER TABLE experience DROP COLUMN regime"))
     old.close()
-    kb = _store(tmp_path, RecordRegimes())
-    assert _regimes(kb) == {"long: online pass": "long_rows",
-                            "short: rows per program": "short_rows",
-                            "both": "short_rows+long_rows", "recorded": "long_rows",
-                            "related": "many_rows", "failed before timing": ""}
+    return old.settings
+
+
+def _open_by_cli(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelkb.kb.entry.cli.main import main
+
+    for name, value in (("DATA_DIR", settings.data_dir), ("SEEDS_DIR", settings.seeds_dir),
+                        ("VECTORS", "false")):
+        monkeypatch.setenv(f"KERNELKB_{name}", str(value))
+    assert main(["stats"]) == 0
+
+
+def _open_by_api(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fastapi.testclient import TestClient
+
+    from kernelkb.kb.entry.api.app import create_app
+
+    app = create_app(settings)
+    with TestClient(app):  # its lifespan opens the store, as `kernelkb serve` starts
+        assert app.state.knowledge.count() == len(RECORDS)
+
+
+def _open_by_mcp(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kernelkb.kb.entry.mcp.opening import OpeningStore
+
+    assert OpeningStore(settings).stats()["experiences"] == len(RECORDS)
+
+
+@pytest.mark.parametrize("door", [_open_by_cli, _open_by_api, _open_by_mcp],
+                         ids=["cli", "api", "mcp"])
+def test_an_older_store_opened_by_a_door_gains_the_column_and_derives_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, door) -> None:  # type: ignore[no-untyped-def]
+    """Each door opens the store through kb.entry.operations.open_store, whose explicit
+    ``migrate`` step derives the regimes (the constructor no longer does)."""
+    settings = _older_store(tmp_path)
+    door(settings, monkeypatch)
+    kb = _store(tmp_path, None)
+    assert _regimes(kb) == DERIVED
     ids = {r.id for r in kb.list(limit=10).items}  # records (and ids) are unchanged
     assert ids == {parse_record(r).id for r in RECORDS}
+
+
+def test_opening_a_store_rewrites_no_row_until_it_is_migrated(tmp_path: Path) -> None:
+    _older_store(tmp_path)
+    kb = _store(tmp_path, RecordRegimes())
+    assert set(_regimes(kb).values()) == {None}  # the column is back, nothing derived
+    assert kb.migrate() == len(RECORDS)
+    assert _regimes(kb) == DERIVED
+    assert kb.migrate() == 0  # once derived, a second pass finds nothing
 
 
 def test_retrieval_and_insights_filter_by_regime(tmp_path: Path) -> None:

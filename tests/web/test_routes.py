@@ -145,8 +145,8 @@ def test_a_deep_lineage_and_a_hash_loop_render_as_a_tree(site: dict) -> None:
 
 def test_the_importers_of_one_problem_size_per_file_are_the_ones_named() -> None:
     """The measurements view skips reading the JSON of these agents' rows."""
-    from kernelkb.kb.entry.web.data import ONE_SHAPE_PER_FILE
     from kernelkb.kb.importers import kernel_tuner, t4
+    from kernelkb.retrieval.views import ONE_SHAPE_PER_FILE
 
     assert ONE_SHAPE_PER_FILE == (kernel_tuner.AGENT, t4.AGENT)
 

@@ -102,7 +102,6 @@ def _run_import(args: argparse.Namespace) -> int:
     from kernelkb.kb.entry.cli.import_report import progress_line, skipped_counts, summary_lines
     from kernelkb.kb.importers import iter_files
     from kernelkb.kb.importers.load import load_file
-    from kernelkb.kb.importers.twins import stored_twins
     from kernelkb.kb.limits import SHORT
     from kernelkb.kb.terminal import progress
 
@@ -126,7 +125,7 @@ def _run_import(args: argparse.Namespace) -> int:
                                                 license=args.license, source=args.source,
                                                 kernel=args.kernel):
                     r = load_file(source, items, kb.ingest, progress=shown,
-                                  twins=lambda records: stored_twins(kb.session, records))
+                                  twins=kb.stored_twins)
                     line = progress_line(r)
                     if line:
                         print(line, file=sys.stderr, flush=True)
@@ -168,15 +167,12 @@ def _add_export(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_export(args: argparse.Namespace) -> int:
-    from kernelkb.kb.queries import iter_records
-
     kb = reader()
     skipped: list[str] = []
 
     def write_all(out: TextIO) -> None:
-        with kb.session() as session:
-            for record in iter_records(session, skipped=skipped):
-                out.write(record.model_dump_json() + "\n")
+        for record in kb.records(skipped=skipped):
+            out.write(record.model_dump_json() + "\n")
 
     if args.output:  # whole or not at all: an existing file is replaced only once written
         from kernelkb.kb.atomic_file import write_atomically
@@ -199,14 +195,12 @@ def _add_doctor(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_doctor(args: argparse.Namespace) -> int:
-    from kernelkb.kb.doctor import bad_rows, quarantine, sql_ids
-
     kb = knowledge()
-    bad = bad_rows(kb.engine)
+    bad = kb.unreadable_rows()
     out: dict[str, object] = {"unreadable": [{"id": i, "reason": r} for i, r in bad]}
     if args.quarantine and bad:
-        out["quarantined"] = quarantine(kb.engine, bad)
-    if kb.index is not None:
+        out["quarantined"] = kb.quarantine(bad)
+    if kb.settings.vectors:
         from kernelkb.kb.vector_index import IndexUnusable
 
         try:
@@ -218,16 +212,12 @@ def _run_doctor(args: argparse.Namespace) -> int:
             print(f"{exc}: rebuilding", file=sys.stderr)
             out["rebuilt"] = kb.reindex()
         if args.repair:
-            with kb.index.writing():
-                out["stale_segment_folders_removed"] = kb.index.drop_unreferenced_segments()
+            out["stale_segment_folders_removed"] = kb.drop_stale_segments()
         try:
-            rows, vectors = sql_ids(kb.engine), kb.index.all_ids()
+            out["rows_without_vector"], out["vectors_without_row"] = kb.index_drift()
         except IndexUnusable as exc:
             out["vector_index"] = str(exc)
-            out["rows_without_vector"] = len(sql_ids(kb.engine))
-        else:
-            out["rows_without_vector"] = len(rows - vectors)
-            out["vectors_without_row"] = len(vectors - rows)
+            out["rows_without_vector"] = kb.count()
     if args.json:
         print_json(out)
     else:

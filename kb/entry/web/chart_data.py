@@ -13,6 +13,7 @@ from typing import Any
 
 from kernelkb.kb.entry.web import data, runs
 from kernelkb.kb.record import ExperienceRecord
+from kernelkb.retrieval.views import Landscape, Point
 
 DIFF_SHOWN = 20_000  # characters of a round's diff sent beside its node
 # the metrics an axis or the colour can show, beside the knobs (name -> the point's key)
@@ -23,19 +24,6 @@ METRICS = {"time (ms)": "time_ms", "GB/s": "gbps", "% of peak": "peak_pct",
 
 def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
-
-
-def hardware_peaks(kb: Any, gpu: str) -> tuple[float | None, float | None]:
-    """(bandwidth GB/s, peak TFLOP/s) the store lists for ``gpu`` (None: not known)."""
-    from sqlmodel import select
-
-    from kernelkb.kb.models import Hardware
-
-    with kb.session() as session:
-        found = session.exec(select(Hardware).where(Hardware.gpu_name == gpu)).first()
-    if found is None:
-        return None, None
-    return found.mem_bandwidth_gbps, found.peak_tflops
 
 
 def cost_of(op: str, shape: str, dtype: str) -> tuple[float | None, float | None]:
@@ -53,7 +41,7 @@ def cost_of(op: str, shape: str, dtype: str) -> tuple[float | None, float | None
         return None, None
 
 
-def landscape_json(land: data.Landscape, peaks: tuple[float | None, float | None]
+def landscape_json(land: Landscape, peaks: tuple[float | None, float | None]
                    ) -> dict[str, Any]:
     """Every measured and predicted point with its configuration and metrics: time, GB/s
     and % of peak (the larger of the bandwidth and compute shares) where the task's
@@ -63,7 +51,7 @@ def landscape_json(land: data.Landscape, peaks: tuple[float | None, float | None
     usual = max(set(dtypes), key=dtypes.count) if dtypes else "float16"  # predictions'
     costs = {d: cost_of(land.op, land.shape, d) for d in {*dtypes, usual}}
 
-    def point(p: data.Point, kind: str) -> dict[str, Any]:
+    def point(p: Point, kind: str) -> dict[str, Any]:
         moved, flops = costs[p.dtype or usual]
         seconds = p.time_ms * 1e-3
         gbps = moved / seconds / 1e9 if moved and seconds > 0 else None

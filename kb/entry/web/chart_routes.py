@@ -52,7 +52,7 @@ def landscape_data(kb: KnowledgeDep, op: Text = None, gpu: Text = None,
         message = f"no {what[0]} {what[1]!r} measured here; closest: {what[2]}" if what \
             else "choose an op, a GPU and a shape"
         return JSONResponse({"detail": message}, status_code=404 if what else 400)
-    body = chart_data.landscape_json(land, chart_data.hardware_peaks(kb, land.gpu))
+    body = chart_data.landscape_json(land, kb.views.hardware_peaks(land.gpu))
     return JSONResponse(body)
 
 

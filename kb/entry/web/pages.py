@@ -1,9 +1,9 @@
 """The page routes: index, what worked (per GPU and op), experiences, runs (per regime,
 with their lineage), the comparison of GPUs for one op.
 
-Thin: data comes from kb/queries.py, kb/entry/web/data.py and the knowledge facade
-(insights), run folders from kb/entry/web/runs.py, charts from kb/entry/web/plots.py. Not part of
-the OpenAPI schema.
+Thin: data comes from the knowledge facade (its ``views`` of the store, listings,
+insights, bootstrap), shaped by kb/entry/web/data.py; run folders from
+kb/entry/web/runs.py, charts from kb/entry/web/plots.py. Not part of the OpenAPI schema.
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from kernelkb.kb import queries
 from kernelkb.kb.entry import operations
 from kernelkb.kb.entry.api.deps import KnowledgeDep
 from kernelkb.kb.entry.web import data, plots, run_list, runs
 from kernelkb.kb.entry.web.render import query_string, templates
 from kernelkb.kb.limits import OFFSET_MAX, SHORT
+from kernelkb.kb.queries import UnreadableRow
 from kernelkb.kernels.shared.vocabulary import Verdict
+from kernelkb.retrieval.views import Landscape, Point
 
 if TYPE_CHECKING:
     from kernelkb.kb.service import LocalKnowledge
@@ -61,10 +62,9 @@ def _choices(kb: LocalKnowledge) -> Choices:
 @router.get("/ui", response_class=HTMLResponse)
 def index(request: Request, kb: KnowledgeDep) -> HTMLResponse:
     stats = kb.stats()
-    with kb.session() as session:
-        grid = data.op_gpu_grid(session)
-        recent = queries.list_runs(session, limit=8)
-        per_regime = data.run_regime_best(session, [r.run_id for r in recent])
+    grid = kb.views.grid()
+    recent = kb.views.runs(limit=8)
+    per_regime = kb.views.run_regime_best([r.run_id for r in recent])
     return _page(request, "index.html", stats=stats, grid=grid, recent=recent,
                  per_regime=per_regime)
 
@@ -85,8 +85,7 @@ def insights_page(request: Request, kb: KnowledgeDep, op: Text = None,
     op, gpu = names["op_type"] or op, names["gpu_name"] or gpu
     report = kb.insights(op_type=op or None, gpu_name=gpu or None,
                          triton_version=triton or None)
-    with kb.session() as session:
-        measured = data.measurements(session, op or None, gpu or None, triton or None)
+    measured = kb.views.measurements(op or None, gpu or None, triton or None)
     return _page(request, "insights.html", report=report, op=op, gpu=gpu, triton=triton,
                  measured=measured, config_text=data.config_text, **choices)
 
@@ -104,8 +103,7 @@ def insights_plot(kb: KnowledgeDep, op: Text = None, gpu: Text = None,
 @router.get("/ui/plots/measurements.png")
 def measurements_plot(kb: KnowledgeDep, op: Text = None, gpu: Text = None,
                       triton: Text = None) -> Response:
-    with kb.session() as session:
-        measured = data.measurements(session, op or None, gpu or None, triton or None, top=1)
+    measured = kb.views.measurements(op or None, gpu or None, triton or None, top=1)
     labels = Counter(s.label or s.run_id for s in measured.sources)
     boxes = [((s.label or s.run_id) + (f" [{s.shape_set}]" if labels[s.label or s.run_id] > 1
                                        else ""), box)
@@ -118,9 +116,8 @@ def measurements_plot(kb: KnowledgeDep, op: Text = None, gpu: Text = None,
 
 @router.get("/ui/compare", response_class=HTMLResponse)
 def compare_page(request: Request, kb: KnowledgeDep, op: Text = None) -> HTMLResponse:
-    with kb.session() as session:
-        ops = data.compare_ops(session)
-        comparison = data.compare(session, op) if op else None
+    ops = kb.views.compare_ops()
+    comparison = kb.views.compare(op) if op else None
     return _page(request, "compare.html", op=op, ops=ops, c=comparison,
                  config_text=data.config_text)
 
@@ -143,7 +140,7 @@ def experience_page(request: Request, exp_id: str, kb: KnowledgeDep) -> HTMLResp
         return _not_found(request, "experience (ids are at most 64 characters)")
     try:
         record = kb.get(exp_id)
-    except queries.UnreadableRow as err:
+    except UnreadableRow as err:
         return _not_found(request, str(err), status_code=409)
     if record is None:
         return _not_found(request, f"experience {exp_id}")
@@ -153,8 +150,7 @@ def experience_page(request: Request, exp_id: str, kb: KnowledgeDep) -> HTMLResp
 def _run_data(kb: LocalKnowledge, run_id: str) -> tuple[Any, Any, list[Any]]:
     """(store row or None, folder or None, the run's records from the store, else its
     journal)."""
-    with kb.session() as session:
-        row = queries.get_run(session, run_id)
+    row = kb.views.run(run_id)
     folder = runs.find_folder(kb.settings, run_id)
     records = kb.list(run_id=run_id, limit=1000).items if row is not None else []
     if folder is not None:  # a run whose store went down mid-run journaled the rest
@@ -165,9 +161,8 @@ def _run_data(kb: LocalKnowledge, run_id: str) -> tuple[Any, Any, list[Any]]:
 
 @router.get("/ui/runs", response_class=HTMLResponse)
 def runs_page(request: Request, kb: KnowledgeDep) -> HTMLResponse:
-    with kb.session() as session:
-        stored = queries.list_runs(session)
-        per_regime = data.run_regime_best(session, [r.run_id for r in stored])
+    stored = kb.views.runs()
+    per_regime = kb.views.run_regime_best([r.run_id for r in stored])
     folders = {f.run_id: f for f in runs.all_folders(kb.settings)}
     return _page(request, "runs.html", rows=run_list.run_rows(stored, folders),
                  roots=runs.run_roots(kb.settings), runs_dir=kb.settings.runs_dir,
@@ -252,31 +247,30 @@ def _landscape(kb: LocalKnowledge, op: str | None, gpu: str | None, shape: str |
     (with the closest known name)."""
     from kernelkb.retrieval.names import closest_name
 
-    with kb.session() as session:
-        ops = data.compare_ops(session)
-        ctx: dict[str, Any] = {"op": op, "gpu": gpu, "shape": shape, "ops": ops, "gpus": [],
-                               "shapes": [], "land": None, "unknown": None}
-        if not op:
-            return ctx, 200
-        if op not in ops:
-            ctx["unknown"] = ("op", op, closest_name(op, ops), ops)
-            return ctx, 404
-        ctx["gpus"] = gpus = data.landscape_gpus(session, op)
-        if not gpu:
-            return ctx, 200
-        if gpu not in gpus:
-            ctx["unknown"] = ("GPU", gpu, closest_name(gpu, gpus), gpus)
-            return ctx, 404
-        shapes, runs_of = data.landscape_shapes(session, op, gpu)
-        ctx["shapes"] = shapes
-        names = [s for s, _ in shapes]
-        if not shape and names:
-            shape = ctx["shape"] = names[0]  # the most measured
-        if shape not in runs_of:
-            ctx["unknown"] = ("shape", shape or "", closest_name(shape or "", names), names)
-            return ctx, 404
-        space, of_record, of_config = _launch_models(op)
-        land = data.landscape(session, op, gpu, shape, runs_of[shape], of_record)
+    ops = kb.views.compare_ops()
+    ctx: dict[str, Any] = {"op": op, "gpu": gpu, "shape": shape, "ops": ops, "gpus": [],
+                           "shapes": [], "land": None, "unknown": None}
+    if not op:
+        return ctx, 200
+    if op not in ops:
+        ctx["unknown"] = ("op", op, closest_name(op, ops), ops)
+        return ctx, 404
+    ctx["gpus"] = gpus = kb.views.landscape_gpus(op)
+    if not gpu:
+        return ctx, 200
+    if gpu not in gpus:
+        ctx["unknown"] = ("GPU", gpu, closest_name(gpu, gpus), gpus)
+        return ctx, 404
+    shapes, runs_of = kb.views.landscape_shapes(op, gpu)
+    ctx["shapes"] = shapes
+    names = [s for s, _ in shapes]
+    if not shape and names:
+        shape = ctx["shape"] = names[0]  # the most measured
+    if shape not in runs_of:
+        ctx["unknown"] = ("shape", shape or "", closest_name(shape or "", names), names)
+        return ctx, 404
+    space, of_record, of_config = _launch_models(op)
+    land = kb.views.landscape(op, gpu, shape, runs_of[shape], of_record)
     try:
         plan = kb.bootstrap({"gpu_name": gpu}, op_type=op, space=space, shapes=[shape],
                             limit=PREDICTED_SHOWN)
@@ -291,7 +285,7 @@ def _landscape(kb: LocalKnowledge, op: str | None, gpu: str | None, shape: str |
     return ctx, 200
 
 
-def _panels(land: data.Landscape) -> list[plots.Panel]:
+def _panels(land: Landscape) -> list[plots.Panel]:
     def label(value: Any) -> str:
         return str(value)
 
@@ -307,7 +301,7 @@ def _panels(land: data.Landscape) -> list[plots.Panel]:
         ticks = order(set(raw), raw)
         at = {v: i for i, v in enumerate(ticks)}
 
-        def xy(points: list[data.Point], knob: str = knob, at: dict = at) -> tuple:
+        def xy(points: list[Point], knob: str = knob, at: dict = at) -> tuple:
             return tuple((float(at[label(p.config[knob])]), p.time_ms) for p in points
                          if knob in p.config)
         mark = xy([best])[0] if best and knob in best.config else None
@@ -315,7 +309,7 @@ def _panels(land: data.Landscape) -> list[plots.Panel]:
                                   xy(land.predicted)))
     for name, attr in (("launch: programs", "programs"), ("launch: threads / program",
                                                          "threads")):
-        def num(points: list[data.Point], attr: str = attr) -> tuple:
+        def num(points: list[Point], attr: str = attr) -> tuple:
             return tuple((float(getattr(p, attr)), p.time_ms) for p in points
                          if getattr(p, attr))
         measured = num(land.measured)
