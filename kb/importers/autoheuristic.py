@@ -27,7 +27,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from kernelkb.kb.importers import inductor, tasks
-from kernelkb.kb.importers.records import Measurement
+from kernelkb.kb.importers.importer import Event, FileHead, Importer, Source
+from kernelkb.kb.importers.records import FileContext, Measurement
+from kernelkb.kernels.shared.gpus import GpuFacts
 
 FORMAT = "autoheuristic"
 TOOL = "PyTorch AutoHeuristic"
@@ -35,8 +37,6 @@ AGENT = "autoheuristic"
 GEMMS = ("mm", "mixed_mm", "addmm")
 _CHOICE = re.compile(r"^type=triton_BLOCK-M=(\d+)_BLOCK-K=(\d+)_BLOCK-N=(\d+)"
                      r"_numstages=(\d+)_numwarps=(\d+)$")
-
-Event = Measurement | tuple[str, int, str, str] | str  # a str is a note
 
 
 def metadata(first_line: str) -> dict[str, Any] | None:
@@ -114,3 +114,37 @@ def measurements(lines: Iterable[str]) -> Iterator[Event]:
                 dtype=dtype or None, detail="; ".join(detail), gpu_time=True)
     yield (f"AutoHeuristic {meta['name']} data set ({arch(meta)}): {imported} Triton choices "
            f"on {len(by_input)} inputs")
+
+
+def _metadata(source: Source) -> dict[str, Any] | None:
+    return metadata(next(iter(source.lines()), ""))
+
+
+def _head(source: Source) -> FileHead:
+    """The matmul task on the GPU named by --gpu, which must be of the file's capability."""
+    meta = _metadata(source)
+    if meta is None:
+        raise ValueError("<file>: its first line is no AutoHeuristic metadata object")
+    gpu = source.gpu
+    if isinstance(gpu, GpuFacts):
+        try:
+            measured = arch(meta)
+        except (TypeError, ValueError):
+            raise ValueError(f"device_capa: not a (major, minor) pair of integers: "
+                             f"{meta['device_capa']!r}") from None
+        if gpu.arch != measured:
+            raise ValueError(f"env.arch: the data set was measured on a {measured} GPU "
+                             f"(device_capa {meta['device_capa']}), and --gpu {gpu.name!r} "
+                             f"is {gpu.arch}")
+    return FileHead(kernel_name=inductor.KERNEL, task_id=tasks.MATMUL,
+                    triton_version="unknown", torch_version="unknown")
+
+
+def _read(source: Source, ctx: FileContext) -> Iterator[Event]:
+    return measurements(source.lines())
+
+
+IMPORTER = Importer(
+    name=FORMAT, tool=TOOL, agent=AGENT, noun="an AutoHeuristic data set", form="text",
+    matches=lambda source: _metadata(source) is not None, head=_head, read=_read,
+    needs_gpu=True)

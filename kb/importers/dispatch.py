@@ -1,15 +1,17 @@
 """Import a file or folder of other people's tuning data: pick the format per file, find
 the kernel and the GPU, and yield validated records (or why not) by "file:position".
 
+The formats are ``registry.IMPORTERS``, each an ``importer.Importer``; nothing here
+knows one by name. JSON files are sniffed by their top level; text files (*.log, *.txt,
+or a file given by path that does not open with JSON) are read line by line.
+
 The GPU of a file: the device name it writes when the facts table knows it; else
 ``--gpu``; else its file name (MI250X.json.gz). A file name that names only a family
 (A100) takes the part a Kernel Tuner cache in the same folder names, if exactly one
 does (a T4 file converted from that cache sits beside it); else the family's usual part.
-Triton autotune caches and Inductor logs name no GPU and their file names are the tool's
-(a cache hash could read as "a100"): they need ``--gpu``.
-
-JSON files are sniffed by their top level; text files (*.log, *.txt, or a file given by
-path that does not open with JSON) are read line by line as Inductor logs.
+A format that ``needs_gpu`` (Triton autotune caches, Inductor logs, AutoHeuristic data
+sets) names no GPU by name, and its file names are the tool's (a cache hash could read as
+"a100"): it takes ``--gpu`` only.
 """
 
 from __future__ import annotations
@@ -19,14 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kernelkb.kb.importers import (
-    autoheuristic,
-    files,
-    inductor,
-    kernel_tuner,
-    t4,
-    triton_autotune,
-)
+from kernelkb.kb.importers import files, registry
+from kernelkb.kb.importers.importer import Event, Importer, Source, top_level
 from kernelkb.kb.importers.records import (
     FileContext,
     ImportNote,
@@ -34,21 +30,20 @@ from kernelkb.kb.importers.records import (
     Measurement,
     to_record,
 )
+from kernelkb.kb.importers.registry import AUTO
 from kernelkb.kb.record import ExperienceRecord
 from kernelkb.kernels.shared import gpus
 from kernelkb.kernels.shared.gpus import GpuFacts
 
-FORMATS = ("auto", kernel_tuner.FORMAT, t4.FORMAT, triton_autotune.FORMAT, inductor.FORMAT,
-           autoheuristic.FORMAT)
 Item = ExperienceRecord | ImportRejection | ImportNote
-_MODULES = (kernel_tuner, t4, triton_autotune)  # the JSON formats, sniffed in this order
 
 
-def iter_import(path: str | Path, fmt: str = "auto", *, gpu: str | None = None,
+def iter_import(path: str | Path, fmt: str = AUTO, *, gpu: str | None = None,
                 license: str | None = None, source: str | None = None,
                 kernel: str | None = None) -> Iterator[tuple[str, Item]]:
     """Records of every data file under ``path`` as ("file:position", item). ``fmt``:
-    auto (sniff each file), or one of ``FORMATS`` (other files are skipped with a note).
+    auto (sniff each file), or a format of ``registry.names()`` (other files are skipped
+    with a note).
     ``gpu`` / ``kernel`` stand in where a file does not say; ``license`` overrides the
     LICENSE file; ``source`` replaces the data set's folder name in record sources.
     Raises ValueError for an unknown format or ``gpu``, FileNotFoundError for no path."""
@@ -57,13 +52,13 @@ def iter_import(path: str | Path, fmt: str = "auto", *, gpu: str | None = None,
         yield from items
 
 
-def iter_files(path: str | Path, fmt: str = "auto", *, gpu: str | None = None,
+def iter_files(path: str | Path, fmt: str = AUTO, *, gpu: str | None = None,
                license: str | None = None, source: str | None = None,
                kernel: str | None = None
                ) -> Iterator[tuple[str, Iterator[tuple[str, Item]]]]:
     """``iter_import`` one file at a time: (file's source name, its items)."""
-    if fmt not in FORMATS:
-        raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    if fmt not in registry.names():
+        raise ValueError(f"unknown format {fmt!r}; known: {', '.join(registry.names())}")
     chosen: GpuFacts | gpus.UnknownPart | None = None
     if gpu:
         chosen = gpus.lookup(gpu)
@@ -95,79 +90,102 @@ def import_file(file: Path, root: Path, fmt: str, *,
         yield name, ImportRejection(name, (("<folder>", "cannot be listed: permission "
                                             "denied, or it went away"),))
         return
-    if files.is_text(file):
-        yield from _import_log(file, name, fmt, gpu=gpu, license=license)
-        return
-    recovered: list[str] = []  # an open Kernel Tuner cache's note
+    recovered: list[str] = []  # the note of an open file read as its tool reads it
+    form = "text" if files.is_text(file) else "json"
+    if form == "text":
+        opened = Source(file, kernel=kernel, gpu=gpu)
+    else:
+        try:
+            opened = Source(file, files.load_json(file), kernel=kernel, gpu=gpu)
+        except ValueError as exc:
+            reopened = _recover(file)
+            if reopened is None:
+                yield name, ImportRejection(name, (("<file>", str(exc)),))
+                return
+            opened = Source(file, reopened[0], kernel=kernel, gpu=gpu)
+            recovered.append(reopened[1])
     try:
-        data = files.load_json(file)
-    except ValueError as exc:
-        reopened = _open_cache(file)
-        if reopened is None:
-            yield name, ImportRejection(name, (("<file>", str(exc)),))
-            return
-        data, note = reopened
-        recovered.append(note)
-    module = next((m for m in _MODULES if m.matches(data)), None)
-    if module is None and triton_autotune.kernel_name_of(file.name):  # damaged, not other
-        keys = ", ".join(list(data)[:6]) if isinstance(data, dict) else type(data).__name__
-        yield name, ImportRejection(name, (("<file>", "named as a Triton autotune cache, but "
-                                            "it holds no 'key' and 'configs_timings' list "
-                                            f"(top level: {keys})"),))
+        importer, passed_over = _sniff(opened, form, fmt)
+    except _UNREADABLE as exc:
+        yield name, ImportRejection(name, (("<file>", f"cannot read: {exc}"),))
         return
-    if module is None and triton_autotune.is_compiled_metadata(file.name, data):
-        yield name, ImportNote(name, "skipped: Triton compile metadata, not tuning data",
-                               skip="triton-compiled")
+    if importer is None:
+        yield name, _unmatched(name, opened, form, fmt, passed_over)
         return
-    if module is None or fmt not in ("auto", module.FORMAT):
-        yield name, ImportNote(name, _skip_reason(data, fmt, module),
-                               skip="other-format" if module else "not-tuning-data")
+    if fmt not in (AUTO, importer.name):
+        yield name, ImportNote(name, f"skipped: {importer.noun}, and --format is {fmt}",
+                               skip="other-format")
         return
     try:
-        ctx, notes = _context(file, name, data, module, gpu=gpu, license=license,
-                              kernel=kernel)
-        entries = _entries(module, data, ctx)
+        ctx, notes = _context(name, opened, importer, license=license)
+        entries = importer.read(opened, ctx)
     except ValueError as exc:
         field, _, reason = str(exc).partition(": ")
         yield name, ImportRejection(name, ((field, reason),))
         return
     except _MALFORMED as exc:  # a shape no check foresaw: the file, not the import, fails
-        yield name, ImportRejection(name, (("<file>", _unreadable(module, exc)),))
+        yield name, ImportRejection(name, (("<file>", _unreadable(importer, exc)),))
         return
     for note in recovered + notes:
         yield name, ImportNote(name, note)
-    yield from _items(name, ctx, module, entries)
+    yield from _items(name, ctx, importer, entries)
 
 
-def _open_cache(file: Path) -> tuple[dict[str, Any], str] | None:
-    """A Kernel Tuner cache its run never closed, read as Kernel Tuner reads it."""
+def _recover(file: Path) -> tuple[Any, str] | None:
+    """A file that is not JSON as it stands, read as the tool that left it open reads it."""
     try:
         text = files.read_bytes(file).decode("utf-8")
     except (ValueError, OSError, EOFError, zlib.error):
         return None
-    return kernel_tuner.close_open_cache(text)
+    for importer in registry.IMPORTERS:
+        if importer.recover is not None and (found := importer.recover(text)) is not None:
+            return found
+    return None
 
 
-def _entries(module: Any, data: dict[str, Any], ctx: FileContext) -> Iterator[Any]:
-    if module is kernel_tuner:
-        return kernel_tuner.measurements(data)
-    if module is t4:
-        return t4.measurements(data, t4.time_unit(data))
-    return triton_autotune.measurements(data, triton_autotune.header(data, ctx.kernel_name))
+def _sniff(opened: Source, form: str, fmt: str) -> tuple[Importer | None, bool]:
+    """The first format of the file's form that matches it, cheap matches first, and
+    whether a format was passed over (a costly match, and --format names another)."""
+    passed_over = False
+    for importer in sorted((i for i in registry.IMPORTERS if i.form == form),
+                           key=lambda i: i.costly_match):
+        if importer.costly_match and fmt not in (AUTO, importer.name):
+            passed_over = True
+        elif importer.matches(opened):
+            return importer, False
+    return None, passed_over
 
 
-def _items(name: str, ctx: FileContext, module: Any, entries: Iterator[Any]
+def _unmatched(name: str, opened: Source, form: str, fmt: str, passed_over: bool
+               ) -> ImportRejection | ImportNote:
+    """What to say of a file no format matched."""
+    if passed_over:
+        return ImportNote(name, f"skipped: a {form} file, and --format is {fmt}",
+                          skip="other-format")
+    if form == "text":
+        return ImportNote(name, "skipped: a text file with no 'AUTOTUNE op(...)' table "
+                                "(not an Inductor max-autotune log)", skip="not-tuning-data")
+    for importer in registry.IMPORTERS:
+        said = importer.unmatched(name, opened.path.name, opened.data) \
+            if importer.unmatched is not None else None
+        if said is not None:
+            return said
+    return ImportNote(name, "skipped: not a Kernel Tuner cache or T4 results file (top "
+                            f"level: {top_level(opened.data)})", skip="not-tuning-data")
+
+
+def _items(name: str, ctx: FileContext, importer: Importer, entries: Iterator[Event]
            ) -> Iterator[tuple[str, Item]]:
     """The file's entries as records, rejections and notes (a str entry is a note)."""
-    measured_any = False
+    said_any = False
     try:
         for entry in entries:
+            said_any = True
             if isinstance(entry, str):
                 yield name, ImportNote(name, entry)
                 continue
-            measured_any = True
             if isinstance(entry, Measurement):
-                item = to_record(ctx, entry)
+                item: Item = to_record(ctx, entry)
                 where = f"{name}:{entry.position}"
             else:
                 position, _, field, reason = entry
@@ -175,163 +193,46 @@ def _items(name: str, ctx: FileContext, module: Any, entries: Iterator[Any]
                 item = ImportRejection(where, ((field, reason),))
             yield where, item
     except _MALFORMED as exc:  # the entries read so far stand; the rest of the file is one
-        yield name, ImportRejection(name, (("<file>", _unreadable(module, exc)),))
+        yield name, ImportRejection(name, (("<file>", _unreadable(importer, exc)),))
         return
     except _UNREADABLE as exc:  # a log cut short in its gzip stream, a disk error
         yield name, ImportRejection(name, (("<file>", f"cannot read further: {exc}"),))
         return
-    if not measured_any and module not in (inductor, autoheuristic):  # said, so that a run
-        # that imported nothing shows why (those two say it with a note of their own)
-        yield name, ImportNote(name, f"no entries: the {module.FORMAT} file measures nothing")
-
-
-def _import_log(file: Path, name: str, fmt: str, *, gpu: GpuFacts | gpus.UnknownPart | None,
-                license: str | None) -> Iterator[tuple[str, Item]]:
-    """A text file: an AutoHeuristic data set (its first line says so), an Inductor log
-    if it holds an AUTOTUNE table, else a note."""
-    try:
-        first = next(iter(files.read_lines(file)), "")
-    except _UNREADABLE as exc:
-        yield name, ImportRejection(name, (("<file>", f"cannot read: {exc}"),))
-        return
-    meta = autoheuristic.metadata(first)
-    if meta is not None:
-        yield from _import_autoheuristic(file, name, fmt, meta, gpu=gpu, license=license)
-        return
-    if fmt not in ("auto", inductor.FORMAT):
-        yield name, ImportNote(name, f"skipped: a text file, and --format is {fmt}",
-                               skip="other-format")
-        return
-    try:
-        is_log = any(inductor.is_header(line) for line in files.read_lines(file))
-    except _UNREADABLE as exc:
-        yield name, ImportRejection(name, (("<file>", f"cannot read: {exc}"),))
-        return
-    if not is_log:
-        yield name, ImportNote(name, "skipped: a text file with no 'AUTOTUNE op(...)' table "
-                                     "(not an Inductor max-autotune log)",
-                               skip="not-tuning-data")
-        return
-    if gpu is None:
-        yield name, ImportRejection(name, (_no_gpu(inductor),))
-        return
-    ctx = FileContext(
-        source=name, tool=inductor.TOOL, agent=inductor.AGENT, fmt=inductor.FORMAT,
-        kernel_name=inductor.KERNEL, problem_size="unspecified", facts=gpu, device=None,
-        gpu_from="--gpu", license=license or files.license_id(files.license_file(file.parent)),
-        sha8=files.file_sha8(file), task_id="matmul", triton_version="unknown",
-        torch_version="unknown", options=f"--gpu {gpu.name!r}")
-    yield from _items(name, ctx, inductor, inductor.measurements(files.read_lines(file)))
-
-
-def _import_autoheuristic(file: Path, name: str, fmt: str, meta: dict[str, Any], *,
-                          gpu: GpuFacts | gpus.UnknownPart | None, license: str | None
-                          ) -> Iterator[tuple[str, Item]]:
-    """An AutoHeuristic data set: the GPU named by --gpu, of the file's capability."""
-    if fmt not in ("auto", autoheuristic.FORMAT):
-        yield name, ImportNote(name, f"skipped: an AutoHeuristic data set, and --format is "
-                                     f"{fmt}", skip="other-format")
-        return
-    if gpu is None:
-        yield name, ImportRejection(name, (_no_gpu(autoheuristic),))
-        return
-    if isinstance(gpu, GpuFacts) and gpu.arch != autoheuristic.arch(meta):
-        yield name, ImportRejection(name, (("env.arch", (
-            f"the data set was measured on a {autoheuristic.arch(meta)} GPU (device_capa "
-            f"{meta['device_capa']}), and --gpu {gpu.name!r} is {gpu.arch}")),))
-        return
-    ctx = FileContext(
-        source=name, tool=autoheuristic.TOOL, agent=autoheuristic.AGENT,
-        fmt=autoheuristic.FORMAT, kernel_name=inductor.KERNEL, problem_size="unspecified",
-        facts=gpu, device=None, gpu_from="--gpu",
-        license=license or files.license_id(files.license_file(file.parent)),
-        sha8=files.file_sha8(file), task_id="matmul", triton_version="unknown",
-        torch_version="unknown", options=f"--gpu {gpu.name!r}")
-    yield from _items(name, ctx, autoheuristic,
-                      autoheuristic.measurements(files.read_lines(file)))
+    if not said_any:  # said, so that a run that imported nothing shows why
+        yield name, ImportNote(name, f"no entries: the {importer.name} file measures nothing")
 
 
 _MALFORMED = (TypeError, KeyError, AttributeError, IndexError, OverflowError, ValueError)
 _UNREADABLE = (OSError, EOFError, zlib.error)
 
 
-def _no_gpu(module: Any) -> tuple[str, str]:
-    return ("env.gpu_name", f"a {module.TOOL} file does not name the GPU it was measured "
+def _no_gpu(importer: Importer) -> str:
+    return (f"env.gpu_name: a {importer.tool} file does not name the GPU it was measured "
             "on: pass --gpu NAME, the GPU that ran it (e.g. --gpu 'NVIDIA H200')")
 
 
-def _unreadable(module: Any, exc: Exception) -> str:
-    return f"not readable as a {module.FORMAT} file: {type(exc).__name__}: {exc}"[:500]
+def _unreadable(importer: Importer, exc: Exception) -> str:
+    return f"not readable as a {importer.name} file: {type(exc).__name__}: {exc}"[:500]
 
 
-def _skip_reason(data: Any, fmt: str, module: Any) -> str:
-    if module is not None:
-        return f"skipped: a {module.FORMAT} file, and --format is {fmt}"
-    keys = ", ".join(list(data)[:6]) if isinstance(data, dict) else type(data).__name__
-    return f"skipped: not a Kernel Tuner cache or T4 results file (top level: {keys})"
-
-
-def _context(file: Path, name: str, data: dict[str, Any], module: Any, *,
-             gpu: GpuFacts | gpus.UnknownPart | None, license: str | None,
-             kernel: str | None
+def _context(name: str, opened: Source, importer: Importer, *, license: str | None
              ) -> tuple[FileContext, list[str]]:
     """The file's shared facts; ValueError("field: reason") rejects the whole file."""
-    if module is triton_autotune:
-        return _triton_context(file, name, data, gpu=gpu, license=license, kernel=kernel)
-    spec = files.sibling_spec(file.parent) or {}
-    if module is kernel_tuner:
-        head = kernel_tuner.header(data)
-        kernel_name, problem, device = kernel or head.kernel_name, head.problem_size, head.device
-    else:
-        t4.time_unit(data)  # an unknown unit rejects the file before any record
-        kernel_name = kernel or spec.get("KernelName")
-        problem = kernel_tuner.problem_size_text(spec.get("ProblemSize"))
-        device = ""
-    if not kernel_name:
-        where = "kernel_name" if module is kernel_tuner else "KernelName"
-        raise ValueError(f"{where}: the file names no kernel; pass --kernel NAME"
-                         + ("" if module is kernel_tuner
-                            else " or keep its T1 search-space file beside it"))
-    facts, how, notes = _gpu(file, device, gpu)
+    head = importer.head(opened)
+    if importer.needs_gpu and opened.gpu is None:
+        raise ValueError(_no_gpu(importer))
+    facts, how, notes = _gpu(opened.path, head.device, opened.gpu)
+    gpu_option = f"--gpu {facts.name!r}" if importer.needs_gpu else ""
+    folder = opened.path.parent
     ctx = FileContext(
-        source=name, tool=module.TOOL, agent=module.AGENT, fmt=module.FORMAT,
-        kernel_name=str(kernel_name), problem_size=problem, facts=facts, device=device or None,
-        gpu_from=how, license=license or files.license_id(files.license_file(file.parent)),
-        sha8=files.file_sha8(file),
-    )
-    return ctx, notes
-
-
-def _triton_context(file: Path, name: str, data: dict[str, Any], *,
-                    gpu: GpuFacts | gpus.UnknownPart | None, license: str | None,
-                    kernel: str | None
-                    ) -> tuple[FileContext, list[str]]:
-    """A Triton autotune file's context: its kernel from the file name (or --kernel), the
-    task it maps onto, the GPU from --gpu, the Triton version from the compiled kernels
-    beside it in the cache."""
-    kernel_name = kernel or triton_autotune.kernel_name_of(file.name)
-    if not kernel_name:
-        raise ValueError(f"kernel_name: the file name does not end in "
-                         f"{triton_autotune.SUFFIX} (<kernel>{triton_autotune.SUFFIX}); "
-                         "pass --kernel NAME")
-    head = triton_autotune.header(data, kernel_name)
-    if gpu is None:
-        raise ValueError(": ".join(_no_gpu(triton_autotune)))
-    notes = list(head.notes)
-    versions = files.triton_versions(file.parent.parent, kernel_name)
-    if len(versions) > 1:
-        notes.append(f"the cache holds {kernel_name} compiled by Triton {', '.join(versions)}:"
-                     " the version is recorded as unknown")
-    ctx = FileContext(
-        source=name, tool=triton_autotune.TOOL, agent=triton_autotune.AGENT,
-        fmt=triton_autotune.FORMAT, kernel_name=kernel_name,
-        problem_size=head.shape.removeprefix("problem_size="), facts=gpu, device=None,
-        gpu_from="--gpu", license=license or files.license_id(files.license_file(file.parent)),
-        sha8=files.file_sha8(file), task_id=head.task,
-        triton_version=versions[0] if len(versions) == 1 else "unknown",
-        torch_version="unknown",
-        options=f"--gpu {gpu.name!r}" + (f" --kernel {kernel!r}" if kernel else ""))
-    return ctx, notes
+        source=name, tool=importer.tool, agent=importer.agent, fmt=importer.name,
+        kernel_name=head.kernel_name, problem_size=head.problem_size, facts=facts,
+        device=head.device or None, gpu_from=how,
+        license=license or files.license_id(files.license_file(folder)),
+        sha8=files.file_sha8(opened.path), task_id=head.task_id,
+        triton_version=head.triton_version, torch_version=head.torch_version,
+        options=" ".join(o for o in (gpu_option, head.options) if o))
+    return ctx, [*head.notes, *notes]
 
 
 def _gpu(file: Path, device: str, option: GpuFacts | gpus.UnknownPart | None

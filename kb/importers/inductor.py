@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelkb.kb.importers import tasks
-from kernelkb.kb.importers.records import Measurement
+from kernelkb.kb.importers.importer import Event, FileHead, Importer, Source
+from kernelkb.kb.importers.records import FileContext, Measurement
 
 FORMAT = "inductor"
 TOOL = "PyTorch Inductor max-autotune"
@@ -51,8 +52,6 @@ _LOG_RECORD = re.compile(rf"^{_RANK}[EWIDF]\d{{4}} \d\d:\d\d:\d\d")
 _PARAM = re.compile(r"\s*(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,]*)\s*(?:,|$)")
 _TMA = ("NUM_SMS", "TMA_SIZE", "TMA_EXPERIMENTAL_API")  # keys of the persistent TMA template
 _NEEDED = (*tasks.TILE, "num_stages", "num_warps")  # what a GEMM template config prints
-
-Event = Measurement | tuple[str, int, str, str] | str  # a str is a note
 
 
 def is_header(line: str) -> bool:
@@ -250,3 +249,18 @@ def config_of(name: str, params: dict[str, Any]) -> tuple[dict[str, Any], list[s
     if filled:
         detail.append(f"not in the config, the task's default taken: {', '.join(filled)}")
     return config, detail
+
+
+def _head(source: Source) -> FileHead:
+    return FileHead(kernel_name=KERNEL, task_id=tasks.MATMUL, triton_version="unknown",
+                    torch_version="unknown")
+
+
+def _read(source: Source, ctx: FileContext) -> Iterator[Event]:
+    return measurements(source.lines())
+
+
+IMPORTER = Importer(
+    name=FORMAT, tool=TOOL, agent=AGENT, noun=f"an {FORMAT} file", form="text",
+    matches=lambda source: any(is_header(line) for line in source.lines()), head=_head,
+    read=_read, needs_gpu=True, costly_match=True)

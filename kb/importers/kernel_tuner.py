@@ -21,7 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kernelkb.kb.importers.records import Measurement, json_number
+from kernelkb.kb.importers.importer import Event, FileHead, Importer, Source
+from kernelkb.kb.importers.records import FileContext, Measurement, json_number
 
 FORMAT = "kernel-tuner"
 TOOL = "Kernel Tuner"
@@ -123,3 +124,22 @@ def measurements(data: dict[str, Any]) -> Iterator[Measurement | tuple[str, int,
             gbps=json_number(entry.get("GB/s")), gflops=json_number(entry.get("GFLOP/s")),
             timestamp=stamp if isinstance(stamp, str) and stamp else None,
         )
+
+
+def _head(source: Source) -> FileHead:
+    head = header(source.data)
+    kernel_name = source.kernel or head.kernel_name
+    if not kernel_name:
+        raise ValueError("kernel_name: the file names no kernel; pass --kernel NAME")
+    return FileHead(kernel_name=kernel_name, problem_size=head.problem_size,
+                    device=head.device)
+
+
+def _read(source: Source, ctx: FileContext) -> Iterator[Event]:
+    return measurements(source.data)
+
+
+IMPORTER = Importer(
+    name=FORMAT, tool=TOOL, agent=AGENT, noun=f"a {FORMAT} file", form="json",
+    matches=lambda source: matches(source.data), head=_head, read=_read,
+    recover=close_open_cache)

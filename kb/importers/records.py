@@ -22,7 +22,6 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelkb.kb.ingest import validate_batch
 from kernelkb.kb.record import ExperienceRecord
 from kernelkb.kernels.shared.gpus import GpuFacts, UnknownPart
 
@@ -235,6 +234,10 @@ def to_record(ctx: FileContext, m: Measurement) -> ExperienceRecord | ImportReje
     problem = _non_finite(m)
     if problem is not None:
         return ImportRejection(where, (problem,))
+    # here, not at the top: the CLI's parser reads the formats' names (registry.names)
+    # without loading ingest's SQL and vector modules
+    from kernelkb.kb.ingest import validate_batch
+
     good, bad = validate_batch([record_dict(ctx, m)])
     if bad:
         return ImportRejection(where, tuple((r.field, r.reason) for r in bad))

@@ -4,8 +4,8 @@
 "correct" | "compile" | "runtime" | "timeout" | "correctness" | "constraints",
 "measurements": [{"name": "time", "value": ..., "unit": ...}], "timestamp"?}],
 "metadata": {"timeunit": ...}, "schema_version": ...}``. The file names neither the
-kernel nor the GPU: those come from options, the T1 search-space file beside it, or the
-file name (the dispatcher's job).
+kernel nor the GPU: the kernel comes from --kernel or the T1 search-space file beside
+it, the GPU from --gpu or the file name (the dispatcher's job).
 """
 
 from __future__ import annotations
@@ -13,7 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from kernelkb.kb.importers.records import Measurement, json_number
+from kernelkb.kb.importers import files
+from kernelkb.kb.importers.importer import Event, FileHead, Importer, Source
+from kernelkb.kb.importers.kernel_tuner import problem_size_text
+from kernelkb.kb.importers.records import FileContext, Measurement, json_number
 
 FORMAT = "t4"
 TOOL = "T4"
@@ -95,3 +98,24 @@ def measurements(data: dict[str, Any], scale: float
             gflops=json_number(gflops.get("value")) if gflops else None,
             timestamp=stamp if isinstance(stamp, str) and stamp else None,
         )
+
+
+def _head(source: Source) -> FileHead:
+    """The kernel and problem size from --kernel or the T1 search-space file beside it."""
+    time_unit(source.data)  # an unknown unit rejects the file before any record
+    spec = files.sibling_spec(source.path.parent) or {}
+    kernel_name = source.kernel or spec.get("KernelName")
+    if not kernel_name:
+        raise ValueError("KernelName: the file names no kernel; pass --kernel NAME or keep "
+                         "its T1 search-space file beside it")
+    return FileHead(kernel_name=str(kernel_name),
+                    problem_size=problem_size_text(spec.get("ProblemSize")))
+
+
+def _read(source: Source, ctx: FileContext) -> Iterator[Event]:
+    return measurements(source.data, time_unit(source.data))
+
+
+IMPORTER = Importer(
+    name=FORMAT, tool=TOOL, agent=AGENT, noun=f"a {FORMAT} file", form="json",
+    matches=lambda source: matches(source.data), head=_head, read=_read)

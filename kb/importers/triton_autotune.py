@@ -22,8 +22,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelkb.kb.importers import tasks
-from kernelkb.kb.importers.records import Measurement, json_number
+from kernelkb.kb.importers import files, tasks
+from kernelkb.kb.importers.importer import Event, FileHead, Importer, Source, top_level
+from kernelkb.kb.importers.records import (
+    FileContext,
+    ImportNote,
+    ImportRejection,
+    Measurement,
+    json_number,
+)
 
 FORMAT = "triton-autotune"
 TOOL = "Triton autotuner"
@@ -186,3 +193,45 @@ def _params(config: dict[str, Any], head: Header) -> tuple[dict[str, Any], list[
     if filled:
         text.append(f"not in the config, the task's default taken: {', '.join(filled)}")
     return mapped, text
+
+
+def _head(source: Source) -> FileHead:
+    """The kernel from the file name (or --kernel), the task it maps onto, the Triton
+    version from the compiled kernels beside it in the cache."""
+    kernel_name = source.kernel or kernel_name_of(source.path.name)
+    if not kernel_name:
+        raise ValueError(f"kernel_name: the file name does not end in {SUFFIX} "
+                         f"(<kernel>{SUFFIX}); pass --kernel NAME")
+    head = header(source.data, kernel_name)
+    notes = list(head.notes)
+    versions = files.triton_versions(source.path.parent.parent, kernel_name)
+    if len(versions) > 1:
+        notes.append(f"the cache holds {kernel_name} compiled by Triton {', '.join(versions)}:"
+                     " the version is recorded as unknown")
+    return FileHead(
+        kernel_name=kernel_name, problem_size=head.shape.removeprefix("problem_size="),
+        task_id=head.task, triton_version=versions[0] if len(versions) == 1 else "unknown",
+        torch_version="unknown",
+        options=f"--kernel {source.kernel!r}" if source.kernel else "", notes=tuple(notes))
+
+
+def _read(source: Source, ctx: FileContext) -> Iterator[Event]:
+    return measurements(source.data, header(source.data, ctx.kernel_name))
+
+
+def _unmatched(name: str, file_name: str, data: Any) -> ImportRejection | ImportNote | None:
+    """A file named as a cache but damaged; a compiled kernel's files in the cache."""
+    if kernel_name_of(file_name):
+        return ImportRejection(name, (("<file>", "named as a Triton autotune cache, but it "
+                                       "holds no 'key' and 'configs_timings' list "
+                                       f"(top level: {top_level(data)})"),))
+    if is_compiled_metadata(file_name, data):
+        return ImportNote(name, "skipped: Triton compile metadata, not tuning data",
+                          skip="triton-compiled")
+    return None
+
+
+IMPORTER = Importer(
+    name=FORMAT, tool=TOOL, agent=AGENT, noun=f"a {FORMAT} file", form="json",
+    matches=lambda source: matches(source.data), head=_head, read=_read, needs_gpu=True,
+    unmatched=_unmatched)

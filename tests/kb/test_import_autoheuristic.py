@@ -63,6 +63,16 @@ def test_a_gpu_of_another_capability_is_refused_and_none_is_asked_for(tmp_path: 
     assert isinstance(none, ImportRejection) and "--gpu" in none.lines()[0]
 
 
+def test_a_capability_that_is_no_pair_of_integers_refuses_its_file_alone(tmp_path: Path):
+    _write(tmp_path / "d" / "bad.txt", {**META, "device_capa": ["a", 1]})
+    _write(tmp_path / "d" / "good.txt")
+    items = dict(iter_import(tmp_path / "d", gpu=gpus.lookup("h200").name))
+    bad = items["d/bad.txt"]
+    assert isinstance(bad, ImportRejection) and bad.lines() == [
+        "d/bad.txt: device_capa: not a (major, minor) pair of integers: ['a', 1]"]
+    assert sum(isinstance(i, ExperienceRecord) for i in items.values()) == 3  # the next file
+
+
 def test_other_heuristics_are_skipped_with_a_note(tmp_path: Path):
     _write(tmp_path / "d" / "pad.txt", {**META, "name": "pad_mm"},
            ["64,4096,14336,torch.float16,torch.float16,pad,0.1"])
