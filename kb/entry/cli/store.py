@@ -19,6 +19,7 @@ from kernelkb.kb.entry.cli.common import (
     quiet_batches,
     reader,
 )
+from kernelkb.kb.importers.registry import names
 
 
 def _add_ingest(parser: argparse.ArgumentParser) -> None:
@@ -78,8 +79,7 @@ def _add_import(parser: argparse.ArgumentParser) -> None:
                         help="files or folders (*.json, *.json.gz, *.log, *.txt are read; "
                              "see docs/importing.md)")
     parser.add_argument("--format", dest="fmt",
-                        choices=("auto", "kernel-tuner", "t4", "triton-autotune", "inductor",
-                                 "autoheuristic"),
+                        choices=names(),
                         default="auto",
                         help="auto (default): sniff each file; or only files of that format")
     parser.add_argument("--gpu", help="GPU of files that name none (or one the table lacks); "
