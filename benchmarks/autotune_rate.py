@@ -37,7 +37,9 @@ def autotune_loop(task_name: str, dtype: str, limit: int) -> dict:
     import torch
     import triton
 
-    from kernelkb.kernels.base import DTYPES, get_task, load_candidate
+    from kernelkb.kernels.candidate_loading import load_candidate
+    from kernelkb.kernels.discovery import get_task
+    from kernelkb.kernels.dtypes import DTYPES
     from kernelkb.optimizer import sweep
 
     task = get_task(task_name)

@@ -31,7 +31,9 @@ from typing import Any
 
 import torch
 
-from kernelkb.kernels.base import DTYPES, get_task, load_candidate
+from kernelkb.kernels.candidate_loading import load_candidate
+from kernelkb.kernels.discovery import get_task
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.peers import Peer, peers_for
 from kernelkb.optimizer.peers import check_peer
 

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ONE = """
 import json, sys, time
 try:
-    from kernelkb.kernels.base import get_task
+    from kernelkb.kernels.discovery import get_task
     from kernelkb.optimizer.sandbox import evaluate
 except ImportError:  # a checkout from before the kernelkb package folder
     from kernels.base import get_task

@@ -47,7 +47,10 @@ if not ON_GPU:  # before triton is imported: the kernels run in the interpreter
 HERE = Path(__file__).resolve().parent
 
 from benchmarks.host_cost import best_kernel, checked, eager_us, peers_for_cpu  # noqa: E402
-from kernelkb.kernels.base import DTYPES, Task, get_task, load_candidate  # noqa: E402
+from kernelkb.kernels.base import Task  # noqa: E402
+from kernelkb.kernels.candidate_loading import load_candidate  # noqa: E402
+from kernelkb.kernels.discovery import get_task  # noqa: E402
+from kernelkb.kernels.dtypes import DTYPES  # noqa: E402
 from kernelkb.kernels.model_config import read_model_config  # noqa: E402
 from kernelkb.kernels.model_shapes import model_shapes  # noqa: E402
 from kernelkb.kernels.peers import Peer, peers_for  # noqa: E402

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer import space_timing, sweep
 
 NEIGHBOUR = ("import torch, time\na = torch.randn(8192, 8192, device='cuda', "

@@ -8,7 +8,8 @@ import torch
 import triton
 from triton.testing import do_bench
 
-from kernelkb.kernels.base import get_task, load_candidate
+from kernelkb.kernels.candidate_loading import load_candidate
+from kernelkb.kernels.discovery import get_task
 
 out = {"torch": torch.__version__, "triton": triton.__version__, "cuda": torch.version.cuda}
 props = torch.cuda.get_device_properties(0)

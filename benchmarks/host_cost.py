@@ -53,7 +53,11 @@ if not ON_GPU:  # before triton is imported: the kernels run in the interpreter
     os.environ["TRITON_INTERPRET"] = "1"
 
 
-from kernelkb.kernels.base import DTYPES, Task, all_tasks, header_constants, load_candidate  # noqa: E402
+from kernelkb.kernels.base import Task  # noqa: E402
+from kernelkb.kernels.candidate_loading import load_candidate  # noqa: E402
+from kernelkb.kernels.config import header_constants  # noqa: E402
+from kernelkb.kernels.discovery import all_tasks  # noqa: E402
+from kernelkb.kernels.dtypes import DTYPES  # noqa: E402
 from kernelkb.kernels.peers import Peer, peers_for  # noqa: E402
 from kernelkb.optimizer.dispatch import add_gpu, entry, new_table, read_table  # noqa: E402
 from kernelkb.optimizer.export import BEGIN, END, export_module  # noqa: E402

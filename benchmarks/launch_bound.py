@@ -35,7 +35,9 @@ from typing import Any
 import torch
 
 from benchmarks.peers import our_kernels
-from kernelkb.kernels.base import DTYPES, Task, all_tasks
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.discovery import all_tasks
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.peers import Peer, peers_for
 from kernelkb.optimizer.peers import check_peer
 from kernelkb.optimizer.sandbox import detect_environment

@@ -40,7 +40,7 @@ async def _timed(call) -> float:  # type: ignore[no-untyped-def]
 
 
 async def _tools(client: Client, calls: int) -> dict[str, list[float]]:
-    from kernelkb.kernels.base import get_task
+    from kernelkb.kernels.discovery import get_task
 
     asks = {
         "retrieve_experiences": ("retrieve_experiences", {

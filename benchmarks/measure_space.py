@@ -38,7 +38,10 @@ from pathlib import Path
 import torch
 
 from kernelkb.kb.terminal import configure_logging, tracked
-from kernelkb.kernels.base import DTYPES, Task, all_tasks, load_candidate
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.candidate_loading import load_candidate
+from kernelkb.kernels.discovery import all_tasks
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.shared.atomic import replaced
 from kernelkb.kernels.shared.stats import geomean
 from kernelkb.optimizer.sandbox import checks, detect_environment, evaluate

@@ -24,7 +24,10 @@ from pathlib import Path
 
 import torch
 
-from kernelkb.kernels.base import DTYPES, Task, all_tasks, load_candidate
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.candidate_loading import load_candidate
+from kernelkb.kernels.discovery import all_tasks
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.peers import Peer, peers_for
 from kernelkb.kernels.shared.stats import geomean
 from kernelkb.optimizer.peers import below_floor, time_peers, trustworthy

@@ -19,7 +19,7 @@ import sys
 
 ONE = """
 import json, sys, time
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.sandbox import evaluate
 source, walls = get_task("softmax").template, []
 for _ in range(int(sys.argv[1])):

@@ -28,7 +28,9 @@ from collections import defaultdict
 
 import torch
 
-from kernelkb.kernels.base import DTYPES, get_task, load_candidate
+from kernelkb.kernels.candidate_loading import load_candidate
+from kernelkb.kernels.discovery import get_task
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.optimizer import sweep
 from kernelkb.optimizer.sandbox import evaluate
 

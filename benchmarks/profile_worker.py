@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.sandbox import kernel_clock
 from kernelkb.optimizer.sandbox.worker import Worker
 

@@ -14,7 +14,7 @@ import secrets
 import time
 from pathlib import Path
 
-from kernelkb.kernels.base import all_tasks, get_task
+from kernelkb.kernels.discovery import all_tasks, get_task
 from kernelkb.optimizer.sandbox.runner import run_worker
 
 

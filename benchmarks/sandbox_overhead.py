@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.sandbox import evaluate, jail, runner
 
 

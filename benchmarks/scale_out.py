@@ -29,7 +29,7 @@ JOB: tuple[str, str, dict[str, Any]] = ("softmax", "", {"shapes": [(4, 64)], "se
 
 
 def _job() -> tuple[str, str, dict[str, Any]]:
-    from kernelkb.kernels.base import get_task
+    from kernelkb.kernels.discovery import get_task
 
     return (JOB[0], get_task("softmax").template, JOB[2])
 

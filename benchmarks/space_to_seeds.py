@@ -18,7 +18,9 @@ import json
 from pathlib import Path
 
 from kernelkb.kb.record import ExperienceRecord
-from kernelkb.kernels.base import DTYPES, Task, get_task
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.discovery import get_task
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.stats import geomean
 

@@ -17,7 +17,7 @@ import difflib
 from pathlib import Path
 
 from kernelkb.kb.record import ExperienceRecord
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.kernels.shared.comparison import failure_verdict
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.stats import geomean

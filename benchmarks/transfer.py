@@ -39,7 +39,7 @@ def run_benchmark(*, space_dir: Path, seeds_dir: Path, out_dir: Path, repeats: i
     from benchmarks.replay import report
     from benchmarks.replay.knowledge import ARMS, seed_records
     from benchmarks.replay.space import find_spaces, load_space
-    from kernelkb.kernels.base import all_tasks
+    from kernelkb.kernels.discovery import all_tasks
 
     unknown = sorted(set(arms) - set(ARMS))
     if unknown or repeats < 1:
@@ -154,7 +154,7 @@ def confirm(results: Path, out_dir: Path, dtype: str) -> dict[str, Any]:
     """Re-time on the GPU each task's naive config and the replay's winners (H200 only)."""
     import torch
 
-    from kernelkb.kernels.base import get_task
+    from kernelkb.kernels.discovery import get_task
     from kernelkb.optimizer.sandbox import evaluate, measure_baseline
 
     if not torch.cuda.is_available():

@@ -50,7 +50,7 @@ def load_sweeps(folder: Path) -> list[ExperienceRow]:
     by it). A configuration measured twice in a regime keeps its first time."""
     import torch
 
-    from kernelkb.kernels.base import get_task
+    from kernelkb.kernels.discovery import get_task
 
     rows, seen = [], set()
     for path in sorted(folder.glob("*.jsonl")):

@@ -32,13 +32,11 @@ from pathlib import Path
 
 import torch
 
-from kernelkb.kernels.base import (
-    DTYPES,
-    Task,
-    all_tasks,
-    load_candidate,
-    set_header_constants,
-)
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.candidate_loading import load_candidate
+from kernelkb.kernels.config import set_header_constants
+from kernelkb.kernels.discovery import all_tasks
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.peers import Peer, peers_for
 from kernelkb.kernels.shared.stats import geomean
 from kernelkb.optimizer.peers import time_peers

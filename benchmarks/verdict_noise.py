@@ -38,8 +38,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from kernelkb.kernels.base import get_task
-from kernelkb.kernels.discovery import add_tasks_dirs, split_dirs
+from kernelkb.kernels.discovery import add_tasks_dirs, get_task, split_dirs
 from kernelkb.kernels.shared.stats import geomean
 from kernelkb.optimizer.sandbox import evaluate
 from kernelkb.optimizer.verdict import judge, noise_threshold

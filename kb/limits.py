@@ -41,7 +41,7 @@ TIME_MS = (1e-9, 1e9)  # a femtosecond to eleven days
 RATIO_MAX = 1e9  # speedups, throughput shares
 # when a record was made (UTC): a date outside these years cannot be one
 YEARS = (1970, 2200)
-# a shape regime (kernels/base.py Regimes): a name, or several joined by "+" for a record
+# a shape regime (kernels/regimes.py Regimes): a name, or several joined by "+" for a record
 # whose shapes span regimes
 REGIME = re.compile(r"^[a-z][a-z0-9_]{0,31}(\+[a-z][a-z0-9_]{0,31}){0,15}$")
 

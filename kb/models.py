@@ -116,7 +116,7 @@ def experience_values(record: ExperienceRecord,
                       ) -> dict[str, Any]:
     """The ``Experience`` row as a dict, for one executemany insert per batch (building
     ORM objects cost ~0.2 ms a record on ingest). ``regime_of`` derives the regime of a
-    record that carries none (kernels.base.record_regime, given by the entry module)."""
+    record that carries none (kernels.records.record_regime, given by the entry module)."""
     fb = record.feedback
     assert record.id is not None
     return dict(

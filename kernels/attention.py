@@ -27,22 +27,13 @@ import math
 
 import torch
 
-from kernelkb.kernels.base import (
-    DTYPES,
-    Config,
-    Knob,
-    Launch,
-    Regimes,
-    Shape,
-    Task,
-    Tolerance,
-    Variant,
-    cdiv,
-    read_template,
-    register,
-    vector_width,
-)
+from kernelkb.kernels.base import Knob, Shape, Task, Tolerance, Variant, read_template
+from kernelkb.kernels.config import Config
+from kernelkb.kernels.discovery import register
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.peers import Peer, attention_unfused
+from kernelkb.kernels.regimes import Regimes
+from kernelkb.kernels.shared.launch import Launch, cdiv, vector_width
 
 ROPE_THETA = 10000.0
 CACHE_SLACK = 5  # cache slots past cache_len + seq_new that must stay untouched

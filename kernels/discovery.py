@@ -1,4 +1,4 @@
-"""Where tasks come from: found, never listed.
+"""The task registry, and where its tasks come from: found, never listed.
 
 Three sources, read in this order the first time a task is asked for that is not yet
 registered (``get_task``) and whenever all of them are (``all_tasks``):
@@ -15,6 +15,8 @@ registered (``get_task``) and whenever all of them are (``all_tasks``):
 Each task keeps its ``Origin``, which the sandbox uses to load the same task in its
 worker process (``load_origin``) and to make its files visible there.
 
+The registry (``TASKS``, ``register``, ``get_task``, ``all_tasks``) lives here, beside
+the sources it reads, so the task model (``kernels.base``) never imports what finds it.
 Imports nothing heavy at module level: the CLI calls ``add_tasks_dirs`` before it knows
 whether a command needs torch.
 """
@@ -35,9 +37,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelkb.kernels.shared.atomic import replaced
+from kernelkb.kernels.shared.errors import UserError
+from kernelkb.kernels.validation import TaskDefinitionError, closest
+
+if TYPE_CHECKING:
+    from kernelkb.kernels.base import Task
 
 ENTRY_POINT_GROUP = "kernelkb.tasks"
 log = logging.getLogger(__name__)
@@ -96,6 +103,63 @@ def describe(name: str) -> str:
 def origin_request(name: str) -> dict[str, str] | None:
     origin = _ORIGINS.get(name)
     return origin.request() if origin else None
+
+
+# -- the registry -----------------------------------------------------------------------
+# name -> Task, in the order tasks registered; filled by ``discover`` (every task module
+# of this package, the folders a user names, the kernelkb.tasks entry points).
+TASKS: dict[str, Task] = {}
+
+
+def register(task: Task) -> Task:
+    """Add a task (a task module may call this, or just define a module-level Task)."""
+    if TASKS.get(task.name) is task:
+        return task
+    origin = loading()
+    if task.name in TASKS:
+        raise TaskDefinitionError(task.name, "name", (
+            f"taken: {describe(task.name)} registered it first"
+            + (f"; {origin.describe()} cannot" if origin else "")))
+    TASKS[task.name] = task
+    note_origin(task.name, origin)
+    return task
+
+
+class UnknownTask(UserError, KeyError):
+    """A task name nobody registered (a KeyError, as a registry lookup is)."""
+
+    def __str__(self) -> str:  # the message itself, not KeyError's quoted repr of it
+        return str(self.args[0]) if self.args else ""
+
+
+def get_task(name: str) -> Task:
+    """The task called ``name``; UnknownTask (a KeyError) naming the known ones and the
+    closest."""
+    if name not in TASKS:
+            discover()
+    try:
+        return TASKS[name]
+    except KeyError:
+        raise UnknownTask(f"unknown task {name!r}{closest(name, TASKS) or ';'} known: "
+                          f"{', '.join(sorted(TASKS))}") from None
+
+
+def all_tasks() -> dict[str, Task]:
+    """Every task: this package's, the named folders', the installed entry points'."""
+    discover()
+    return dict(TASKS)
+
+
+def related_ops_of(op_type: str) -> tuple[str, ...]:
+    """The ops the registered tasks of ``op_type`` declare related (``Task.related_ops``,
+    the one source of truth), first-declared first; what entry modules put on a query
+    that names an op but no task object."""
+    found: dict[str, None] = {}
+    for task in all_tasks().values():
+        if task.op_type == op_type:
+            found.update(dict.fromkeys(op for op in task.related_ops if op != op_type))
+    return tuple(found)
+
 
 
 # -- the sources -----------------------------------------------------------------------
@@ -162,8 +226,6 @@ def load_file(path: str | os.PathLike[str]) -> ModuleType | None:
     file = str(Path(path).resolve())
     if file in _LOADED:
         return sys.modules.get(_private_name(file))
-    from kernelkb.kernels.validation import TaskDefinitionError
-
     name = _private_name(file)
     origin = Origin("folder", name, file)
     spec = importlib.util.spec_from_file_location(name, file)
@@ -199,8 +261,6 @@ def _load_entry_points() -> None:
     path = tuple(sys.path)
     if path == _scanned_path:
         return  # entry points are read from sys.path: the same path, the same entries
-    from kernelkb.kernels.validation import TaskDefinitionError
-
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         ident = f"ep:{ep.name}={ep.value}"
         if ident in _LOADED:
@@ -285,8 +345,6 @@ def _register_module_tasks(module: ModuleType, origin: Origin) -> list[Any]:
 def _register_tasks(tasks: list[Any], origin: Origin) -> list[Any]:
     """Register the tasks not registered yet; give those without an origin this one (a
     module imported before discovery registered its task with no origin known)."""
-    from kernelkb.kernels.base import TASKS, register
-
     for task in tasks:
         if TASKS.get(task.name) is not task:
             with _declaring(origin):
@@ -295,7 +353,7 @@ def _register_tasks(tasks: list[Any], origin: Origin) -> list[Any]:
     return tasks
 
 
-# -- the registry's names without importing it ------------------------------------------
+# -- the registry's names without importing the tasks -----------------------------------
 def _sources_key() -> str:
     """What the registry is built from, as files and entry points (path, size, mtime of
     each task source; name, value and distribution version of each entry point): equal
@@ -341,8 +399,6 @@ def registry_summary() -> dict[str, Any]:
                 return cached["summary"]
         except (OSError, ValueError, KeyError, AttributeError):
             pass
-    from kernelkb.kernels.base import all_tasks, related_ops_of
-
     tasks = all_tasks()
     ops = sorted({t.op_type for t in tasks.values()})
     summary = {"ops": ops, "tasks": sorted(tasks),

@@ -179,7 +179,7 @@ def dispatch_render(body: str, config: typing.Mapping) -> str:
     kept and unchanged lines byte for byte (so a configuration renders exactly as the
     task rendered it when it was evaluated). KeyError: a constant the body does not
     have, so a table from another kernel cannot half-apply. The one renderer: the task
-    (kernels.base) renders through it too."""
+    (kernels.config) renders through it too."""
     lines = body.splitlines(keepends=True)
     left = dict(config)
     for n, line in enumerate(lines):

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from kernelkb.kernels import unusual_inputs
-from kernelkb.kernels.base import LEADING_DIMS, InputCondition, leading_dims, mixed_inputs
+from kernelkb.kernels.conditions import LEADING_DIMS, InputCondition, leading_dims, mixed_inputs
 
 PREFIX = "drawn "
 PATTERNS = ("prefix", "suffix", "spike", "outlier", "constant", "offset")
@@ -106,7 +106,8 @@ def mixed(task: Any) -> InputCondition:
     row, and the rows a condition picks as it made them). One call then meets each
     condition somewhere, where a call per condition would cost as many calls: what the
     judge asks on a shape whose calls are dear (the one past the largest asked)."""
-    from kernelkb.kernels.base import GENERIC_CONDITIONS, SCALAR_ARGS
+    from kernelkb.kernels.conditions import GENERIC_CONDITIONS
+    from kernelkb.kernels.scalar_args import SCALAR_ARGS
 
     declared = [c for c in task.input_conditions
                 if c.name not in GENERIC_CONDITIONS and c.name != SCALAR_ARGS]

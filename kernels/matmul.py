@@ -14,23 +14,14 @@ from __future__ import annotations
 
 import torch
 
-from kernelkb.kernels.base import (
-    DTYPES,
-    Config,
-    InputCondition,
-    Knob,
-    Launch,
-    Regimes,
-    Shape,
-    Task,
-    Tolerance,
-    Variant,
-    cdiv,
-    read_template,
-    register,
-    vector_width,
-)
+from kernelkb.kernels.base import Knob, Shape, Task, Tolerance, Variant, read_template
+from kernelkb.kernels.conditions import InputCondition
+from kernelkb.kernels.config import Config
+from kernelkb.kernels.discovery import register
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.peers import Peer
+from kernelkb.kernels.regimes import Regimes
+from kernelkb.kernels.shared.launch import Launch, cdiv, vector_width
 
 TEMPLATE = read_template(__file__)  # kernels/templates/matmul.py: the naive kernel
 

@@ -18,25 +18,15 @@ import math
 
 import torch
 
-from kernelkb.kernels.base import (
-    DTYPES,
-    ELEMENTWISE_TOLERANCES,
-    Config,
-    InputCondition,
-    Knob,
-    Launch,
-    Regimes,
-    ScalarArg,
-    Shape,
-    Task,
-    Variant,
-    cdiv,
-    next_pow2,
-    read_template,
-    register,
-    vector_width,
-)
+from kernelkb.kernels.base import ELEMENTWISE_TOLERANCES, Knob, Shape, Task, Variant, read_template
+from kernelkb.kernels.conditions import InputCondition
+from kernelkb.kernels.config import Config
+from kernelkb.kernels.discovery import register
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.peers import Peer, eager_and_compiled, liger_rmsnorm, optional, rmsnorm_eager
+from kernelkb.kernels.regimes import Regimes
+from kernelkb.kernels.scalar_args import ScalarArg
+from kernelkb.kernels.shared.launch import Launch, cdiv, next_pow2, vector_width
 
 EPS = 1e-6
 

@@ -21,24 +21,14 @@ from typing import Any, cast
 
 import torch
 
-from kernelkb.kernels.base import (
-    DTYPES,
-    ELEMENTWISE_TOLERANCES,
-    Config,
-    InputCondition,
-    Knob,
-    Launch,
-    Regimes,
-    Shape,
-    Task,
-    Variant,
-    cdiv,
-    next_pow2,
-    read_template,
-    register,
-    vector_width,
-)
+from kernelkb.kernels.base import ELEMENTWISE_TOLERANCES, Knob, Shape, Task, Variant, read_template
+from kernelkb.kernels.conditions import InputCondition
+from kernelkb.kernels.config import Config
+from kernelkb.kernels.discovery import register
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.peers import Peer, _rope_hf, liger_rope_peer, optional, rope_hf
+from kernelkb.kernels.regimes import Regimes
+from kernelkb.kernels.shared.launch import Launch, cdiv, next_pow2, vector_width
 
 THETA = 10000.0
 

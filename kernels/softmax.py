@@ -16,25 +16,21 @@ from typing import cast
 import torch
 
 from kernelkb.kernels.base import (
-    DTYPES,
     ELEMENTWISE_TOLERANCES,
-    Config,
-    InputCondition,
     Knob,
-    Launch,
-    Regimes,
     Shape,
     Task,
     Tolerance,
     Variant,
-    cdiv,
-    header_constants,
-    next_pow2,
     read_template,
-    register,
-    vector_width,
 )
+from kernelkb.kernels.conditions import InputCondition
+from kernelkb.kernels.config import Config, header_constants
+from kernelkb.kernels.discovery import register
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.peers import Peer, eager_and_compiled, liger_softmax, optional, softmax_eager
+from kernelkb.kernels.regimes import Regimes
+from kernelkb.kernels.shared.launch import Launch, cdiv, next_pow2, vector_width
 
 TEMPLATE = read_template(__file__)  # kernels/templates/softmax.py: the naive kernel
 

@@ -14,24 +14,14 @@ from __future__ import annotations
 
 import torch
 
-from kernelkb.kernels.base import (
-    DTYPES,
-    ELEMENTWISE_TOLERANCES,
-    Config,
-    InputCondition,
-    Knob,
-    Launch,
-    Regimes,
-    Shape,
-    Task,
-    Variant,
-    cdiv,
-    next_pow2,
-    read_template,
-    register,
-    vector_width,
-)
+from kernelkb.kernels.base import ELEMENTWISE_TOLERANCES, Knob, Shape, Task, Variant, read_template
+from kernelkb.kernels.conditions import InputCondition
+from kernelkb.kernels.config import Config
+from kernelkb.kernels.discovery import register
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.peers import Peer, eager_and_compiled, liger_swiglu, optional, swiglu_eager
+from kernelkb.kernels.regimes import Regimes
+from kernelkb.kernels.shared.launch import Launch, cdiv, next_pow2, vector_width
 
 TEMPLATE = read_template(__file__)  # kernels/templates/swiglu.py: the naive kernel
 

@@ -18,7 +18,8 @@ from typing import Any
 
 import torch
 
-from kernelkb.kernels.base import InputCondition, Shape
+from kernelkb.kernels.base import Shape
+from kernelkb.kernels.conditions import InputCondition
 
 UNUSUAL = "unusual: "  # the prefix of these conditions' names (draws.resolve)
 MORE_LEADING = UNUSUAL + "two more leading dimensions"

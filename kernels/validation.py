@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
+from kernelkb.kernels.regimes import Regimes
 from kernelkb.kernels.shared.errors import UserError
 from kernelkb.kernels.shared.vocabulary import KNOB_CATEGORIES
 
@@ -101,10 +102,8 @@ def validate(task: Any, dtypes: Iterable[str], header_constants: Callable[[str],
 def _check_regimes(task: Any, fail: Callable[[str, str], None]) -> None:
     """A Regimes declaration (its own rules are checked when it is built) whose dims are
     the task's shape names."""
-    from kernelkb.kernels.base import Regimes
-
     if not isinstance(task.regimes, Regimes):
-        fail("regimes", f"must be a kernels.base.Regimes, got {type(task.regimes).__name__}")
+        fail("regimes", f"must be a kernels.regimes.Regimes, got {type(task.regimes).__name__}")
     for dim in task.regimes.dims:
         if dim not in task.shape_names:
             fail("regimes.dims", f"{dim!r} is not a shape name; known: {task.shape_names}"

@@ -24,7 +24,10 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
-from kernelkb.kernels.base import DTYPES, Shape, get_task, load_candidate
+from kernelkb.kernels.base import Shape
+from kernelkb.kernels.candidate_loading import load_candidate
+from kernelkb.kernels.discovery import get_task
+from kernelkb.kernels.dtypes import DTYPES
 
 log = logging.getLogger(__name__)
 

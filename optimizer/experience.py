@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelkb.kb.record import Edit, Environment, ExperienceRecord, Feedback, Provenance, TaskInfo
-from kernelkb.kernels.base import Task, header_constants
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.config import header_constants
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.vocabulary import RoundKind, Verdict
 from kernelkb.optimizer.agents.base import Proposal

@@ -27,7 +27,8 @@ from typing import Any
 
 import torch
 
-from kernelkb.kernels.base import DTYPES, Task
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.dtypes import DTYPES
 
 _SCALARS = {int: "int", float: "float", bool: "bool"}
 

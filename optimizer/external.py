@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from kernelkb.kb.record import Environment, ExperienceRecord
-from kernelkb.kernels.base import DTYPES, Task, get_task
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.discovery import get_task
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.shared.errors import UserError
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.vocabulary import Verdict

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelkb.kb.record import Environment, ExperienceRecord
-from kernelkb.kernels.base import Task, header_constants
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.config import header_constants
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.vocabulary import ProposalKind, RoundKind, Verdict
 from kernelkb.optimizer.agents.base import (

@@ -13,7 +13,8 @@ from typing import Any
 
 import torch
 
-from kernelkb.kernels.base import DTYPES, Task
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.dtypes import DTYPES
 
 # per output: ([(input index, input dim) per output dim], input index whose dtype it has)
 FakeRule = list[tuple[list[tuple[int, int]], int]]

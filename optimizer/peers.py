@@ -24,7 +24,8 @@ from typing import Any
 
 import torch
 
-from kernelkb.kernels.base import DTYPES, Shape, Task
+from kernelkb.kernels.base import Shape, Task
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.peers import Peer, peers_for
 from kernelkb.optimizer.sandbox import checks
 from kernelkb.optimizer.sandbox.timing import floor_ms, graph_ms, measure, rotating

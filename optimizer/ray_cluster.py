@@ -109,8 +109,7 @@ def folder_tasks() -> Shipped:
     the Python files of its folder (its templates), by relative path. A worker host has
     not got the user's folder, so they go with each job. Tasks from installed packages
     must be installed on every host."""
-    from kernelkb.kernels.base import all_tasks
-    from kernelkb.kernels.discovery import origin_of
+    from kernelkb.kernels.discovery import all_tasks, origin_of
     from kernelkb.kernels.shared.errors import UserFixable
 
     shipped: dict[str, tuple[str, dict[str, str]]] = {}

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import matplotlib
 
-from kernelkb.kernels.base import DTYPES
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.shared.vocabulary import Verdict
 
 if TYPE_CHECKING:

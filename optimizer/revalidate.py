@@ -19,7 +19,8 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from kernelkb.kb.record import Edit, Environment, ExperienceRecord, Feedback, Provenance, TaskInfo
-from kernelkb.kernels.base import Config, Shape, Task
+from kernelkb.kernels.base import Shape, Task
+from kernelkb.kernels.config import Config
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.stats import geomean
 from kernelkb.kernels.shared.vocabulary import RoundKind, Verdict

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelkb.kb.record import Environment
-from kernelkb.kernels.base import DTYPES, Shape, get_task
+from kernelkb.kernels.base import Shape
+from kernelkb.kernels.discovery import get_task
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.optimizer.agents.base import Agent
 from kernelkb.optimizer.experience import RunInfo
 from kernelkb.optimizer.export import export_module

@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernelkb.kb.record import ExperienceRecord
-from kernelkb.kernels.base import DTYPES, Shape, Task, all_tasks
+from kernelkb.kernels.base import Shape, Task
+from kernelkb.kernels.discovery import all_tasks
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.retrieval.launch import record_launch
 from kernelkb.retrieval.prediction import Space
 

@@ -39,7 +39,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernelkb.kernels.base import DTYPES, Knob, Shape, Task, Variant, get_task, load_candidate
+from kernelkb.kernels.base import Knob, Shape, Task, Variant
+from kernelkb.kernels.candidate_loading import load_candidate
+from kernelkb.kernels.discovery import get_task
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.shared.comparison import Comparison
 from kernelkb.optimizer import space_timing
 

@@ -18,7 +18,7 @@ Public API (what bootstrap, the offline agent and the benchmarks code against)::
 
 - ``launch_of(record, shape_label) -> Launch | None`` and ``cost_of(record, shape_label)
   -> (bytes, flops)`` are injected by the caller (retrieval may not import kernels): for
-  Triton tasks ``kernels.base.record_launch`` / ``record_cost``; for imported Kernel Tuner
+  Triton tasks ``kernels.records.record_launch`` / ``record_cost``; for imported Kernel Tuner
   data ``retrieval.launch.record_launch`` (no cost). ``facts_of(env)`` defaults to
   ``default_facts``: kernels.shared.gpus' table under the record's own fingerprint.
 - ``candidate_rows(op, configs, shape_labels, target_facts, launch_of_config,

@@ -16,20 +16,11 @@ from __future__ import annotations
 
 import torch
 
-from kernelkb.kernels.base import (
-    DTYPES,
-    ELEMENTWISE_TOLERANCES,
-    InputCondition,
-    Knob,
-    Launch,
-    Task,
-    Variant,
-    cdiv,
-    next_pow2,
-    read_template,
-    vector_width,
-)
+from kernelkb.kernels.base import ELEMENTWISE_TOLERANCES, Knob, Task, Variant, read_template
+from kernelkb.kernels.conditions import InputCondition
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.peers import Peer, eager_and_compiled
+from kernelkb.kernels.shared.launch import Launch, cdiv, next_pow2, vector_width
 
 GELU_K = 1.5957691216057308  # 2 * sqrt(2 / pi): 0.5 * (1 + tanh(u)) = sigmoid(2 u)
 

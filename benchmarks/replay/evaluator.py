@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks.replay.space import Space, config_key
-from kernelkb.kernels.base import header_constants
+from kernelkb.kernels.config import header_constants
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.optimizer.sandbox import feedback
 from kernelkb.optimizer.sandbox.evaluator import fill_timing

@@ -18,7 +18,7 @@ from benchmarks.replay.knowledge import MemorySink
 from benchmarks.replay.metrics import RunMetrics, run_metrics
 from benchmarks.replay.space import Space, config_key
 from kernelkb.kb.record import Environment
-from kernelkb.kernels.base import header_constants
+from kernelkb.kernels.config import header_constants
 from kernelkb.optimizer.agents.offline import OfflineAgent
 from kernelkb.optimizer.experience import RunInfo
 from kernelkb.optimizer.loop import Loop, LoopOptions

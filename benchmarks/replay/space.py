@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelkb.kernels.base import ConfigValue, Task, get_task
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.config import ConfigValue
+from kernelkb.kernels.discovery import get_task
 
 REQUIRED = ("task", "dtype", "shapes", "default", "env", "baseline_ms", "configs")
 

@@ -23,18 +23,18 @@ log = logging.getLogger(__name__)
 
 
 class LazyRegimes:
-    """``kernels.base.RecordRegimes``, imported on first use: the store asks it only for
+    """``kernels.records.RecordRegimes``, imported on first use: the store asks it only for
     rows stored without a regime, and importing the tasks costs seconds (torch) that a
     query on a store whose regimes are all derived does not need."""
 
     @property
     def tasks(self) -> tuple[str, ...]:
-        from kernelkb.kernels.base import RecordRegimes
+        from kernelkb.kernels.records import RecordRegimes
 
         return RecordRegimes().tasks
 
     def of(self, record: Any) -> str | None:
-        from kernelkb.kernels.base import RecordRegimes
+        from kernelkb.kernels.records import RecordRegimes
 
         return RecordRegimes().of(record)
 

@@ -51,3 +51,20 @@ class Launch:
             return launch
         return cls(**{f.name: getattr(launch, f.name) for f in fields(cls)
                       if hasattr(launch, f.name)})
+
+
+# -- the arithmetic a task's launch is written with (Task.launch, generic_launch) --------
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def next_pow2(n: int) -> int:
+    """triton.next_power_of_2, without triton (this runs in retrieval tests too)."""
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def vector_width(elements: int, threads: int, bytes_per_element: int) -> int:
+    """Contiguous elements per thread and access: a tile spread over the threads, at most
+    16 bytes (one 128-bit load)."""
+    return max(1, min(elements // max(1, threads), 16 // bytes_per_element))
+

@@ -56,6 +56,6 @@ if not set(get_args(ProposalKind)) <= set(get_args(RoundKind)):
                     f"{get_args(RoundKind)}")
 
 # The data types a task runs in, by the name records, queries and tools use (torch's
-# dtype names; kernels.base.DTYPES maps them to torch's dtypes).
+# dtype names; kernels.dtypes.DTYPES maps them to torch's dtypes).
 Dtype = Literal["float32", "float16", "bfloat16"]
 DTYPE_NAMES: tuple[str, ...] = get_args(Dtype)

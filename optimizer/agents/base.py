@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from kernelkb.kb.record import ExperienceRecord
-from kernelkb.kernels.base import ConfigValue, Task, header_constants
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.config import ConfigValue, header_constants
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.vocabulary import EDIT_CATEGORIES, ProposalKind
 

@@ -14,7 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from kernelkb.kb.record import ExperienceRecord
-from kernelkb.kernels.base import ConfigValue, Task, _literal
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.config import ConfigValue
+from kernelkb.kernels.dispatch_runtime import header_literal
 from kernelkb.kernels.shared.vocabulary import Verdict
 
 _ADDED_HEADER = re.compile(r"^\+([A-Z][A-Z0-9_]*)\s*=\s*(.+?)\s*(#.*)?$")
@@ -37,7 +39,7 @@ def header_changes(diff: str) -> dict[str, ConfigValue]:
         match = _ADDED_HEADER.match(line)
         if match:
             try:
-                found[match.group(1)] = _literal(match.group(2))
+                found[match.group(1)] = header_literal(match.group(2))
             except ValueError:
                 continue
     return found

@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kernelkb.kernels.base import Config, ConfigValue, Knob, Shape, Task, Variant
+from kernelkb.kernels.base import Knob, Shape, Task, Variant
+from kernelkb.kernels.config import Config, ConfigValue
 
 FILLED = 2.0  # programs per SM at which a grid counts as full (one loads, one computes)
 UNDER_FILLED = 0.75  # mean fill (FILLED = 1) under which the GPU idles: fill moves first

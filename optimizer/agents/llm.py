@@ -22,7 +22,8 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from kernelkb.kernels.base import Task, header_constants
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.config import header_constants
 from kernelkb.kernels.shared.vocabulary import EDIT_CATEGORIES, ProposalKind
 from kernelkb.optimizer.agents.base import AgentContext, AgentUnavailable, Proposal
 from kernelkb.optimizer.agents.llm_endpoint import (

@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kernelkb.kernels.base import ConfigValue, Knob, Task, Variant
+from kernelkb.kernels.base import Knob, Task, Variant
+from kernelkb.kernels.config import ConfigValue
 from kernelkb.kernels.resources import smem_limit
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.vocabulary import ProposalKind

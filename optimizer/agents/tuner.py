@@ -31,7 +31,8 @@ import itertools
 import random
 from dataclasses import dataclass, field
 
-from kernelkb.kernels.base import ConfigValue, Task
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.config import ConfigValue
 from kernelkb.kernels.resources import smem_limit
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.vocabulary import ProposalKind

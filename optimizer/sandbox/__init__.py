@@ -1,6 +1,6 @@
 """The sandboxed evaluator: one candidate per subprocess, layered feedback back.
 
-Imports nothing but torch, triton, numpy and the task contract (kernels.base), so it
+Imports nothing but torch, triton, numpy and the tasks (kernelkb.kernels), so it
 runs on a bare GPU host. See evaluator.evaluate for the entry point.
 """
 

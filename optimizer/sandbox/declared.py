@@ -3,7 +3,7 @@ it, and the configuration header as what it launches.
 
 **The signature.** A task's scalar arguments (``Task.scalar_args``: RMSNorm's ``eps``)
 are passed by position and by the names the task's signature gives them, as users write
-both (``run(x, w, 1e-5)``, ``run(x, w, eps=1e-5)``; ``kernels.base.scalar_arguments``
+both (``run(x, w, 1e-5)``, ``run(x, w, eps=1e-5)``; ``kernels.scalar_args.scalar_arguments``
 draws the form). ``signature_problem`` reads ``run()``'s signature once, after the
 import: a ``run`` that cannot take the arguments by position, or by their names, is
 refused in words, and so is one that takes an argument by position as one parameter and
@@ -12,7 +12,7 @@ by the task's name into another (``run(x, w, epsilon=1e-6, **_)``: ``eps=`` land
 ``run(*args, **kwargs)`` is left to the calls, which meet both forms.
 
 **The configuration.** The store files a candidate's verdict and timings under its header
-(``NAME = literal`` lines: ``kernels.base.header_constants``), and ``insights``,
+(``NAME = literal`` lines: ``kernels.config.header_constants``), and ``insights``,
 ``query``, the ranker and ``bootstrap`` learn from it. A header that is not what the
 wrapper launches (the wrapper hard-codes ``num_warps=4`` under ``NUM_WARPS = 16``, or
 never reads ``BLOCK_SIZE``) files a timing under a configuration that never ran. Two
@@ -49,7 +49,7 @@ import inspect
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from kernelkb.kernels.base import header_constants
+from kernelkb.kernels.config import header_constants
 
 TRITON_DEFAULT_WARPS = 4
 # header knob -> the launch keyword it sets, and the value a launch that passes none gets

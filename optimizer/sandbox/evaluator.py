@@ -14,7 +14,10 @@ from typing import Any
 
 import torch
 
-from kernelkb.kernels.base import DTYPES, Shape, Task, get_task, header_constants
+from kernelkb.kernels.base import Shape, Task
+from kernelkb.kernels.config import header_constants
+from kernelkb.kernels.discovery import get_task
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.shared.comparison import Comparison
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.stats import geomean

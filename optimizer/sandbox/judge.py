@@ -199,8 +199,8 @@ def _not_dumpable() -> None:
 class Judge:
     def __init__(self, request: dict[str, Any], pid: int, report_fd: int, data_fd: int,
                  ask_fd: int, answer_fd: int) -> None:
-        from kernelkb.kernels.base import DTYPES, get_task
-        from kernelkb.kernels.discovery import load_origin
+        from kernelkb.kernels.discovery import get_task, load_origin
+        from kernelkb.kernels.dtypes import DTYPES
 
         load_origin(request.get("task_origin"))  # a user's task file, as the worker does
         self.request, self.pid = request, pid
@@ -439,7 +439,7 @@ class Judge:
         called in every dtype the task has; a kernel right only in the one asked (float32
         inputs cast to float16 and back, a bfloat16 path that skips the max) is wrong
         here. Correctness only: timing stays in the dtype asked."""
-        from kernelkb.kernels.base import GENERIC_CONDITIONS
+        from kernelkb.kernels.conditions import GENERIC_CONDITIONS
 
         others = [d for d in getattr(self.task, "dtypes", ())
                   if d != self.request["dtype"] and d in self.task.tolerances]
@@ -469,7 +469,7 @@ class Judge:
         (``Task.leading_dims``) as a model hands them over, (batch, seq, hidden): a kernel
         that reads two dimensions only is wrong there, and one that hands such inputs to
         PyTorch is refused. Last, so the kinds the other checks give come first."""
-        from kernelkb.kernels.base import leading_dims
+        from kernelkb.kernels.conditions import leading_dims
 
         asked = [tuple(int(d) for d in s) for s in self.request["shapes"]]
         small = min(asked, key=lambda s: _input_bytes(self.task, s, self.dtype))
@@ -635,7 +635,8 @@ class Judge:
         """The worker's outputs (then the inputs the task's run writes) against the
         reference the judge computes itself on the inputs of ``seed`` (in ``dtype``,
         with its tolerance; None: the dtype asked)."""
-        from kernelkb.kernels.base import DTYPES, call_with
+        from kernelkb.kernels.dtypes import DTYPES
+        from kernelkb.kernels.scalar_args import call_with
         from kernelkb.optimizer.sandbox import checks
 
         device = "cuda" if torch.cuda.is_available() else "cpu"

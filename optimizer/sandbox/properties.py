@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kernelkb.kernels.base import GENERIC_CONDITIONS as GENERIC_LAYOUTS
+from kernelkb.kernels.conditions import GENERIC_CONDITIONS as GENERIC_LAYOUTS
 from kernelkb.kernels.drawn_shapes import _kind
 from kernelkb.kernels.draws import Draw, space_of
 

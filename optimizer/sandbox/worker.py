@@ -33,15 +33,12 @@ from typing import Any
 
 import torch
 
-from kernelkb.kernels.base import (
-    DTYPES,
-    Task,
-    call_with,
-    get_task,
-    header_constants,
-    load_candidate,
-)
-from kernelkb.kernels.discovery import load_origin
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.candidate_loading import load_candidate
+from kernelkb.kernels.config import header_constants
+from kernelkb.kernels.discovery import get_task, load_origin
+from kernelkb.kernels.dtypes import DTYPES
+from kernelkb.kernels.scalar_args import call_with
 from kernelkb.kernels.shared.atomic import replaced
 from kernelkb.kernels.shared.comparison import may_improve
 from kernelkb.optimizer.sandbox import (

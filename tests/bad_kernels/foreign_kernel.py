@@ -18,7 +18,8 @@ def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constex
 
 
 def run(x):
-    from kernelkb.kernels.base import get_task, load_candidate
+    from kernelkb.kernels.candidate_loading import load_candidate
+    from kernelkb.kernels.discovery import get_task
 
     naive = load_candidate(get_task("softmax").template, module_name="borrowed")
     return naive.run(x)

@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 try:
-    from kernelkb.kernels.base import get_task
+    from kernelkb.kernels.discovery import get_task
     _t = get_task("softmax")
     _KNOWN = {tuple(s) for s in (*_t.edge_shapes, *_t.cpu_shapes, *_t.sweep_shapes)}
 except Exception:  # noqa: BLE001

@@ -11,7 +11,7 @@ from pathlib import Path
 import torch
 
 from benchmarks.dram_traffic import measure
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 
 CASE = 'softmax|rows=4,cols=128|{"NUM_WARPS": 2}'
 HEAD = ["ID", "Kernel Name", "dram__bytes_read.sum", "dram__bytes_write.sum",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from benchmarks.peers import analyse, markdown
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 
 TASK = get_task("softmax")
 SHAPE = TASK.sweep_shapes[0]

@@ -16,7 +16,7 @@ import random
 from pathlib import Path
 
 from benchmarks import transfer_gpus
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 
 GPUS = {"A100.json.gz": "NVIDIA A100-PCIE-40GB", "A6000.json.gz": "NVIDIA RTX A6000",
         "MI250X.json.gz": ""}

@@ -12,7 +12,7 @@ import random
 from pathlib import Path
 
 from benchmarks import transfer_h200
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 
 REGIMES = {"short_rows": "rows=4096,cols=1024", "long_rows": "rows=64,cols=65536"}
 

@@ -21,7 +21,7 @@ from benchmarks.replay.metrics import evaluations_to, summarize
 from benchmarks.replay.runs import replay_run
 from benchmarks.replay.space import config_key, load_space
 from benchmarks.transfer import run_benchmark
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.kernels.shared.stats import geomean
 
 TASK = get_task("softmax")

@@ -18,7 +18,7 @@ from benchmarks.verdict_noise import (
     slower_source,
     summarise,
 )
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 
 
 def _row(interleaved: str, previous: str, ratio: float, *, ok: bool = True,

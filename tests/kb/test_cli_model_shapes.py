@@ -12,7 +12,7 @@ import pytest
 
 from kernelkb.kb.entry.cli.main import build_parser, main
 from kernelkb.kb.entry.cli.model_flags import run_shapes
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.kernels.model_config import shipped_configs
 from kernelkb.optimizer.loop import LoopOptions
 from kernelkb.optimizer.session import regime_plan

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from kernelkb.kb.vector_index import VectorIndex
-from kernelkb.kernels.base import all_tasks, related_ops_of
+from kernelkb.kernels.discovery import all_tasks, related_ops_of
 
 
 def _unit(rng: np.random.Generator, n: int) -> np.ndarray:

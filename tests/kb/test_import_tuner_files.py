@@ -17,7 +17,7 @@ from kernelkb.kb.entry.cli import main as cli
 from kernelkb.kb.importers import ImportNote, ImportRejection, iter_import
 from kernelkb.kb.importers import tasks as task_map
 from kernelkb.kb.record import ExperienceRecord
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tuner_files"
 LOG = DATA / "inductor_autotune.log"

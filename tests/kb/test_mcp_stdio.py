@@ -21,7 +21,7 @@ from kernelkb.kb import limits
 from kernelkb.kb.record import ExperienceRecord
 from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kb.settings import Settings
-from kernelkb.kernels.base import all_tasks, get_task
+from kernelkb.kernels.discovery import all_tasks, get_task
 from kernelkb.kernels.shared.hashing import source_hash
 
 REPO = Path(__file__).resolve().parents[2]

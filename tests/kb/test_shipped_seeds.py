@@ -9,7 +9,7 @@ from pathlib import Path
 from kb_testdata import make_knowledge
 
 from kernelkb.kb.record import ExperienceRecord
-from kernelkb.kernels.base import all_tasks
+from kernelkb.kernels.discovery import all_tasks
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 

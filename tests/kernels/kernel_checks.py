@@ -16,7 +16,9 @@ from typing import Any
 
 import torch
 
-from kernelkb.kernels.base import DTYPES, Shape, Task, load_candidate
+from kernelkb.kernels.base import Shape, Task
+from kernelkb.kernels.candidate_loading import load_candidate
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.optimizer.sandbox import provenance
 
 # bytes moved (fp16) past which the CPU interpreter spends seconds per run of a shape

@@ -22,7 +22,9 @@ def check_point(task_name: str, config: dict[str, Any], dtypes: tuple[str, ...],
     import torch
     from triton.runtime.errors import OutOfResources
 
-    from kernelkb.kernels.base import DTYPES, get_task, load_candidate
+    from kernelkb.kernels.candidate_loading import load_candidate
+    from kernelkb.kernels.discovery import get_task
+    from kernelkb.kernels.dtypes import DTYPES
     from kernelkb.kernels.resources import smem_limit
     from kernelkb.optimizer.sandbox import checks
     from kernelkb.optimizer.sandbox.compiled_info import kernel_resources

@@ -16,7 +16,10 @@ import torch.nn.functional as F
 from kernel_checks import assert_task_close, candidate_for, naive_cases, run_tracked
 
 from kernelkb.kernels.attention import CACHE_SLACK, apply_rope, rope_cos_sin
-from kernelkb.kernels.base import DTYPES, Shape, get_task, load_candidate
+from kernelkb.kernels.base import Shape
+from kernelkb.kernels.candidate_loading import load_candidate
+from kernelkb.kernels.discovery import get_task
+from kernelkb.kernels.dtypes import DTYPES
 
 TASK = get_task("attention")
 SPACE = list(TASK.space())

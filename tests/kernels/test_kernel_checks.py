@@ -6,7 +6,7 @@ import pytest
 import torch
 from kernel_checks import assert_task_close, assert_verbose_allclose, relative_bias
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 
 
 def test_close_tensors_pass():

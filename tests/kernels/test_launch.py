@@ -13,7 +13,10 @@ import pytest
 import torch
 from triton.runtime.jit import KernelInterface
 
-from kernelkb.kernels.base import Launch, all_tasks, generic_launch, load_candidate
+from kernelkb.kernels.base import generic_launch
+from kernelkb.kernels.candidate_loading import load_candidate
+from kernelkb.kernels.discovery import all_tasks
+from kernelkb.kernels.shared.launch import Launch
 
 TASKS = all_tasks()
 
@@ -104,10 +107,10 @@ def test_generic_launch_from_knob_names():
 
 
 def test_record_resolvers_for_the_ranker():
-    """kernelkb.kernels.base.record_launch / record_cost: what callers pass to rows_from_records."""
+    """kernels.records.record_launch / record_cost: what callers pass to rows_from_records."""
     from types import SimpleNamespace
 
-    from kernelkb.kernels.base import record_cost, record_launch
+    from kernelkb.kernels.records import record_cost, record_launch
 
     task = TASKS["softmax"]
     record = SimpleNamespace(task=SimpleNamespace(task_id="softmax", dtype="float16"),

@@ -11,7 +11,7 @@ import pytest
 import torch
 from kernel_checks import candidate_for, check_config, naive_cases
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 
 TASK = get_task("matmul")
 SPACE = list(TASK.space())

@@ -15,7 +15,8 @@ import pytest
 import torch
 from kernel_checks import assert_task_close, candidate_for, check_config
 
-from kernelkb.kernels.base import get_task, load_candidate
+from kernelkb.kernels.candidate_loading import load_candidate
+from kernelkb.kernels.discovery import get_task
 
 TASK = get_task("matmul")
 ATOMIC = [c for c in TASK.space() if c["SPLIT_REDUCE"] == "atomic"]

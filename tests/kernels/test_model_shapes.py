@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.kernels.model_config import (
     ModelConfigError,
     facts_of,

@@ -8,7 +8,9 @@ import math
 import pytest
 import torch
 
-from kernelkb.kernels.base import SINGLE_REGIME, Regimes, all_tasks, get_task, record_regime
+from kernelkb.kernels.discovery import all_tasks, get_task
+from kernelkb.kernels.records import record_regime
+from kernelkb.kernels.regimes import SINGLE_REGIME, Regimes
 
 
 def _expected(task, shape) -> str:

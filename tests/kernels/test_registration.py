@@ -18,7 +18,8 @@ from user_task_sample import isolated_registry, write_task
 
 from kernelkb.kb.entry.cli import main as cli
 from kernelkb.kernels import discovery
-from kernelkb.kernels.base import TASKS, Knob, Task, all_tasks, get_task, related_ops_of
+from kernelkb.kernels.base import Knob, Task
+from kernelkb.kernels.discovery import TASKS, all_tasks, get_task, related_ops_of
 from kernelkb.kernels.validation import TaskDefinitionError
 
 KERNELS = Path(__file__).resolve().parents[2] / "kernels"

@@ -7,7 +7,7 @@ import pytest
 import torch
 from kernel_checks import assert_task_close, candidate_for, check_config, naive_cases
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 
 TASK = get_task("rope")
 SPACE = list(TASK.space())

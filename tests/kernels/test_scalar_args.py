@@ -7,18 +7,17 @@ import random
 import pytest
 import torch
 
-from kernelkb.kernels.base import (
-    GENERIC_CONDITIONS,
+from kernelkb.kernels.conditions import GENERIC_CONDITIONS, mixed_inputs
+from kernelkb.kernels.discovery import get_task
+from kernelkb.kernels.drawn_shapes import draw_larger
+from kernelkb.kernels.draws import MIXED, mixed, resolve
+from kernelkb.kernels.scalar_args import (
     SCALAR_ARGS,
     Keywords,
     ScalarArg,
     call_with,
-    get_task,
-    mixed_inputs,
     scalar_arguments,
 )
-from kernelkb.kernels.drawn_shapes import draw_larger
-from kernelkb.kernels.draws import MIXED, mixed, resolve
 
 
 def test_a_drawn_scalar_is_never_the_default_and_stays_in_range() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelkb.kernels.base import all_tasks, get_task
+from kernelkb.kernels.discovery import all_tasks, get_task
 from kernelkb.kernels.resources import smem_limit
 
 SPACES = Path(__file__).parents[2] / "benchmarks" / "space"

@@ -33,7 +33,8 @@ import pytest
 import torch
 from space_points import check_point
 
-from kernelkb.kernels.base import Task, all_tasks
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.discovery import all_tasks
 
 ON_GPU = torch.cuda.is_available()
 # a core for each other test process (pytest-xdist's workers, or this one alone)

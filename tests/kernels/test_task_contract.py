@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from kernelkb.kb.entry.cli.tasks import SPACE_RULE
-from kernelkb.kernels.base import all_tasks, header_constants
+from kernelkb.kernels.config import header_constants
+from kernelkb.kernels.discovery import all_tasks
 
 TASKS = sorted(all_tasks().values(), key=lambda t: t.name)
 

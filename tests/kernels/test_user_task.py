@@ -17,7 +17,7 @@ from user_task_sample import isolated_registry, write_task
 
 from kernelkb.kb.entry.cli import main as cli
 from kernelkb.kernels import discovery
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 
 if TYPE_CHECKING:
     from kernelkb.kb.embedder import Embedder

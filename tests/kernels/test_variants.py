@@ -18,7 +18,8 @@ import torch
 from kernel_checks import assert_task_close, check_config
 from triton.runtime.jit import KernelInterface
 
-from kernelkb.kernels.base import get_task, load_candidate
+from kernelkb.kernels.candidate_loading import load_candidate
+from kernelkb.kernels.discovery import get_task
 
 RESULTS = Path(__file__).parents[2] / "benchmarks" / "results"
 

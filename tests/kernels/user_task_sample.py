@@ -40,15 +40,15 @@ def write_task(folder: Path, name: str = "add_rmsnorm", one_file: bool = False,
 @contextmanager
 def isolated_registry() -> Iterator[None]:
     """Snapshot the task registry and discovery state; restore them afterwards."""
-    from kernelkb.kernels import base, discovery
+    from kernelkb.kernels import discovery
 
-    saved = (dict(base.TASKS), dict(discovery._ORIGINS), set(discovery._LOADED),
+    saved = (dict(discovery.TASKS), dict(discovery._ORIGINS), set(discovery._LOADED),
              list(discovery._FOLDERS), discovery._scanned_path, set(sys.modules))
     try:
         yield
     finally:
-        base.TASKS.clear()
-        base.TASKS.update(saved[0])
+        discovery.TASKS.clear()
+        discovery.TASKS.update(saved[0])
         discovery._ORIGINS.clear()
         discovery._ORIGINS.update(saved[1])
         discovery._LOADED.clear()

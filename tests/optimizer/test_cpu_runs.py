@@ -18,7 +18,7 @@ import pytest
 from kb_testdata import record_dict  # noqa: E402
 
 from kernelkb.kb.service import LocalKnowledge
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.report import sweep_line
 from kernelkb.optimizer.sandbox import resolve_shapes, sweep_shape_set
 from kernelkb.optimizer.sandbox.result import EvalResult

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.diffcheck import check, normalize
 
 SOFTMAX = get_task("softmax").template

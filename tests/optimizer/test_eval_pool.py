@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.kernels.shared.comparison import Comparison
 from kernelkb.optimizer.agents.base import AgentContext, propose_batch
 from kernelkb.optimizer.agents.offline import OfflineAgent

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.export import export_module, op_signature
 
 PROBE = """
@@ -59,7 +59,7 @@ def test_an_op_that_writes_its_inputs_declares_them_mutated(tmp_path: Path) -> N
                          dtype="float32", note="test")
     check = (
         "import torch, best_attention\n"
-        "from kernelkb.kernels.base import get_task\n"
+        "from kernelkb.kernels.discovery import get_task\n"
         "t = get_task('attention')\n"
         "print(torch.ops.kernelkb.attention.default._schema)\n"
         "inputs = t.make_inputs(t.cpu_shapes[0], torch.float32, 0, 'cpu')\n"
@@ -79,7 +79,7 @@ def test_a_parameter_with_a_default_is_kept_in_the_schema(tmp_path: Path) -> Non
     path = export_module(task, task.template, tmp_path / "best_rmsnorm.py", dtype="float32")
     check = (
         "import torch, best_rmsnorm\n"
-        "from kernelkb.kernels.base import get_task\n"
+        "from kernelkb.kernels.discovery import get_task\n"
         "t = get_task('rmsnorm')\n"
         "print(torch.ops.kernelkb.rmsnorm.default._schema)\n"
         "x, w = t.make_inputs(t.cpu_shapes[0], torch.float32, 0, 'cpu')\n"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.export import export_module
 from kernelkb.optimizer.op_fake import fake_rule, fake_source
 
@@ -32,7 +32,7 @@ def _probe(folder: Path, check: str, timeout: int = 300) -> str:
 
 COUNTED = """
 import warnings, torch, best_matmul as m
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 t = get_task("matmul")
 calls = []
 plain = m.run
@@ -106,7 +106,7 @@ def test_the_fake_reads_each_output_size_from_the_inputs() -> None:
 
 COMPILED = """
 import torch, best_matmul, best_rope
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 a, b = torch.randn(33, 70), torch.randn(70, 100)
 f = torch.compile(lambda a, b: torch.ops.kernelkb.matmul(a, b).relu() * 2,
                   backend="{backend}", fullgraph=True)

@@ -12,7 +12,7 @@ import warnings
 from pathlib import Path
 from types import SimpleNamespace
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.kernels.dispatch_runtime import Dispatcher, dispatch_regime
 from kernelkb.optimizer.dispatch import add_gpu, entry, new_table
 from kernelkb.optimizer.export import export_module

@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.kernels.peers import Peer, peers_for, rope_hf, rotate_half
 from kernelkb.optimizer.peers import PeerTimes, best_peer, check_peer, time_peers, trustworthy
 from kernelkb.optimizer.report import peer_lines
@@ -112,7 +112,7 @@ def test_the_unfused_attention_must_write_the_cache_too() -> None:
 def test_our_triton_kernel_passes_the_same_check() -> None:
     """The check is the candidates' rule: the naive Triton RoPE (interpreted on a CPU) and
     softmax pass it in fp16."""
-    from kernelkb.kernels.base import load_candidate
+    from kernelkb.kernels.candidate_loading import load_candidate
 
     for task, shape in ((ROPE, ROPE.cpu_shapes[0]), (SOFTMAX, (3, 100))):
         kernel = load_candidate(task.template, f"naive_{task.name}")
@@ -175,7 +175,7 @@ def test_a_figure_under_the_roofline_is_a_failure_not_the_best_peer() -> None:
 def test_peers_are_checked_then_timed_on_the_gpu() -> None:
     """Every peer of every task ends up timed (call and graph) or dropped with a reason on
     its smallest sweep shape: none silently missing."""
-    from kernelkb.kernels.base import all_tasks
+    from kernelkb.kernels.discovery import all_tasks
 
     for task in all_tasks().values():
         shape = min(task.sweep_shapes, key=lambda s: task.bytes_moved(s, torch.float16))

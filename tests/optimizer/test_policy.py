@@ -104,7 +104,7 @@ def test_bad_settings_are_refused(bad: dict) -> None:
 def test_candidate_timeout_scales_with_the_work_and_not_with_the_budget_left() -> None:
     from types import SimpleNamespace
 
-    from kernelkb.kernels.base import get_task
+    from kernelkb.kernels.discovery import get_task
     from kernelkb.optimizer.loop import Loop, LoopOptions
     from kernelkb.optimizer.sandbox.evaluator import work_timeout_s
 

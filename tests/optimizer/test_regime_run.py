@@ -61,7 +61,7 @@ def test_each_regime_is_tuned_reported_and_dispatched(tmp_path: Path) -> None:
 
 
 def test_the_plan_and_the_budget_split() -> None:
-    from kernelkb.kernels.base import get_task
+    from kernelkb.kernels.discovery import get_task
 
     task = get_task("matmul")
     options = LoopOptions(shapes="auto", sweep_shapes="sweep")

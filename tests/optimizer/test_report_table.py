@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.report import _peak_note, _table_row, shape_table
 
 SOFTMAX = get_task("softmax")

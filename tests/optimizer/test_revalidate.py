@@ -16,7 +16,7 @@ from kernelkb.kb.record import ExperienceRecord
 from kernelkb.kb.seeds import read_jsonl
 from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kb.settings import Settings
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.revalidate import Known, _drift, best_known, revalidate, table
 from kernelkb.optimizer.sandbox.result import EvalResult
 

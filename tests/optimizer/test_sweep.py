@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer import sweep
 
 BAD = Path(__file__).parents[1] / "bad_kernels"
@@ -223,7 +223,7 @@ def test_every_wrapper_path_compiles_ahead_through_every_case(monkeypatch) -> No
     import torch
     from triton.runtime.interpreter import InterpretedFunction
 
-    from kernelkb.kernels.base import all_tasks
+    from kernelkb.kernels.discovery import all_tasks
     from kernelkb.optimizer import compile_ahead
 
     monkeypatch.setattr(InterpretedFunction, "__getitem__", lambda self, grid: lambda *a, **k: None)

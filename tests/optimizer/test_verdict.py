@@ -60,7 +60,7 @@ def test_a_parent_retimed_beside_the_child_is_what_the_child_is_judged_against()
     """The worker re-times the parent where the child looked over 10x faster (see
     optimizer/sandbox/timing.py); its earlier, slow figure must not make a level child a
     win. fill_timing is the evaluator's own layer (the replay uses it too)."""
-    from kernelkb.kernels.base import get_task
+    from kernelkb.kernels.discovery import get_task
     from kernelkb.optimizer.sandbox.evaluator import fill_timing
 
     task, shape = get_task("softmax"), (1024, 4096)

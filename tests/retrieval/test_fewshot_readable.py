@@ -12,7 +12,7 @@ import pytest
 from kb_testdata import record_dict
 
 from kernelkb.kb.service import LocalKnowledge
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.diffcheck import check
 from kernelkb.retrieval.fewshot import LEGEND, changed_lines
 from kernelkb.retrieval.query import RetrievalQuery

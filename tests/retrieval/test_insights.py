@@ -63,7 +63,7 @@ def test_the_optimizer_takes_only_this_tasks_configs_from_alike_gpus(
     from kb_testdata import HARDWARE
 
     from kernelkb.kb.record import Environment
-    from kernelkb.kernels.base import get_task
+    from kernelkb.kernels.discovery import get_task
     from kernelkb.optimizer.recall import known_configs
 
     softmax = get_task("softmax")
@@ -94,7 +94,7 @@ def test_a_task_with_nothing_measured_here_adopts_its_related_ops_best(
     from kb_testdata import HARDWARE
 
     from kernelkb.kb.record import Environment
-    from kernelkb.kernels.base import get_task
+    from kernelkb.kernels.discovery import get_task
     from kernelkb.optimizer.agents.base import AgentContext
     from kernelkb.optimizer.agents.offline import OfflineAgent
     from kernelkb.optimizer.recall import known_configs
@@ -241,7 +241,7 @@ def test_a_regime_loop_adopts_the_fastest_on_its_own_shapes(knowledge: LocalKnow
     from kb_testdata import HARDWARE
 
     from kernelkb.kb.record import Environment
-    from kernelkb.kernels.base import get_task
+    from kernelkb.kernels.discovery import get_task
     from kernelkb.optimizer.experience import RunInfo
     from kernelkb.optimizer.loop import Loop, LoopOptions
     from kernelkb.optimizer.recall import known_configs

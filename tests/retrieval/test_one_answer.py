@@ -14,7 +14,7 @@ import pytest
 from kernelkb.kb.entry.cli import main as cli
 from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kb.settings import Settings
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.spaces import task_space
 from kernelkb.retrieval.first_try import time_vs_best
 

@@ -13,7 +13,7 @@ from kb_testdata import make_knowledge
 
 from kernelkb.kb.entry.cli import main as cli
 from kernelkb.kb.service import LocalKnowledge
-from kernelkb.kernels.base import TASKS, all_tasks, get_task, related_ops_of
+from kernelkb.kernels.discovery import TASKS, all_tasks, get_task, related_ops_of
 from kernelkb.optimizer.recall import query_for, recall
 from kernelkb.retrieval.query import RetrievalQuery
 from kernelkb.retrieval.row_cache import edit_keys

@@ -16,7 +16,7 @@ from kernelkb.kb.entry.cli import main as cli
 from kernelkb.kb.record import Environment
 from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kb.settings import Settings
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.agents.base import AgentContext
 from kernelkb.optimizer.agents.llm import build_messages
 from kernelkb.optimizer.agents.offline import OfflineAgent

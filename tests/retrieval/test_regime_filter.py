@@ -17,7 +17,7 @@ from kernelkb.kb.models import Experience
 from kernelkb.kb.record import parse_record
 from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kb.settings import Settings
-from kernelkb.kernels.base import RecordRegimes
+from kernelkb.kernels.records import RecordRegimes
 from kernelkb.retrieval.query import RetrievalQuery
 
 

@@ -71,7 +71,7 @@ def _show(table: dict, args: argparse.Namespace) -> str:
 
 
 def _regimes(name: str | None) -> str:
-    from kernelkb.kernels.base import all_tasks, get_task
+    from kernelkb.kernels.discovery import all_tasks, get_task
 
     tasks = [get_task(name)] if name else list(all_tasks().values())
     lines = []

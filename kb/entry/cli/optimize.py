@@ -130,7 +130,7 @@ def _run(args: argparse.Namespace, settings: Any, pool: Any) -> int:
     import torch
 
     from kernelkb.kb.entry.operations import open_for_runs
-    from kernelkb.kernels.base import get_task
+    from kernelkb.kernels.discovery import get_task
     from kernelkb.optimizer.agents.base import AgentUnavailable
     from kernelkb.optimizer.loop import LoopOptions, StartFailed
     from kernelkb.optimizer.policy import PolicyConfig, StopReason
@@ -261,7 +261,7 @@ def check_arguments(args: argparse.Namespace) -> str:
     unknown task, a dtype the task lacks, an unknown shape set or a value out of range."""
     import torch
 
-    from kernelkb.kernels.base import all_tasks
+    from kernelkb.kernels.discovery import all_tasks
     from kernelkb.kernels.model_shapes import is_shape_list
     from kernelkb.optimizer.sandbox.evaluator import resolve_shapes, sweep_shape_set
     from kernelkb.retrieval.names import match_name

@@ -192,7 +192,7 @@ def _run_bootstrap(args: argparse.Namespace) -> int:
 
 
 def check_dtype(dtype: str) -> None:
-    from kernelkb.kernels.base import DTYPES
+    from kernelkb.kernels.dtypes import DTYPES
 
     if dtype not in DTYPES:
         raise UsageError(f"--dtype {dtype!r}: one of {', '.join(DTYPES)}")

@@ -58,7 +58,7 @@ def execute(args: argparse.Namespace) -> tuple[int, str]:
     """(exit status, what to print): the drift table and where the records went."""
     from kernelkb.kb.entry.operations import open_for_runs
     from kernelkb.kb.settings import Settings
-    from kernelkb.kernels.base import get_task
+    from kernelkb.kernels.discovery import get_task
     from kernelkb.optimizer.revalidate import revalidate, table
     from kernelkb.optimizer.writeback import Journal
 
@@ -67,7 +67,7 @@ def execute(args: argparse.Namespace) -> tuple[int, str]:
         return 2, problem
     if args.top < 1:
         return 2, f"--limit {args.top}: must be at least 1"
-    from kernelkb.kernels.base import all_tasks
+    from kernelkb.kernels.discovery import all_tasks
     from kernelkb.retrieval.names import UnknownName, match_name
 
     try:

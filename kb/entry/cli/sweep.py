@@ -87,7 +87,7 @@ def _plans(args: argparse.Namespace) -> list[tuple[SweepPlan, Path]]:
     """(plan, journal) for each task x dtype asked, in order; ValueError naming what is
     wrong before anything runs. With several tasks a dtype one of them lacks is skipped
     (said), with one task it is refused."""
-    from kernelkb.kernels.base import all_tasks, get_task
+    from kernelkb.kernels.discovery import all_tasks, get_task
     from kernelkb.optimizer.sweep import SweepPlan, check_resumable
     from kernelkb.retrieval.names import UnknownName, match_name
 

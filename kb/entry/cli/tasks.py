@@ -52,7 +52,7 @@ def describe(task: Any) -> dict[str, Any]:
 
 def check(task: Any, dtypes: list[str], timeout_s: float) -> dict[str, Any]:
     """The checks of ``--check``: {"ok": bool, "steps": [(what, ok, detail)]}."""
-    from kernelkb.kernels.base import header_constants
+    from kernelkb.kernels.config import header_constants
     from kernelkb.optimizer.sandbox import evaluate
 
     steps: list[tuple[str, bool, str]] = [
@@ -87,7 +87,7 @@ def check(task: Any, dtypes: list[str], timeout_s: float) -> dict[str, Any]:
 
 def execute(args: argparse.Namespace) -> tuple[int, str]:
     """(exit status, text to print): ``run`` prints it."""
-    from kernelkb.kernels.base import all_tasks, get_task
+    from kernelkb.kernels.discovery import all_tasks, get_task
 
     if args.shapes:
         return model_shapes(args)
@@ -117,7 +117,7 @@ def execute(args: argparse.Namespace) -> tuple[int, str]:
 
 def model_shapes(args: argparse.Namespace) -> tuple[int, str]:
     """``tasks shapes TASK --model-config PATH``: 0 and the shapes, or 2 and one line."""
-    from kernelkb.kernels.base import get_task
+    from kernelkb.kernels.discovery import get_task
 
     words = list(args.shapes)
     if words[0] != "shapes" or len(words) != 2:

@@ -115,7 +115,7 @@ def build_server(knowledge: Knowledge, *, write_back: bool | Callable[[], bool] 
     @server.resource("kernelkb://tasks/{name}", name="task", mime_type="application/json",
                      description="one task, with its starting (naive) kernel's source")
     def task(name: str) -> str:
-        from kernelkb.kernels.base import get_task
+        from kernelkb.kernels.discovery import get_task
 
         try:
             return json.dumps(task_entry(get_task(name), with_kernel=True), indent=1)

@@ -46,6 +46,6 @@ def task_entry(task: Task, *, with_kernel: bool = False) -> dict[str, Any]:
 
 def catalogue() -> list[dict[str, Any]]:
     """Every registered task, by name."""
-    from kernelkb.kernels.base import all_tasks  # torch: on first read
+    from kernelkb.kernels.discovery import all_tasks  # torch: on first read
 
     return [task_entry(task) for _, task in sorted(all_tasks().items())]

@@ -31,7 +31,8 @@ def cost_of(op: str, shape: str, dtype: str) -> tuple[float | None, float | None
     try:
         import torch
 
-        from kernelkb.kernels.base import DTYPES, get_task
+        from kernelkb.kernels.discovery import get_task
+        from kernelkb.kernels.dtypes import DTYPES
 
         task = get_task(op)
         parsed = task.parse_shape(shape)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.kernels.resources import smem_limit
 from kernelkb.optimizer.agents.offline import catalog
 from kernelkb.optimizer.agents.tuner import TunerAgent

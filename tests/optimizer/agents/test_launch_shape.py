@@ -4,7 +4,8 @@ jumps lose twice it walks as before."""
 
 from __future__ import annotations
 
-from kernelkb.kernels.base import get_task, header_constants
+from kernelkb.kernels.config import header_constants
+from kernelkb.kernels.discovery import get_task
 from kernelkb.kernels.model_config import read_model_config, shipped_configs
 from kernelkb.kernels.model_shapes import model_shapes
 from kernelkb.optimizer.agents import launch_shape

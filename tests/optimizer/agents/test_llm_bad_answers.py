@@ -19,7 +19,7 @@ from llm_server import DROP, HANG, Raw, ScriptedLLM, llm_server
 from kernelkb.kb.entry.cli.main import main
 from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kb.settings import Settings
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.agents.base import AgentContext, AgentUnavailable
 from kernelkb.optimizer.agents.llm import LLMAgent, LLMSettings
 from kernelkb.optimizer.loop import LoopOptions

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from llm_server import ScriptedLLM, llm_server
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.agents.llm import LLMAgent, LLMSettings
 from kernelkb.optimizer.loop import LoopOptions
 from kernelkb.optimizer.policy import PolicyConfig, StopReason

@@ -16,7 +16,7 @@ from llm_server import ScriptedLLM, llm_server
 
 from kernelkb.kb.entry.cli.main import main
 from kernelkb.kb.service import LocalKnowledge
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.agents.base import AgentUnavailable
 from kernelkb.optimizer.agents.llm import LLMAgent, LLMSettings
 from kernelkb.optimizer.loop import LoopOptions

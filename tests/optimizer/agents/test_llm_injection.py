@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.agents.llm import LLMAgent, LLMSettings
 from kernelkb.optimizer.loop import LoopOptions
 from kernelkb.optimizer.policy import PolicyConfig

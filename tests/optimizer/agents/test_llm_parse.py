@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.agents.base import AgentContext
 from kernelkb.optimizer.agents.llm import build_messages, extract_code, parse_reply
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kernelkb.kb.record import ExperienceRecord
-from kernelkb.kernels.base import get_task, header_constants
+from kernelkb.kernels.config import header_constants
+from kernelkb.kernels.discovery import get_task
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.optimizer.agents.base import AgentContext, SearchExhausted
 from kernelkb.optimizer.agents.offline import OfflineAgent, catalog

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.optimizer.agents.base import AgentContext, Proposal
 from kernelkb.optimizer.agents.tuner import TunerAgent

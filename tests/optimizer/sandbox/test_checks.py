@@ -115,7 +115,7 @@ def test_chunked_stats_equal_one_pass(monkeypatch):
 
 
 def test_worker_times_the_sweep_shapes_not_the_edge_shapes(tmp_path):
-    from kernelkb.kernels.base import get_task
+    from kernelkb.kernels.discovery import get_task
     from kernelkb.optimizer.sandbox.worker import Worker
 
     task = get_task("softmax")

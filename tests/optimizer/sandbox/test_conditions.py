@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.sandbox import evaluate
 
 BAD = Path(__file__).parents[2] / "bad_kernels"
@@ -93,7 +93,7 @@ def test_attention_over_a_window_of_the_last_keys_fails_the_long_decode_shape():
 
 
 def test_strided_rows_keep_the_values_and_leave_written_inputs_alone():
-    from kernelkb.kernels.base import ROW_PAD, strided_rows
+    from kernelkb.kernels.conditions import ROW_PAD, strided_rows
 
     x, cache, w = torch.randn(3, 5), torch.randn(2, 4), torch.randn(5)
     y, ids = torch.randn(3, 5), torch.arange(6, dtype=torch.int32).view(2, 3)
@@ -114,7 +114,7 @@ def test_strided_rows_keep_the_values_and_leave_written_inputs_alone():
 
 
 def test_column_major_and_grad_inputs_keep_the_values() -> None:
-    from kernelkb.kernels.base import column_major, grad_inputs
+    from kernelkb.kernels.conditions import column_major, grad_inputs
 
     x, cache = torch.randn(3, 5), torch.randn(2, 4)
     laid = column_major(mutated=(1,)).apply((x, cache, 7), 0)
@@ -132,7 +132,7 @@ def test_column_major_and_grad_inputs_keep_the_values() -> None:
     served = grad_inputs(mutated=(1,)).apply((x, cache, w, 7), 2)  # inference tensors
     assert served[0].is_inference() and served[2].is_inference() and torch.equal(served[0], x)
     assert not cache.is_inference() and served[1] is cache
-    from kernelkb.kernels.base import broadcast_rows, offset_views
+    from kernelkb.kernels.conditions import broadcast_rows, offset_views
 
     shifted = offset_views(mutated=(1,)).apply((x, cache, 7), 0)[0]
     assert torch.equal(shifted, x) and shifted.storage_offset() == 1
@@ -197,7 +197,7 @@ def test_a_matmul_that_accumulates_in_fp16_fails_the_long_k_cpu_shape():
 
 
 def test_one_fused_buffer_puts_same_shaped_inputs_side_by_side() -> None:
-    from kernelkb.kernels.base import fused_buffer
+    from kernelkb.kernels.conditions import fused_buffer
 
     gate, up, w = torch.randn(3, 8), torch.randn(3, 8), torch.randn(8)
     columns = fused_buffer().apply((gate, up, w), 0)  # gate_up.chunk(2, -1)

@@ -1,7 +1,7 @@
 """The rules that closed red team 5's open plants, each on its own and cheap: run()'s
 signature against the task's names, the header against what was launched, scalar
 arguments by name, non-finite inputs compared exactly, and a kept buffer a call leaves
-changed (declared.py, kernels/base.py, checks.py, launch_plan.py)."""
+changed (declared.py, kernels/conditions.py, checks.py, launch_plan.py)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,9 @@ from pathlib import Path
 
 import torch
 
-from kernelkb.kernels.base import (
-    NONFINITE,
-    SCALAR_ARGS,
-    Keywords,
-    all_tasks,
-    call_with,
-    get_task,
-)
+from kernelkb.kernels.conditions import NONFINITE
+from kernelkb.kernels.discovery import all_tasks, get_task
+from kernelkb.kernels.scalar_args import SCALAR_ARGS, Keywords, call_with
 from kernelkb.optimizer.sandbox import checks, declared, launch_plan
 
 BAD = Path(__file__).resolve().parents[2] / "bad_kernels"

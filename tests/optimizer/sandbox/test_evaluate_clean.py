@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kernelkb.kb.record import Environment, Feedback
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.sandbox import detect_environment, evaluate, resolve_shapes
 
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from kernelkb.kb.record import Environment, Feedback
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.kernels.shared.vocabulary import Verdict
 from kernelkb.optimizer.sandbox import evaluate, measure_baseline, measure_peaks
 from kernelkb.optimizer.sandbox.judge import SEEN_SLACK

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelkb.kernels.base import all_tasks, get_task
+from kernelkb.kernels.discovery import all_tasks, get_task
 from kernelkb.optimizer.sandbox import imports
 
 PLANTS = Path(__file__).resolve().parents[2] / "bad_kernels"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.sandbox import evaluate
 
 BAD = Path(__file__).parents[2] / "bad_kernels"

@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from kernelkb.kernels.base import get_task, load_candidate
+from kernelkb.kernels.candidate_loading import load_candidate
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.sandbox import evaluate
 from kernelkb.optimizer.sandbox.jit_globals import non_constexpr_globals
 

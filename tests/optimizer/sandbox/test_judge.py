@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.sandbox import evaluate
 from kernelkb.optimizer.sandbox.judge import Judge, JudgeFailure
 

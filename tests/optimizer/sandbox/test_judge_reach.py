@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.sandbox import evaluate
 
 BAD = Path(__file__).parents[2] / "bad_kernels"

@@ -95,7 +95,7 @@ def test_the_reader_is_named_by_a_setting_and_a_bad_name_is_refused(monkeypatch)
 
 
 def test_a_bad_reader_setting_stops_the_evaluation_before_it_starts(monkeypatch):
-    from kernelkb.kernels.base import get_task
+    from kernelkb.kernels.discovery import get_task
     from kernelkb.optimizer.sandbox import evaluate
 
     monkeypatch.setenv("KERNELKB_GPU_TIMESTAMPS", "nsight")

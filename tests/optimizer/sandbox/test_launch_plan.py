@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernelkb.kernels.base import all_tasks, get_task, load_candidate
+from kernelkb.kernels.candidate_loading import load_candidate
+from kernelkb.kernels.discovery import all_tasks, get_task
 from kernelkb.optimizer.sandbox import checks, launch_plan, provenance
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.sandbox import evaluate, runner
 
 SHAPES = [(1, 7)]

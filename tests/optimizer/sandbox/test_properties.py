@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.kernels.draws import Draw, resolve
 from kernelkb.optimizer.sandbox import evaluate, properties, regressions
 

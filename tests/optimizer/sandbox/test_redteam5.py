@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelkb.kernels.base import SCALAR_ARGS, get_task
+from kernelkb.kernels.discovery import get_task
+from kernelkb.kernels.scalar_args import SCALAR_ARGS
 from kernelkb.optimizer.sandbox import evaluate, imports
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelkb.kernels.base import get_task
+from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.sandbox import evaluate
 from kernelkb.optimizer.sandbox.surroundings import source_reads
 

@@ -89,7 +89,7 @@ def _in_process_worker(monkeypatch):
 
 
 def _checked_worker(tmp_path, name: str):
-    from kernelkb.kernels.base import load_candidate
+    from kernelkb.kernels.candidate_loading import load_candidate
     from kernelkb.optimizer.sandbox.worker import Worker
 
     request = {"task": "softmax", "dtype": "float16", "shapes": [[4, 128]], "seeds": 1,
