@@ -30,11 +30,16 @@ ROOT = Path(__file__).resolve().parents[1]
 
 ONE = """
 import json, sys, time
-try:
+try:  # the checkout measured may be an earlier one (--base): where get_task lived then
     from kernelkb.kernels.discovery import get_task
+except ImportError:
+    try:
+        from kernelkb.kernels.base import get_task
+    except ImportError:  # before the kernelkb package folder
+        from kernels.base import get_task
+try:
     from kernelkb.optimizer.sandbox import evaluate
-except ImportError:  # a checkout from before the kernelkb package folder
-    from kernels.base import get_task
+except ImportError:
     from optimizer.sandbox import evaluate
 task, shapes, with_parent = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 naive = get_task(task).template

@@ -29,9 +29,9 @@ import json, sys, time
 t0 = time.perf_counter()
 from kernelkb.kb.settings import Settings
 from kernelkb.retrieval.query import RetrievalQuery
-from kernelkb.kb.service import LocalKnowledge
-from kernelkb.kb.entry.cli.common import knowledge
-from kernelkb.kb.entry.operations import related_ops, resolve
+from kernelkb.service import LocalKnowledge
+from kernelkb.cli.common import knowledge
+from kernelkb.operations import related_ops, resolve
 t1 = time.perf_counter()
 kb = knowledge()
 t2 = time.perf_counter()

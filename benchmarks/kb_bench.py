@@ -27,10 +27,10 @@ from sqlmodel import Session
 
 from kernelkb.kb.ingest import ingest, store_records
 from kernelkb.kb.record import ExperienceRecord, parse_record
-from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kb.settings import Settings
 from kernelkb.kernels.discovery import all_tasks, related_ops_of
 from kernelkb.retrieval.query import RetrievalQuery
+from kernelkb.service import LocalKnowledge
 
 OPS = sorted({task.op_type for task in all_tasks().values()})  # the registered tasks' ops
 HW = [

@@ -449,7 +449,7 @@ def store_env(base: dict[str, str], store: Path) -> dict[str, str]:
 
 SEED_STORE = """
 from kernelkb.kb.settings import Settings
-from kernelkb.kb.entry.operations import open_for_runs
+from kernelkb.operations import open_for_runs
 knowledge, _ = open_for_runs(Settings())
 if knowledge is None:
     raise SystemExit("no knowledge store on this host: the retrieval arm would retrieve nothing")

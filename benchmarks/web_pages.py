@@ -15,8 +15,8 @@ from pathlib import Path
 
 import httpx
 
-from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kb.settings import Settings
+from kernelkb.service import LocalKnowledge
 from tests.api.live_server import live_server  # the tests' live server, in a thread
 
 RUN = "rope-20261129T144940-8e7697"

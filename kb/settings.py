@@ -24,9 +24,9 @@ from kernelkb.kernels.shared.folders import user_data
 def shipped_seeds() -> Path:
     """The seeds folder inside the installed package (package data of ``kernelkb.seeds``),
     so a wheel install loads them as a checkout does."""
-    from kernelkb import seeds
+    from kernelkb import seeds  # a namespace portion: its folder is its path
 
-    return Path(seeds.__file__).resolve().parent
+    return Path(next(iter(seeds.__path__))).resolve()
 
 
 def default_home() -> Path:

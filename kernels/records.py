@@ -50,7 +50,7 @@ def record_regime(record: Any) -> str | None:
 
 
 class RecordRegimes:
-    """``record_regime`` for the store (kb.service.RegimeSource): the registered
+    """``record_regime`` for the store (kernelkb.service.RegimeSource): the registered
     tasks and the derivation, given to LocalKnowledge by the entry modules."""
 
     @property

@@ -88,7 +88,7 @@ class LocalGpus:
             raise ValueError("a pool needs at least one GPU")
         self.gpus = list(gpus)
         self.slots = len(self.gpus)
-        self.on_gpu = True  # ids of this host's visible GPUs (kb/entry/cli/scale_flags.py)
+        self.on_gpu = True  # ids of this host's visible GPUs (kernelkb/cli/scale_flags.py)
         self.where = f"GPU{'s' if len(gpus) > 1 else ''} {','.join(self.gpus)}"
         self._tasks_dirs = [str(p) for p in tasks_dirs()]
         self._context = multiprocessing.get_context("spawn")

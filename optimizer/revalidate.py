@@ -16,7 +16,7 @@ import logging
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kernelkb.kb.record import Edit, Environment, ExperienceRecord, Feedback, Provenance, TaskInfo
 from kernelkb.kernels.base import Shape, Task
@@ -31,11 +31,18 @@ from kernelkb.optimizer.spaces import parse_label
 from kernelkb.optimizer.verdict import judge, noise_threshold
 
 if TYPE_CHECKING:
-    from kernelkb.kb.service import LocalKnowledge
+    from kernelkb.kb.queries import Page
     from kernelkb.optimizer.eval_pool import EvalPool
 
 log = logging.getLogger(__name__)
 PAGE = 500
+
+
+class StoredRecords(Protocol):
+    """What a revalidation needs of a store: its measured records, page by page (the
+    facade, ``kernelkb.service.LocalKnowledge``, passed in by the CLI)."""
+
+    def list(self, **filters: Any) -> Page: ...
 
 
 @dataclass
@@ -103,7 +110,7 @@ def _renders(task: Task, config: Config) -> bool:
     return True
 
 
-def stored_records(knowledge: LocalKnowledge, task: Task, dtype: str) -> list[ExperienceRecord]:
+def stored_records(knowledge: StoredRecords, task: Task, dtype: str) -> list[ExperienceRecord]:
     """Every measured experience of the task in the store (paged through ``list``)."""
     out: list[ExperienceRecord] = []
     offset = 0
@@ -116,7 +123,7 @@ def stored_records(knowledge: LocalKnowledge, task: Task, dtype: str) -> list[Ex
             return out
 
 
-def revalidate(task: Task, knowledge: LocalKnowledge, *, top: int = 5, dtype: str = "float16",
+def revalidate(task: Task, knowledge: StoredRecords, *, top: int = 5, dtype: str = "float16",
                shapes: str | list[Shape] = "auto", seeds: int = 3, timeout_s: float = 60.0,
                command: str | None = None, pool: EvalPool | None = None
                ) -> RevalidationResult:

@@ -1,5 +1,5 @@
 """The run folder's ``run.json``: the run's machine-readable state, for the run pages
-(kb/entry/web, ``/ui/runs/<run id>``) to read while ``optimize`` runs and after.
+(kernelkb/web, ``/ui/runs/<run id>``) to read while ``optimize`` runs and after.
 
 The rounds themselves go where they always went (the store, else the journal), as each
 round ends; this file adds what neither says: that the run is under way, which candidate

@@ -1,8 +1,8 @@
 """``Knowledge``: the seam between the optimizer and a store of experiences.
 
 What the loop, recall and the session call, and what the doors that may stand on a
-remote store (the MCP server, ``kb.entry.operations``) call: the in-process store
-(``kb.service.LocalKnowledge``) and the HTTP client of a remote one
+remote store (the MCP server, ``kernelkb.operations``) call: the in-process store
+(``kernelkb.service.LocalKnowledge``) and the HTTP client of a remote one
 (``retrieval.remote.RemoteKnowledge``) both are one, and a test or a replay may pass its
 own. Typed here, below the optimizer, so the optimizer imports no store to name it.
 """

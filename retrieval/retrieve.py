@@ -37,7 +37,7 @@ def retrieve(
 ) -> RetrievalResult:
     """Vectors off (no embedder / index: a bare GPU host): relevance from BM25 alone.
     ``query_vector``: the query's embedding when the caller has it already (the service
-    embeds while holding no worker thread: kb/entry/api/routes/knowledge.py)."""
+    embeds while holding no worker thread: kernelkb/api/routes/knowledge.py)."""
     clock = _Clock()
     snap = snapshot(session)
     qvec = None

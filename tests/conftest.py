@@ -57,7 +57,7 @@ import servers  # noqa: E402  (tests/servers.py; pyproject's pytest pythonpath h
 
 if TYPE_CHECKING:  # the store's modules load with the first test that asks for one
     from kernelkb.kb.embedder import Embedder
-    from kernelkb.kb.service import LocalKnowledge
+    from kernelkb.service import LocalKnowledge
 
 # .ci/run sets this: there a missing server binary fails the run instead of skipping
 _REQUIRED = os.environ.get("KERNELKB_REQUIRE_SERVERS") == "1"

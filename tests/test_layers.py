@@ -1,11 +1,12 @@
-"""The import rule (docs/architecture.md): a module imports only its own layer and the
-layers below it, never one above, at the top of the file or inside a function.
+"""The import rule (docs/architecture.md): each root folder is one layer, and a module
+imports only its own layer and the layers below it, never one above, at the top of the
+file or inside a function.
 
-From the bottom: the shared floor (kernels.shared), the tasks (kernels), the store (kb),
-reading it back (retrieval), the knowledge facade (kb.service), the optimizer, the entry
-points (kb.entry). The sandbox, which runs beside the candidate on a bare GPU host,
-imports only the tasks and the floor; the store, retrieval and the facade import no task
-module (they import torch) but the floor.
+From the bottom: the tasks and the floor of shared facts (kernels/, kernels/shared), the
+store (kb/), the read side (retrieval/), the loop (optimizer/), the application
+(kernelkb/: the doors and the facade). The sandbox, which runs beside the candidate on a
+bare GPU host, imports only the tasks and the floor; the store and the read side import
+no task module (they import torch) but the floor.
 """
 
 from __future__ import annotations
@@ -16,20 +17,19 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = ("kernels", "kb", "retrieval", "optimizer")
-
-# (module prefix, layer): the longest matching prefix names a module's layer; the root
-# package (kernelkb/__init__.py) and the seeds hold no code the layers would cross
-LAYERS = (("kernelkb.kernels.shared", 0), ("kernelkb.kernels", 1), ("kernelkb.kb", 2),
-          ("kernelkb.retrieval", 3), ("kernelkb.kb.service", 4), ("kernelkb.optimizer", 5),
-          ("kernelkb.kb.entry", 6), ("kernelkb.seeds", 0), ("kernelkb", 0))
+# root folder -> layer, from the bottom; kernelkb/ itself is the application on top
+FOLDERS = {"kernels": 0, "kb": 1, "retrieval": 2, "optimizer": 3, "kernelkb": 4}
 SANDBOX = "kernelkb.optimizer.sandbox"
 
 
 def layer(module: str) -> int:
-    found = [(len(prefix), rank) for prefix, rank in LAYERS
-             if module == prefix or module.startswith(prefix + ".")]
-    return max(found)[1]
+    """The layer of a module by the root folder it lies in (``kernelkb.kb.db``: kb/); the
+    root package's own ``__init__`` (a path hook) and the seeds (data) are the floor's."""
+    parts = module.split(".")
+    if module == "kernelkb" or parts[1] == "seeds":
+        return 0
+    folder = parts[1] if len(parts) > 1 and parts[1] in FOLDERS else "kernelkb"
+    return FOLDERS[folder]
 
 
 def modules() -> list[tuple[str, Path]]:
@@ -39,6 +39,8 @@ def modules() -> list[tuple[str, Path]]:
             if "templates" in path.parts:  # kernel templates: text, not imported
                 continue
             parts = path.relative_to(ROOT).with_suffix("").parts
+            if folder == "kernelkb":  # the package's own folder: kernelkb.cli, ...
+                parts = parts[1:]
             name = ".".join(("kernelkb", *parts)).removesuffix(".__init__")
             out.append((name, path))
     return out
@@ -52,7 +54,7 @@ def imports(path: Path) -> list[tuple[int, str]]:
             found += [(node.lineno, a.name) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.append((node.lineno, node.module))
-            # `from kernelkb.kb.entry import operations` names a module too
+            # `from kernelkb import operations` names a module too
             found += [(node.lineno, f"{node.module}.{a.name}") for a in node.names]
     return [(line, m) for line, m in found if m.split(".")[0] == "kernelkb"]
 
@@ -60,7 +62,7 @@ def imports(path: Path) -> list[tuple[int, str]]:
 def test_the_layers_cover_every_module() -> None:
     names = [name for name, _ in modules()]
     assert len(names) > 150  # every package was walked
-    assert {layer(n) for n in names} == {0, 1, 2, 3, 4, 5, 6}
+    assert {layer(n) for n in names} == set(FOLDERS.values())
 
 
 @pytest.mark.parametrize("folder", FOLDERS)
@@ -88,11 +90,11 @@ def test_the_sandbox_imports_only_the_tasks_and_the_floor() -> None:
 
 def test_the_store_and_retrieval_import_no_task_module() -> None:
     """A `kernelkb query` or a server answers without torch: below the optimizer only the
-    floor of kernels is imported (the tasks reach the store through the entry layer)."""
+    floor of kernels is imported (the tasks reach the store through the application)."""
     below = ("kernelkb.kb", "kernelkb.retrieval")
     found = []
     for name, path in modules():
-        if name.startswith(below) and not name.startswith("kernelkb.kb.entry"):
+        if name.startswith(below):
             found += [f"{path.relative_to(ROOT)}:{line}: {target}"
                       for line, target in imports(path)
                       if target.startswith("kernelkb.kernels")

@@ -19,8 +19,8 @@ import pytest
 import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ("kernels/templates", "kernels/model_configs", "kb/entry/web/templates",
-        "kb/entry/web/static", "optimizer/prompts")  # folders of data files the wheel carries
+DATA = ("kernels/templates", "kernels/model_configs", "kernelkb/web/templates",
+        "kernelkb/web/static", "optimizer/prompts")  # folders of data files the wheel carries
 FOLDERS = {"kb": "kernelkb.kb", "retrieval": "kernelkb.retrieval",
            "optimizer": "kernelkb.optimizer", "kernels": "kernelkb.kernels",
            "seeds": "kernelkb.seeds", "kernelkb": "kernelkb"}
@@ -31,17 +31,33 @@ def _setuptools() -> dict:
 
 
 def test_every_package_folder_is_in_the_wheel_list() -> None:
-    """A folder with an __init__.py that pyproject's package list lacks would be left out
-    of the wheel (an ImportError only after install)."""
+    """A package folder (a root folder, or a folder with an __init__.py under one) that
+    pyproject's package list lacks would be left out of the wheel (an ImportError only
+    after install)."""
     found = set()
     for folder, package in FOLDERS.items():
+        found.add(package)  # a root folder: a namespace portion, with no __init__.py
         for init in (ROOT / folder).rglob("__init__.py"):
             rel = init.parent.relative_to(ROOT / folder).parts
             found.add(".".join((package, *rel)))
-    found |= {"kernelkb." + folder.replace("/", ".") for folder in DATA}
+    found |= {_package_of(folder) for folder in DATA}
     config = _setuptools()
     assert set(config["packages"]) == found
     assert config["package-dir"] == {package: folder for folder, package in FOLDERS.items()}
+
+
+def _package_of(folder: str) -> str:
+    """``kernelkb/web/static`` -> ``kernelkb.web.static``; ``kernels/templates`` ->
+    ``kernelkb.kernels.templates``."""
+    top, _, rest = folder.partition("/")
+    return f"{FOLDERS[top]}.{rest.replace('/', '.')}"
+
+
+def test_no_root_folder_shadows_a_top_level_name() -> None:
+    """With the checkout on sys.path (pytest, ``python -m kernelkb`` there), a root folder
+    holding an __init__.py would answer ``import kernels`` (or ``kb``, ``optimizer``, ...)
+    before an installed distribution of that name; a namespace portion never does."""
+    assert [f for f in FOLDERS if f != "kernelkb" and (ROOT / f / "__init__.py").exists()] == []
 
 
 @pytest.mark.slow

@@ -100,8 +100,8 @@ class HeldOutKnowledge(MemorySink):
 
 def build_store(root: Path, records: list[ExperienceRecord], embedder: Any) -> Any:
     """A real LocalKnowledge (SQLite file + Chroma folder under ``root``) holding records."""
-    from kernelkb.kb.service import LocalKnowledge
     from kernelkb.kb.settings import Settings
+    from kernelkb.service import LocalKnowledge
 
     settings = Settings(data_dir=root, seeds_dir=root / "no-seeds", service_url=None)
     store = LocalKnowledge(settings, embedder=embedder)

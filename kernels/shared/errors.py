@@ -2,7 +2,7 @@
 task file that is not one, a store that cannot be opened as set up.
 
 Every layer raises a subclass where the user, not the program, is at fault; the entry
-points (``kb.entry.errors``) render any of them the same way: the CLI prints the message
+points (``kernelkb.errors``) render any of them the same way: the CLI prints the message
 and exits 2, the HTTP API answers 422 with it, an MCP tool returns it as an error result.
 """
 

@@ -9,7 +9,7 @@ import pytest
 from kb_testdata import make_knowledge
 from live_server import TOKEN, live_server
 
-from kernelkb.kb.service import LocalKnowledge
+from kernelkb.service import LocalKnowledge
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ from typing import Any
 
 import uvicorn
 
-from kernelkb.kb.entry.api.app import create_app
-from kernelkb.kb.entry.api.http_protocol import serve_options
-from kernelkb.kb.service import LocalKnowledge
+from kernelkb.api.app import create_app
+from kernelkb.api.http_protocol import serve_options
+from kernelkb.service import LocalKnowledge
 
 START_S = 120  # a loaded 2-core machine can take this long to import and warm up
 TOKEN = "test-token"  # the write token of the API tests' store (tests/api/conftest.py)

@@ -15,7 +15,7 @@ import pytest
 from kb_testdata import make_knowledge, record_dict
 from live_server import TOKEN, live_server
 
-from kernelkb.kb.entry.api.access import is_loopback, write_policy
+from kernelkb.api.access import is_loopback, write_policy
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 REPO = Path(__file__).resolve().parents[2]
@@ -240,7 +240,7 @@ def test_a_chunked_body_over_the_limit_is_413() -> None:
     from fastapi import FastAPI
     from live_server import serving
 
-    from kernelkb.kb.entry.api.body_limit import BodyLimit
+    from kernelkb.api.body_limit import BodyLimit
 
     app = FastAPI()
     app.add_middleware(BodyLimit, max_bytes=10_000)
@@ -359,7 +359,7 @@ def test_request_heads_are_bounded_in_size_and_time(
     and other clients are served meanwhile."""
     import time
 
-    from kernelkb.kb.entry.api import http_protocol
+    from kernelkb.api import http_protocol
 
     monkeypatch.setattr(http_protocol, "HEAD_TIMEOUT_S", 2.0)
     kb = make_knowledge(tmp_path, vectors=False)
@@ -419,7 +419,7 @@ def test_connections_past_the_limit_get_503_at_once(tmp_path: Path) -> None:
 
     from live_server import serving
 
-    from kernelkb.kb.entry.api.app import create_app
+    from kernelkb.api.app import create_app
 
     kb = make_knowledge(tmp_path, vectors=False)
     with serving(create_app(knowledge_=kb), limit_concurrency=8) as port:

@@ -22,7 +22,7 @@ from kb_testdata import record_dict
 from live_server import TOKEN
 
 from kernelkb.kb.queries import iter_records
-from kernelkb.kb.service import LocalKnowledge
+from kernelkb.service import LocalKnowledge
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 # per operation; the long run sets KERNELKB_FUZZ_EXAMPLES=2500 (9 operations: > 20,000)

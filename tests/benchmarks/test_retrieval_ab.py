@@ -265,7 +265,7 @@ def test_plot_writes_a_png(tmp_path: Path):
 def test_the_optimize_command_is_what_the_cli_parses(tmp_path: Path):
     import argparse
 
-    from kernelkb.kb.entry.cli import optimize as optimize
+    from kernelkb.cli import optimize as optimize
 
     parser = argparse.ArgumentParser()
     optimize.add_arguments(parser)

@@ -11,8 +11,8 @@ from typing import Any
 
 from kernelkb.kb.embedder import Embedder
 from kernelkb.kb.record import ExperienceRecord, parse_record
-from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kb.settings import Settings
+from kernelkb.service import LocalKnowledge
 
 HARDWARE: dict[str, dict[str, Any]] = {
     "H200": dict(gpu_name="NVIDIA H200", arch="sm_90", sm_count=132, mem_bandwidth_gbps=4800.0,

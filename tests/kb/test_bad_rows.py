@@ -11,12 +11,12 @@ from kb_testdata import make_knowledge, record_dict
 from servers import backend_env
 from sqlalchemy import text
 
+from kernelkb.cli import main as cli
 from kernelkb.kb.doctor import bad_rows, quarantine, sql_ids
-from kernelkb.kb.entry.cli import main as cli
 from kernelkb.kb.models import QuarantinedRow
 from kernelkb.kb.queries import UnreadableRow, iter_records
-from kernelkb.kb.service import LocalKnowledge
 from kernelkb.retrieval.query import RetrievalQuery
+from kernelkb.service import LocalKnowledge
 
 
 def _poison(kb: LocalKnowledge, exp_id: str) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from kb_testdata import record_dict
 
-from kernelkb.kb.entry.cli import main as cli
+from kernelkb.cli import main as cli
 
 
 def test_cli_ingest_query_export_stats(

@@ -1,7 +1,7 @@
 """User errors get a message, not a traceback, and are caught before the store opens or a
 model loads: unknown task, bad dtype, bad flag values, a missing file, an unknown id.
 
-The real CLI (kb.entry.cli.main) in process; the home is a fresh folder that must stay absent
+The real CLI (kernelkb.cli.main) in process; the home is a fresh folder that must stay absent
 when a command is refused before it needs the store."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelkb.kb.entry.cli.main import main
+from kernelkb.cli.main import main
 
 REFUSED = [
     (["optimize", "sofmax"], "unknown task 'sofmax'; closest: 'softmax'; known: attention"),
@@ -41,7 +41,7 @@ def test_optimize_refuses_bad_arguments_before_anything_loads(
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err
-    # a plain sentence, not a log record ("ERROR kernelkb.kb.entry.cli.optimize: ...")
+    # a plain sentence, not a log record ("ERROR kernelkb.cli.optimize: ...")
     assert err.startswith("kernelkb optimize: ") and "ERROR" not in err
     assert "Traceback" not in err
     assert not home.exists()  # neither the store nor the seeds were touched
@@ -50,7 +50,7 @@ def test_optimize_refuses_bad_arguments_before_anything_loads(
 def test_a_task_name_in_another_case_is_the_task() -> None:
     import argparse
 
-    from kernelkb.kb.entry.cli.optimize import check_arguments
+    from kernelkb.cli.optimize import check_arguments
 
     args = argparse.Namespace(task="SoftMax", dtype="float16", shapes="cpu",
                               sweep_shapes="auto", seeds=1, timeout_s=60.0, agent="offline")
@@ -190,7 +190,7 @@ def test_every_user_fixable_error_renders_without_loading_the_tasks() -> None:
 
     probe = (
         "import sys\n"
-        "from kernelkb.kb.entry.errors import user_message\n"
+        "from kernelkb.errors import user_message\n"
         "from kernelkb.kb.queries import AmbiguousId\n"
         "from kernelkb.retrieval.names import UnknownName\n"
         "assert user_message(UnknownName('unknown op')) == 'unknown op'\n"
@@ -200,7 +200,7 @@ def test_every_user_fixable_error_renders_without_loading_the_tasks() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    from kernelkb.kb.entry.errors import user_message
+    from kernelkb.errors import user_message
     from kernelkb.kb.vector_index import IndexUnusable
     from kernelkb.optimizer.sandbox.runner import SandboxBusy
 

@@ -2,7 +2,7 @@
 a user's model gives, printed without a GPU, threaded into the run's options, and a bad
 config refused in one line (exit 2) before the store opens.
 
-The real CLI (kb.entry.cli.main) in process; no optimizer loop runs."""
+The real CLI (kernelkb.cli.main) in process; no optimizer loop runs."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelkb.kb.entry.cli.main import build_parser, main
-from kernelkb.kb.entry.cli.model_flags import run_shapes
+from kernelkb.cli.main import build_parser, main
+from kernelkb.cli.model_flags import run_shapes
 from kernelkb.kernels.discovery import get_task
 from kernelkb.kernels.model_config import shipped_configs
 from kernelkb.optimizer.loop import LoopOptions

@@ -52,7 +52,7 @@ def test_registry_summary_is_the_registry_and_later_needs_no_torch(tmp_path: Pat
     ops = sorted({t.op_type for t in tasks.values()})
     live = {"ops": ops, "tasks": sorted(tasks),
             "related": {op: list(related_ops_of(op)) for op in ops}}
-    code = ("import json, sys; from kernels.discovery import registry_summary; "
+    code = ("import json, sys; from kernelkb.kernels.discovery import registry_summary; "
             "print(json.dumps([registry_summary(), 'torch' in sys.modules]))")
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
     env.pop("KERNELKB_NO_TASK_CACHE", None)
@@ -112,9 +112,9 @@ def test_a_fresh_process_takes_the_columns_from_the_cache_and_reads_only_new_row
     from kb_testdata import record_dict
     from sqlalchemy import text
 
-    from kernelkb.kb.service import LocalKnowledge
     from kernelkb.kb.settings import Settings
     from kernelkb.retrieval import columns
+    from kernelkb.service import LocalKnowledge
 
     def store(root: Path) -> LocalKnowledge:
         return LocalKnowledge(Settings(data_dir=root, seeds_dir=root / "none", vectors=False))
@@ -190,9 +190,9 @@ def test_a_few_new_rows_do_not_rewrite_the_column_cache(tmp_path: Path, monkeypa
     is until RESAVE_ROWS rows have come since it was written."""
     from kb_testdata import record_dict
 
-    from kernelkb.kb.service import LocalKnowledge
     from kernelkb.kb.settings import Settings
     from kernelkb.retrieval import columns
+    from kernelkb.service import LocalKnowledge
 
     monkeypatch.setattr(columns, "RESAVE_ROWS", 3)
     kb = LocalKnowledge(Settings(data_dir=tmp_path, seeds_dir=tmp_path / "none",

@@ -14,13 +14,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from kernelkb.kb.entry.cli import main as cli
+from kernelkb.cli import main as cli
 from kernelkb.kb.importers import ImportNote, ImportRejection, iter_files, iter_import
 from kernelkb.kb.importers.load import FileImport, load_file
 from kernelkb.kb.queries import iter_records
 from kernelkb.kb.record import ExperienceRecord
-from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kernels.shared import gpus
+from kernelkb.service import LocalKnowledge
 
 STAMP = "2024-01-02 03:04:05.000001+00:00"
 TIMES = [1.9, 2.0, 2.1, 2.4]

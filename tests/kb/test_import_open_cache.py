@@ -10,11 +10,11 @@ from __future__ import annotations
 import gzip
 from pathlib import Path
 
-from kernelkb.kb.entry.cli import main as cli
+from kernelkb.cli import main as cli
 from kernelkb.kb.importers import iter_files
 from kernelkb.kb.importers.load import FileImport, load_file
 from kernelkb.kb.queries import iter_records
-from kernelkb.kb.service import LocalKnowledge
+from kernelkb.service import LocalKnowledge
 
 OPEN = Path(__file__).resolve().parents[1] / "data" / "kernel_tuner" / "open_cache_A6000.json"
 

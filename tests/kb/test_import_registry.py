@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from kernelkb.cli import main as cli
 from kernelkb.kb import importers
-from kernelkb.kb.entry.cli import main as cli
 from kernelkb.kb.importers import ImportNote, iter_import, registry
 from kernelkb.kb.importers.importer import Event, FileHead, Importer, Source
 from kernelkb.kb.importers.records import FileContext, Measurement

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelkb.kb.entry.cli import main as cli
+from kernelkb.cli import main as cli
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 COMPILED = DATA / "triton_compiled"

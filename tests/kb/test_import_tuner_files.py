@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kernelkb.kb.entry.cli import main as cli
+from kernelkb.cli import main as cli
 from kernelkb.kb.importers import ImportNote, ImportRejection, iter_import
 from kernelkb.kb.importers import tasks as task_map
 from kernelkb.kb.record import ExperienceRecord

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from kernelkb.kb.entry.cli import main as cli
+from kernelkb.cli import main as cli
 from kernelkb.kb.importers import iter_files
 from kernelkb.kb.importers.load import FileImport, load_file
 from kernelkb.kb.importers.twins import stored_twins
-from kernelkb.kb.service import LocalKnowledge
+from kernelkb.service import LocalKnowledge
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 OPEN = DATA / "kernel_tuner" / "open_cache_A6000.json"

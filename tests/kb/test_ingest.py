@@ -11,8 +11,8 @@ from typing import Any
 from kb_testdata import make_knowledge, record_dict
 
 from kernelkb.kb.record import parse_record
-from kernelkb.kb.service import LocalKnowledge
 from kernelkb.retrieval.query import RetrievalQuery
+from kernelkb.service import LocalKnowledge
 
 
 def _batch() -> list[dict]:
@@ -186,7 +186,7 @@ def test_a_vector_folder_chroma_cannot_open_is_set_aside_and_rebuilt(
     """A truncated chroma.sqlite3 failed every command, doctor and reindex included, with
     chromadb's traceback. Now commands say so in one line, doctor reports it, and doctor
     --repair (or reindex) moves the folder's files aside and rebuilds from SQL."""
-    from kernelkb.kb.entry.cli.main import main
+    from kernelkb.cli.main import main
 
     kb = make_knowledge(tmp_path)
     kb.ingest(_batch())

@@ -16,9 +16,9 @@ from live_server import serving  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client
 from mcp_sync import SyncClient
 
-from kernelkb.kb.entry.cli import main as cli
-from kernelkb.kb.entry.mcp.http import http_app
-from kernelkb.kb.entry.mcp.server import build_server
+from kernelkb.cli import main as cli
+from kernelkb.mcp.http import http_app
+from kernelkb.mcp.server import build_server
 
 TOKEN = "s3cret-token"
 INIT = {"jsonrpc": "2.0", "id": 1, "method": "initialize",

@@ -19,10 +19,10 @@ from mcp_sync import SyncClient, error_text
 
 from kernelkb.kb import limits
 from kernelkb.kb.record import ExperienceRecord
-from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kb.settings import Settings
 from kernelkb.kernels.discovery import all_tasks, get_task
 from kernelkb.kernels.shared.hashing import source_hash
+from kernelkb.service import LocalKnowledge
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = {"retrieve_experiences", "insights", "bootstrap_plan", "evaluate_kernel",

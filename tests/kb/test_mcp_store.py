@@ -8,9 +8,9 @@ from pathlib import Path
 
 from mcp import Client
 
-from kernelkb.kb.entry.mcp.opening import OpeningStore
-from kernelkb.kb.entry.mcp.server import build_server
 from kernelkb.kb.settings import Settings
+from kernelkb.mcp.opening import OpeningStore
+from kernelkb.mcp.server import build_server
 
 
 def test_a_store_that_cannot_open_is_a_tool_error(tmp_path: Path) -> None:

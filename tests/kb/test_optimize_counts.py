@@ -4,7 +4,7 @@ rounds"). Real RoundOutcome values, as the loop makes them."""
 
 from __future__ import annotations
 
-from kernelkb.kb.entry.cli.optimize import rounds_text
+from kernelkb.cli.optimize import rounds_text
 from kernelkb.optimizer.loop import RoundOutcome
 
 
@@ -44,7 +44,7 @@ def test_the_journaled_count_says_what_its_records_are(tmp_path) -> None:  # typ
 
 
 def test_the_spinner_says_a_final_sweep_is_no_round() -> None:
-    from kernelkb.kb.entry.cli.optimize import spinner_text
+    from kernelkb.cli.optimize import spinner_text
 
     done = [_outcome(0, "baseline"), _outcome(1, "exploit"), _outcome(2, "exploit")]
     assert spinner_text("softmax", 3, "sweep", "medium_rows", done, 2) == \

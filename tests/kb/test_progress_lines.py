@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kb.settings import Settings
+from kernelkb.service import LocalKnowledge
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 SMALL, LARGE = "revalidate_h200.jsonl", "runs_h200.jsonl"  # a few records, and many

@@ -1,7 +1,7 @@
 """One store per user: where it lives, that every command uses it from any directory, that
 a read seeds an empty store, and that a store kept empty says how to fill it.
 
-Real CLI (kb.entry.cli.main in process), real SQLite store; vectors off, so no embedding model
+Real CLI (kernelkb.cli.main in process), real SQLite store; vectors off, so no embedding model
 loads (the seeding and the home are what is under test, not the index)."""
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import httpx
 import pytest
 import uvicorn
 
-from kernelkb.kb.entry.api.app import create_app
-from kernelkb.kb.entry.api.http_protocol import port_problem
-from kernelkb.kb.entry.cli.main import main
-from kernelkb.kb.service import LocalKnowledge
+from kernelkb.api.app import create_app
+from kernelkb.api.http_protocol import port_problem
+from kernelkb.cli.main import main
 from kernelkb.kb.settings import Settings
+from kernelkb.service import LocalKnowledge
 
 READ_COMMANDS = [["stats"], ["insights", "--op", "softmax"], ["query", "--op", "rmsnorm"],
                  ["export", "-o", "out.jsonl"], ["bootstrap", "--gpu", "h200"]]

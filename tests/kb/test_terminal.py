@@ -60,7 +60,7 @@ def test_a_piped_command_prints_no_bars_and_no_library_noise(tmp_path: Path) -> 
 def test_the_frozen_bf16_model_loads_without_warnings(tmp_path: Path) -> None:
     """The bf16 path (CPUs with native bf16) traces the transformer; transformers used to
     warn there about a training loss (ForCausalLMLoss) on every first embedding."""
-    code = ("from pathlib import Path; from kb.embedder import Embedder; "
+    code = ("from pathlib import Path; from kernelkb.kb.embedder import Embedder; "
             f"e = Embedder(bf16=True, cache_dir=Path({str(tmp_path)!r})); "
             "print(e.embed(['softmax: [tiling] one row per program']).shape)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-import kernelkb.kb.service as service
-from kernelkb.kb.entry.operations import open_for_runs as make_knowledge
-from kernelkb.kb.service import LocalKnowledge
+import kernelkb.service as service
 from kernelkb.kb.settings import Settings
+from kernelkb.operations import open_for_runs as make_knowledge
 from kernelkb.retrieval.query import RetrievalQuery
+from kernelkb.service import LocalKnowledge
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 

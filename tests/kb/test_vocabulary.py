@@ -15,7 +15,7 @@ from kb_testdata import make_knowledge, record_dict
 from live_server import live_server  # noqa: E402
 from mcp import Client
 
-from kernelkb.kb.entry.mcp.server import build_server  # noqa: E402
+from kernelkb.mcp.server import build_server  # noqa: E402
 
 
 def _store(tmp_path: Path):  # type: ignore[no-untyped-def]
@@ -86,7 +86,7 @@ def test_mcp_takes_op_and_limit_and_says_type_errors_in_words(tmp_path: Path) ->
 
 
 def test_every_cli_flag_has_help_and_its_default() -> None:
-    from kernelkb.kb.entry.cli.main import build_parser
+    from kernelkb.cli.main import build_parser
 
     parser = build_parser()
     missing, parsers = [], [("kernelkb", parser)]
@@ -111,7 +111,7 @@ def test_revalidate_names_its_task_as_optimize_and_sweep_do(
         home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``revalidate TASK`` like ``optimize TASK`` and ``sweep TASK``; ``--task`` is the
     deprecated older form and still works; a refused count is said as ``--limit``."""
-    from kernelkb.kb.entry.cli.main import main
+    from kernelkb.cli.main import main
 
     said = {}
     for key, argv in {"new": ["revalidate", "sofmax"], "old": ["revalidate", "--task", "sofmax"],
@@ -130,7 +130,7 @@ def test_revalidate_names_its_task_as_optimize_and_sweep_do(
 
 def test_query_says_a_refused_value_with_the_flag_typed(
         home: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from kernelkb.kb.entry.cli.main import main
+    from kernelkb.cli.main import main
 
     assert main(["query", "--op", "softmax", "--limit", "0", "--max-chars", "10"]) == 2
     err = capsys.readouterr().err
@@ -141,7 +141,7 @@ def test_query_says_a_refused_value_with_the_flag_typed(
 
 
 def test_help_says_which_names_are_deprecated() -> None:
-    from kernelkb.kb.entry.cli.main import build_parser
+    from kernelkb.cli.main import build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     helps = {name: " ".join(sub.choices[name].format_help().split())

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from user_task_sample import isolated_registry, write_task
 
-from kernelkb.kb.entry.cli import main as cli
+from kernelkb.cli import main as cli
 from kernelkb.kernels import discovery
 from kernelkb.kernels.base import Knob, Task
 from kernelkb.kernels.discovery import TASKS, all_tasks, get_task, related_ops_of

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernelkb.kb.entry.cli.tasks import SPACE_RULE
+from kernelkb.cli.tasks import SPACE_RULE
 from kernelkb.kernels.config import header_constants
 from kernelkb.kernels.discovery import all_tasks
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 from user_task_sample import isolated_registry, write_task
 
-from kernelkb.kb.entry.cli import main as cli
+from kernelkb.cli import main as cli
 from kernelkb.kernels import discovery
 from kernelkb.kernels.discovery import get_task
 
@@ -79,7 +79,6 @@ def test_an_entry_point_task_is_evaluated_in_the_sandbox(tmp_path: Path, monkeyp
 @pytest.mark.slow
 def test_a_user_task_runs_through_optimize_on_cpu_with_its_related_ops_experiences(
         tmp_path: Path, embedder: Embedder) -> None:
-    from kernelkb.kb.service import LocalKnowledge
     from kernelkb.kb.settings import Settings
     from kernelkb.optimizer.agents.base import AgentContext
     from kernelkb.optimizer.agents.llm import build_messages
@@ -87,6 +86,7 @@ def test_a_user_task_runs_through_optimize_on_cpu_with_its_related_ops_experienc
     from kernelkb.optimizer.loop import LoopOptions
     from kernelkb.optimizer.policy import PolicyConfig
     from kernelkb.optimizer.session import optimize
+    from kernelkb.service import LocalKnowledge
 
     class PromptKeeper(OfflineAgent):
         """The offline agent, keeping the prompt an LLM agent would have been sent."""

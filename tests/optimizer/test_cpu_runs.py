@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 from kb_testdata import record_dict  # noqa: E402
 
-from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.report import sweep_line
 from kernelkb.optimizer.sandbox import resolve_shapes, sweep_shape_set
 from kernelkb.optimizer.sandbox.result import EvalResult
 from kernelkb.retrieval.prediction import measured_records
+from kernelkb.service import LocalKnowledge
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

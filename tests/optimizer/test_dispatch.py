@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kernelkb.kb.entry.cli.main import main as cli_main
+from kernelkb.cli.main import main as cli_main
 from kernelkb.kernels.discovery import get_task
 from kernelkb.kernels.dispatch_runtime import (
     Dispatcher,

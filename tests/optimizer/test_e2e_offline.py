@@ -99,7 +99,7 @@ def test_sigterm_stops_a_run_as_ctrl_c_does() -> None:
     import signal
     import time
 
-    from kernelkb.kb.entry.cli.optimize import interrupt_on_sigterm
+    from kernelkb.cli.optimize import interrupt_on_sigterm
 
     previous = signal.getsignal(signal.SIGTERM)
     try:
@@ -107,7 +107,7 @@ def test_sigterm_stops_a_run_as_ctrl_c_does() -> None:
         with pytest.raises(KeyboardInterrupt):
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(2)  # the handler raises at the next bytecode, well before this ends
-        from kernelkb.kb.entry.cli.optimize import SIGNALLED
+        from kernelkb.cli.optimize import SIGNALLED
 
         assert SIGNALLED["signum"] == signal.SIGTERM  # the command then exits 143
     finally:

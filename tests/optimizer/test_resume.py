@@ -59,7 +59,7 @@ def test_a_finished_run_is_not_resumed_an_interrupted_one_is(tmp_path: Path) -> 
 
 
 def test_the_cli_refuses_a_run_of_another_task(tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
-    from kernelkb.kb.entry.cli.main import main
+    from kernelkb.cli.main import main
 
     _run(tmp_path, {"state": "running"})
     monkeypatch.setenv("KERNELKB_HOME", str(tmp_path / "home"))

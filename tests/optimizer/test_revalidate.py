@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from kernelkb.kb.entry.cli import revalidate as revalidate_command
+from kernelkb.cli import revalidate as revalidate_command
 from kernelkb.kb.record import ExperienceRecord
 from kernelkb.kb.seeds import read_jsonl
-from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kb.settings import Settings
 from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.revalidate import Known, _drift, best_known, revalidate, table
 from kernelkb.optimizer.sandbox.result import EvalResult
+from kernelkb.service import LocalKnowledge
 
 BASE = {"BLOCK_SIZE": 0, "NUM_WARPS": 4, "NUM_STAGES": 1, "ROWS_PER_PROGRAM": 1,
         "ONLINE": False}

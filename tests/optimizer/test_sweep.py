@@ -116,7 +116,7 @@ def test_the_command_on_a_host_without_a_gpu_needs_no_interpreter_flag(tmp_path)
 def test_the_command_refuses_before_measuring(tmp_path, capsys) -> None:
     """A wrong name among several tasks, or one task's configurations for several, is
     refused in words before any journal exists."""
-    from kernelkb.kb.entry.cli.main import main
+    from kernelkb.cli.main import main
 
     for argv, says in ((["softmax", "rmsnrom"], "rmsnorm"),
                        (["softmax", "rmsnorm", "--configs", str(tmp_path / "c.json")],
@@ -130,7 +130,7 @@ def test_a_journal_begun_on_another_device_is_not_resumed_here(tmp_path, capsys)
     """A journal's points are compared with parents timed on its device: resuming it on
     another (an H100 for an H200's, a CPU for a GPU's) would mix two landscapes in one
     file. The command refuses in words and the journal keeps its bytes."""
-    from kernelkb.kb.entry.cli.main import main
+    from kernelkb.cli.main import main
 
     journal = tmp_path / "rmsnorm_float16.jsonl"
     journal.write_text(json.dumps({"header": {"task": "rmsnorm", "dtype": "float16",
@@ -172,7 +172,7 @@ def test_a_point_measured_on_code_the_template_no_longer_renders_is_measured_aga
 def test_a_dtype_one_task_lacks_is_skipped_among_several(tmp_path, capsys) -> None:
     import argparse
 
-    from kernelkb.kb.entry.cli import sweep as command
+    from kernelkb.cli import sweep as command
 
     args = argparse.Namespace(task=["attention", "rmsnorm"], dtype=["float32"], regime=None,
                               limit=1, shapes="cpu", configs=None, out=tmp_path)

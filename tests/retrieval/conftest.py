@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from kb_testdata import make_knowledge
 
-from kernelkb.kb.service import LocalKnowledge
+from kernelkb.service import LocalKnowledge
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 

@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from kb_testdata import record_dict
 
-from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.diffcheck import check
 from kernelkb.retrieval.fewshot import LEGEND, changed_lines
 from kernelkb.retrieval.query import RetrievalQuery
 from kernelkb.retrieval.quoting import CLOSE, OPEN
+from kernelkb.service import LocalKnowledge
 
 SOFTMAX = get_task("softmax")
 EDITS = [{"NUM_WARPS": 8}, {"ROWS_PER_PROGRAM": 4}, {"NUM_WARPS": 2, "ROWS_PER_PROGRAM": 2}]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kb_testdata import record_dict
 
-from kernelkb.kb.service import LocalKnowledge
+from kernelkb.service import LocalKnowledge
 
 H200_TARGET = {"gpu_name": "NVIDIA H200", "arch": "sm_90", "sm_count": 132,
                "mem_bandwidth_gbps": 4800, "smem_per_sm_kib": 228}

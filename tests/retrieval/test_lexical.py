@@ -12,9 +12,9 @@ from sqlalchemy import text
 from sqlmodel import Session
 
 from kernelkb.kb.db import FTS_TABLE, make_engine
-from kernelkb.kb.service import LocalKnowledge
 from kernelkb.retrieval.lexical import distinctive, has_code
 from kernelkb.retrieval.query import RetrievalQuery
+from kernelkb.service import LocalKnowledge
 
 H200 = dict(op_type="softmax", gpu_name="NVIDIA H200", arch="sm_90", triton_version="3.5.0")
 

@@ -13,10 +13,10 @@ import httpx
 import pytest
 from live_server import live_server  # noqa: E402
 
-from kernelkb.kb.entry.cli.main import main
-from kernelkb.kb.service import LocalKnowledge
+from kernelkb.cli.main import main
 from kernelkb.kb.settings import Settings
 from kernelkb.retrieval.names import UnknownName, match_gpu, match_name
+from kernelkb.service import LocalKnowledge
 
 H200 = "NVIDIA H200"
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from kernelkb.kb.entry.cli import main as cli
-from kernelkb.kb.service import LocalKnowledge
+from kernelkb.cli import main as cli
 from kernelkb.kb.settings import Settings
 from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.spaces import task_space
 from kernelkb.retrieval.first_try import time_vs_best
+from kernelkb.service import LocalKnowledge
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 SOFTMAX = get_task("softmax")

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from kb_testdata import make_knowledge
 
-from kernelkb.kb.entry.cli import main as cli
-from kernelkb.kb.service import LocalKnowledge
+from kernelkb.cli import main as cli
 from kernelkb.kernels.discovery import TASKS, all_tasks, get_task, related_ops_of
 from kernelkb.optimizer.recall import query_for, recall
 from kernelkb.retrieval.query import RetrievalQuery
 from kernelkb.retrieval.row_cache import edit_keys
 from kernelkb.retrieval.schemas import Hit, RetrievalResult
+from kernelkb.service import LocalKnowledge
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 H200 = "NVIDIA H200"

@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from kernelkb.kb.entry.cli import main as cli
+from kernelkb.cli import main as cli
 from kernelkb.kb.record import Environment
-from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kb.settings import Settings
 from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.agents.base import AgentContext
@@ -24,6 +23,7 @@ from kernelkb.optimizer.agents.tuner import TunerAgent
 from kernelkb.optimizer.recall import known
 from kernelkb.optimizer.spaces import task_space
 from kernelkb.retrieval.prediction import UnknownGpu
+from kernelkb.service import LocalKnowledge
 
 SOFTMAX = get_task("softmax")
 

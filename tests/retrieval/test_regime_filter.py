@@ -15,10 +15,10 @@ from sqlmodel import select
 
 from kernelkb.kb.models import Experience
 from kernelkb.kb.record import parse_record
-from kernelkb.kb.service import LocalKnowledge
 from kernelkb.kb.settings import Settings
 from kernelkb.kernels.records import RecordRegimes
 from kernelkb.retrieval.query import RetrievalQuery
+from kernelkb.service import LocalKnowledge
 
 
 def _with_shapes(shapes: list[str], regime: str | None = None, **kwargs) -> dict:
@@ -66,7 +66,7 @@ def _older_store(root: Path) -> Settings:
 
 
 def _open_by_cli(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kernelkb.kb.entry.cli.main import main
+    from kernelkb.cli.main import main
 
     for name, value in (("DATA_DIR", settings.data_dir), ("SEEDS_DIR", settings.seeds_dir),
                         ("VECTORS", "false")):
@@ -77,7 +77,7 @@ def _open_by_cli(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
 def _open_by_api(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     from fastapi.testclient import TestClient
 
-    from kernelkb.kb.entry.api.app import create_app
+    from kernelkb.api.app import create_app
 
     app = create_app(settings)
     with TestClient(app):  # its lifespan opens the store, as `kernelkb serve` starts
@@ -85,7 +85,7 @@ def _open_by_api(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _open_by_mcp(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    from kernelkb.kb.entry.mcp.opening import OpeningStore
+    from kernelkb.mcp.opening import OpeningStore
 
     assert OpeningStore(settings).stats()["experiences"] == len(RECORDS)
 
@@ -94,7 +94,7 @@ def _open_by_mcp(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
                          ids=["cli", "api", "mcp"])
 def test_an_older_store_opened_by_a_door_gains_the_column_and_derives_it(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, door) -> None:  # type: ignore[no-untyped-def]
-    """Each door opens the store through kb.entry.operations.open_store, whose explicit
+    """Each door opens the store through kernelkb.operations.open_store, whose explicit
     ``migrate`` step derives the regimes (the constructor no longer does)."""
     settings = _older_store(tmp_path)
     door(settings, monkeypatch)

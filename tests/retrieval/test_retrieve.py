@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kb_testdata import record_dict
 
-from kernelkb.kb.service import LocalKnowledge
 from kernelkb.retrieval.query import RetrievalQuery
+from kernelkb.service import LocalKnowledge
 
 H200 = dict(gpu_name="NVIDIA H200", arch="sm_90", triton_version="3.5.0")
 

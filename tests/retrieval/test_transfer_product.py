@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from kernelkb.kb.entry.cli import main as cli
+from kernelkb.cli import main as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 

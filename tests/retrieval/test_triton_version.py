@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from kb_testdata import record_dict
 
-from kernelkb.kb.service import LocalKnowledge
 from kernelkb.retrieval.query import RetrievalQuery
+from kernelkb.service import LocalKnowledge
 
 NOW, OLD = "3.6.0", "3.5.0"
 

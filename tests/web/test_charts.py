@@ -32,7 +32,7 @@ def test_the_landscape_json_has_every_knob_and_metric(site: dict) -> None:
 
 
 def test_plotly_comes_from_the_installed_package_not_a_cdn(site: dict) -> None:
-    from kernelkb.kb.entry.web.chart_routes import plotly_js
+    from kernelkb.web.chart_routes import plotly_js
 
     base = site["base"]
     page = httpx.get(base + "/ui/landscape", params=LANDSCAPE, timeout=60).text

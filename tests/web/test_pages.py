@@ -15,11 +15,11 @@ import pytest
 from sqlmodel import select
 from web_testdata import HUB_GPUS, HUB_OP, PLANT, PLANTED_RUN, hub_fastest
 
-from kernelkb.kb.entry.web import runs as run_folders
 from kernelkb.kb.models import Hardware
 from kernelkb.kb.queries import list_runs
 from kernelkb.retrieval.hardware import gpu_similarity
 from kernelkb.retrieval.ranker import default_facts
+from kernelkb.web import runs as run_folders
 
 # a real browser and server; skipped with the reason where no chromium is installed
 # (CI installs it and sets KERNELKB_REQUIRE_BROWSER, which turns the skip into a failure)

@@ -88,7 +88,7 @@ def test_links_do_not_follow_the_host_header(site: dict) -> None:
     for path in ("/", "/ui/insights?op=softmax&gpu=NVIDIA+H200", "/ui/experiences",
                  "/ui/runs", f"/ui/runs/{RUN}", "/ui/compare?op=convolution",
                  "/ui/insights?op=convolution&gpu=NVIDIA+RTX+A6000"):
-        # (a foreign name is refused on a server without a token: kb/entry/api/same_machine.py)
+        # (a foreign name is refused on a server without a token: kernelkb/api/same_machine.py)
         response = httpx.get(site["base"] + path, headers={"Host": "127.0.0.2:9"},
                              timeout=60)
         assert response.status_code == 200, path

@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 from llm_server import DROP, HANG, Raw, ScriptedLLM, llm_server
 
-from kernelkb.kb.entry.cli.main import main
-from kernelkb.kb.service import LocalKnowledge
+from kernelkb.cli.main import main
 from kernelkb.kb.settings import Settings
 from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.agents.base import AgentContext, AgentUnavailable
@@ -25,6 +24,7 @@ from kernelkb.optimizer.agents.llm import LLMAgent, LLMSettings
 from kernelkb.optimizer.loop import LoopOptions
 from kernelkb.optimizer.policy import PolicyConfig, StopReason
 from kernelkb.optimizer.session import optimize
+from kernelkb.service import LocalKnowledge
 
 TASK = get_task("softmax")
 CUT = Raw('{"id": "x", "object": "chat.completion", "choices": [{"index": 0, '

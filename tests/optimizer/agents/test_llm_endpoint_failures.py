@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 from llm_server import ScriptedLLM, llm_server
 
-from kernelkb.kb.entry.cli.main import main
-from kernelkb.kb.service import LocalKnowledge
+from kernelkb.cli.main import main
 from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.agents.base import AgentUnavailable
 from kernelkb.optimizer.agents.llm import LLMAgent, LLMSettings
 from kernelkb.optimizer.loop import LoopOptions
 from kernelkb.optimizer.policy import PolicyConfig, StopReason
 from kernelkb.optimizer.session import optimize
+from kernelkb.service import LocalKnowledge
 
 TASK = get_task("softmax")
 TINY = LoopOptions(shapes=[(4, 128)], sweep_shapes=[(4, 128)], seeds=1, timeout_s=300)
