@@ -87,18 +87,22 @@ def test_a_wheel_in_a_fresh_venv_serves_seeded_answers(tmp_path: Path) -> None:
         return subprocess.run(list(args), cwd=outside, env=env, capture_output=True,
                               text=True, timeout=900)
 
-    where = run(str(python), "-c", "import kernelkb.kb, kernelkb.seeds, importlib.util; "
-                "print(kernelkb.kb.__file__); print(kernelkb.seeds.__file__); "
-                "print([m for m in ('kb', 'kernels', 'retrieval', 'optimizer') "
-                "if importlib.util.find_spec(m)])")
+    where = run(str(python), "-c", "import kernelkb, kernelkb.kb, kernelkb.seeds, importlib.util; "
+                "print(*kernelkb.kb.__path__); print(*kernelkb.seeds.__path__); "
+                # a top-level name that finds this package's files (another project's own
+                # may be installed: Hugging Face's kernels, with recent transformers)
+                "import os; mine = os.path.dirname(kernelkb.__file__); "
+                "print([m for m in ('kb', 'kernels', 'retrieval', 'optimizer', 'seeds') "
+                "if (s := importlib.util.find_spec(m)) and any(str(p).startswith(mine) "
+                "for p in [s.origin, *(s.submodule_search_locations or [])])])")
     assert where.returncode == 0, where.stderr
-    kb_file, seeds_file, top_level = where.stdout.splitlines()
-    assert kb_file.startswith(str(env_dir)) and seeds_file.startswith(str(env_dir))
+    kb_folder, seeds_folder, top_level = where.stdout.splitlines()  # one path each
+    assert kb_folder.startswith(str(env_dir)) and seeds_folder.startswith(str(env_dir))
     assert top_level == "[]"  # no top-level name another project could own
-    installed = Path(kb_file).parents[1]
-    assert list(Path(seeds_file).parent.glob("*.jsonl"))  # the seeds are package data
+    installed = Path(kb_folder).parent  # site-packages/kernelkb
+    assert list(Path(seeds_folder).glob("*.jsonl"))  # the seeds are package data
     for folder in DATA:  # and the templates, styles and prompts
-        assert list((installed / folder).iterdir()), folder
+        assert list((installed / folder.removeprefix("kernelkb/")).iterdir()), folder
 
     answer = run(str(env_dir / "bin" / "kernelkb"), "query", "--op", "softmax", "--gpu",
                  "h200", "-k", "1")
@@ -110,5 +114,5 @@ def test_a_wheel_in_a_fresh_venv_serves_seeded_answers(tmp_path: Path) -> None:
     assert module.returncode == 0, module.stderr[-2000:]
     assert "experiences" in module.stdout.splitlines()[0]
     # the seeds came from the installed package, not from the checkout
-    assert f"loading seeds from {Path(seeds_file).parent}" in answer.stderr
+    assert f"loading seeds from {seeds_folder}" in answer.stderr
     assert os.listdir(home / "store")  # the store lives under the home it was given
