@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 
@@ -283,11 +284,7 @@ def nonfinite_values(values: tuple[float, ...], mutated: tuple[int, ...] = ()
 
 
 def _unravel_index(flat: int, shape: tuple[int, ...]) -> list[int]:
-    coords = []
-    for size in reversed(shape or (1,)):
-        coords.append(flat % size)
-        flat //= size
-    return coords[::-1]
+    return [int(i) for i in np.unravel_index(flat, shape or (1,))]
 
 
 def mixed_inputs(inputs: tuple[Any, ...], conditions: Sequence[InputCondition], seed: int

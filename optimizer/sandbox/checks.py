@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 
@@ -151,11 +152,7 @@ class _Accumulator:
 
 
 def _unravel(index: int, shape: tuple[int, ...]) -> list[int]:
-    coords = []
-    for size in reversed(shape or (1,)):
-        coords.append(index % size)
-        index //= size
-    return coords[::-1]
+    return [int(i) for i in np.unravel_index(index, shape or (1,))]
 
 
 def compare_outputs(out: Any, ref: Any, atol: float, rtol: float) -> ErrorStats | str:
