@@ -25,7 +25,8 @@ from typing import Any
 import torch
 
 from kernelkb.kernels import unusual_inputs
-from kernelkb.kernels.conditions import LEADING_DIMS, InputCondition, leading_dims, mixed_inputs
+from kernelkb.kernels.conditions import LEADING_DIMS, InputCondition, leading_dims
+from kernelkb.kernels.every_condition import MIXED, mixed
 
 PREFIX = "drawn "
 PATTERNS = ("prefix", "suffix", "spike", "outlier", "constant", "offset")
@@ -97,26 +98,6 @@ def resolve(task: Any, name: str) -> InputCondition:
     return _declared(task, name)
 
 
-MIXED = "rows of every condition"
-
-
-def mixed(task: Any) -> InputCondition:
-    """One input set that holds every declared condition of the task's values at once
-    (base.mixed_inputs: rows in turn plain and under each condition that changes every
-    row, and the rows a condition picks as it made them). One call then meets each
-    condition somewhere, where a call per condition would cost as many calls: what the
-    judge asks on a shape whose calls are dear (the one past the largest asked)."""
-    from kernelkb.kernels.conditions import GENERIC_CONDITIONS
-    from kernelkb.kernels.scalar_args import SCALAR_ARGS
-
-    declared = [c for c in task.input_conditions
-                if c.name not in GENERIC_CONDITIONS and c.name != SCALAR_ARGS]
-
-    def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
-        return mixed_inputs(tuple(inputs), declared, seed)
-
-    return InputCondition(MIXED, "each input's rows in turn plain and under each of the "
-                          "task's conditions of the values", apply)
 
 
 def _declared(task: Any, name: str) -> InputCondition:

@@ -112,11 +112,11 @@ def _other_int() -> InputCondition:
 
 
 def _numbers_between(task: Any) -> InputCondition:
-    """The rows of every declared condition at once (draws.mixed: a spike, a masked
+    """The rows of every declared condition at once (every_condition.mixed: a spike, a masked
     prefix, ...) as rows of wider buffers whose gaps hold numbers at the input's scale,
     as a caller's padded batch does: the judge's other strided draws hold NaN there,
     which a kernel reading the gap could take for a sign it is watched."""
-    from kernelkb.kernels.draws import mixed
+    from kernelkb.kernels.every_condition import mixed
 
     every = mixed(task)
     mutated = tuple(task.mutated_inputs)

@@ -537,12 +537,12 @@ class Judge:
 
     def check_big_shape(self, seen: dict[str, Any]) -> None:
         """One call on a shape past the largest asked (``big_shape``), its rows in turn
-        plain and under each of the task's conditions of the values (draws.mixed: one
+        plain and under each of the task's conditions of the values (every_condition.mixed: one
         call, where a call per condition would cost as many of the dearest calls of the
         evaluation): a kernel that takes another path only on inputs larger than any the
         checks use (one that skips the row max past 2**21 elements, when the largest
         checked has 1.4M) is wrong there."""
-        from kernelkb.kernels.draws import mixed
+        from kernelkb.kernels.every_condition import mixed
 
         shape = self.big_shape()
         seen["big_shape"] = self.task.shape_label(shape) if shape else None

@@ -1,6 +1,6 @@
 """A task's scalar arguments (Task.scalar_args, RMSNorm's eps) drawn over their legal
 range, and the judge's wider draws' builders: a shape past the largest asked
-(drawn_shapes.draw_larger) and every value condition in one input set (draws.mixed)."""
+(drawn_shapes.draw_larger) and every value condition in one input set (every_condition.mixed)."""
 import math
 import random
 
@@ -10,7 +10,8 @@ import torch
 from kernelkb.kernels.conditions import GENERIC_CONDITIONS, mixed_inputs
 from kernelkb.kernels.discovery import get_task
 from kernelkb.kernels.drawn_shapes import draw_larger
-from kernelkb.kernels.draws import MIXED, mixed, resolve
+from kernelkb.kernels.draws import resolve
+from kernelkb.kernels.every_condition import MIXED, mixed
 from kernelkb.kernels.scalar_args import (
     SCALAR_ARGS,
     Keywords,
