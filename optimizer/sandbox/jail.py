@@ -506,7 +506,9 @@ def become_worker() -> None:
         return
     os.setresgid(WORKER_UID, WORKER_UID, WORKER_UID)
     os.setresuid(WORKER_UID, WORKER_UID, WORKER_UID)
-    _ok(_prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0), "dumpable")  # its /proc/self is its own
+    # not dumpable, as the judge made it before the fork: a process the candidate starts
+    # (its uid) must not open the worker's descriptors (the report's memfd) under /proc
+    _ok(_prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "not dumpable")
     drop_kept_capabilities()
 
 

@@ -130,8 +130,8 @@ def test_redteam6_nothing_persists_past_an_evaluation():
     _probe("escape_persist")  # finds the first run's markers if anything persisted
     for marker in MARKERS:
         assert not marker.exists(), marker
-    bound = [*site.getsitepackages(), str(Path(kernelkb.kernels.__file__).parent),
-             str(Path(kernelkb.optimizer.__file__).parent)]
+    bound = [*site.getsitepackages(), *kernelkb.kernels.__path__,  # namespace portions
+             *kernelkb.optimizer.__path__]
     for folder in bound:
         assert not (Path(folder) / "rt6_probe.pth").exists(), folder
 
