@@ -23,10 +23,13 @@ namespace and builds the worker's root, then execs the worker:
   no_new_privs, and a seccomp filter refusing mount, namespace, ptrace and similar calls;
 * the network namespace has only a downed loopback: no connection leaves it; the host
   name is ``kernelkb-jail``, not the host's; no core file is ever written;
-* run by root, the candidate's process has a uid of its own in the jail (``WORKER_UID``,
-  host ``WORKER_HOST_UID``), not the judge's: the judge keeps CAP_SETUID and CAP_SETGID
-  (and CAP_SETPCAP, to empty its bounding set after) through its exec only to fork the
-  worker onto that uid, and then both hold none;
+* the candidate's process has a uid of its own in the jail (``WORKER_UID``), not the
+  judge's: host ``WORKER_HOST_UID`` when the runner is root; for another user, the first
+  of its subordinate ids (/etc/subuid and /etc/subgid, mapped by the setuid helpers
+  newuidmap and newgidmap, as rootless containers do; ``rootless_worker_ids``), and where
+  it owns none, the one uid it has. The judge keeps CAP_SETUID and CAP_SETGID (and
+  CAP_SETPCAP, to empty its bounding set after) through its exec only to fork the worker
+  onto that uid, and then both hold none;
 * the worker is PID 1 of its namespace: when it ends, the kernel kills every process
   left in it, including children that detached with ``setsid``; it is killed when the
   entry process dies.
@@ -99,7 +102,8 @@ def unavailable_reason() -> str | None:
     return None if usable is not None else why
 
 
-def _probe_jail(*, unprivileged: bool) -> str | None:
+def _probe_jail(*, unprivileged: bool, worker_ids: tuple[int, int] | None = None
+                ) -> str | None:
     """The whole jail once around a Python that does nothing: a host where the
     namespaces, the new root, the pivot or the lock-down cannot be made says so here,
     before any candidate runs."""
@@ -108,7 +112,8 @@ def _probe_jail(*, unprivileged: bool) -> str | None:
     python = [sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))]
     with tempfile.TemporaryDirectory(prefix="kernelkb_jail_probe_") as tmp:
         argv = command([sys.executable, "-I", "-c", "pass"], workdir=tmp, cwd=tmp, hide=[],
-                       keep=python, mkdirs=(), unprivileged=unprivileged)
+                       keep=python, mkdirs=(), unprivileged=unprivileged,
+                       worker_ids=worker_ids)
         try:
             probe = subprocess.run(argv, capture_output=True, timeout=30)
         except (OSError, subprocess.TimeoutExpired) as err:
@@ -118,17 +123,66 @@ def _probe_jail(*, unprivileged: bool) -> str | None:
     return None
 
 
+_SUBORDINATE_HELPERS = ("/usr/bin/newuidmap", "/usr/bin/newgidmap")
+_NOT_ASKED: Any = object()
+
+
+@functools.lru_cache(maxsize=1)
+def rootless_worker_ids() -> tuple[int, int] | None:
+    """(host uid, host gid) of the worker for a runner that is not root: the first id of
+    each subordinate range it owns, where the setuid helpers exist and a whole jail with
+    them works here (probed once); else None, and the worker shares the judge's uid."""
+    if os.geteuid() == 0:
+        return None
+    ids = _subordinate_ids()
+    if ids is None or _probe_jail(unprivileged=True, worker_ids=ids) is not None:
+        return None
+    return ids
+
+
+def _subordinate_ids() -> tuple[int, int] | None:
+    """The first subordinate uid and gid this user owns (by name or number), or None."""
+    import pwd
+
+    uid = os.geteuid()
+    try:
+        owners = {pwd.getpwuid(uid).pw_name, str(uid)}
+    except KeyError:
+        owners = {str(uid)}
+    firsts = []
+    for table, helper in zip(("/etc/subuid", "/etc/subgid"), _SUBORDINATE_HELPERS, strict=True):
+        if not os.access(helper, os.X_OK):
+            return None
+        try:
+            with open(table) as handle:
+                rows = [line.strip().split(":") for line in handle]
+        except OSError:
+            return None
+        first = next((int(row[1]) for row in rows if len(row) == 3 and row[0] in owners
+                      and row[1].isdigit() and row[2].isdigit() and int(row[2]) >= 1), None)
+        if first is None:
+            return None
+        firsts.append(first)
+    return firsts[0], firsts[1]
+
+
 def command(worker_argv: list[str], *, workdir: str, cwd: str, hide: list[str],
             keep: list[str], mkdirs: tuple[str, ...] = ("home", "tmp", "triton"),
-            workdir_size: str = "512m", unprivileged: bool | None = None) -> list[str]:
+            workdir_size: str = "512m", unprivileged: bool | None = None,
+            worker_ids: tuple[int, int] | None = _NOT_ASKED) -> list[str]:
     """The argv that runs ``worker_argv`` inside the namespaces, laid out as the module
     docstring says: ``workdir`` is the one writable tree (a fresh tmpfs of
     ``workdir_size`` holding ``mkdirs``), ``cwd`` its working directory.
-    ``unprivileged``: whether a root runner gives up root first (``mode`` by default)."""
+    ``unprivileged``: whether a root runner gives up root first (``mode`` by default);
+    ``worker_ids``: a runner that is not root maps these host ids for the worker
+    (``rootless_worker_ids`` by default)."""
     if unprivileged is None:
         unprivileged = mode()[0] is not False
+    if worker_ids is _NOT_ASKED:
+        worker_ids = rootless_worker_ids()
     spec = {"workdir": workdir, "cwd": cwd, "hide": hide, "keep": keep, "mkdirs": list(mkdirs),
-            "workdir_size": workdir_size, "unprivileged": unprivileged}
+            "workdir_size": workdir_size, "unprivileged": unprivileged,
+            "worker_ids": list(worker_ids) if worker_ids else None}
     # run by path in isolated mode: the package's __init__ would import torch for nothing
     return [sys.executable, "-I", os.path.abspath(__file__), json.dumps(spec), "--",
             *worker_argv]
@@ -572,12 +626,12 @@ def _relay(child: int) -> None:
     os._exit(128 - code if code < 0 else code)
 
 
-def _unshare_mapped_by_root(flags: int, judge_uid: int, drop: bool) -> None:
-    """A user namespace (with ``flags``' others) holding two uids: 0, the judge's, host
-    ``judge_uid``, and ``WORKER_UID``, host ``WORKER_HOST_UID``. Only a process with
-    CAP_SETUID outside the namespace may write a map of two lines, so a helper forked while
-    this process is still host root writes it, then exits; ``drop`` gives up root here
-    before the namespace is made."""
+def _unshare_two_uids(flags: int, map_ids: Any, *, drop: bool = False) -> None:
+    """A user namespace (with ``flags``' others) holding two uids: 0, the judge's, and
+    ``WORKER_UID``, the worker's. Only a process privileged outside the namespace may
+    write a map of two lines: a helper forked before the namespace exists calls
+    ``map_ids(pid)`` on this process once it is made, then exits. ``drop`` gives up root
+    here first."""
     go_r, go_w = os.pipe()
     done_r, done_w = os.pipe()
     helper = os.fork()
@@ -587,12 +641,7 @@ def _unshare_mapped_by_root(flags: int, judge_uid: int, drop: bool) -> None:
         code = 1
         try:
             if os.read(go_r, 1) == b"1":
-                target = os.getppid()
-                lines = f"0 {judge_uid} 1\n{WORKER_UID} {WORKER_HOST_UID} 1\n"
-                for name, text in (("setgroups", "deny"), ("uid_map", lines),
-                                   ("gid_map", lines)):
-                    with open(f"/proc/{target}/{name}", "w") as handle:
-                        handle.write(text)
+                map_ids(os.getppid())
                 os.write(done_w, b"1")
                 code = 0
         except BaseException as err:  # noqa: B036 - said on stderr, then refused below
@@ -605,6 +654,8 @@ def _unshare_mapped_by_root(flags: int, judge_uid: int, drop: bool) -> None:
         if drop:
             _give_up_root()
         _ok(_libc().unshare(ctypes.c_int(flags)), "unshare")
+        with open("/proc/self/setgroups", "w") as handle:  # no group dropped to get past
+            handle.write("deny")  # a file's group-denying mode, before the maps exist
         os.write(go_w, b"1")
     finally:
         os.close(go_w)  # an error above: the helper reads nothing and exits
@@ -613,6 +664,26 @@ def _unshare_mapped_by_root(flags: int, judge_uid: int, drop: bool) -> None:
     os.close(done_r)
     if not mapped:
         raise OSError("jail: the user namespace's two-uid map was refused")
+
+
+def _map_as_root(judge_uid: int, pid: int) -> None:
+    """Host root writes the maps: the judge on ``judge_uid``, the worker on
+    ``WORKER_HOST_UID``."""
+    lines = f"0 {judge_uid} 1\n{WORKER_UID} {WORKER_HOST_UID} 1\n"
+    for name in ("uid_map", "gid_map"):
+        with open(f"/proc/{pid}/{name}", "w") as handle:
+            handle.write(lines)
+
+
+def _map_subordinate(uid: int, gid: int, worker_ids: tuple[int, int], pid: int) -> None:
+    """Another user's maps, through the setuid helpers that check /etc/subuid and
+    /etc/subgid: the judge on its own ids, the worker on the first subordinate ones."""
+    for helper, own, first in zip(_SUBORDINATE_HELPERS, (uid, gid), worker_ids, strict=True):
+        done = subprocess.run([helper, str(pid), "0", str(own), "1", str(WORKER_UID),
+                               str(first), "1"], capture_output=True, text=True, timeout=30,
+                              env={"PATH": "/usr/bin:/bin"})
+        if done.returncode != 0:
+            raise OSError(f"{helper}: {done.stderr.strip()[-300:]}")
 
 
 def main(argv: list[str]) -> int:
@@ -626,9 +697,14 @@ def main(argv: list[str]) -> int:
     as_root = os.geteuid() == 0
     uid, gid = os.geteuid(), os.getegid()
     drop = as_root and bool(spec.get("unprivileged", True))
+    worker_ids = None if as_root or not spec.get("worker_ids") else tuple(spec["worker_ids"])
+    two_uids = as_root or worker_ids is not None
     if as_root:
         os.setgroups([])  # host root's groups reach no process of the jail
         _unshare(_CLONE_NEWNS, uid, gid)
+    elif worker_ids is not None:
+        _unshare_two_uids(_CLONE_NEWUSER | _CLONE_NEWNS,
+                          functools.partial(_map_subordinate, uid, gid, worker_ids))
     else:
         _unshare(_CLONE_NEWUSER | _CLONE_NEWNS, uid, gid)
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)  # nothing mounted here reaches the host
@@ -637,10 +713,10 @@ def main(argv: list[str]) -> int:
     held, links = _shown(keep)
     devices = {n: os.open(f"/dev/{n}", os.O_PATH) for n in _device_nodes()}
     root = build_root(spec, held, links, devices, hide, JAIL_UID if drop else 0,
-                      two_uids=as_root)
+                      two_uids=two_uids)
     if as_root:
-        _unshare_mapped_by_root(_OTHERS | _CLONE_NEWUSER | _CLONE_NEWNS,
-                                JAIL_UID if drop else 0, drop)
+        _unshare_two_uids(_OTHERS | _CLONE_NEWUSER | _CLONE_NEWNS,
+                          functools.partial(_map_as_root, JAIL_UID if drop else 0), drop=drop)
     else:
         _unshare(_OTHERS, uid, gid)
     # the runner's death ends the jail: this process first (set after the uid change,
@@ -653,8 +729,8 @@ def main(argv: list[str]) -> int:
     _ok(_prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent death signal")
     enter_root(root, spec.get("cwd") or os.path.realpath(spec["workdir"]))
     _ok(_libc().sethostname(HOST_NAME.encode(), len(HOST_NAME)), "sethostname")
-    lock_down(_TWO_UIDS_KEPT if as_root else 0)
-    env = {**os.environ, WORKER_ENV: str(WORKER_UID)} if as_root else dict(os.environ)
+    lock_down(_TWO_UIDS_KEPT if two_uids else 0)
+    env = {**os.environ, WORKER_ENV: str(WORKER_UID)} if two_uids else dict(os.environ)
     os.execve(worker_argv[0], worker_argv, env)
     return 127  # pragma: no cover - execve does not return
 

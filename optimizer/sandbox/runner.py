@@ -214,6 +214,9 @@ class _Started:
                                 keep=kept_paths() + [self.task_copy, *self.keep],
                                 unprivileged=usable)
             self.containment = "namespaces" if usable else f"namespaces; {why}"
+            if os.geteuid() != 0 and jail.rootless_worker_ids() is None:
+                self.containment += ("; one uid: the worker shares the judge's (this user "
+                                     "owns no subordinate ids in /etc/subuid)")
         else:
             log.warning("sandbox: no namespaces here (%s); the candidate runs with a "
                         "scrubbed environment only", why)

@@ -181,3 +181,76 @@ def test_the_worker_has_a_uid_of_its_own_and_neither_process_keeps_a_capability(
     worker = seen["worker"]
     assert (worker["uid"], worker["gid"], worker["caps"]) == (jail.WORKER_UID,) * 2 + (0,)
     assert worker["reached"] == [], worker
+
+
+ROOTLESS_PROBE = textwrap.dedent("""
+    import json, os, resource
+    seen = {"uid_map": open("/proc/self/uid_map").read().split(),
+            "worker_env": os.environ.get("KERNELKB_JAIL_WORKER_UID")}
+    read, write = os.pipe()
+    if os.fork() == 0:  # the judge's fork onto the worker's uid, then at the judge
+        os.setresgid(1, 1, 1)
+        os.setresuid(1, 1, 1)
+        refused = {}
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)
+        for name, call in (("kill", lambda: os.kill(1, 0)),
+                           ("prlimit", lambda: resource.prlimit(1, resource.RLIMIT_NOFILE, limit)),
+                           ("setpriority", lambda: os.setpriority(os.PRIO_PROCESS, 1, 19))):
+            try:
+                call()
+                refused[name] = False
+            except PermissionError:
+                refused[name] = True
+        os.write(write, json.dumps(refused).encode())
+        os._exit(0)
+    os.close(write)
+    seen["refused"] = json.loads(os.read(read, 4096))
+    print(json.dumps(seen))
+""")
+
+
+def _rootless_user() -> tuple[int, int, tuple[int, int]] | None:
+    """A user of this host (not root) owning subordinate uids and gids, where the setuid
+    helpers that map them exist: (uid, gid, (first subordinate uid, gid))."""
+    import pwd
+
+    if not all(os.access(h, os.X_OK) for h in ("/usr/bin/newuidmap", "/usr/bin/newgidmap")):
+        return None
+    firsts: list[dict[str, int]] = []
+    for table in ("/etc/subuid", "/etc/subgid"):
+        try:
+            rows = [line.strip().split(":") for line in Path(table).read_text().splitlines()]
+        except OSError:
+            return None
+        firsts.append({r[0]: int(r[1]) for r in rows if len(r) == 3 and r[1].isdigit()})
+    for user in pwd.getpwall():
+        if user.pw_uid and user.pw_name in firsts[0] and user.pw_name in firsts[1]:
+            return user.pw_uid, user.pw_gid, (firsts[0][user.pw_name], firsts[1][user.pw_name])
+    return None
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or _rootless_user() is None,
+                    reason="needs root, to run the jail as a user owning subordinate ids "
+                           "(/etc/subuid, /etc/subgid, the uidmap package)")
+def test_a_user_with_subordinate_ids_gives_the_worker_a_uid_of_its_own():
+    """A runner that is not root, as on a workstation: the worker's uid is the user's
+    first subordinate one, so it cannot signal, limit or renice the judge."""
+    uid, gid, worker_ids = _rootless_user()  # type: ignore[misc]
+    folder = tempfile.mkdtemp(prefix="kernelkb_rootless_")
+    os.chmod(folder, 0o755)
+    Path(folder, "probe.py").write_text(ROOTLESS_PROBE)
+    work = Path(folder, "work")
+    work.mkdir()
+    os.chown(work, uid, gid)
+    python = "/usr/bin/python3"  # the host's: this checkout's may sit under root's home
+    argv = jail.command([python, "-I", f"{folder}/probe.py"], workdir=str(work),
+                        cwd=str(work), hide=[], keep=[folder], unprivileged=True,
+                        worker_ids=worker_ids)
+    done = subprocess.run([python, *argv[1:]], capture_output=True, text=True, timeout=60,
+                          user=uid, group=gid, extra_groups=[], env={"PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout)
+    assert _lines(seen["uid_map"]) == [["0", str(uid), "1"],
+                                       [str(jail.WORKER_UID), str(worker_ids[0]), "1"]]
+    assert seen["worker_env"] == str(jail.WORKER_UID)
+    assert seen["refused"] == {"kill": True, "prlimit": True, "setpriority": True}
