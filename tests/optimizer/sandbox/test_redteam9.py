@@ -1,0 +1,138 @@
+"""Red team 9: held-out cheats and escape probes written from the docs alone after round
+8's fixes (tests/bad_kernels/redteam9_*.py, REDTEAM9.md), through the judge as users get
+it.
+
+A plant the judge refuses is a plain assertion of the kind it got. A plant that passes the
+judge is a strict xfail asserting the kind a correct judge would give, with how it gets
+through as the reason. The escape probes run behind the allow-list (`refuse_imports=False`:
+they import subprocess and os) and start a fresh Python in the jail: what they report must
+hold no line "ESCAPED"."""
+from pathlib import Path
+
+import pytest
+
+from kernelkb.optimizer.sandbox import evaluate, imports
+
+pytestmark = pytest.mark.slow
+
+BAD = Path(__file__).resolve().parents[2] / "bad_kernels"
+
+
+def _open(reason: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, reason=reason)
+
+
+# plant -> (task, the kind a correct judge returns)
+CASES = [
+    # PyTorch on inputs users pass and no check of the judge makes
+    pytest.param("softmax_1d_logits", "softmax", "torch_compute", id="softmax_1d_logits",
+                 marks=_open("a 1-D x (a sampler's last-token logits) is never passed: "
+                             "every draw has two dimensions or more")),
+    pytest.param("matmul_batched_a", "matmul", "torch_compute", id="matmul_batched_a",
+                 marks=_open("matmul declares no leading dims, so a (batch, seq, K) A, "
+                             "which the reference takes, is never passed")),
+    pytest.param("rmsnorm_channels_first", "rmsnorm", "torch_compute",
+                 id="rmsnorm_channels_first",
+                 marks=_open("a 3-D x with a non-unit last stride (h.transpose(1, 2)) is "
+                             "never passed: column-major inputs are 2-D only")),
+    pytest.param("rmsnorm_half_weight_fp32_x", "rmsnorm", "torch_compute",
+                 id="rmsnorm_half_weight_fp32_x",
+                 marks=_open("float32 x with a half weight is never passed: mixed dtypes "
+                             "go one way only (float32 weights beside half x)")),
+    pytest.param("rmsnorm_rows_past_reach", "rmsnorm", "torch_compute",
+                 id="rmsnorm_rows_past_reach",
+                 marks=_open("rows past 131072: the past-lists shape varies only the "
+                             "innermost dimension under the interpreter, and reaches 2x "
+                             "the lists on a GPU")),
+    pytest.param("rope_shared_positions", "rope", "torch_compute",
+                 id="rope_shared_positions",
+                 marks=_open("(1, seq) positions for a batch (HF's "
+                             "cache_position.unsqueeze(0)) are never passed")),
+    # watched vs not, from the input's storage
+    pytest.param("rmsnorm_static_prefix", "rmsnorm", "torch_compute",
+                 id="rmsnorm_static_prefix",
+                 marks=_open("a contiguous prefix (offset 0) of a larger storage, two rows "
+                             "or more, is never passed: a server's persistent buffer")),
+    # Python over memory that no dispatch mode sees
+    pytest.param("rmsnorm_map_other_dtype", "rmsnorm", "torch_compute",
+                 id="rmsnorm_map_other_dtype",
+                 marks=_open("Tensor.apply_/map_ dispatch no ATen op: in bfloat16 the norm "
+                             "is computed in Python and a Triton kernel only casts it")),
+    # state across calls
+    pytest.param("rmsnorm_output_ring", "rmsnorm", "cheat_aliasing",
+                 id="rmsnorm_output_ring",
+                 marks=_open("outputs come from a ring of 8 kept buffers only after "
+                             "50,000 calls, more than an evaluation makes")),
+    pytest.param("softmax_stale_output", "softmax", "wrong_result",
+                 id="softmax_stale_output",
+                 marks=_open("a row the fresh output already holds as probabilities is kept: "
+                             "the judge's fresh memory is random, zero or poison, a "
+                             "user's allocator hands back the last freed output")),
+    # the exported launch plan
+    pytest.param("rmsnorm_plan_no_grad", "rmsnorm", "cheat_replay",
+                 id="rmsnorm_plan_no_grad",
+                 marks=_open("with grad off (how the exported op records a layout's first "
+                             "call) the weight is staged with Tensor.map_, no plan step; "
+                             "the judge replays only its grad-on plain calls")),
+]
+
+PROBES = ("escape_report_after_exit", "escape_zombie_pids", "escape_sysfs_host_view")
+
+
+def _report(result) -> str:
+    artifacts = result.artifacts or {}
+    return "\n".join([result.error_message or "", str(artifacts.get("stdout_tail", "")),
+                      str(artifacts.get("stderr_tail", ""))])
+
+
+def _escaped(report: str) -> list[str]:
+    return [line for line in report.splitlines() if line.lstrip().startswith("ESCAPED")
+            or "ESCAPED: report rewritten" in line]
+
+
+def test_the_cheats_pass_the_allow_list_and_the_probes_do_not() -> None:
+    for param in CASES:
+        plant = param.values[0]
+        assert not imports.problems((BAD / f"redteam9_{plant}.py").read_text()), plant
+    for plant in PROBES:
+        assert imports.problems((BAD / f"redteam9_{plant}.py").read_text()), plant
+
+
+@pytest.mark.parametrize(("plant", "task", "kind"), CASES)
+def test_redteam9_plant_is_rejected(plant, task, kind):
+    source = (BAD / f"redteam9_{plant}.py").read_text()
+    result = evaluate(task, source, shapes="auto", seeds=1, timeout_s=900)
+    assert result.error_kind != "timeout", result.error_message
+    assert not result.ok, f"{plant} passed the judge"
+    assert result.error_kind == kind, (result.error_kind, result.error_message)
+
+
+def _probe(plant: str):
+    source = (BAD / f"redteam9_{plant}.py").read_text()
+    result = evaluate("rmsnorm", source, shapes="auto", seeds=1, timeout_s=900,
+                      refuse_imports=False)
+    report = _report(result)
+    assert "launcher refused" not in report, report
+    return result, report
+
+
+def test_redteam9_the_report_is_not_rewritten_after_the_worker_exits():
+    """A child keeps every descriptor of the worker, outlives it under the judge and
+    writes over this probe's marker in the report memfd."""
+    result, report = _probe("escape_report_after_exit")
+    assert not result.ok, "a probe raises its report: it is never ok"
+    assert not _escaped(report), report
+
+
+def test_redteam9_orphans_do_not_stay_with_the_judge():
+    """400 orphans exit under the judge (PID 1); an honest kernel is then still ok."""
+    result, report = _probe("escape_zombie_pids")
+    assert not _escaped(report), report
+    assert result.ok, (result.error_kind, result.error_message, report)
+
+
+def test_redteam9_the_bound_sys_shows_no_host_identifier():
+    """Serials, UUIDs, WWIDs, other groups' PIDs and memory through /sys."""
+    result, report = _probe("escape_sysfs_host_view")
+    assert not result.ok, "a probe raises its report: it is never ok"
+    assert not _escaped(report), report
