@@ -345,6 +345,12 @@ class LocalKnowledge:
         with self.session() as session:
             return run_retrieval(session, self.embedder, self.index, query, query_vector)
 
+    def embeds_queries(self) -> bool:
+        """Whether a query gets a vector (vectors on). When ``query_vector(cached_only=
+        True)`` gives None, this says whether embedding the query is the caller's next
+        step (the API does it on a thread of its own) or there is nothing to embed with."""
+        return self.embedder is not None and self.index is not None
+
     def query_vector(self, query: RetrievalQuery, *, cached_only: bool = False
                      ) -> np.ndarray | None:
         """The query's embedding (None with vectors off, or, ``cached_only``, when it is
@@ -433,6 +439,9 @@ class LocalKnowledge:
         with self.session() as session:
             return queries.get_record(session, exp_id)
 
-    def list(self, **kwargs: Any) -> queries.Page:
+    def list(self, *, offset: int = 0, limit: int = 50, category: str | None = None,
+             **filters: Any) -> queries.Page:
+        """One page of records, newest first (``Knowledge.list``)."""
         with self.session() as session:
-            return queries.list_records(session, **kwargs)
+            return queries.list_records(session, offset=offset, limit=limit,
+                                        category=category, **filters)

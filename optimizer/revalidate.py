@@ -39,8 +39,8 @@ PAGE = 500
 
 
 class StoredRecords(Protocol):
-    """What a revalidation needs of a store: its measured records, page by page (the
-    facade, ``kernelkb.service.LocalKnowledge``, passed in by the CLI)."""
+    """What a revalidation needs of a store: its measured records, page by page
+    (``Knowledge.list``: the CLI passes the store ``open_for_runs`` opened)."""
 
     def list(self, **filters: Any) -> Page: ...
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from kernelkb.kb.ingest import IngestReport
+    from kernelkb.kb.queries import Page
     from kernelkb.retrieval.prediction import Space
     from kernelkb.retrieval.query import RetrievalQuery
     from kernelkb.retrieval.schemas import BootstrapPlan, InsightReport, RetrievalResult
@@ -45,3 +46,10 @@ class Knowledge(Protocol):
 
     def warm_up(self) -> None:
         """Load now what the first request would otherwise wait for (a model, an index)."""
+
+    def list(self, *, offset: int = 0, limit: int = 50, category: str | None = None,
+             **filters: Any) -> Page:
+        """One page of the stored records, newest first; ``filters``: the columns of
+        kb.queries.FILTER_COLUMNS (task_id, dtype, evidence, run_id, ...). What a
+        revalidation or a resumed run reads of the store, whichever store it is."""
+        ...

@@ -13,6 +13,7 @@ import httpx
 
 from kernelkb.kb.ingest import IngestReport
 from kernelkb.kb.limits import BATCH_ITEMS
+from kernelkb.kb.queries import Page
 from kernelkb.kb.record import ExperienceRecord
 from kernelkb.retrieval.names import UnknownName
 from kernelkb.retrieval.query import RetrievalQuery
@@ -130,6 +131,14 @@ class RemoteKnowledge:
             if " 404 " in str(exc):
                 return None
             raise
+
+    def list(self, *, offset: int = 0, limit: int = 50, category: str | None = None,
+             **filters: Any) -> Page:
+        """One page of the service's records (GET /experiences; at most 500 a page)."""
+        params = {DOOR_NAMES.get(k, k): v for k, v in
+                  {**filters, "category": category, "offset": offset, "limit": limit}.items()
+                  if v is not None}
+        return Page.model_validate(self._call("GET", "/experiences", params=params))
 
 
 def _accounted(answer: Any, sent: list[Any]) -> IngestReport:

@@ -76,6 +76,32 @@ def test_no_door_takes_the_facades_session_or_engine() -> None:
     assert not found, "\n".join(found)
 
 
+FACADE_INSIDES = ("embedder", "index")  # LocalKnowledge's own, for its own methods
+FACADE_NAMES = ("kb", "knowledge", "store")  # what the doors call the facade
+
+
+def facade_insides(path: Path, where: str) -> list[str]:
+    """Uses of the facade's embedder or vector index in ``path`` (``kb.embedder``,
+    ``request.app.state.knowledge.index``): a door that tests or calls them depends on
+    how the facade is built, where a named method says what it needs. Only on a name the
+    doors give the facade: ``rejected.index`` (an item's position) is no reach-through."""
+    def facade(value: ast.expr) -> bool:
+        name = value.id if isinstance(value, ast.Name) else \
+            value.attr if isinstance(value, ast.Attribute) else ""
+        return name.lstrip("_") in FACADE_NAMES
+
+    return [f"{where}:{node.lineno}: .{node.attr}"
+            for node in ast.walk(ast.parse(path.read_text(), str(path)))
+            if isinstance(node, ast.Attribute) and node.attr in FACADE_INSIDES
+            and facade(node.value)]
+
+
+def test_no_door_reaches_the_facades_embedder_or_index() -> None:
+    found = [line for path in door_modules()
+             for line in facade_insides(path, path.relative_to(ROOT).as_posix())]
+    assert not found, "\n".join(found)
+
+
 def test_the_gate_catches_a_session_in_a_door(tmp_path: Path) -> None:
     """The check fails on planted imports: a page with a session and a model of its own,
     and the allowed exception classes anywhere but the door allowed them."""
@@ -92,3 +118,8 @@ def test_the_gate_catches_a_session_in_a_door(tmp_path: Path) -> None:
                        "    return bad_rows(kb.engine)\n")
     assert sorted(store_handles(planted, "page.py")) == ["page.py:2: .session",
                                                          "page.py:4: .engine"]
+    planted.write_text("def route(kb, request, report):\n    if kb.embedder is None:\n"
+                       "        return request.app.state.knowledge.index\n"
+                       "    return [r.index for r in report.rejected], self._knowledge.index\n")
+    assert sorted(facade_insides(planted, "route.py")) == [
+        "route.py:2: .embedder", "route.py:3: .index", "route.py:4: .index"]

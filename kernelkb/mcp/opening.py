@@ -19,6 +19,7 @@ from kernelkb.operations import open_for_runs
 
 if TYPE_CHECKING:
     from kernelkb.kb.ingest import IngestReport
+    from kernelkb.kb.queries import Page
     from kernelkb.kb.settings import Settings
     from kernelkb.retrieval.prediction import Space
     from kernelkb.retrieval.protocol import Knowledge
@@ -104,3 +105,7 @@ class OpeningStore:
     def warm_up(self) -> None:
         """The thread warms the store up once it is open; this waits for the opening."""
         self._ready()
+
+    def list(self, *, offset: int = 0, limit: int = 50, category: str | None = None,
+             **filters: Any) -> Page:
+        return self._ready().list(offset=offset, limit=limit, category=category, **filters)

@@ -17,6 +17,7 @@ from live_server import TOKEN, free_port, live_server
 from kernelkb.kb.embedder import Embedder
 from kernelkb.retrieval.query import RetrievalQuery
 from kernelkb.retrieval.remote import RemoteKnowledge, ServiceError, ServiceUnavailable
+from kernelkb.service import LocalKnowledge
 
 
 def test_token_is_enforced_on_mutations(url: str) -> None:
@@ -91,6 +92,21 @@ def test_remote_client_round_trip(url: str) -> None:
     assert httpx.get(f"{url}/docs").status_code == 200
     with pytest.raises(ServiceError, match="401"):
         RemoteKnowledge(url).ingest([record_dict(summary="no token")])
+
+
+def test_remote_list_pages_like_the_local_one(api_store: tuple[LocalKnowledge, str]) -> None:
+    """``Knowledge.list`` over HTTP: the same page the store gives, names in the door's
+    spelling on the wire."""
+    kb, url = api_store
+    kb.ingest([record_dict(summary=f"listed {n}", run="remote-list", config={"B": n})
+               for n in range(3)])
+    remote = RemoteKnowledge(url)
+    page = remote.list(run_id="remote-list", op_type="softmax", limit=2)
+    local = kb.list(run_id="remote-list", op_type="softmax", limit=2)
+    assert page.total == local.total == 3
+    assert [r.id for r in page.items] == [r.id for r in local.items]
+    assert remote.list(run_id="remote-list", offset=2).items[0].id == \
+        kb.list(run_id="remote-list", offset=2).items[0].id
 
 
 def test_service_down_raises_service_unavailable() -> None:

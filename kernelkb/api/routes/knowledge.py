@@ -101,7 +101,7 @@ async def retrieve(query: RetrieveBody, kb: KnowledgeDep, request: Request) -> R
         return ready, kb.query_vector(ready, cached_only=True)
 
     ready, vector = await to_thread.run_sync(prepared)
-    if vector is None and kb.embedder is not None and kb.index is not None:
+    if vector is None and kb.embeds_queries():
         vector = await to_thread.run_sync(kb.query_vector, ready,
                                           limiter=request.app.state.embed_waiters)
     # serialised here, once: FastAPI would validate the result against its own model
