@@ -16,6 +16,7 @@ from kb_testdata import make_knowledge, record_dict
 from live_server import TOKEN, live_server
 
 from kernelkb.api.access import is_loopback, write_policy
+from kernelkb.service import LocalKnowledge
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 REPO = Path(__file__).resolve().parents[2]
@@ -104,11 +105,11 @@ def _non_loopback_address() -> str | None:
 
 
 def test_without_token_writes_come_from_loopback_only(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        knowledge: LocalKnowledge, caplog: pytest.LogCaptureFixture) -> None:
     address = _non_loopback_address()
     if address is None:
         pytest.skip("no non-loopback interface on this machine")
-    kb = make_knowledge(tmp_path)  # no token
+    kb = knowledge  # no token (api_store's takes writes with one)
     body = record_dict(summary="loopback only")
     with live_server(kb, host="0.0.0.0") as port:
         assert "accepted from loopback clients only" in caplog.text  # said at start-up
@@ -125,11 +126,12 @@ def test_without_token_writes_come_from_loopback_only(
         assert local.status_code == 201
 
 
-def test_without_token_pages_elsewhere_cannot_reach_the_server(tmp_path: Path) -> None:
+def test_without_token_pages_elsewhere_cannot_reach_the_server(
+        knowledge: LocalKnowledge) -> None:
     """A web page the user opens can send a cross-site POST (no permission needed) or
     rebind its own host name to 127.0.0.1: the Origin or the Host header then names
     another site, and a server without a token refuses it; local clients go on."""
-    kb = make_knowledge(tmp_path)  # no token
+    kb = knowledge  # no token (api_store's takes writes with one)
     with live_server(kb) as port:
         base = f"http://127.0.0.1:{port}"
         body = json.dumps(record_dict(summary="from a page elsewhere"))

@@ -173,7 +173,7 @@ def _segment_folders(chroma: Path) -> list[str]:
 def test_reindexes_leave_one_copy_of_the_vectors_on_disk(tmp_path: Path) -> None:
     """Chroma's folder client leaves a deleted collection's segment folder behind: each
     reindex added a copy (5 folders after 3 reindexes and 3 interrupted ones)."""
-    kb = make_knowledge(tmp_path)
+    kb = make_knowledge(tmp_path)  # the Chroma folder alone (``knowledge`` is also a server)
     kb.ingest(_batch())
     for _ in range(3):
         assert kb.reindex() == 3
@@ -188,7 +188,7 @@ def test_a_vector_folder_chroma_cannot_open_is_set_aside_and_rebuilt(
     --repair (or reindex) moves the folder's files aside and rebuilds from SQL."""
     from kernelkb.cli.main import main
 
-    kb = make_knowledge(tmp_path)
+    kb = make_knowledge(tmp_path)  # the Chroma folder alone (``knowledge`` is also a server)
     kb.ingest(_batch())
     kb.close()
     with (tmp_path / "chroma" / "chroma.sqlite3").open("r+b") as handle:

@@ -19,6 +19,7 @@ from servers import backend_env
 
 from kernelkb.kb.doctor import sql_ids
 from kernelkb.kb.record import parse_record
+from kernelkb.service import LocalKnowledge
 
 REPO = Path(__file__).resolve().parents[2]
 from live_server import live_server  # noqa: E402
@@ -84,11 +85,11 @@ _CLIENT = textwrap.dedent("""
 
 @pytest.mark.slow  # two client processes and 450 records embedded
 def test_two_writer_processes_through_one_service_lose_and_duplicate_nothing(
-        tmp_path: Path, store_backend: dict[str, Any]) -> None:
+        tmp_path: Path, knowledge: LocalKnowledge) -> None:
     """Two optimizer-like client processes post overlapping batches to one service at
     once (as two optimizer workers on two GPUs would): each record is stored once, and
     rows = vectors = records."""
-    kb = make_knowledge(tmp_path / "store", **store_backend)
+    kb = knowledge  # on both backends (tests/kb/conftest.py)
     a, b = _records(0, 150, "worker edit"), _records(75, 225, "worker edit")
     files = []
     for name, records in (("a", a), ("b", b)):

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from kernelkb.kb import limits
 from kernelkb.kb.ingest import validate_batch
 from kernelkb.kb.record import parse_record
+from kernelkb.service import LocalKnowledge
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -91,14 +92,12 @@ def test_json_nested_too_deeply_is_one_rejection() -> None:
 
 
 def test_a_record_the_database_refuses_is_rejected_alone(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        knowledge: LocalKnowledge, monkeypatch: pytest.MonkeyPatch) -> None:
     """A value the schema let through but the database refuses (here, one the test makes
     unstorable) costs its own record, named by position, not the batch."""
-    from kb_testdata import make_knowledge
-
     from kernelkb.kb import ingest as ingest_mod
 
-    kb = make_knowledge(tmp_path)
+    kb = knowledge
     items = [record_dict(summary=f"record {n}", run=f"refused-{n}") for n in range(3)]
     victim = parse_record(items[1]).id
     values = ingest_mod.experience_values
