@@ -111,9 +111,21 @@ def resume_from(runs_dir: Path, name: str, knowledge: Any = None) -> Resume:
     records = read_records(run_dir)
     if knowledge is not None:
         try:
-            stored = knowledge.list(run_id=run_dir.name, limit=1000).items
+            stored = _every_record(knowledge, run_dir.name)
         except Exception:  # noqa: BLE001 - a store that cannot list: the journal alone
             stored = []
         seen = {r.id for r in records}
         records += [r for r in stored if r.id not in seen]
     return plan_resume(run_dir, records)
+
+
+def _every_record(knowledge: Any, run_id: str, page: int = 500) -> list[Any]:
+    """Every stored record of a run, a page at a time (a service serves 500 at most)."""
+    out: list[Any] = []
+    offset = 0
+    while True:
+        got = knowledge.list(run_id=run_id, offset=offset, limit=page)
+        out += got.items
+        offset += page  # by pages, not records: a page's unreadable rows are skipped
+        if offset >= got.total:
+            return out
