@@ -73,6 +73,7 @@ def test_best_distinct_configs_are_chosen_and_their_stored_figures_kept(tmp_path
     assert known[1].same_gpu is None and known[1].reference is known[1].best
 
 
+@pytest.mark.slow  # whole evaluations in the interpreter (~40 s on 2 cores)
 def test_revalidate_on_cpu_checks_correctness_and_times_nothing(tmp_path: Path) -> None:
     kb = _store(tmp_path)
     result = revalidate(get_task("softmax"), kb, top=2, shapes=TINY, seeds=1,

@@ -146,6 +146,7 @@ def test_a_journal_begun_on_another_device_is_not_resumed_here(tmp_path, capsys)
                       journal, workers=1)
 
 
+@pytest.mark.slow  # two sweeps of a task in the interpreter (~45 s on 2 cores)
 def test_a_point_measured_on_code_the_template_no_longer_renders_is_measured_again(
         tmp_path) -> None:
     """A fixed template (softmax's chunked paths once turned a masked prefix into NaN)

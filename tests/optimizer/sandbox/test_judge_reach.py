@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.sandbox import evaluate
 
@@ -25,6 +27,7 @@ def test_a_kernel_wrong_only_in_another_dtype_fails_in_that_dtype() -> None:
     assert asked.error_kind == "wrong_result" and "judge" not in asked.error_message
 
 
+@pytest.mark.slow  # the big shape in the interpreter (~30 s on 2 cores)
 def test_a_kernel_lazy_past_the_largest_asked_shape_fails_on_the_big_shape() -> None:
     """The held-out plant keyed on 2**21 elements, re-keyed on the one shape asked: the
     shape past it (1.5-2x its bytes on the CPU), its rows under every condition of the
