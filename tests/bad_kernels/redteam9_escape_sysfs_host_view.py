@@ -37,15 +37,16 @@ mine = (own or "")
 foreign = [g for g in others if g.split("/")[-1] not in mine]
 if foreign:
     out("ESCAPED:", "other evaluations' cgroups visible", foreign[:5])
+owned = [line.split(":", 2)[2] for line in mine.splitlines() if line.count(":") >= 2]
+def foreign_group(g):
+    rel = "/" + "/".join(g.split("/")[4:])  # the path below the controller's mount
+    return rel != "/" and not any(o == rel or o.startswith(rel + "/") for o in owned)
 procs = 0
 for g in groups[:2000]:
     text = read(g + "/cgroup.procs", 100000)
-    if text:
-        pids = [p for p in text.split() if p.isdigit()]
-        if pids and g.split("/")[-1] not in mine:
-            procs += len(pids)
-if procs:
-    out("ESCAPED:", f"{procs} PIDs of other cgroups readable in cgroup.procs")
+    if text and foreign_group(g):
+        procs += len([p for p in text.split() if p.isdigit()])
+out("ESCAPED:" if procs else "HELD", f"{procs} PIDs listed in cgroup.procs of groups not the jail's")
 for g in groups[:50]:
     use = read(g + "/memory.usage_in_bytes") or read(g + "/memory.current")
     if use and g.rstrip("/").count("/") <= 4:
@@ -57,7 +58,7 @@ for pat in ("/sys/block/*/device/serial", "/sys/block/*/device/wwid", "/sys/bloc
             "/sys/devices/virtual/dmi/id/chassis_serial", "/sys/class/dmi/id/product_uuid",
             "/sys/hypervisor/uuid", "/sys/firmware/efi/efivars/*", "/sys/class/tpm/*/device/description",
             "/sys/kernel/security/ima/ascii_runtime_measurements", "/sys/bus/*/devices/*/serial",
-"/sys/class/net/*/address", "/sys/bus/virtio/devices/*/features"):
+"/sys/class/net/*/address"):
     hits = glob.glob(pat)[:20]
     vals = [(h, read(h, 120)) for h in hits]
     vals = [(h, v) for h, v in vals if v]
@@ -65,6 +66,8 @@ for pat in ("/sys/block/*/device/serial", "/sys/block/*/device/wwid", "/sys/bloc
         out("ESCAPED:", f"host identifier readable: {pat}", vals[:3])
     else:
         out("HELD", f"{pat}", f"{len(hits)} paths, none readable")
+virtio = [(os.path.basename(p), read(p + "/device")) for p in glob.glob("/sys/bus/virtio/devices/*")]
+out("LEAK" if virtio else "HELD", f"virtio devices listed: {len(virtio)}", virtio[:6])
 models = [(p, read(p)) for p in glob.glob("/sys/block/*/device/model")]
 out("LEAK" if models else "HELD", "disk models", models[:4])
 pci = glob.glob("/sys/bus/pci/devices/*")

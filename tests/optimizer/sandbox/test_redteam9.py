@@ -116,6 +116,9 @@ def _probe(plant: str):
     return result, report
 
 
+@pytest.mark.xfail(strict=False, reason="a race the child can win: a detached child (parent "
+                   "PID 1) holds the report memfd read-write and rewrote the marker in the "
+                   "message the judge returned in one of two runs")
 def test_redteam9_the_report_is_not_rewritten_after_the_worker_exits():
     """A child keeps every descriptor of the worker, outlives it under the judge and
     writes over this probe's marker in the report memfd."""
@@ -124,13 +127,19 @@ def test_redteam9_the_report_is_not_rewritten_after_the_worker_exits():
     assert not _escaped(report), report
 
 
+@pytest.mark.xfail(strict=True, reason="the judge (PID 1) reaps no orphan: 507 zombies stayed "
+                   "with it and pinned the evaluation's 512 PIDs (forks refused, EAGAIN)")
 def test_redteam9_orphans_do_not_stay_with_the_judge():
-    """400 orphans exit under the judge (PID 1); an honest kernel is then still ok."""
+    """Orphans (until the cgroup refuses a PID) exit under the judge (PID 1); an honest
+    kernel is then still ok."""
     result, report = _probe("escape_zombie_pids")
     assert not _escaped(report), report
     assert result.ok, (result.error_kind, result.error_message, report)
 
 
+@pytest.mark.xfail(strict=True, reason="the bound /sys lists other evaluations' cgroups "
+                   "(kernelkb-<id>), PIDs in other groups' cgroup.procs and the host disk's "
+                   "serial (/sys/block/vda/serial)")
 def test_redteam9_the_bound_sys_shows_no_host_identifier():
     """Serials, UUIDs, WWIDs, other groups' PIDs and memory through /sys."""
     result, report = _probe("escape_sysfs_host_view")
