@@ -63,6 +63,9 @@ REFUSED_ATTRIBUTES = {
                      "evaluate_forward_ref", "TypeAliasType"),
                     "reaches typing's evaluation of strings as code"),
     "tofile": "reads or writes files or host memory",
+    # Python over a tensor's memory, element by element, with no ATen op for the dispatch
+    # mode to see (red team 9 computed a whole RMSNorm so)
+    **dict.fromkeys(("apply_", "map_", "map2_"), "runs Python over a tensor's memory"),
 }
 # names refused on torch (torch.X, torch.cuda.X, a tensor method is no module chain): tl.load
 # and a tensor's own methods stay free

@@ -261,21 +261,29 @@ ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group",
                "nsswitch.conf", "localtime", "alternatives", "os-release")
 # the jail's own /etc/hosts: the host's names its host (and its network)
 HOSTS = f"127.0.0.1 localhost {HOST_NAME}\n::1 localhost\n"
-# host folders of /sys that show the host's network (interfaces, MAC addresses): the
-# bound /sys is the host's, not the jail's network namespace's
-SYS_MASKED = ("/sys/class/net", "/sys/devices/virtual/net")
+# host folders of /sys that show the host: its network (interfaces, MAC addresses; the
+# bound /sys is the host's, not the jail's network namespace's), its disks (serials), and
+# the cgroup tree (other evaluations' groups and the PIDs in them: red team 9). A GPU
+# worker needs none of them (the PCI folders and the NVIDIA nodes stay)
+SYS_MASKED = ("/sys/class/net", "/sys/devices/virtual/net", "/sys/class/block",
+              "/sys/block", "/sys/devices/virtual/block", "/sys/fs/cgroup")
+_MASKED_CLASSES = ("net", "block")  # their devices live anywhere under /sys/devices
 
 
 def _net_device_dirs() -> list[str]:
-    """Where each network interface really lives under /sys/devices (a PCI or virtio
-    card's ``.../net``): /sys/class/net only links there, and the same card's address
-    was readable through /sys/devices and /sys/bus. Resolved from the links, no walk."""
-    try:
-        names = os.listdir("/sys/class/net")
-    except OSError:
-        return []
-    found = {os.path.dirname(os.path.realpath(f"/sys/class/net/{n}")) for n in names}
-    return sorted(p for p in found if p.startswith("/sys/devices/") and p.endswith("/net"))
+    """Where each network interface and disk really lives under /sys/devices (a PCI or
+    virtio card's ``.../net``, ``.../block``): /sys/class/* only links there, and the same
+    card's address or disk's serial was readable through /sys/devices and /sys/bus.
+    Resolved from the links, no walk."""
+    found = set()
+    for kind in _MASKED_CLASSES:
+        try:
+            names = os.listdir(f"/sys/class/{kind}")
+        except OSError:
+            continue
+        found |= {os.path.dirname(os.path.realpath(f"/sys/class/{kind}/{n}")) for n in names}
+    return sorted(p for p in found if p.startswith("/sys/devices/")
+                  and p.rsplit("/", 1)[-1] in _MASKED_CLASSES)
 _MNT_DETACH = 2
 _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 

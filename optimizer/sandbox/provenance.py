@@ -26,7 +26,8 @@ How it is seen, on the GPU and in the interpreter alike:
   computed into any of its arguments (a torch result copied out by a kernel, RMSNorm's
   rstd computed in torch and applied in the kernel); a kernel defined outside the
   candidate's file (a library's, an inductor-generated one) counts as foreign compute;
-* host escapes are recorded: ``Tensor.numpy``/``tolist``/``__dlpack__``/``item``,
+* host escapes are recorded: ``Tensor.numpy``/``tolist``/``__dlpack__``/``item``/
+  ``apply_``/``map_``/``map2_`` (Python over the memory),
   ``storage().tolist`` and ``torch.utils.dlpack.to_dlpack`` on data, and
   (an audit hook, which cannot be removed) ctypes calls and new processes inside ``run``;
 * a counterfactual call whose Triton launches run on decoy copies of the data (each
@@ -755,7 +756,10 @@ def _wrap_host_reads() -> None:
 
     for owner, name in ((torch.Tensor, "numpy"), (torch.Tensor, "tolist"),
                         (torch.Tensor, "__dlpack__"), (torch.UntypedStorage, "tolist"),
-                        (torch.TypedStorage, "tolist")):
+                        (torch.TypedStorage, "tolist"),
+                        # Python over the memory, no ATen op: the values reach the host
+                        (torch.Tensor, "apply_"), (torch.Tensor, "map_"),
+                        (torch.Tensor, "map2_")):
         original = getattr(owner, name)
 
         def wrapper(self: Any, *args: Any, _original: Any = original,

@@ -192,7 +192,10 @@ class _Started:
 
     def _start(self) -> None:
         enter = self.stack.enter_context
-        self.tmp = enter(tempfile.TemporaryDirectory(prefix="kernelkb_sandbox_"))
+        # a file landing while the folder is removed (seen once) must not turn the
+        # verdict into a crash
+        self.tmp = enter(tempfile.TemporaryDirectory(prefix="kernelkb_sandbox_",
+                                                    ignore_cleanup_errors=True))
         private = enter(tempfile.TemporaryDirectory(prefix="kernelkb_runner_"))
         self.task_copy = enter(tempfile.TemporaryDirectory(prefix="kernelkb_task_"))
         self.files = enter(_private_files(private))

@@ -54,10 +54,10 @@ CASES = [
                  marks=_open("a contiguous prefix (offset 0) of a larger storage, two rows "
                              "or more, is never passed: a server's persistent buffer")),
     # Python over memory that no dispatch mode sees
+    # closed: the allow-list refuses apply_, map_ and map2_ (no wrapper needs them), and
+    # the tracker records them as host reads
     pytest.param("rmsnorm_map_other_dtype", "rmsnorm", "torch_compute",
-                 id="rmsnorm_map_other_dtype",
-                 marks=_open("Tensor.apply_/map_ dispatch no ATen op: in bfloat16 the norm "
-                             "is computed in Python and a Triton kernel only casts it")),
+                 id="rmsnorm_map_other_dtype"),
     # state across calls
     pytest.param("rmsnorm_output_ring", "rmsnorm", "cheat_aliasing",
                  id="rmsnorm_output_ring",
@@ -69,11 +69,10 @@ CASES = [
                              "the judge's fresh memory is random, zero or poison, a "
                              "user's allocator hands back the last freed output")),
     # the exported launch plan
-    pytest.param("rmsnorm_plan_no_grad", "rmsnorm", "cheat_replay",
-                 id="rmsnorm_plan_no_grad",
-                 marks=_open("with grad off (how the exported op records a layout's first "
-                             "call) the weight is staged with Tensor.map_, no plan step; "
-                             "the judge replays only its grad-on plain calls")),
+    # closed by the allow-list: its staging step was Tensor.map_ (behind the allow-list
+    # it still passes: the judge replays no plan recorded under no_grad)
+    pytest.param("rmsnorm_plan_no_grad", "rmsnorm", "cheat_tamper",
+                 id="rmsnorm_plan_no_grad"),
 ]
 
 PROBES = ("escape_report_after_exit", "escape_zombie_pids", "escape_sysfs_host_view")
@@ -90,10 +89,16 @@ def _escaped(report: str) -> list[str]:
             or "ESCAPED: report rewritten" in line]
 
 
+# cheats that passed the allow-list when written and are refused by it since
+REFUSED_BY_THE_ALLOW_LIST = {"rmsnorm_map_other_dtype", "rmsnorm_plan_no_grad"}
+ONLY_THE_ALLOW_LIST = {"rmsnorm_plan_no_grad"}
+
+
 def test_the_cheats_pass_the_allow_list_and_the_probes_do_not() -> None:
     for param in CASES:
         plant = param.values[0]
-        assert not imports.problems((BAD / f"redteam9_{plant}.py").read_text()), plant
+        refused = imports.problems((BAD / f"redteam9_{plant}.py").read_text())
+        assert bool(refused) == (plant in REFUSED_BY_THE_ALLOW_LIST), (plant, refused)
     for plant in PROBES:
         assert imports.problems((BAD / f"redteam9_{plant}.py").read_text()), plant
 
@@ -101,7 +106,10 @@ def test_the_cheats_pass_the_allow_list_and_the_probes_do_not() -> None:
 @pytest.mark.parametrize(("plant", "task", "kind"), CASES)
 def test_redteam9_plant_is_rejected(plant, task, kind):
     source = (BAD / f"redteam9_{plant}.py").read_text()
-    result = evaluate(task, source, shapes="auto", seeds=1, timeout_s=900)
+    # the layers behind the allow-list alone (tests/optimizer/sandbox/conftest.py), but for
+    # the plants only the allow-list refuses
+    result = evaluate(task, source, shapes="auto", seeds=1, timeout_s=900,
+                      refuse_imports=plant in ONLY_THE_ALLOW_LIST)
     assert result.error_kind != "timeout", result.error_message
     assert not result.ok, f"{plant} passed the judge"
     assert result.error_kind == kind, (result.error_kind, result.error_message)
@@ -127,8 +135,7 @@ def test_redteam9_the_report_is_not_rewritten_after_the_worker_exits():
     assert not _escaped(report), report
 
 
-@pytest.mark.xfail(strict=True, reason="the judge (PID 1) reaps no orphan: 507 zombies stayed "
-                   "with it and pinned the evaluation's 512 PIDs (forks refused, EAGAIN)")
+# closed: the judge, init of the jail's PID namespace, reaps every orphan (SIGCHLD)
 def test_redteam9_orphans_do_not_stay_with_the_judge():
     """Orphans (until the cgroup refuses a PID) exit under the judge (PID 1); an honest
     kernel is then still ok."""
@@ -137,9 +144,7 @@ def test_redteam9_orphans_do_not_stay_with_the_judge():
     assert result.ok, (result.error_kind, result.error_message, report)
 
 
-@pytest.mark.xfail(strict=True, reason="the bound /sys lists other evaluations' cgroups "
-                   "(kernelkb-<id>), PIDs in other groups' cgroup.procs and the host disk's "
-                   "serial (/sys/block/vda/serial)")
+# closed: the cgroup tree and every disk's folder are covered (jail.SYS_MASKED)
 def test_redteam9_the_bound_sys_shows_no_host_identifier():
     """Serials, UUIDs, WWIDs, other groups' PIDs and memory through /sys."""
     result, report = _probe("escape_sysfs_host_view")
