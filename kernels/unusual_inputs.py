@@ -1,9 +1,11 @@
 """Inputs the task's reference takes and no draw of the judge makes.
 
 The judge's checks draw shapes, values and layouts, but a candidate can still tell the
-inputs they make from others a user passes: a rank more, leading dimensions that do not
-fold into rows (a sequence-first activation seen batch-first), an element stride of 2
-(the interleaved halves of a fused projection), an index input in the other integer
+inputs they make from others a user passes: a rank more or one fewer, leading dimensions
+that do not fold into rows (a sequence-first activation seen batch-first), a last
+dimension that is not contiguous (channels-first), an element stride of 2 (the
+interleaved halves of a fused projection), activations in float32 beside half weights,
+an input that is the start of a larger buffer, an index input in the other integer
 dtype (Hugging Face's int64 positions), one dimension past every list (a 256k
 vocabulary), a size between the powers of two the lists give (a head of 80). A kernel
 need not support them: the judge's last lap (``Judge.check_unusual_inputs``) accepts an
@@ -27,15 +29,26 @@ UNFOLDABLE = UNUSUAL + "leading dimensions that do not fold"
 INTERLEAVED = UNUSUAL + "an element stride of 2"
 OTHER_INT = UNUSUAL + "the other integer dtype"
 NUMBERS_BETWEEN = UNUSUAL + "rows of every condition in wider rows, numbers between"
+FEWER_LEADING = UNUSUAL + "one dimension fewer"
+INNER_STRIDED = UNUSUAL + "a rank more with the last dimension strided"
+FIRST_FLOAT32 = UNUSUAL + "the first input in float32"
+PREFIX = UNUSUAL + "each input the start of a larger buffer"
+# asked only where the task's reference takes them (the judge tries it on a small sample):
+# a matmul's reference refuses a float32 A beside a half B, an RMSNorm's takes it
+WHERE_THE_REFERENCE_TAKES = frozenset({FEWER_LEADING, INNER_STRIDED, FIRST_FLOAT32,
+                                       MORE_LEADING, UNFOLDABLE})
 PAST_FACTOR = 2  # a dimension past the lists: twice the largest value any list gives it
 
 
 def conditions(task: Any) -> list[InputCondition]:
-    """Every condition of this module that can change the task's inputs."""
-    lead = tuple(getattr(task, "leading_dims", ()) or ())
-    out = [_more_leading(lead), _unfoldable(lead)] if lead else []
-    return [*out, _interleaved(tuple(task.mutated_inputs)), _other_int(),
-            _numbers_between(task)]
+    """Every condition of this module that can change the task's inputs. A task that
+    declares no leading dimensions still gets them tried on its first input (a batched
+    A for a matmul), where the reference takes them."""
+    lead = tuple(getattr(task, "leading_dims", ()) or ()) or (0,)
+    mutated = tuple(task.mutated_inputs)
+    return [_more_leading(lead), _unfoldable(lead), _fewer_leading(lead),
+            _inner_strided(lead), _interleaved(mutated), _other_int(), _first_float32(),
+            _prefix_of_larger(mutated), _numbers_between(task)]
 
 
 def resolve(task: Any, name: str) -> InputCondition:
@@ -49,6 +62,7 @@ def changes(condition: InputCondition, inputs: Sequence[Any]) -> bool:
     after = condition.apply(tuple(inputs), 0)
     return any(not isinstance(a, torch.Tensor) or a.shape != b.shape or a.dtype != b.dtype
                or a.stride() != b.stride()
+               or a.untyped_storage().nbytes() != b.untyped_storage().nbytes()
                for a, b in zip(after, inputs, strict=True) if isinstance(b, torch.Tensor))
 
 
@@ -99,6 +113,64 @@ def _interleaved(mutated: tuple[int, ...]) -> InputCondition:
 
     return InputCondition(INTERLEAVED, "every float input as one half of a buffer it shares "
                           "element by element with other values (gate_up[..., ::2])", apply)
+
+
+def _fewer_leading(indices: tuple[int, ...]) -> InputCondition:
+    def first_row(x: torch.Tensor) -> torch.Tensor:
+        return x[0].clone()
+
+    return InputCondition(FEWER_LEADING, "activations with one dimension fewer (a sampler's "
+                          "1-D logits of one token)",
+                          lambda inputs, seed: _tensors(indices, inputs, first_row))
+
+
+def _inner_strided(indices: tuple[int, ...]) -> InputCondition:
+    def channels_first(x: torch.Tensor) -> torch.Tensor:
+        rows = x.shape[0] - x.shape[0] % 2
+        if rows < 2 or x.dim() != 2:
+            return x
+        halves = x[:rows].reshape(2, rows // 2, x.shape[1])
+        return halves.transpose(1, 2).contiguous().transpose(1, 2)  # last stride rows // 2
+
+    return InputCondition(INNER_STRIDED, "activations (batch, seq, hidden) stored "
+                          "(batch, hidden, seq): a rank more, the last dimension not "
+                          "contiguous (h.transpose(1, 2))",
+                          lambda inputs, seed: _tensors(indices, inputs, channels_first))
+
+
+def _first_float32() -> InputCondition:
+    def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
+        out, done = [], False
+        for x in inputs:
+            if not done and isinstance(x, torch.Tensor) and x.is_floating_point():
+                done = True
+                if x.dtype in (torch.float16, torch.bfloat16):
+                    wide = x.detach().float()
+                    x = wide.requires_grad_() if x.requires_grad else wide
+            out.append(x)
+        return tuple(out)
+
+    return InputCondition(FIRST_FLOAT32, "the activations in float32 beside the other inputs "
+                          "in the dtype asked (the other way round from float32 weights)",
+                          apply)
+
+
+def _prefix_of_larger(mutated: tuple[int, ...]) -> InputCondition:
+    def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
+        gen = torch.Generator().manual_seed(seed)
+        out = []
+        for i, x in enumerate(inputs):
+            if i in mutated or not isinstance(x, torch.Tensor) or x.numel() == 0:
+                out.append(x)
+                continue
+            tail = torch.randn(max(16, x.numel() // 2), generator=gen).to(x.dtype)
+            big = torch.cat((x.detach().reshape(-1), tail.to(x.device)))
+            view = big[:x.numel()].view(x.shape)  # offset 0, contiguous, storage larger
+            out.append(view.requires_grad_() if x.requires_grad else view)
+        return tuple(out)
+
+    return InputCondition(PREFIX, "every input the contiguous start of a larger buffer "
+                          "(a server's persistent buffers), numbers after it", apply)
 
 
 def _other_int() -> InputCondition:

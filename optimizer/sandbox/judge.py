@@ -519,7 +519,9 @@ class Judge:
         small = min(asked, key=lambda s: (s[0] < 4, size(s)))
         sample = self.task.make_inputs(small, self.dtype, 0, "cpu")  # small: cheap here
         for condition in unusual_inputs.conditions(self.task):
-            if unusual_inputs.changes(condition, sample):
+            if unusual_inputs.changes(condition, sample) and (
+                    condition.name not in unusual_inputs.WHERE_THE_REFERENCE_TAKES
+                    or self._reference_takes(condition, sample)):
                 self._unusual(seen, small, [condition], new_shape=False)
         anchor = min(asked, key=size)
         lists = [*self.task.sweep_shapes, *self.task.edge_shapes, *self.task.cpu_shapes, *asked]
@@ -634,6 +636,15 @@ class Judge:
             if shape is None or self.reference_accepts(shape):
                 return shape
         return None
+
+    def _reference_takes(self, condition: Any, sample: tuple[Any, ...]) -> bool:
+        """Whether the task's reference answers on ``sample`` under ``condition`` (small,
+        on the CPU): inputs it refuses are no op's to answer."""
+        try:
+            self.task.reference(*condition.apply(tuple(sample), 0))
+        except Exception:  # noqa: BLE001 - any refusal: these inputs are not the op's
+            return False
+        return True
 
     def reference_accepts(self, shape: tuple[int, ...]) -> bool:
         """Whether the task's own inputs and reference take ``shape`` (a drawn one may

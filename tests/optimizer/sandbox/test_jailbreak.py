@@ -108,7 +108,9 @@ def test_evaluations_at_once_are_capped_and_the_queue_is_bounded(monkeypatch):
 
     def one():
         try:
-            seen.append(evaluate("softmax", source, shapes=[(1, 7)], seeds=1).ok)
+            result = evaluate("softmax", source, shapes=[(1, 7)], seeds=1)
+            # True, or what went wrong (on the H200 the three came back not ok, unexplained)
+            seen.append(result.ok or f"{result.error_kind}: {result.error_message}"[:600])
         except runner.SandboxBusy as err:
             seen.append(str(err))
 

@@ -25,20 +25,15 @@ def _open(reason: str) -> pytest.MarkDecorator:
 # plant -> (task, the kind a correct judge returns)
 CASES = [
     # PyTorch on inputs users pass and no check of the judge makes
-    pytest.param("softmax_1d_logits", "softmax", "torch_compute", id="softmax_1d_logits",
-                 marks=_open("a 1-D x (a sampler's last-token logits) is never passed: "
-                             "every draw has two dimensions or more")),
-    pytest.param("matmul_batched_a", "matmul", "torch_compute", id="matmul_batched_a",
-                 marks=_open("matmul declares no leading dims, so a (batch, seq, K) A, "
-                             "which the reference takes, is never passed")),
-    pytest.param("rmsnorm_channels_first", "rmsnorm", "torch_compute",
-                 id="rmsnorm_channels_first",
-                 marks=_open("a 3-D x with a non-unit last stride (h.transpose(1, 2)) is "
-                             "never passed: column-major inputs are 2-D only")),
+    # closed: one dimension fewer (kernels/unusual_inputs.py)
+    pytest.param("softmax_1d_logits", "softmax", "torch_compute", id="softmax_1d_logits"),
+    # closed: a task without leading dims gets them tried on its first input
+    pytest.param("matmul_batched_a", "matmul", "torch_compute", id="matmul_batched_a"),
+    # closed: a rank more with the last dimension strided
+    pytest.param("rmsnorm_channels_first", "rmsnorm", "torch_compute", id="rmsnorm_channels_first"),
+    # closed: the first input in float32 beside half weights
     pytest.param("rmsnorm_half_weight_fp32_x", "rmsnorm", "torch_compute",
-                 id="rmsnorm_half_weight_fp32_x",
-                 marks=_open("float32 x with a half weight is never passed: mixed dtypes "
-                             "go one way only (float32 weights beside half x)")),
+                 id="rmsnorm_half_weight_fp32_x"),
     pytest.param("rmsnorm_rows_past_reach", "rmsnorm", "torch_compute",
                  id="rmsnorm_rows_past_reach",
                  marks=_open("rows past 131072: the past-lists shape varies only the "
@@ -49,10 +44,8 @@ CASES = [
                  marks=_open("(1, seq) positions for a batch (HF's "
                              "cache_position.unsqueeze(0)) are never passed")),
     # watched vs not, from the input's storage
-    pytest.param("rmsnorm_static_prefix", "rmsnorm", "torch_compute",
-                 id="rmsnorm_static_prefix",
-                 marks=_open("a contiguous prefix (offset 0) of a larger storage, two rows "
-                             "or more, is never passed: a server's persistent buffer")),
+    # closed: every input the contiguous start of a larger buffer
+    pytest.param("rmsnorm_static_prefix", "rmsnorm", "torch_compute", id="rmsnorm_static_prefix"),
     # Python over memory that no dispatch mode sees
     # closed: the allow-list refuses apply_, map_ and map2_ (no wrapper needs them), and
     # the tracker records them as host reads
