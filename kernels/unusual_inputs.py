@@ -5,9 +5,10 @@ inputs they make from others a user passes: a rank more or one fewer, leading di
 that do not fold into rows (a sequence-first activation seen batch-first), a last
 dimension that is not contiguous (channels-first), an element stride of 2 (the
 interleaved halves of a fused projection), activations in float32 beside half weights,
-an input that is the start of a larger buffer, an index input in the other integer
-dtype (Hugging Face's int64 positions), one dimension past every list (a 256k
-vocabulary), a size between the powers of two the lists give (a head of 80). A kernel
+an input that is the start of a larger buffer, index inputs broadcast over the batch, an
+index input in the other integer dtype (Hugging Face's int64 positions), one dimension
+past every list (a 256k vocabulary), a size between the powers of two the lists give (a
+head of 80). A kernel
 need not support them: the judge's last lap (``Judge.check_unusual_inputs``) accepts an
 error from ``run()`` there. An answer it gives must be right and its own Triton's, so a
 candidate that hands such inputs to PyTorch, where no other check looks, is refused.
@@ -33,10 +34,11 @@ FEWER_LEADING = UNUSUAL + "one dimension fewer"
 INNER_STRIDED = UNUSUAL + "a rank more with the last dimension strided"
 FIRST_FLOAT32 = UNUSUAL + "the first input in float32"
 PREFIX = UNUSUAL + "each input the start of a larger buffer"
+BROADCAST_INDEX = UNUSUAL + "index inputs broadcast over the batch"
 # asked only where the task's reference takes them (the judge tries it on a small sample):
 # a matmul's reference refuses a float32 A beside a half B, an RMSNorm's takes it
 WHERE_THE_REFERENCE_TAKES = frozenset({FEWER_LEADING, INNER_STRIDED, FIRST_FLOAT32,
-                                       MORE_LEADING, UNFOLDABLE})
+                                       MORE_LEADING, UNFOLDABLE, BROADCAST_INDEX})
 PAST_FACTOR = 2  # a dimension past the lists: twice the largest value any list gives it
 
 
@@ -47,7 +49,8 @@ def conditions(task: Any) -> list[InputCondition]:
     lead = tuple(getattr(task, "leading_dims", ()) or ()) or (0,)
     mutated = tuple(task.mutated_inputs)
     return [_more_leading(lead), _unfoldable(lead), _fewer_leading(lead),
-            _inner_strided(lead), _interleaved(mutated), _other_int(), _first_float32(),
+            _inner_strided(lead), _interleaved(mutated), _other_int(), _broadcast_index(),
+            _first_float32(),
             _prefix_of_larger(mutated), _numbers_between(task)]
 
 
@@ -171,6 +174,17 @@ def _prefix_of_larger(mutated: tuple[int, ...]) -> InputCondition:
 
     return InputCondition(PREFIX, "every input the contiguous start of a larger buffer "
                           "(a server's persistent buffers), numbers after it", apply)
+
+
+def _broadcast_index() -> InputCondition:
+    def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
+        return tuple(x[:1].clone() if isinstance(x, torch.Tensor) and not x.is_floating_point()
+                     and x.dtype != torch.bool and x.dim() >= 2 and x.shape[0] > 1 else x
+                     for x in inputs)
+
+    return InputCondition(BROADCAST_INDEX, "index inputs of one row for the whole batch "
+                          "(positions (1, seq), Hugging Face's cache_position.unsqueeze(0))",
+                          apply)
 
 
 def _other_int() -> InputCondition:

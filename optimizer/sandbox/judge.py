@@ -517,12 +517,23 @@ class Judge:
 
         # the smallest with four rows or more, so leading dimensions can be split
         small = min(asked, key=lambda s: (s[0] < 4, size(s)))
-        sample = self.task.make_inputs(small, self.dtype, 0, "cpu")  # small: cheap here
+        # a condition that leaves the smallest alone (a batch of one has no positions to
+        # broadcast) takes the next smallest shape it changes
+        cap = max(16 * size(small), 1 << 24)  # inputs made on the CPU: small ones only
+        order = [small, *sorted((s for s in asked if s != small and size(s) <= cap),
+                                key=size)]
+        samples: dict[tuple[int, ...], Any] = {}
         for condition in unusual_inputs.conditions(self.task):
-            if unusual_inputs.changes(condition, sample) and (
-                    condition.name not in unusual_inputs.WHERE_THE_REFERENCE_TAKES
-                    or self._reference_takes(condition, sample)):
-                self._unusual(seen, small, [condition], new_shape=False)
+            for shape in order:
+                if shape not in samples:  # on the CPU: small, cheap here
+                    samples[shape] = self.task.make_inputs(shape, self.dtype, 0, "cpu")
+                sample = samples[shape]
+                if not unusual_inputs.changes(condition, sample):
+                    continue
+                if condition.name not in unusual_inputs.WHERE_THE_REFERENCE_TAKES \
+                        or self._reference_takes(condition, sample):
+                    self._unusual(seen, shape, [condition], new_shape=False)
+                break
         anchor = min(asked, key=size)
         lists = [*self.task.sweep_shapes, *self.task.edge_shapes, *self.task.cpu_shapes, *asked]
         on_gpu = torch.cuda.is_available()

@@ -200,6 +200,10 @@ class Tracker(TorchDispatchMode):
         # user's large torch.empty is fresh zero pages, the judge's a random draw, and a
         # kernel that reads one to tell them apart must meet both
         self.zero_fresh = False
+        # or, on every third, the bytes of an earlier call's output of the same size: a
+        # kernel that trusts what its output buffer already holds (rows that already sum
+        # to 1) returns the last answer (red team 9)
+        self.stale_fresh: list[torch.Tensor] = []
         # while set: a weak reference to every storage an allocation op makes (what a
         # call leaves alive after it returns: Worker.check_outputs_freed)
         self.allocated: list[Any] | None = None
@@ -305,8 +309,14 @@ class Tracker(TorchDispatchMode):
         self.depth += 1
         try:
             for t in outs:
+                stale = next((o for o in self.stale_fresh if o.nbytes == t.nbytes
+                              and o.device == t.device), None) \
+                    if not self.counterfactual and t.is_contiguous() else None
                 if self.zero_fresh and not self.counterfactual:
                     t.zero_()
+                elif stale is not None:
+                    t.view(-1).view(torch.uint8).copy_(
+                        stale.contiguous().view(-1).view(torch.uint8))
                 elif t.is_floating_point():
                     t.copy_(_decoy(t, t.numel(), scaled=False).view(t.shape))
                 elif t.is_complex():

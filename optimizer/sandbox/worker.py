@@ -428,12 +428,17 @@ class Worker:
                 this_plan = launch_plan.Plan()
                 alike.append((label, this_plan, saved))
             assert self.tracker is not None
-            self.tracker.zero_fresh = draws.index(s) % 2 == 1  # zero pages, a random draw
+            # fresh allocations in turn: a random draw, zero pages (a user's large
+            # torch.empty), the bytes of an earlier output (a caching allocator hands
+            # back the block the last result freed)
+            fill = draws.index(s) % 3
+            self.tracker.zero_fresh = fill == 1
+            self.tracker.stale_fresh = list(earlier_outs) if fill == 2 else []
             try:
                 out, rule_broken = self.tracked_call(
                     run, inputs, label, record=s == 0, plan=this_plan)
             finally:
-                self.tracker.zero_fresh = False
+                self.tracker.zero_fresh, self.tracker.stale_fresh = False, []
             ref_inputs = checks.snapshot(saved)
             ref = call_with(self.task.reference, ref_inputs)
             outs = checks.flatten_tensors(out)

@@ -82,7 +82,9 @@ def test_an_honest_kernel_passes_and_says_what_the_judge_checked() -> None:
     unusual = result.judge["unusual_checked"]
     assert {label.rsplit(" [", 1)[1] for label in unusual if "[" in label} == {
         "unusual: two more leading dimensions]", "unusual: leading dimensions that do not fold]",
-        "unusual: an element stride of 2]",
+        "unusual: one dimension fewer]", "unusual: a rank more with the last dimension strided]",
+        "unusual: an element stride of 2]", "unusual: the first input in float32]",
+        "unusual: each input the start of a larger buffer]",
         "unusual: rows of every condition in wider rows, numbers between]"}
     widest = max(s[1] for s in (*task.sweep_shapes, *task.edge_shapes, *task.cpu_shapes))
     assert any("[" not in label and int(label.rsplit("cols=", 1)[1]) > widest
