@@ -95,6 +95,7 @@ def test_revalidate_on_cpu_checks_correctness_and_times_nothing(tmp_path: Path) 
     assert "NOTHING WAS TIMED" in text and "cpu-interpreter" in text
 
 
+@pytest.mark.slow  # whole evaluations in the interpreter (~20 s quiet on 2 cores)
 def test_cli_journals_records_that_ingest_elsewhere(tmp_path: Path, monkeypatch) -> None:
     _store(tmp_path / "store").close()
     monkeypatch.setenv("KERNELKB_DATA_DIR", str(tmp_path / "store"))

@@ -77,6 +77,7 @@ def test_a_kernel_that_takes_the_row_length_for_the_stride_fails_strided_rows():
     assert honest.ok, honest.text
 
 
+@pytest.mark.slow  # attention's long decode shape in the interpreter (~15 s quiet)
 def test_attention_over_a_window_of_the_last_keys_fails_the_long_decode_shape():
     """A key loop that starts 1024 keys before the end is right wherever fewer are in
     view, which every checked shape but the decode step past 2048 cached keys has (on a

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.sandbox import interpreter_pass
 from kernelkb.optimizer.sandbox.runner import worker_env
@@ -32,6 +34,7 @@ def test_a_read_past_the_end_whose_values_are_discarded_is_found():
         task.shape_label(s) for s in (*task.cpu_shapes, *task.edge_shapes)}
 
 
+@pytest.mark.slow  # two whole evaluations in the interpreter (~15 s quiet)
 def test_an_honest_kernel_is_in_bounds_and_one_the_interpreter_cannot_run_is_not_failed():
     task = get_task("softmax")
     honest = interpreter_pass.run(task, _gpu_request("softmax", task.template))
