@@ -270,7 +270,7 @@ SYS_MASKED = ("/sys/class/net", "/sys/devices/virtual/net", "/sys/class/block",
 _MASKED_CLASSES = ("net", "block")  # their devices live anywhere under /sys/devices
 
 
-def _net_device_dirs() -> list[str]:
+def _masked_device_dirs() -> list[str]:
     """Where each network interface and disk really lives under /sys/devices (a PCI or
     virtio card's ``.../net``, ``.../block``): /sys/class/* only links there, and the same
     card's address or disk's serial was readable through /sys/devices and /sys/bus.
@@ -357,7 +357,7 @@ def build_root(spec: dict[str, Any], held: dict[str, int], links: dict[str, str]
         if _under(path, list(held)) and os.path.isdir(root + path):
             _mount("tmpfs", root + path, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755,size=1m")
     _private_dev(root, devices)
-    for path in (*SYS_MASKED, *_net_device_dirs()):
+    for path in (*SYS_MASKED, *_masked_device_dirs()):
         if os.path.isdir(root + path):
             _mount("tmpfs", root + path, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC,
                    "mode=755,size=4k")
