@@ -8,8 +8,11 @@ more (the early runs kept only part of theirs) stay in the file; ``--check`` lis
 
 A timed round whose verdict came from a single figure (no interleaved comparison: the rule
 before comparisons) is shipped without its timing (``ExperienceRecord.without_timing``):
-its edit stays an example, its figure counts nowhere. Every write applies this to the
-whole file, so naming no folder rewrites the file by the rule.
+its edit stays an example, its figure counts nowhere. A record whose code the judge now
+refuses from its source (optimizer/sandbox/source_rules.py: e.g. a split-K reduction done
+in PyTorch) is not shipped at all: it would teach the next agent an edit the judge
+refuses. Every write applies both to the whole file, so naming no folder rewrites the
+file by the rules.
 
     python benchmarks/runs_to_seeds.py benchmarks/runs/<run id> [...]   # append new rounds
     python benchmarks/runs_to_seeds.py --seed-file seeds/revalidate_h200.jsonl   # the rule
@@ -25,6 +28,8 @@ from collections import Counter
 from pathlib import Path
 
 from kernelkb.kb.record import ExperienceRecord
+from kernelkb.kernels.discovery import all_tasks
+from kernelkb.optimizer.sandbox import source_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED_FILE = ROOT / "seeds" / "runs_h200.jsonl"
@@ -50,23 +55,36 @@ SINGLE_FIGURE = ("its GPU time was one figure against its parent's, with no inte
                  "(measured before interleaved comparisons)")
 
 
-def shipped(line: str) -> str:
-    """The line as the seeds ship it: a single-figure record without its timing."""
+def shipped(line: str) -> str | None:
+    """The line as the seeds ship it: a single-figure record without its timing; None for
+    a record whose code the judge refuses from the source."""
     record = ExperienceRecord.model_validate_json(line)
+    if record.edit.child_source and source_rules.refused(
+            record.edit.child_source, _takes_constants(record.task.task_id)):
+        return None
     if not record.single_figure:
         return line
     return record.without_timing(SINGLE_FIGURE).model_dump_json(exclude_none=True)
+
+
+def _takes_constants(task_id: str) -> bool:
+    task = all_tasks().get(task_id)
+    return bool(task and task.torch_constants)
+
+
+def _kept(lines) -> list[str]:
+    return [x for x in map(shipped, lines) if x is not None]
 
 
 def append(folders: list[Path], seed_file: Path = SEED_FILE) -> int:
     """Append the folders' journal records missing from the seed file (the file's and the
     journals' records as ``shipped`` makes them); returns how many were added."""
     lines = [line for line in seed_file.read_text(encoding="utf-8").split("\n") if line.strip()]
-    kept = list(dict.fromkeys(shipped(line) for line in lines))
+    kept = list(dict.fromkeys(_kept(lines)))
     known = set(_ids(kept))
     added = []
     for folder in folders:
-        for line in map(shipped, journal_records(folder)):
+        for line in _kept(journal_records(folder)):
             record_id = json.loads(line)["id"]
             if record_id not in known:
                 known.add(record_id)
@@ -78,7 +96,7 @@ def append(folders: list[Path], seed_file: Path = SEED_FILE) -> int:
 def without_journal(seed_file: Path = SEED_FILE, runs: Path = RUNS) -> Counter[str]:
     """Seed records that no run folder's journal holds, counted by run id."""
     journaled = {i for path in runs.glob("*/journal.jsonl")
-                 for i in _ids([shipped(x) for x in path.read_text().split("\n") if x.strip()])}
+                 for i in _ids(_kept(x for x in path.read_text().split("\n") if x.strip()))}
     lines = [x for x in seed_file.read_text(encoding="utf-8").split("\n") if x.strip()]
     return Counter(json.loads(x)["run_id"] for x in lines
                    if json.loads(x)["id"] not in journaled)
@@ -97,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{sum(missing.values())} of the seed file's records have no journal")
         return 0
     added = append(args.folders, args.seed_file)
-    print(f"{args.seed_file}: {added} records added, single figures shipped untimed")
+    print(f"{args.seed_file}: {added} records added, single figures shipped untimed, "
+          "code the judge refuses dropped")
     return 0
 
 

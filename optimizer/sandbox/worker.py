@@ -47,13 +47,13 @@ from kernelkb.optimizer.sandbox import (
     declared,
     forbidden,
     guards,
-    imports,
     introspection,
     jit_globals,
     kernel_clock,
     launch_plan,
     limits,
     provenance,
+    source_rules,
     surroundings,
     tamper,
     timing,
@@ -182,9 +182,10 @@ class Worker:
     def evaluate(self) -> None:
         self.progress("syntax")
         if self.request.get("refuse_imports", True):
-            named = imports.problems(self.request["source"])
-            if named:
-                self.fail("syntax", "cheat_tamper", imports.message(named))
+            broken = source_rules.refused(self.request["source"],
+                                          getattr(self.task, "torch_constants", False))
+            if broken:
+                self.fail("syntax", *broken)
                 return
         unread = declared.unread_constants(self.request["source"],
                                            (p.name for p in self.task.params))

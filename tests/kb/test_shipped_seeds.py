@@ -10,6 +10,7 @@ from kb_testdata import make_knowledge
 
 from kernelkb.kb.record import ExperienceRecord
 from kernelkb.kernels.discovery import all_tasks
+from kernelkb.optimizer.sandbox import source_rules
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 
@@ -48,6 +49,16 @@ def test_every_shipped_timed_verdict_carries_its_interval() -> None:
     for r in stripped:
         assert r.verdict.value == "neutral" and r.feedback.time_ms is None, r.id
         assert r.evidence == "verified" and r.edit.summary, r.id
+
+
+def test_no_seed_holds_code_the_judge_refuses_from_its_source() -> None:
+    """An example the next agent reads must be one the judge would take (a split-K
+    reduction in PyTorch, measured before the rule read the source, is not)."""
+    tasks = all_tasks()
+    refused = [r.id for r in _records() if r.edit.child_source and source_rules.refused(
+        r.edit.child_source, bool(r.task.task_id in tasks
+                                  and tasks[r.task.task_id].torch_constants))]
+    assert refused == []
 
 
 def test_a_fresh_store_answers_for_every_seeded_task_on_the_h200(tmp_path: Path) -> None:
