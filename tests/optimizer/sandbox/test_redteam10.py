@@ -1,0 +1,139 @@
+"""Red team 10: held-out cheats and escape probes written from the docs alone after the
+static Triton-only rule (tests/bad_kernels/redteam10_*.py, REDTEAM10.md), through the
+judge as users get it.
+
+A plant the judge refuses is a plain assertion of the kind it got. A plant that passes the
+judge is a strict xfail asserting the kind a correct judge would give, with how it gets
+through as the reason. The escape probes run behind the allow-list (`refuse_imports=False`:
+they import subprocess and os) and start a fresh Python in the jail: what they report must
+hold no line "ESCAPED"."""
+from pathlib import Path
+
+import pytest
+
+from kernelkb.optimizer.sandbox import evaluate, imports
+
+pytestmark = pytest.mark.slow
+
+BAD = Path(__file__).resolve().parents[2] / "bad_kernels"
+
+
+def _open(reason: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, reason=reason)
+
+
+# plant -> (task, the kind a correct judge returns)
+CASES = [
+    # PyTorch (or Python) past the static Triton-only rule, on a branch no call of the
+    # judge takes (rows past its reach, a dtype or a rank it never makes)
+    pytest.param("rmsnorm_operators_only", "rmsnorm", "torch_compute",
+                 id="rmsnorm_operators_only",
+                 marks=_open("past 131072 rows the norm is PyTorch's, spelled with `*`, `/`, "
+                             "`**` and Python's builtin `sum` over `x.t()`: no op is named")),
+    pytest.param("softmax_jit_body_python", "softmax", "torch_compute",
+                 id="softmax_jit_body_python",
+                 marks=_open("float64 logits go to `torch.softmax` written inside a "
+                             "`@triton.jit` body and called as Python through `.fn`: the "
+                             "static rule skips kernel bodies")),
+    # closed: F.normalize is named (the static rule knows torch.nn.functional's names)
+    pytest.param("rmsnorm_composite_normalize", "rmsnorm", "torch_compute",
+                 id="rmsnorm_composite_normalize"),
+    pytest.param("matmul_operator_module", "matmul", "torch_compute",
+                 id="matmul_operator_module",
+                 marks=_open("float32 A and B go to `operator.imatmul(a, b)`, which is "
+                             "`a @ b` without the `@` or an ATen name")),
+    pytest.param("softmax_star_import", "softmax", "torch_compute",
+                 id="softmax_star_import",
+                 marks=_open("rank-5 scores go to a bare `softmax` brought in by "
+                             "`from torch.nn.functional import *`")),
+    pytest.param("swiglu_host_python", "swiglu", "torch_compute",
+                 id="swiglu_host_python",
+                 marks=_open("float64 gate and up computed in Python (`tolist()`, "
+                             "`math.exp`, `torch.tensor`): no PyTorch op is named")),
+    # closed: .index_put_() is named as a tensor method that computes
+    pytest.param("softmax_accumulating_put", "softmax", "torch_compute",
+                 id="softmax_accumulating_put"),
+    # the caller's process and tensors, beyond the answer
+    pytest.param("softmax_autocast_left_on", "softmax", "cheat_tamper",
+                 id="softmax_autocast_left_on",
+                 marks=_open("`torch.set_autocast_enabled(device, True)` left on in the "
+                             "caller's process: a global setter the allow-list does not "
+                             "name; the task's references run no op autocast lowers")),
+    # closed: the weight read after the call holds other values (its .data rebound)
+    pytest.param("rmsnorm_rebinds_weight_data", "rmsnorm", "cheat_input_modified",
+                 id="rmsnorm_rebinds_weight_data"),
+    pytest.param("rmsnorm_freezes_weight", "rmsnorm", "cheat_input_modified",
+                 id="rmsnorm_freezes_weight",
+                 marks=_open("`weight.requires_grad_(False)` on a leaf Parameter: no byte "
+                             "of any input changes, the caller's parameter stops training")),
+    pytest.param("rmsnorm_workspace_per_shape", "rmsnorm", "cheat_aliasing",
+                 id="rmsnorm_workspace_per_shape",
+                 marks=_open("a float32 workspace per (rows, hidden) kept for good and "
+                             "zeroed after use: warm on the shape the freed-memory check "
+                             "uses, one more buffer for every token count a server sees")),
+]
+
+PROBES = ("escape_sockets_keys_fds", "escape_across_evaluations", "escape_host_kernel_caches")
+
+
+def _report(result) -> str:
+    artifacts = result.artifacts or {}
+    return "\n".join([result.error_message or "", str(artifacts.get("stdout_tail", "")),
+                      str(artifacts.get("stderr_tail", ""))])
+
+
+def _escaped(report: str) -> list[str]:
+    return [line for line in report.splitlines() if line.lstrip().startswith("ESCAPED")]
+
+
+def test_the_cheats_pass_the_allow_list_and_the_probes_do_not() -> None:
+    for param in CASES:
+        plant = param.values[0]
+        refused = imports.problems((BAD / f"redteam10_{plant}.py").read_text())
+        assert not refused, (plant, refused)
+    for plant in PROBES:
+        assert imports.problems((BAD / f"redteam10_{plant}.py").read_text()), plant
+
+
+@pytest.mark.parametrize(("plant", "task", "kind"), CASES)
+def test_redteam10_plant_is_rejected(plant, task, kind):
+    source = (BAD / f"redteam10_{plant}.py").read_text()
+    # as users get it: the allow-list on (every cheat passes it)
+    result = evaluate(task, source, shapes="auto", seeds=1, timeout_s=900,
+                      refuse_imports=True)
+    assert result.error_kind != "timeout", result.error_message
+    assert not result.ok, f"{plant} passed the judge"
+    assert result.error_kind == kind, (result.error_kind, result.error_message)
+
+
+def _probe(plant: str, task: str = "rmsnorm"):
+    source = (BAD / f"redteam10_{plant}.py").read_text()
+    result = evaluate(task, source, shapes="auto", seeds=1, timeout_s=900,
+                      refuse_imports=False)
+    report = _report(result)
+    assert "launcher refused" not in report, report
+    assert not result.ok, "a probe raises its report: it is never ok"
+    return result, report
+
+
+def test_redteam10_no_host_socket_key_or_writable_host_file():
+    """Unix sockets and FIFOs anywhere in the jail's folders, add_key/request_key, the
+    descriptors the worker hands its children, a terminal on fd 0."""
+    _, report = _probe("escape_sockets_keys_fds")
+    assert not _escaped(report), report
+
+
+def test_redteam10_nothing_carries_from_one_evaluation_to_the_next():
+    """Markers in every writable folder and keys in every keyring, looked for by the next
+    evaluation of the same process (a worker started ahead)."""
+    _probe("escape_across_evaluations")
+    _, report = _probe("escape_across_evaluations")
+    assert not _escaped(report), report
+
+
+@pytest.mark.xfail(strict=True, reason="200,000 failed lookups under the bound /usr/lib "
+                   "leave as many negative dentries in the host kernel's cache, counted in "
+                   "the host-global /proc/sys/fs/dentry-state, after the evaluation ends")
+def test_redteam10_no_host_kernel_objects_outlive_the_jail():
+    _, report = _probe("escape_host_kernel_caches")
+    assert not _escaped(report), report
