@@ -20,7 +20,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 # the CUPTI bindings where a user's install puts them: the sandbox's worker sees the
 # environment's site-packages, not /tmp (kernel_clock.py; pip install "kernelkb[cupti]")
 # (PYTHONPATH unset: pip would take the copy in /tmp/site as installed)
-PYTHONPATH= python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/cupti_python-*.whl 2>&1 | tail -3
+# (cupti-python 13.4 imports elftools at its import: its pyelftools travels beside it)
+PYTHONPATH= python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir .whl/cupti_python-*.whl .whl/pyelftools-*.whl 2>&1 | tail -3
 PYTHONPATH= python3 -c "import cupti.cupti" 2>&1 | tail -1
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 # BUDGET_S counts from here, after the installs above (~20 s): keep it 60 s under the call
