@@ -60,16 +60,11 @@ def shipped(line: str) -> str | None:
     a record whose code the judge refuses from the source."""
     record = ExperienceRecord.model_validate_json(line)
     if record.edit.child_source and source_rules.refused(
-            record.edit.child_source, _takes_constants(record.task.task_id)):
+            record.edit.child_source, all_tasks().get(record.task.task_id)):
         return None
     if not record.single_figure:
         return line
     return record.without_timing(SINGLE_FIGURE).model_dump_json(exclude_none=True)
-
-
-def _takes_constants(task_id: str) -> bool:
-    task = all_tasks().get(task_id)
-    return bool(task and task.torch_constants)
 
 
 def _kept(lines) -> list[str]:

@@ -27,7 +27,9 @@ not:
 * no builtin or another module's function stored as an attribute of an object (an
   ``nn.Module``'s ``forward``): the library would call it from its own frame;
 * no reader of the random generators' seeds or state (``initial_seed``,
-  ``get_rng_state``): how the caller seeded, not what it computes;
+  ``get_rng_state``): how the caller seeded, not what it computes; no torch setter
+  (``torch.set_*``, ``torch.cuda.set_*``: autocast left on, a current device) and no star
+  import, which names what it brings in nowhere in the source;
 * no Python run inside a launch: no pre-run hook (``add_pre_run_hook``,
   ``pre_run_hooks``, a config's ``pre_hook`` / ``post_hook``), and no function of the
   module passed to ``tl.constexpr`` (the interpreter would run it as kernel code; a GPU
@@ -122,6 +124,9 @@ def problems(source: str) -> list[str]:
                 found.append(f"line {line}: imports from {'.' * node.level}{module}")
                 continue
             for alias in node.names:
+                if alias.name == "*":
+                    found.append(f"line {line}: a star import (it names what it brings in "
+                                 "nowhere in the source)")
                 if alias.name.startswith("_") and module != "__future__":
                     found.append(f"line {line}: imports the private name {alias.name}")
                 why = REFUSED_ATTRIBUTES.get(alias.name) or (
@@ -347,6 +352,10 @@ def _module_chains(tree: ast.AST, aliases: dict[str, str]) -> list[str]:
         path = aliases[head]
         if path.split(".")[0] == "torch" and node.attr in TORCH_REFUSED:
             found.append(f"line {node.lineno}: {TORCH_REFUSED[node.attr]} ({dotted})")
+            continue
+        if path.split(".")[0] == "torch" and node.attr.startswith("set_"):
+            # any setter: autocast left on, a current device, a default: the caller's state
+            found.append(f"line {node.lineno}: changes the caller's global state ({dotted})")
             continue
         for part in rest:
             path = f"{path}.{part}"

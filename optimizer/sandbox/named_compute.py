@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import ast
 import functools
+from collections.abc import Sequence
 
 import torch
 
-from kernelkb.optimizer.sandbox import provenance
+from kernelkb.optimizer.sandbox import provenance, tensor_flow
 
 # the ops a table of precomputed factors needs (Task.torch_constants)
 CONSTANTS_OPS = frozenset({"cos", "sin", "outer", "exp", "pow", "reciprocal"})
@@ -63,9 +64,12 @@ def _is_module_class(path: str) -> bool:
         and obj is not torch.nn.Module
 
 
-def problems(source: str, constants_ok: bool = False) -> list[str]:
-    """One line per PyTorch compute the source names outside its kernels (empty: none).
-    A source that does not parse is the syntax check's to report."""
+def problems(source: str, constants_ok: bool = False,
+             tensor_args: Sequence[bool] | None = None) -> list[str]:
+    """One line per PyTorch compute the source names outside its kernels, then per thing
+    it does to a tensor's values there (tensor_flow.py; ``tensor_args``: which of run()'s
+    parameters are tensors). Empty: none. A source that does not parse is the syntax
+    check's to report."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -80,8 +84,9 @@ def problems(source: str, constants_ok: bool = False) -> list[str]:
         found.append(f"line {getattr(node, 'lineno', 0)}: {what}")
 
     for node in ast.walk(tree):
-        if id(node) in kernels:
-            continue
+        if id(node) in kernels and not (isinstance(node, ast.Attribute) and _chain(node)
+                                        and aliases.get(_chain(node)[0], "").startswith("torch")):
+            continue  # a kernel's body is Triton's; PyTorch named there is not (its .fn)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
             flag(node, "multiplies matrices with PyTorch (@)")
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch":
@@ -102,6 +107,7 @@ def problems(source: str, constants_ok: bool = False) -> list[str]:
                     and hasattr(torch.Tensor, node.attr) and called.get(id(node)) is not None \
                     and not _list_sort(called[id(node)]):
                 flag(node, f"calls the tensor method .{node.attr}()")
+    found += tensor_flow.problems(tree, aliases, kernels, tensor_args, constants_ok)
     return list(dict.fromkeys(found))
 
 

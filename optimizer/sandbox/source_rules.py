@@ -7,16 +7,41 @@ failure breaking each is.
 
 from __future__ import annotations
 
+import math
+
+import torch
+
+from kernelkb.kernels.base import Task
+from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.optimizer.sandbox import imports, named_compute
 
 
-def refused(source: str, torch_constants: bool = False) -> tuple[str, str] | None:
-    """(error kind, message) for the first rule the source breaks, or None.
-    ``torch_constants``: the task takes precomputed factors (``Task.torch_constants``)."""
+def refused(source: str, task: Task | None = None) -> tuple[str, str] | None:
+    """(error kind, message) for the first rule the source breaks, or None. ``task``
+    says which of run()'s arguments are tensors and whether it takes precomputed
+    factors; without one, run()'s arguments with no default are taken as tensors."""
     named = imports.problems(source)
     if named:
         return "cheat_tamper", imports.message(named)
-    computed = named_compute.problems(source, torch_constants)
+    computed = named_compute.problems(source, bool(task and task.torch_constants),
+                                      tensor_args(task) if task else None)
     if computed:
         return "torch_compute", named_compute.message(computed)
     return None
+
+
+def tensor_args(task: Task) -> tuple[bool, ...]:
+    """Which of run()'s arguments are tensors: the task's inputs on its smallest CPU
+    shape (attention's cache length is an int), then its scalar arguments (RMSNorm's eps)."""
+    if task.name not in _TENSOR_ARGS:
+        _TENSOR_ARGS[task.name] = _drawn(task)
+    return _TENSOR_ARGS[task.name]
+
+
+_TENSOR_ARGS: dict[str, tuple[bool, ...]] = {}  # per task name (a Task is not hashable)
+
+
+def _drawn(task: Task) -> tuple[bool, ...]:
+    shape = min(task.cpu_shapes, key=math.prod)
+    inputs = task.make_inputs(shape, DTYPES[task.dtypes[0]], 0, "cpu")
+    return (*(isinstance(v, torch.Tensor) for v in inputs), *(False for _ in task.scalar_args))

@@ -182,8 +182,7 @@ class Worker:
     def evaluate(self) -> None:
         self.progress("syntax")
         if self.request.get("refuse_imports", True):
-            broken = source_rules.refused(self.request["source"],
-                                          getattr(self.task, "torch_constants", False))
+            broken = source_rules.refused(self.request["source"], self.task)
             if broken:
                 self.fail("syntax", *broken)
                 return

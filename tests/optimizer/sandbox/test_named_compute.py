@@ -1,6 +1,8 @@
-"""PyTorch compute named outside a candidate's kernels, refused from the source on every
-path (optimizer/sandbox/named_compute.py): every shipped kernel passes, and the plants
-that take PyTorch only on an input the judge never draws are refused before they run."""
+"""PyTorch compute named outside a candidate's kernels, and anything but views, copies,
+casts and measurements done to its tensors, refused from the source on every path
+(optimizer/sandbox/named_compute.py, tensor_flow.py): every shipped kernel passes, and
+the plants that take PyTorch or Python only on an input the judge never draws are refused
+before they run."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kernelkb.kernels.discovery import all_tasks, get_task
-from kernelkb.optimizer.sandbox import evaluate, named_compute
+from kernelkb.optimizer.sandbox import evaluate, named_compute, source_rules
 
 PLANTS = Path(__file__).resolve().parents[2] / "bad_kernels"
 # PyTorch behind a branch on an input the judge never made (red teams 7 to 9), the last
@@ -48,8 +50,7 @@ def run(x):
 def test_every_point_of_every_shipped_space_passes(task: str) -> None:
     spec = get_task(task)
     for config in spec.space():
-        assert named_compute.problems(spec.render(config), spec.torch_constants) == [], \
-            (task, config)
+        assert source_rules.refused(spec.render(config), spec) is None, (task, config)
 
 
 def test_a_wrapper_that_allocates_lays_out_and_casts_passes() -> None:
@@ -93,3 +94,61 @@ def test_the_judge_refuses_the_branch_before_anything_runs() -> None:
     assert not result.ok
     assert (result.stage, result.error_kind) == ("syntax", "torch_compute"), result.error_message
     assert "torch.rsqrt" in result.error_message
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ("y = x * 2", "with *"),
+    ("y = -x", "unary operator"),
+    ("m = x > 0", "compares a tensor's values"),
+    ("y = x.tolist()", ".tolist()"),
+    ("y = x.item()", ".item()"),
+    ("x.requires_grad_(False)", ".requires_grad_()"),
+    ("y = operator.imatmul(x, x)", "operator.imatmul"),
+    ("y = sum(x)", "Python's sum()"),
+    ("y = [math.exp(v) for v in x]", "iterates over a tensor"),
+    ("y = x[x.argmax()]", "indexes a tensor by a tensor"),
+    ("z = _helper(x.t())", "with /"),
+])
+def test_what_a_wrapper_does_to_its_tensors_is_an_allow_list(line: str, said: str) -> None:
+    """Arithmetic needs no op's name (red team 10): a value made from run()'s tensors is
+    followed through the module, a helper's body included, and only viewed, copied, cast
+    or measured."""
+    source = WRAPPER.replace("import math", "import math\nimport operator").replace(
+        "    return y", f"    {line}\n    return y") + "\n\ndef _helper(t):\n    return t / 2\n"
+    found = named_compute.problems(source)
+    assert any(said in f for f in found), found
+
+
+def test_numbers_read_from_tensors_and_scalar_arguments_are_free() -> None:
+    source = WRAPPER.replace("def run(x):", "def run(x, eps=1e-6, cache_len=0):").replace(
+        "    return y", "    n = x.shape[-1] * x.stride(0) + cache_len * 2 - eps\n"
+        "    cache = _CACHE.get(n)\n    if cache is None or x.numel() > n:\n"
+        "        _CACHE[n] = y\n    return y") + "\n_CACHE = {}\n"
+    assert named_compute.problems(source, tensor_args=(True, False, False)) == []
+
+
+def test_tables_from_no_input_are_computed_only_where_the_task_takes_them() -> None:
+    source = WRAPPER.replace("    return y", "    angles = torch.arange(8.0)[:, None] * 0.5\n"
+                             "    c = torch.cos(angles)\n    return y")
+    assert any("with *" in f for f in named_compute.problems(source))
+    assert named_compute.problems(source, constants_ok=True) == []
+    from_input = source.replace("torch.arange(8.0)", "x")
+    assert named_compute.problems(from_input, constants_ok=True)
+
+
+def test_pytorch_named_in_a_kernels_body_is_refused() -> None:
+    """A @triton.jit body that names torch is Python called through .fn, not a kernel."""
+    source = WRAPPER.replace("    tl.store(", "    z = torch.softmax(x, 0)\n    tl.store(")
+    assert any("torch.softmax" in f for f in named_compute.problems(source))
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ("from torch.nn.functional import *", "star import"),
+    ("torch.set_autocast_enabled('cuda', True)", "global state"),
+    ("torch.cuda.set_device(0)", "global state"),
+])
+def test_the_allow_list_refuses_star_imports_and_torch_setters(line: str, said: str) -> None:
+    from kernelkb.optimizer.sandbox import imports
+
+    found = imports.problems(WRAPPER.replace("import triton\n", f"import triton\n{line}\n"))
+    assert any(said in f for f in found), found

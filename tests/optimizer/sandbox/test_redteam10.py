@@ -26,46 +26,32 @@ def _open(reason: str) -> pytest.MarkDecorator:
 CASES = [
     # PyTorch (or Python) past the static Triton-only rule, on a branch no call of the
     # judge takes (rows past its reach, a dtype or a rank it never makes)
-    pytest.param("rmsnorm_operators_only", "rmsnorm", "torch_compute",
-                 id="rmsnorm_operators_only",
-                 marks=_open("past 131072 rows the norm is PyTorch's, spelled with `*`, `/`, "
-                             "`**` and Python's builtin `sum` over `x.t()`: no op is named")),
+    # closed: what a wrapper does to its tensors is an allow-list (tensor_flow.py)
+    pytest.param("rmsnorm_operators_only", "rmsnorm", "torch_compute", id="rmsnorm_operators_only"),
+    # closed: PyTorch named in a kernel's body is Python, not Triton
     pytest.param("softmax_jit_body_python", "softmax", "torch_compute",
-                 id="softmax_jit_body_python",
-                 marks=_open("float64 logits go to `torch.softmax` written inside a "
-                             "`@triton.jit` body and called as Python through `.fn`: the "
-                             "static rule skips kernel bodies")),
+                 id="softmax_jit_body_python"),
     # closed: F.normalize is named (the static rule knows torch.nn.functional's names)
     pytest.param("rmsnorm_composite_normalize", "rmsnorm", "torch_compute",
                  id="rmsnorm_composite_normalize"),
-    pytest.param("matmul_operator_module", "matmul", "torch_compute",
-                 id="matmul_operator_module",
-                 marks=_open("float32 A and B go to `operator.imatmul(a, b)`, which is "
-                             "`a @ b` without the `@` or an ATen name")),
-    pytest.param("softmax_star_import", "softmax", "torch_compute",
-                 id="softmax_star_import",
-                 marks=_open("rank-5 scores go to a bare `softmax` brought in by "
-                             "`from torch.nn.functional import *`")),
-    pytest.param("swiglu_host_python", "swiglu", "torch_compute",
-                 id="swiglu_host_python",
-                 marks=_open("float64 gate and up computed in Python (`tolist()`, "
-                             "`math.exp`, `torch.tensor`): no PyTorch op is named")),
+    # closed: a tensor handed to an operator-module function (tensor_flow.py)
+    pytest.param("matmul_operator_module", "matmul", "torch_compute", id="matmul_operator_module"),
+    # closed by the allow-list: no star import
+    pytest.param("softmax_star_import", "softmax", "cheat_tamper", id="softmax_star_import"),
+    # closed: .tolist() and math over a tensor (tensor_flow.py)
+    pytest.param("swiglu_host_python", "swiglu", "torch_compute", id="swiglu_host_python"),
     # closed: .index_put_() is named as a tensor method that computes
     pytest.param("softmax_accumulating_put", "softmax", "torch_compute",
                  id="softmax_accumulating_put"),
     # the caller's process and tensors, beyond the answer
+    # closed by the allow-list: no torch setter (torch.set_*)
     pytest.param("softmax_autocast_left_on", "softmax", "cheat_tamper",
-                 id="softmax_autocast_left_on",
-                 marks=_open("`torch.set_autocast_enabled(device, True)` left on in the "
-                             "caller's process: a global setter the allow-list does not "
-                             "name; the task's references run no op autocast lowers")),
+                 id="softmax_autocast_left_on"),
     # closed: the weight read after the call holds other values (its .data rebound)
     pytest.param("rmsnorm_rebinds_weight_data", "rmsnorm", "cheat_input_modified",
                  id="rmsnorm_rebinds_weight_data"),
-    pytest.param("rmsnorm_freezes_weight", "rmsnorm", "cheat_input_modified",
-                 id="rmsnorm_freezes_weight",
-                 marks=_open("`weight.requires_grad_(False)` on a leaf Parameter: no byte "
-                             "of any input changes, the caller's parameter stops training")),
+    # closed: .requires_grad_() is no view, copy or cast (tensor_flow.py)
+    pytest.param("rmsnorm_freezes_weight", "rmsnorm", "torch_compute", id="rmsnorm_freezes_weight"),
     pytest.param("rmsnorm_workspace_per_shape", "rmsnorm", "cheat_aliasing",
                  id="rmsnorm_workspace_per_shape",
                  marks=_open("a float32 workspace per (rows, hidden) kept for good and "
@@ -86,11 +72,15 @@ def _escaped(report: str) -> list[str]:
     return [line for line in report.splitlines() if line.lstrip().startswith("ESCAPED")]
 
 
+# cheats that passed the allow-list when written and are refused by it since
+REFUSED_BY_THE_ALLOW_LIST = {"softmax_star_import", "softmax_autocast_left_on"}
+
+
 def test_the_cheats_pass_the_allow_list_and_the_probes_do_not() -> None:
     for param in CASES:
         plant = param.values[0]
         refused = imports.problems((BAD / f"redteam10_{plant}.py").read_text())
-        assert not refused, (plant, refused)
+        assert bool(refused) == (plant in REFUSED_BY_THE_ALLOW_LIST), (plant, refused)
     for plant in PROBES:
         assert imports.problems((BAD / f"redteam10_{plant}.py").read_text()), plant
 
