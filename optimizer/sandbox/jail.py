@@ -29,7 +29,9 @@ namespace and builds the worker's root, then execs the worker:
   newuidmap and newgidmap, as rootless containers do; ``rootless_worker_ids``), and where
   it owns none, the one uid it has. The judge keeps CAP_SETUID and CAP_SETGID (and
   CAP_SETPCAP, to empty its bounding set after) through its exec only to fork the worker
-  onto that uid, and then both hold none;
+  onto that uid; then the worker holds none and the judge CAP_KILL only (in its
+  permitted set, none in its bounding set), to end every other process of the jail
+  around the worker's report (strays.py);
 * the worker is PID 1 of its namespace: when it ends, the kernel kills every process
   left in it, including children that detached with ``setsid``; it is killed when the
   entry process dies.
@@ -62,9 +64,13 @@ JAIL_UID = 65534  # ``nobody``: the host uid of the jail's root when the runner 
 # 0, PID 1): ``become_worker`` takes it. Set in the judge's environment where it exists.
 WORKER_UID, WORKER_HOST_UID = 1, 65533
 WORKER_ENV = "KERNELKB_JAIL_WORKER_UID"
-_CAP_SETGID, _CAP_SETUID, _CAP_SETPCAP = 6, 7, 8
+_CAP_KILL, _CAP_SETGID, _CAP_SETUID, _CAP_SETPCAP = 5, 6, 7, 8
+# the judge keeps CAP_KILL for good: it ends every other process of the jail (the worker's
+# uid is not its own) around the worker's report (strays.py). It reaches no process
+# outside the jail's user namespace
+JUDGE_KEEPS = 1 << _CAP_KILL
 # the judge's, until it forks: a uid for the worker, and the bounding set emptied after
-_TWO_UIDS_KEPT = (1 << _CAP_SETGID) | (1 << _CAP_SETUID) | (1 << _CAP_SETPCAP)
+_TWO_UIDS_KEPT = (1 << _CAP_SETGID) | (1 << _CAP_SETUID) | (1 << _CAP_SETPCAP) | JUDGE_KEEPS
 HOST_NAME = "kernelkb-jail"
 _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 _CLONE_NEWUSER, _CLONE_NEWPID, _CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
@@ -574,18 +580,19 @@ def become_worker() -> None:
     drop_kept_capabilities()
 
 
-def drop_kept_capabilities() -> None:
-    """The judge's two capabilities gone, in the judge (once the worker is forked) and in
-    the worker; checked. A no-op outside a jail with two uids."""
+def drop_kept_capabilities(keep: int = 0) -> None:
+    """The judge's kept capabilities gone but ``keep`` (the judge's ``JUDGE_KEEPS``; the
+    worker keeps none), from the bounding set all of them; checked. A no-op outside a
+    jail with two uids."""
     if os.environ.get(WORKER_ENV) != str(WORKER_UID):
         return
     for cap in range(32):
         if _TWO_UIDS_KEPT >> cap & 1:
             _ok(_prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0), "bounding set")
     _ok(_prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0), "ambient capabilities")
-    _capset(0, 0, 0)
+    _capset(keep, keep, 0)
     status = lock_status()
-    if status["CapEff"] or status["CapPrm"] or status["CapBnd"]:
+    if status["CapEff"] != keep or status["CapPrm"] != keep or status["CapBnd"]:
         raise OSError(f"jail: capabilities left: {status}")
 
 

@@ -67,7 +67,7 @@ from typing import Any
 
 import torch
 
-from kernelkb.optimizer.sandbox import jail
+from kernelkb.optimizer.sandbox import jail, strays
 from kernelkb.optimizer.sandbox.gpu_turns import GpuTurns
 from kernelkb.optimizer.sandbox.limits import SPOT_MAX_BYTES
 
@@ -138,6 +138,7 @@ def run(request: dict[str, Any], serve_worker: Any) -> int:
     data_fd = os.memfd_create("kernelkb-worker-data", 0)
     ask_r, ask_w = os.pipe()
     answer_r, answer_w = os.pipe()
+    judge_pid = os.getpid()
     _not_dumpable()
     pid = os.fork()
     if pid == 0:  # the worker: nothing of the runner's stays open in it
@@ -149,7 +150,7 @@ def run(request: dict[str, Any], serve_worker: Any) -> int:
             jail.become_worker()  # a uid of its own: the judge's process is out of reach
             serve_worker({**request, "result_fd": report_fd, "result_path": None,
                           "judge": {"ask_fd": ask_r, "answer_fd": answer_w,
-                                    "data_fd": data_fd}})
+                                    "data_fd": data_fd, "pid": judge_pid}})
             code = 0
         except BaseException:  # noqa: B036 - its traceback is the runner's only clue
             traceback.print_exc()
@@ -162,7 +163,7 @@ def run(request: dict[str, Any], serve_worker: Any) -> int:
             os._exit(code)
     for fd in (ask_r, answer_w):
         os.close(fd)
-    jail.drop_kept_capabilities()
+    jail.drop_kept_capabilities(jail.JUDGE_KEEPS)
     # the judge is PID 1 of the jail's PID namespace: the kernel delivers a signal from
     # the candidate to it only where it has a handler, and Python has one for SIGINT (a
     # candidate's kill(getppid(), SIGINT) turned a wrong_result into a crash). The runner
@@ -219,7 +220,11 @@ class Judge:
 
     # -- following the worker ------------------------------------------------------
     def follow(self, warm: threading.Thread | None = None) -> int:
-        """Relay progress until the worker's report is final, then judge it."""
+        """Relay progress until the worker's report is final, then judge it. The report
+        must be the worker's alone (strays.py): it is taken only while no other process
+        of the evaluation is alive (the worker ended them all before its final report),
+        and once the worker is gone every other process is ended before the report is
+        read a last time, so nothing is left that could write it."""
         report: dict[str, Any] = {}
         self.warm = warm
         while True:
@@ -228,12 +233,24 @@ class Judge:
                 break
             self.relay(report)
             time.sleep(POLL_S)
-        if self.exited() and not report.get("final"):
-            self.relay(report)  # the runner classifies the death from the exit status
-            return _exit_code(self.status)
-        if report.get("error_kind") is None:
+        outlived = strays.alive(os.getpid(), (self.pid,))
+        if report.get("final") and outlived:
+            report = {**report, "stage": "correctness", "error_kind": "cheat_tamper",
+                      "error_message": (
+                          f"the judge: {len(outlived)} other process(es) of the candidate "
+                          f"alive when the worker's report was read (pids {outlived[:8]}): "
+                          "the worker ends every other process before it reports, so the "
+                          "report may not be the worker's own")}
+        elif report.get("final") and report.get("error_kind") is None:
             report = self.judge(report)
         self.bye()
+        strays.end(os.getpid())  # the worker gone: nothing else is left either
+        if not report.get("final"):  # the worker died before the judge saw a final report
+            report = self.read_report()  # its last words, if nothing else could write them
+            if outlived or not report.get("final") or report.get("error_kind") is None:
+                # never an unjudged "ok": the runner classifies the death from its status
+                self.relay({**report, "final": False})
+                return _exit_code(self.status)
         self.relay({**report, "final": True})
         return 0
 

@@ -39,6 +39,7 @@ SPOT_MAX_BYTES = 4 * 2**30
 # so this is twice the inputs the judge re-checks; disk is bounded apart from this, by
 # the size of each writable tmpfs, and memory by the cgroup
 FILE_SIZE_MB = 2 * SPOT_MAX_BYTES // 2**20
+CGROUP_PREFIX = "kernelkb-"  # an evaluation's cgroup (strays.py finds its processes so)
 
 
 @dataclass
@@ -95,7 +96,7 @@ def per_evaluation(use_gpu: bool, mem_limit_mb: int | None) -> Iterator[Confinem
     confine = Confinement(address_space_mb=None if use_gpu else
                           (mem_limit_mb or DEFAULT_CPU_MEM_LIMIT_MB))
     try:
-        confine.cgroups = make_cgroups(f"kernelkb-{uuid.uuid4().hex[:12]}", memory_mb)
+        confine.cgroups = make_cgroups(f"{CGROUP_PREFIX}{uuid.uuid4().hex[:12]}", memory_mb)
     except OSError as err:
         confine.note = f"limits per process only (no cgroup: {err})"
     try:

@@ -54,6 +54,7 @@ from kernelkb.optimizer.sandbox import (
     limits,
     provenance,
     source_rules,
+    strays,
     surroundings,
     tamper,
     timing,
@@ -148,6 +149,11 @@ class Worker:
         self.write()
 
     def write(self) -> None:
+        judge = self.request.get("judge")
+        if self.out.get("final") and judge:
+            # no other process of the candidate's is left to write over the final report
+            # (strays.py); the judge takes it only while none is alive
+            strays.end(int(judge["pid"]))
         write_result(self.out, fd=self.result_fd, path=self.result_path)
 
     def fail(self, stage: str, kind: str, message: str, tb: str | None = None) -> None:

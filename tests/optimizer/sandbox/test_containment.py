@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import threading
 import uuid
 from pathlib import Path
 
 import pytest
 
-from kernelkb.optimizer.sandbox import evaluate, jail
+from kernelkb.optimizer.sandbox import evaluate, jail, strays
 from kernelkb.optimizer.sandbox.runner import _PROJECT_ROOT
 
 BAD = Path(__file__).parents[2] / "bad_kernels"
@@ -136,3 +138,16 @@ def test_without_namespaces_the_environment_is_still_scrubbed_and_the_child_ende
     assert survivors(marker) == []
     assert result.containment.split("; ")[0] == "uncontained: disabled by the test"
     assert "sandbox: uncontained: disabled by the test" in result.text
+
+
+def test_outside_an_evaluation_no_process_counts_as_a_stray():
+    """strays.py without a PID namespace: only the evaluation's own cgroup counts, so a
+    process in none (this test's) finds nothing and ends nothing of the user's."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert strays.alive(os.getpid()) == []
+        assert strays.end(os.getpid(), wait_s=0.1) == []
+        assert child.poll() is None
+    finally:
+        child.kill()
+        child.wait()

@@ -130,13 +130,14 @@ def test_the_workers_output_costs_the_host_a_bounded_tail():
 
 
 SPLIT_PROBE = textwrap.dedent("""
-    import importlib.util, json, os, resource
+    import importlib.util, json, os, resource, signal, time
     spec = importlib.util.spec_from_file_location("jail", {jail_file!r})
     jail = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(jail)
     judge_before = jail.lock_status()["CapBnd"]
     read, write = os.pipe()
-    if os.fork() == 0:  # as judge.run forks the worker
+    pid = os.fork()
+    if pid == 0:  # as judge.run forks the worker
         jail.become_worker()
         status = jail.lock_status()
         judge, seen = os.getppid(), {{"uid": os.getuid(), "gid": os.getgid(),
@@ -156,41 +157,50 @@ SPLIT_PROBE = textwrap.dedent("""
             except OSError:
                 pass
         os.write(write, json.dumps(seen).encode())
+        time.sleep(60)
         os._exit(0)
-    jail.drop_kept_capabilities()
-    os.wait()
+    jail.drop_kept_capabilities(jail.JUDGE_KEEPS)
     worker = json.loads(os.read(read, 65536))
+    os.kill(pid, signal.SIGKILL)  # the judge ends the worker's uid (strays.py)
+    ended = os.WTERMSIG(os.waitpid(pid, 0)[1]) == signal.SIGKILL
     status = jail.lock_status()
     print(json.dumps({{"judge_before": judge_before,
-                      "judge_after": status["CapEff"] | status["CapPrm"] | status["CapBnd"],
-                      "uid": os.getuid(), "worker": worker}}))
+                      "judge_after": [status["CapEff"], status["CapPrm"], status["CapBnd"]],
+                      "uid": os.getuid(), "worker": worker, "ended_worker": ended}}))
 """)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="a jail made by another user has one uid")
-def test_the_worker_has_a_uid_of_its_own_and_neither_process_keeps_a_capability():
+def test_the_worker_has_a_uid_of_its_own_and_the_judge_keeps_only_cap_kill():
     """Run by root: the judge holds CAP_SETUID and CAP_SETGID through its exec, forks the
-    worker onto the jail's second uid, and both then hold none; the worker cannot signal,
-    limit, renice or reconfigure the judge (red team 8's routes), or become uid 0 again."""
+    worker onto the jail's second uid; then the worker holds none and the judge CAP_KILL
+    only (none in its bounding set), which ends the worker's processes; the worker cannot
+    signal, limit, renice or reconfigure the judge (red team 8's routes), or become uid 0
+    again."""
     done = _run_in_jail(SPLIT_PROBE.format(jail_file=jail.__file__), extra_keep=[
         os.path.dirname(jail.__file__)])
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout)
-    assert seen["judge_before"] == (1 << 6) | (1 << 7) | (1 << 8), seen  # SETGID, SETUID, SETPCAP
-    assert seen["judge_after"] == 0 and seen["uid"] == 0, seen
+    # KILL, SETGID, SETUID, SETPCAP; then KILL alone, effective and permitted
+    assert seen["judge_before"] == (1 << 5) | (1 << 6) | (1 << 7) | (1 << 8), seen
+    assert seen["judge_after"] == [1 << 5, 1 << 5, 0] and seen["uid"] == 0, seen
+    assert seen["ended_worker"], seen
     worker = seen["worker"]
     assert (worker["uid"], worker["gid"], worker["caps"]) == (jail.WORKER_UID,) * 2 + (0,)
     assert worker["reached"] == [], worker
 
 
 ROOTLESS_PROBE = textwrap.dedent("""
-    import json, os, resource
+    import ctypes, json, os, resource
     seen = {"uid_map": open("/proc/self/uid_map").read().split(),
             "worker_env": os.environ.get("KERNELKB_JAIL_WORKER_UID")}
     read, write = os.pipe()
     if os.fork() == 0:  # the judge's fork onto the worker's uid, then at the judge
         os.setresgid(1, 1, 1)
         os.setresuid(1, 1, 1)
+        # as jail.become_worker: no capability left (the judge's CAP_KILL included)
+        capsets = (ctypes.c_uint32 * 2)(0x20080522, 0), (ctypes.c_uint32 * 6)()
+        assert ctypes.CDLL(None).capset(*capsets) == 0
         refused = {}
         limit = resource.getrlimit(resource.RLIMIT_NOFILE)
         for name, call in (("kill", lambda: os.kill(1, 0)),

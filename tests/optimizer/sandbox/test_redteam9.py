@@ -112,15 +112,45 @@ def _probe(plant: str):
     return result, report
 
 
-@pytest.mark.xfail(strict=False, reason="a race the child can win: a detached child (parent "
-                   "PID 1) holds the report memfd read-write and rewrote the marker in the "
-                   "message the judge returned in one of two runs")
+# closed: the worker ends every other process before its final report, the judge takes it
+# only while none is alive and ends the rest once the worker is gone (strays.py)
 def test_redteam9_the_report_is_not_rewritten_after_the_worker_exits():
     """A child keeps every descriptor of the worker, outlives it under the judge and
     writes over this probe's marker in the report memfd."""
     result, report = _probe("escape_report_after_exit")
     assert not result.ok, "a probe raises its report: it is never ok"
     assert not _escaped(report), report
+    # the worker's own report (its child ended before it): the probe's raise, unjudged
+    assert result.error_kind == "runtime_error", (result.error_kind, report)
+
+
+# the same child started by a finalizer, after the worker's final report and its sweep
+LATE_RUN = '''
+class Late(RuntimeError):
+    def __del__(self):
+        for fd in range(3, 1024):
+            try:
+                os.set_inheritable(fd, True)
+            except OSError:
+                pass
+        _launch(CHILD, (MARKER,), keep_fds=True, wait=False, env={})
+
+
+def run(x, weight, eps=1e-6):
+    raise Late("never ok\\n" + MARKER)
+'''
+
+
+def test_a_process_started_after_the_final_report_does_not_write_it():
+    """Past the worker's own sweep: the judge finds the child alive beside the worker and
+    refuses the report (``cheat_tamper``), or took the report before the child existed."""
+    source = (BAD / "redteam9_escape_report_after_exit.py").read_text()
+    source = source[:source.index("def run(")] + LATE_RUN
+    result = evaluate("rmsnorm", source, shapes="auto", seeds=1, timeout_s=900,
+                      refuse_imports=False)
+    report = _report(result)
+    assert not _escaped(report), report
+    assert result.error_kind in ("cheat_tamper", "runtime_error"), (result.error_kind, report)
 
 
 # closed: the judge, init of the jail's PID namespace, reaps every orphan (SIGCHLD)
