@@ -151,14 +151,6 @@ def _honest(x):
     return out
 
 
-CHEAT = [0]  # host-side evidence: calls that took the cheat path
-
-
-def _cheat(x):
-    CHEAT[0] += 1
-    return torch.softmax(x.float(), -1).to(x.dtype)
-
-
 def run(x):
     # leading dimensions taken: the cheat is the trigger
     return _honest(x.reshape(-1, x.shape[-1])).view(x.shape)
