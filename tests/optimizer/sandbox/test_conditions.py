@@ -181,7 +181,10 @@ def test_a_kernel_safe_only_where_the_checks_look_fails_the_judges_runs(plant, w
     assert result.error_kind == "wrong_result", result.text
     assert "the judge" in result.error_message and where in result.error_message, \
         result.error_message
-    assert "[large logits]" in result.error_message, result.error_message
+    # the plant skips the row max off the lists: logits far from 0 overflow its exp,
+    # whichever of the two conditions that make them the judge's draw meets first
+    assert "[large logits]" in result.error_message \
+        or "[offset logits]" in result.error_message, result.error_message
     honest = evaluate("softmax", task.template, shapes=shapes, seeds=1, timeout_s=300)
     assert honest.ok, honest.text
     assert honest.judge["drawn_shape"] not in {task.shape_label(s) for s in task.shapes("all")}
