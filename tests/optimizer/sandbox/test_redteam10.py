@@ -10,6 +10,7 @@ hold no line "ESCAPED"."""
 from pathlib import Path
 
 import pytest
+from redteam import escaped, report_of, still_open
 
 from kernelkb.optimizer.sandbox import evaluate, imports
 
@@ -17,9 +18,6 @@ pytestmark = pytest.mark.slow
 
 BAD = Path(__file__).resolve().parents[2] / "bad_kernels"
 
-
-def _open(reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=reason)
 
 
 # plant -> (task, the kind a correct judge returns)
@@ -54,7 +52,7 @@ CASES = [
     pytest.param("rmsnorm_freezes_weight", "rmsnorm", "torch_compute", id="rmsnorm_freezes_weight"),
     pytest.param("rmsnorm_workspace_per_shape", "rmsnorm", "cheat_aliasing",
                  id="rmsnorm_workspace_per_shape",
-                 marks=_open("a float32 workspace per (rows, hidden) kept for good and "
+                 marks=still_open("a float32 workspace per (rows, hidden) kept for good and "
                              "zeroed after use: warm on the shape the freed-memory check "
                              "uses, one more buffer for every token count a server sees")),
 ]
@@ -62,14 +60,6 @@ CASES = [
 PROBES = ("escape_sockets_keys_fds", "escape_across_evaluations", "escape_host_kernel_caches")
 
 
-def _report(result) -> str:
-    artifacts = result.artifacts or {}
-    return "\n".join([result.error_message or "", str(artifacts.get("stdout_tail", "")),
-                      str(artifacts.get("stderr_tail", ""))])
-
-
-def _escaped(report: str) -> list[str]:
-    return [line for line in report.splitlines() if line.lstrip().startswith("ESCAPED")]
 
 
 # cheats that passed the allow-list when written and are refused by it since
@@ -100,7 +90,7 @@ def _probe(plant: str, task: str = "rmsnorm"):
     source = (BAD / f"redteam10_{plant}.py").read_text()
     result = evaluate(task, source, shapes="auto", seeds=1, timeout_s=900,
                       refuse_imports=False)
-    report = _report(result)
+    report = report_of(result)
     assert "launcher refused" not in report, report
     assert not result.ok, "a probe raises its report: it is never ok"
     return result, report
@@ -110,7 +100,7 @@ def test_redteam10_no_host_socket_key_or_writable_host_file():
     """Unix sockets and FIFOs anywhere in the jail's folders, add_key/request_key, the
     descriptors the worker hands its children, a terminal on fd 0."""
     _, report = _probe("escape_sockets_keys_fds")
-    assert not _escaped(report), report
+    assert not escaped(report), report
 
 
 def test_redteam10_nothing_carries_from_one_evaluation_to_the_next():
@@ -118,7 +108,7 @@ def test_redteam10_nothing_carries_from_one_evaluation_to_the_next():
     evaluation of the same process (a worker started ahead)."""
     _probe("escape_across_evaluations")
     _, report = _probe("escape_across_evaluations")
-    assert not _escaped(report), report
+    assert not escaped(report), report
 
 
 @pytest.mark.xfail(strict=True, reason="200,000 failed lookups under the bound /usr/lib "
@@ -126,4 +116,4 @@ def test_redteam10_nothing_carries_from_one_evaluation_to_the_next():
                    "the host-global /proc/sys/fs/dentry-state, after the evaluation ends")
 def test_redteam10_no_host_kernel_objects_outlive_the_jail():
     _, report = _probe("escape_host_kernel_caches")
-    assert not _escaped(report), report
+    assert not escaped(report), report

@@ -10,6 +10,7 @@ for the judge's limits included (the worker has a uid of its own)."""
 from pathlib import Path
 
 import pytest
+from redteam import report_of
 
 from kernelkb.optimizer.sandbox import evaluate, imports
 
@@ -60,11 +61,6 @@ PROBES = ("escape_judge_limits", "escape_env_files", "escape_output_flood",
 SECRET = "RT8SECRET"
 
 
-def _report(result) -> str:
-    artifacts = result.artifacts or {}
-    return "\n".join([result.error_message or "", str(artifacts.get("stdout_tail", "")),
-                      str(artifacts.get("stderr_tail", ""))])
-
 
 def test_the_cheats_pass_the_allow_list_and_the_probes_do_not() -> None:
     for param in CASES:
@@ -93,7 +89,7 @@ def test_redteam8_secrets_and_host_paths_stay_out(monkeypatch):
     source = (BAD / "redteam8_escape_env_files.py").read_text()
     result = evaluate("rmsnorm", source, shapes="auto", seeds=1, timeout_s=900,
                       refuse_imports=False)
-    report = _report(result)
+    report = report_of(result)
     assert not result.ok, "a probe raises its report: it is never ok"
     assert "launcher refused" not in report, report
     assert "secret in the environment" not in report and "secret=True" not in report, report
@@ -109,7 +105,7 @@ def test_redteam8_output_floods_stay_bounded():
     source = (BAD / "redteam8_escape_output_flood.py").read_text()
     result = evaluate("rmsnorm", source, shapes="auto", seeds=1, timeout_s=900,
                       refuse_imports=False)
-    report = _report(result)
+    report = report_of(result)
     assert not result.ok
     assert "launcher refused" not in report, report
     assert "No space left on device" in report, report
@@ -123,7 +119,7 @@ def test_redteam8_the_worker_cannot_touch_the_judges_limits():
     source = (BAD / "redteam8_escape_judge_limits.py").read_text()
     result = evaluate("rmsnorm", source, shapes="auto", seeds=1, timeout_s=900,
                       refuse_imports=False)
-    report = _report(result)
+    report = report_of(result)
     assert not result.ok
     assert "launcher refused" not in report, report
     assert "\nJUDGE" not in report and not report.startswith("JUDGE"), report

@@ -10,6 +10,7 @@ hold no line "ESCAPED"."""
 from pathlib import Path
 
 import pytest
+from redteam import escaped, report_of, still_open
 
 from kernelkb.optimizer.sandbox import evaluate, imports
 
@@ -17,9 +18,6 @@ pytestmark = pytest.mark.slow
 
 BAD = Path(__file__).resolve().parents[2] / "bad_kernels"
 
-
-def _open(reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=reason)
 
 
 # plant -> (task, the kind a correct judge returns)
@@ -51,7 +49,7 @@ CASES = [
     # state across calls
     pytest.param("rmsnorm_output_ring", "rmsnorm", "cheat_aliasing",
                  id="rmsnorm_output_ring",
-                 marks=_open("outputs come from a ring of 8 kept buffers only after "
+                 marks=still_open("outputs come from a ring of 8 kept buffers only after "
                              "50,000 calls, more than an evaluation makes")),
     # closed: every third checked call's fresh allocations hold an earlier output's bytes
     pytest.param("softmax_stale_output", "softmax", "wrong_result", id="softmax_stale_output"),
@@ -65,15 +63,6 @@ CASES = [
 PROBES = ("escape_report_after_exit", "escape_zombie_pids", "escape_sysfs_host_view")
 
 
-def _report(result) -> str:
-    artifacts = result.artifacts or {}
-    return "\n".join([result.error_message or "", str(artifacts.get("stdout_tail", "")),
-                      str(artifacts.get("stderr_tail", ""))])
-
-
-def _escaped(report: str) -> list[str]:
-    return [line for line in report.splitlines() if line.lstrip().startswith("ESCAPED")
-            or "ESCAPED: report rewritten" in line]
 
 
 # cheats that passed the allow-list when written and are refused by it since
@@ -108,7 +97,7 @@ def _probe(plant: str):
     source = (BAD / f"redteam9_{plant}.py").read_text()
     result = evaluate("rmsnorm", source, shapes="auto", seeds=1, timeout_s=900,
                       refuse_imports=False)
-    report = _report(result)
+    report = report_of(result)
     assert "launcher refused" not in report, report
     return result, report
 
@@ -120,7 +109,7 @@ def test_redteam9_the_report_is_not_rewritten_after_the_worker_exits():
     writes over this probe's marker in the report memfd."""
     result, report = _probe("escape_report_after_exit")
     assert not result.ok, "a probe raises its report: it is never ok"
-    assert not _escaped(report), report
+    assert not escaped(report), report
     # the worker's own report (its child ended before it): the probe's raise, unjudged
     assert result.error_kind == "runtime_error", (result.error_kind, report)
 
@@ -149,8 +138,8 @@ def test_a_process_started_after_the_final_report_does_not_write_it():
     source = source[:source.index("def run(")] + LATE_RUN
     result = evaluate("rmsnorm", source, shapes="auto", seeds=1, timeout_s=900,
                       refuse_imports=False)
-    report = _report(result)
-    assert not _escaped(report), report
+    report = report_of(result)
+    assert not escaped(report), report
     assert result.error_kind in ("cheat_tamper", "runtime_error"), (result.error_kind, report)
 
 
@@ -159,7 +148,7 @@ def test_redteam9_orphans_do_not_stay_with_the_judge():
     """Orphans (until the cgroup refuses a PID) exit under the judge (PID 1); an honest
     kernel is then still ok."""
     result, report = _probe("escape_zombie_pids")
-    assert not _escaped(report), report
+    assert not escaped(report), report
     assert result.ok, (result.error_kind, result.error_message, report)
 
 
@@ -168,4 +157,4 @@ def test_redteam9_the_bound_sys_shows_no_host_identifier():
     """Serials, UUIDs, WWIDs, other groups' PIDs and memory through /sys."""
     result, report = _probe("escape_sysfs_host_view")
     assert not result.ok, "a probe raises its report: it is never ok"
-    assert not _escaped(report), report
+    assert not escaped(report), report
