@@ -18,6 +18,7 @@ def report_of(result) -> str:
 
 
 def escaped(report: str) -> list[str]:
-    """The report's lines that say something got out."""
+    """The report's lines that say something got out (round 9's report probe writes its
+    line into the report's text, after a prefix)."""
     return [line for line in report.splitlines()
-            if line.lstrip().startswith("ESCAPED") or "ESCAPED: " in line]
+            if line.lstrip().startswith("ESCAPED") or "ESCAPED: report rewritten" in line]
