@@ -38,8 +38,11 @@ _TORCH_NOT_TENSORS = frozenset({"finfo", "iinfo", "is_tensor", "is_floating_poin
                                 "broadcast_shapes", "get_default_dtype", "cuda", "cdiv"})
 _BUILTINS_OVER_VALUES = frozenset({
     "sum", "max", "min", "abs", "pow", "round", "divmod", "sorted", "any", "all", "float",
-    "int", "bool", "complex", "list", "tuple", "map", "filter", "iter", "next", "reversed",
-    "set", "frozenset", "dict", "enumerate", "zip", "hash", "bytes", "bytearray"})
+    "int", "bool", "complex", "set", "frozenset", "dict", "hash", "bytes", "bytearray"})
+# builtins that only walk what they are given: over a literal tuple of tensors (for t in
+# (q, k)) they hand out the tensors; over one tensor they hand out its values
+_BUILTINS_THAT_ITERATE = frozenset({"list", "tuple", "map", "filter", "iter", "next",
+                                    "reversed", "enumerate", "zip"})
 _VALUE_FREE_COMPARISONS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
 
 
@@ -204,7 +207,8 @@ class _Flow:
             elif isinstance(node, ast.Subscript) and tensor(node.value) \
                     and any(tensor(x) for x in ast.walk(node.slice)):
                 flag(node, "indexes a tensor by a tensor")
-            elif isinstance(node, (ast.For, ast.comprehension)) and tensor(node.iter):
+            elif isinstance(node, (ast.For, ast.comprehension)) and tensor(node.iter) \
+                    and not isinstance(node.iter, (ast.Tuple, ast.List)):
                 flag(node if isinstance(node, ast.For) else node.iter,
                      "iterates over a tensor in Python")
             elif isinstance(node, ast.Call):
@@ -222,8 +226,10 @@ class _Flow:
                 return [f"{line}: calls .{func.attr}() on a tensor (a wrapper only views, "
                         "copies, casts and allocates)"]
             return []
-        if isinstance(func, ast.Name) and func.id in _BUILTINS_OVER_VALUES \
-                and func.id not in self.functions and any(tensor(a) for a in args):
+        walked = [a for a in args if tensor(a) and not isinstance(a, (ast.Tuple, ast.List))]
+        if isinstance(func, ast.Name) and func.id not in self.functions and (
+                func.id in _BUILTINS_OVER_VALUES and any(tensor(a) for a in args)
+                or func.id in _BUILTINS_THAT_ITERATE and walked):
             return [f"{line}: hands a tensor to Python's {func.id}()"]
         root = self.root(func)
         if root and root.split(".")[0] in ("math", "operator") and any(tensor(a) for a in args) \

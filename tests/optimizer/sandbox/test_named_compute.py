@@ -105,6 +105,8 @@ def test_the_judge_refuses_the_branch_before_anything_runs() -> None:
     ("x.requires_grad_(False)", ".requires_grad_()"),
     ("y = operator.imatmul(x, x)", "operator.imatmul"),
     ("y = sum(x)", "Python's sum()"),
+    ("y = sum((x, x))", "Python's sum()"),
+    ("y = list(x)", "Python's list()"),
     ("y = [math.exp(v) for v in x]", "iterates over a tensor"),
     ("y = x[x.argmax()]", "indexes a tensor by a tensor"),
     ("z = _helper(x.t())", "with /"),
@@ -123,7 +125,9 @@ def test_numbers_read_from_tensors_and_scalar_arguments_are_free() -> None:
     source = WRAPPER.replace("def run(x):", "def run(x, eps=1e-6, cache_len=0):").replace(
         "    return y", "    n = x.shape[-1] * x.stride(0) + cache_len * 2 - eps\n"
         "    cache = _CACHE.get(n)\n    if cache is None or x.numel() > n:\n"
-        "        _CACHE[n] = y\n    return y") + "\n_CACHE = {}\n"
+        "        _CACHE[n] = y\n"
+        "    for i, t in enumerate((x, y)):\n        assert t.is_contiguous(), i\n"
+        "    return y") + "\n_CACHE = {}\n"
     assert named_compute.problems(source, tensor_args=(True, False, False)) == []
 
 
