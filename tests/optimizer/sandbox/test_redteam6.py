@@ -32,9 +32,10 @@ CASES = [
     # writes to the caller's memory outside the view it was given: an input's whole
     # storage is compared, not only its view
     pytest.param("pad_scratch", "softmax", "cheat_input_modified", True, id="pad_scratch"),
-    # (every program stores into the one element past the weight: a data race first,
-    # races.py; the storage compare holds it where no race is seen, on a GPU)
-    pytest.param("weight_gap_scratch", "rmsnorm", "wrong_result", True,
+    # (every program stores into the one element past the weight: a data race, races.py,
+    # and the storage compare on a GPU; first now, from the source: a wrapper reading its
+    # weight's untyped_storage() to find room past it, which no view, copy or cast needs)
+    pytest.param("weight_gap_scratch", "rmsnorm", "torch_compute", True,
                  id="weight_gap_scratch"),
     # the output's layout: row-major, the reference's, or an input's of its shape
     pytest.param("output_column_major", "rmsnorm", "wrong_result", True,
