@@ -153,7 +153,7 @@ def problems(source: str) -> list[str]:
                          "by name)")
         elif isinstance(node, ast.keyword) and node.arg and node.arg.startswith("__"):
             found.append(f"line {line}: a dunder keyword ({node.arg}=)")
-        elif isinstance(node, ast.Call) and _dotted(node.func) in CONSTEXPR and any(
+        elif isinstance(node, ast.Call) and dotted(node.func) in CONSTEXPR and any(
                 isinstance(a, (ast.Lambda,)) or (isinstance(a, ast.Name) and a.id in functions)
                 for a in node.args):
             found.append(f"line {line}: wraps a Python function as a constexpr")
@@ -234,10 +234,10 @@ def _handed_callables(tree: ast.AST, aliases: dict[str, str]) -> list[str]:
                 if isinstance(n, ast.ImportFrom) and n.module for a in n.names}
 
     def library_callable(node: ast.AST) -> bool:
-        dotted = _dotted(node)
-        if not dotted:
+        text = dotted(node)
+        if not text:
             return False
-        head, _, rest = dotted.partition(".")
+        head, _, rest = text.partition(".")
         if head in aliases:
             path = f"{aliases[head]}.{rest}" if rest else aliases[head]
         elif head in imported:
@@ -305,7 +305,7 @@ def _annotations(tree: ast.AST, aliases: dict[str, str]) -> list[str]:
         if isinstance(node, ast.Name):
             return node.id in known
         if isinstance(node, ast.Attribute):
-            return _dotted(node).split(".")[0] in aliases
+            return dotted(node).split(".")[0] in aliases
         if isinstance(node, ast.Subscript):
             inner = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
             return names_a_type(node.value) and all(names_a_type(e) for e in inner)
@@ -345,17 +345,17 @@ def _module_chains(tree: ast.AST, aliases: dict[str, str]) -> list[str]:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Attribute):
             continue
-        dotted = _dotted(node)
-        if not dotted or dotted.split(".")[0] not in aliases:
+        text = dotted(node)
+        if not text or text.split(".")[0] not in aliases:
             continue
-        head, *rest = dotted.split(".")
+        head, *rest = text.split(".")
         path = aliases[head]
         if path.split(".")[0] == "torch" and node.attr in TORCH_REFUSED:
-            found.append(f"line {node.lineno}: {TORCH_REFUSED[node.attr]} ({dotted})")
+            found.append(f"line {node.lineno}: {TORCH_REFUSED[node.attr]} ({text})")
             continue
         if path.split(".")[0] == "torch" and node.attr.startswith("set_"):
             # any setter: autocast left on, a current device, a default: the caller's state
-            found.append(f"line {node.lineno}: changes the caller's global state ({dotted})")
+            found.append(f"line {node.lineno}: changes the caller's global state ({text})")
             continue
         for part in rest:
             path = f"{path}.{part}"
@@ -365,7 +365,8 @@ def _module_chains(tree: ast.AST, aliases: dict[str, str]) -> list[str]:
     return found
 
 
-def _dotted(node: ast.AST) -> str:
+def dotted(node: ast.AST) -> str:
+    """``a.b.c`` as text; "" when the chain does not start at a name."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)

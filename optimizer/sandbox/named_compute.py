@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import torch
 
-from kernelkb.optimizer.sandbox import provenance, tensor_flow
+from kernelkb.optimizer.sandbox import imports, provenance, tensor_flow
 
 # the ops a table of precomputed factors needs (Task.torch_constants)
 CONSTANTS_OPS = frozenset({"cos", "sin", "outer", "exp", "pow", "reciprocal"})
@@ -84,8 +84,8 @@ def problems(source: str, constants_ok: bool = False,
         found.append(f"line {getattr(node, 'lineno', 0)}: {what}")
 
     for node in ast.walk(tree):
-        if id(node) in kernels and not (isinstance(node, ast.Attribute) and _chain(node)
-                                        and aliases.get(_chain(node)[0], "").startswith("torch")):
+        if id(node) in kernels and not (isinstance(node, ast.Attribute) and aliases.get(
+                imports.dotted(node).split(".")[0], "").startswith("torch")):
             continue  # a kernel's body is Triton's; PyTorch named there is not (its .fn)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
             flag(node, "multiplies matrices with PyTorch (@)")
@@ -149,12 +149,8 @@ def _kernel_nodes(tree: ast.AST, aliases: dict[str, str]) -> set[int]:
 
 def _chain(node: ast.AST) -> list[str]:
     """``a.b.c`` as [a, b, c]; [] when the chain does not start at a name."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    return [node.id, *reversed(parts)] if isinstance(node, ast.Name) else []
-
+    text = imports.dotted(node)
+    return text.split(".") if text else []
 
 
 def _list_sort(call: ast.Call) -> bool:

@@ -35,7 +35,7 @@ TENSOR_ATTRIBUTES = frozenset({"T", "mT", "data"})  # attributes that are the te
 # torch functions whose result is no tensor (a dtype's limits, a device, a check)
 _TORCH_NOT_TENSORS = frozenset({"finfo", "iinfo", "is_tensor", "is_floating_point",
                                 "result_type", "promote_types", "Size", "device", "dtype",
-                                "broadcast_shapes", "get_default_dtype", "cuda", "cdiv"})
+                                "broadcast_shapes", "get_default_dtype"})
 _BUILTINS_OVER_VALUES = frozenset({
     "sum", "max", "min", "abs", "pow", "round", "divmod", "sorted", "any", "all", "float",
     "int", "bool", "complex", "set", "frozenset", "dict", "hash", "bytes", "bytearray"})
@@ -139,7 +139,6 @@ class _Flow:
         return False
 
     def propagate(self, scope: str, fn: ast.FunctionDef) -> None:
-        names = self.tainted[scope]
         for node in ast.walk(fn):
             if isinstance(node, ast.Assign):
                 self._bind(scope, node.targets, node.value)
@@ -163,7 +162,6 @@ class _Flow:
                 for kw in node.keywords:
                     if kw.arg and self.is_tensor(scope, kw.value):
                         self.tainted[callee.name].add(kw.arg)
-        del names
 
     def _bind(self, scope: str, targets: list[ast.expr], value: ast.AST) -> None:
         for target in targets:
