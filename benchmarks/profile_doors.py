@@ -60,7 +60,7 @@ def judge_cost(task_name: str, repeats: int) -> None:
     print(f"median {statistics.median(walls):.1f} s, range {min(walls):.1f}-{max(walls):.1f}")
 
 
-def check_cost(task_name: str, dtype: str, configs: list[dict]) -> None:
+def check_cost(task_name: str, dtype: str, configs: list[dict], top: int) -> None:
     from kernelkb.optimizer.sandbox import checks
 
     task = get_task(task_name)
@@ -70,6 +70,7 @@ def check_cost(task_name: str, dtype: str, configs: list[dict]) -> None:
     print(f"\n== fast-door checks: {len(configs)} configurations, {len(every)} shapes, "
           f"{len(conditioned)} x {len(task.input_conditions)} conditioned")
     totals: dict[str, float] = defaultdict(float)
+    profile = cProfile.Profile()  # where a first call's seconds go (compile: which step)
     for config in configs:
         began = time.perf_counter()
         module = load_candidate(task.render(config), "profile_point")
@@ -81,8 +82,10 @@ def check_cost(task_name: str, dtype: str, configs: list[dict]) -> None:
             for n, inputs in enumerate(cases):
                 for lap in ("first call", "second call"):
                     began = time.perf_counter()
+                    profile.enable()
                     out = module.run(*sweep._fresh(task, inputs))
                     torch.cuda.synchronize()
+                    profile.disable()
                     totals[lap if n == 0 else f"condition {lap}"] += time.perf_counter() - began
                 began = time.perf_counter()
                 ref = task.reference(*sweep._fresh(task, inputs))
@@ -95,6 +98,10 @@ def check_cost(task_name: str, dtype: str, configs: list[dict]) -> None:
     for name, seconds in sorted(totals.items(), key=lambda kv: -kv[1]):
         print(f"  {name:24s} {seconds:7.2f} s  {seconds / whole:5.1%}  "
               f"{seconds / len(configs):.2f} s a configuration")
+    for order in ("tottime", "cumulative"):
+        text = io.StringIO()
+        pstats.Stats(profile, stream=text).sort_stats(order).print_stats(top)
+        print(f"the candidate's calls, by {order}:\n{text.getvalue()}")
 
 
 def timing_cost(task_name: str, dtype: str, configs: list[dict], top: int) -> None:
@@ -116,7 +123,7 @@ def timing_cost(task_name: str, dtype: str, configs: list[dict], top: int) -> No
               f"compare loop {result.seconds:.2f} s, {result.stopped}")
     print(f"median {statistics.median(seconds):.2f} s a point, pairwise")
     points = [sweep._point(task, dtype, regime, shapes, c, {sweep.key(x): {"ok": True}
-                                                           for x in [c, *dict(pairs).values()]})
+                                                           for x in [c, *(p for _, p in pairs)]})
               for c, _ in pairs]
     began = time.perf_counter()
     profile = cProfile.Profile()
@@ -143,7 +150,7 @@ def main() -> None:
         raise SystemExit("profile_doors.py times GPU work: run it on a GPU")
     task = get_task(args.task)
     configs = list(task.space())[1:args.configs + 1]
-    check_cost(args.task, args.dtype, configs)
+    check_cost(args.task, args.dtype, configs, args.top)
     timing_cost(args.task, args.dtype, configs, args.top)
     if args.judge_repeats:
         judge_cost(args.task, args.judge_repeats)

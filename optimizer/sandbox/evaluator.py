@@ -24,6 +24,7 @@ from kernelkb.kernels.shared.stats import geomean
 from kernelkb.kernels.shared.text import inert
 from kernelkb.kernels.shared.vocabulary import Verdict
 from kernelkb.optimizer.sandbox import (
+    ahead,
     compare,
     feedback,
     interpreter_pass,
@@ -125,7 +126,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         "parent_source": parent_source,
         "settle_s": settle_s,
         "property_examples": property_examples, "regressions": regressions.load(task_name),
-        "gpu_timestamps": kernel_clock.preference(),
+        "gpu_timestamps": kernel_clock.preference(), "compile_ahead": ahead.wanted(),
         "peaks": {"mem_bandwidth_gbps": env.get("mem_bandwidth_gbps"),
                   "peak_tflops": env.get("peak_tflops")},
     }
@@ -160,6 +161,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
                    "traceback": inert(data.get("traceback", "")) or "",
                    "wall_s": json.dumps(data.get("wall_s", {})),
                    "lock_wait": json.dumps(data.get("gpu_lock_wait_s")),
+                   "compiled_ahead": json.dumps(data.get("compiled_ahead")),
                    "interpreter_wait_s": f"{waited:.3f}" if bounds else ""},
     )
     _fill_error_stats(result)

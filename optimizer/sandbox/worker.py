@@ -42,6 +42,7 @@ from kernelkb.kernels.scalar_args import call_with
 from kernelkb.kernels.shared.atomic import replaced
 from kernelkb.kernels.shared.comparison import may_improve
 from kernelkb.optimizer.sandbox import (
+    ahead,
     checks,
     compare,
     declared,
@@ -123,6 +124,7 @@ class Worker:
         self.forbidden: forbidden.Forbidden | None = None
         self.introspection: introspection.Introspection | None = None
         self.surroundings: surroundings.Surroundings | None = None
+        self.ahead: ahead.Ahead | None = None  # the processes compiling its shapes ahead
         self.expected_launches: dict[str, tuple[int, set[tuple[Any, ...]]]] = {}
         self.own_kernels: set[str] = set()  # the candidate's Triton kernels, by name, when checked
         self.unreliable: list[str] = []  # timing the GPU's own timestamps could not confirm
@@ -157,6 +159,7 @@ class Worker:
         write_result(self.out, fd=self.result_fd, path=self.result_path)
 
     def fail(self, stage: str, kind: str, message: str, tb: str | None = None) -> None:
+        self.stop_ahead()
         self.out.update(final=True, stage=stage, error_kind=kind, error_message=trim(message))
         if tb:
             self.out["traceback"] = tb[-4000:]
@@ -179,6 +182,12 @@ class Worker:
             kind, message = tamper.describe(changes)
             raise Tampered(kind, f"{message} (seen {when})")
 
+    def stop_ahead(self) -> None:
+        """End the compile-ahead processes: before any timed call and any final report."""
+        if self.ahead is not None:
+            self.out["compiled_ahead"] = self.ahead.stop()
+            self.ahead = None
+
     def reached_in(self) -> str | None:
         """What the candidate was refused when it reached into the harness, or None."""
         return (self.introspection.problem() if self.introspection else None) \
@@ -192,6 +201,9 @@ class Worker:
             if broken:
                 self.fail("syntax", *broken)
                 return
+        if self.device == "cuda" and self.request.get("compile_ahead", True):
+            # before the watchers and any candidate code: its processes are the harness's
+            self.ahead = ahead.Ahead(self.request, self.shapes, self.timed_shapes())
         unread = declared.unread_constants(self.request["source"],
                                            (p.name for p in self.task.params))
         if unread:
@@ -277,6 +289,7 @@ class Worker:
                 return
             self.lap(f"check {label}")
             self.out["checked"].append(label)
+        self.stop_ahead()
         failures = self.out.get("failures", [])
         if failures:
             kind = min((k for k, _ in failures), key=_SEVERITY.index)

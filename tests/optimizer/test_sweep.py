@@ -190,20 +190,20 @@ def test_compiling_ahead_sees_the_checks_sizes_and_strides_without_memory() -> N
     for the sizes, strides and dtypes its check passes, under each input condition."""
     import torch
 
-    from kernelkb.optimizer import compile_ahead
+    from kernelkb.optimizer.sandbox import ahead
 
     for name in ("softmax", "rope", "matmul"):
         task = get_task(name)
         shape = task.edge_shapes[0]
-        with compile_ahead._meta_generators():  # made without memory, not on the CPU
-            assert all(x.device.type == "meta" for x in compile_ahead._made(
+        with ahead.meta_generators():  # made without memory, not on the CPU
+            assert all(x.device.type == "meta" for x in ahead.made(
                 name, "float16", shape, "plain", "meta") if isinstance(x, torch.Tensor))
         plain = task.make_inputs(shape, torch.float16, 0, "cpu")
         for case in ["plain", *[c.name for c in task.input_conditions]]:
             real = plain if case == "plain" else next(
                 c.apply(plain, 0) for c in task.input_conditions if c.name == case)
-            ahead = compile_ahead._inputs(name, "float16", shape, case)
-            for want, got in zip(real, ahead, strict=True):
+            described = ahead.meta_inputs(name, "float16", shape, case)
+            for want, got in zip(real, described, strict=True):
                 if isinstance(want, torch.Tensor):
                     assert got.device.type == "meta", (name, case)
                     assert (got.shape, got.stride(), got.dtype) == \
