@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 
 SETTING = "KERNELKB_COMPILE_AHEAD"  # 0: the worker compiles each shape as it checks it
 MAX_PROCESSES = 8  # each holds torch and Triton (~0.5 GiB): the cgroup's memory is shared
+# after its checks the worker waits this long at most for the judge's foreseen shapes
+WAIT_S = 90.0
 _INPUTS: dict[tuple[str, str, Shape, str], tuple[Any, ...]] = {}  # a process's, by shape
 _MODULES: dict[str, Any] = {}  # a process's loaded sources
 
@@ -165,14 +167,19 @@ class Ahead:
     """One evaluation's compile-ahead processes (see the module's docstring)."""
 
     def __init__(self, request: dict[str, Any], shapes: list[Shape],
-                 timed_shapes: list[Shape]) -> None:
-        """The candidate's checked shapes from the last (the worker checks from the
+                 timed_shapes: list[Shape], foreseen: list[tuple[Shape, str]]) -> None:
+        """``foreseen``: the judge's new (shape, dtype) pairs that the lists name
+        (judge.foreseen_shapes), first (a shape past every list is the dearest compile);
+        then the candidate's checked shapes from the last (the worker checks from the
         first, and compiles its first shape itself), each with the input conditions when
         the check has them; then the incumbent's timed shapes, plain."""
         conditions = bool(request.get("conditions", True))
-        jobs = [(request["source"], shape, conditions) for shape in reversed(shapes[1:])]
+        source, dtype = request["source"], request["dtype"]
+        jobs = [(source, list(shape), other, False) for shape, other in foreseen]
+        jobs += [(source, list(shape), dtype, conditions) for shape in reversed(shapes[1:])]
         if request.get("parent_source") and request.get("timing"):
-            jobs += [(request["parent_source"], shape, False) for shape in timed_shapes]
+            jobs += [(request["parent_source"], list(shape), dtype, False)
+                     for shape in timed_shapes]
         cores = len(os.sched_getaffinity(0)) - 1
         count = max(0, min(len(jobs), cores, MAX_PROCESSES))
         self.began = time.perf_counter()
@@ -181,7 +188,7 @@ class Ahead:
         self.orders: list[str] = []
         for n in range(count):
             order = {"task": request["task"], "task_origin": request.get("task_origin"),
-                     "dtype": request["dtype"], "jobs": jobs[n::count]}
+                     "jobs": jobs[n::count]}
             with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
                 json.dump(order, handle)  # a file, not a pipe: a long source would block
             self.orders.append(handle.name)
@@ -190,9 +197,14 @@ class Ahead:
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL, close_fds=True))
 
-    def stop(self) -> dict[str, Any]:
-        """Kill what is still compiling (its shapes are compiled by the checks) and reap
-        every process; what was done, for the worker's report."""
+    def stop(self, wait_s: float = 0.0) -> dict[str, Any]:
+        """Wait up to ``wait_s`` for the processes to finish (what they compile the
+        judge's questions need next), kill what is still compiling (the checks or the
+        judge's questions compile it) and reap every process; what was done, for the
+        worker's report."""
+        deadline = time.monotonic() + wait_s
+        while any(p.poll() is None for p in self.processes) and time.monotonic() < deadline:
+            time.sleep(0.05)
         finished = sum(p.poll() == 0 for p in self.processes)
         for child in self.processes:
             if child.poll() is None:
@@ -215,10 +227,9 @@ def _main() -> None:
         order = json.load(handle)
     warm_up_launches()
     load_origin(order.get("task_origin"))
-    for source, shape, conditioned in order["jobs"]:
+    for source, shape, dtype, conditioned in order["jobs"]:
         shape = tuple(shape)
-        compile_source(order["task"], order["dtype"], source, [shape],
-                       [shape] if conditioned else [])
+        compile_source(order["task"], dtype, source, [shape], [shape] if conditioned else [])
 
 
 if __name__ == "__main__":

@@ -484,9 +484,7 @@ class Judge:
             seen["other_dtypes_skipped"] = {d: "the interpreter's dot" for d in skipped}
         if not others:
             return
-        asked = [tuple(int(d) for d in s) for s in self.request["shapes"]]
-        small = min(self.task.cpu_shapes or asked,
-                    key=lambda s: _input_bytes(self.task, s, self.dtype))
+        small = other_dtypes_shape(self.task, self.request, self.dtype)
         conditions = [c for c in getattr(self.task, "input_conditions", ()) or ()
                       if c.name not in GENERIC_CONDITIONS] \
             if self.request.get("conditions", True) else []
@@ -551,19 +549,8 @@ class Judge:
                         or self._reference_takes(condition, sample):
                     self._unusual(seen, shape, [condition], new_shape=False)
                 break
-        anchor = min(asked, key=size)
-        lists = [*self.task.sweep_shapes, *self.task.edge_shapes, *self.task.cpu_shapes, *asked]
-        on_gpu = torch.cuda.is_available()
-        factor = (BIG_FACTORS_GPU if on_gpu else BIG_FACTORS_CPU)[1]
-        largest = max(UNUSUAL_MIN_FLOPS, factor ** 2 * max(int(self.task.flops(s, self.dtype))
-                                                           for s in asked))
-        for shape in unusual_inputs.shapes(lists, anchor):
-            # the interpreter runs a program at a time, each a block of the innermost
-            # dimension: it grows only that one (an outer dimension past the lists, a
-            # batch or a sequence, cost it minutes); a GPU grows each
-            if (on_gpu or shape[:-1] == anchor[:-1]) and size(shape) <= DRAWN_MAX_BYTES \
-                    and int(self.task.flops(shape, self.dtype)) <= largest \
-                    and self.reference_accepts(shape):
+        for shape in past_list_shapes(self.task, self.request, self.dtype):
+            if self.reference_accepts(shape):
                 self._unusual(seen, shape, None, new_shape=True)
 
     def _unusual(self, seen: dict[str, Any], shape: tuple[int, ...], conditions: Any,
@@ -824,6 +811,52 @@ class Judge:
         answer = self.ask({**question, "calls": calls, "check": True})
         self.compare(shape, label, seed, self.tensors(answer), None,
                      "after the judge's timed calls")
+
+
+def other_dtypes_shape(task: Any, request: dict[str, Any], dtype: torch.dtype
+                       ) -> tuple[int, ...]:
+    """The shape the other dtypes are checked on: the task's smallest CPU shape, else the
+    smallest asked."""
+    asked = [tuple(int(d) for d in s) for s in request["shapes"]]
+    return min(task.cpu_shapes or asked, key=lambda s: _input_bytes(task, s, dtype))
+
+
+def past_list_shapes(task: Any, request: dict[str, Any], dtype: torch.dtype
+                     ) -> list[tuple[int, ...]]:
+    """The smallest shape asked with one dimension past every list of the task's
+    (kernels/unusual_inputs.shapes), within the drawn shapes' bytes and the FLOPs the
+    shapes asked allow; the caller keeps those the reference accepts."""
+    from kernelkb.kernels import unusual_inputs
+
+    asked = [tuple(int(d) for d in s) for s in request["shapes"]]
+    anchor = min(asked, key=lambda s: _input_bytes(task, s, dtype))
+    lists = [*task.sweep_shapes, *task.edge_shapes, *task.cpu_shapes, *asked]
+    on_gpu = torch.cuda.is_available()
+    factor = (BIG_FACTORS_GPU if on_gpu else BIG_FACTORS_CPU)[1]
+    largest = max(UNUSUAL_MIN_FLOPS, factor ** 2 * max(int(task.flops(s, dtype))
+                                                       for s in asked))
+    # the interpreter runs a program at a time, each a block of the innermost dimension:
+    # it grows only that one (an outer dimension past the lists, a batch or a sequence,
+    # cost it minutes); a GPU grows each
+    return [shape for shape in unusual_inputs.shapes(lists, anchor)
+            if (on_gpu or shape[:-1] == anchor[:-1])
+            and _input_bytes(task, shape, dtype) <= DRAWN_MAX_BYTES
+            and int(task.flops(shape, dtype)) <= largest]
+
+
+def foreseen_shapes(task: Any, request: dict[str, Any]) -> list[tuple[tuple[int, ...], str]]:
+    """The new (shape, dtype) pairs the judge will ask that anyone reading the lists can
+    name (the shapes past every list, the other dtypes' shape), for the worker to compile
+    ahead (sandbox/ahead.py). The drawn and the big shape are drawn when asked and are
+    not here: nothing of the candidate's may see them early."""
+    from kernelkb.kernels.dtypes import DTYPES
+
+    dtype = DTYPES[request["dtype"]]
+    pairs = [(shape, request["dtype"]) for shape in past_list_shapes(task, request, dtype)]
+    small = other_dtypes_shape(task, request, dtype)
+    pairs += [(small, d) for d in getattr(task, "dtypes", ())
+              if d != request["dtype"] and d in task.tolerances]
+    return pairs
 
 
 def _input_bytes(task: Any, shape: tuple[int, ...], dtype: torch.dtype) -> int:

@@ -182,10 +182,10 @@ class Worker:
             kind, message = tamper.describe(changes)
             raise Tampered(kind, f"{message} (seen {when})")
 
-    def stop_ahead(self) -> None:
+    def stop_ahead(self, wait_s: float = 0.0) -> None:
         """End the compile-ahead processes: before any timed call and any final report."""
         if self.ahead is not None:
-            self.out["compiled_ahead"] = self.ahead.stop()
+            self.out["compiled_ahead"] = self.ahead.stop(wait_s)
             self.ahead = None
 
     def reached_in(self) -> str | None:
@@ -203,7 +203,11 @@ class Worker:
                 return
         if self.device == "cuda" and self.request.get("compile_ahead", True):
             # before the watchers and any candidate code: its processes are the harness's
-            self.ahead = ahead.Ahead(self.request, self.shapes, self.timed_shapes())
+            from kernelkb.optimizer.sandbox.judge import foreseen_shapes
+
+            foreseen = foreseen_shapes(self.task, self.request) if self.request.get("judge") \
+                else []
+            self.ahead = ahead.Ahead(self.request, self.shapes, self.timed_shapes(), foreseen)
         unread = declared.unread_constants(self.request["source"],
                                            (p.name for p in self.task.params))
         if unread:
@@ -289,7 +293,9 @@ class Worker:
                 return
             self.lap(f"check {label}")
             self.out["checked"].append(label)
-        self.stop_ahead()
+        if not self.out.get("failures") and not self.config_problems:
+            self.stop_ahead(wait_s=ahead.WAIT_S)  # the judge's questions come next
+            self.lap("compile ahead")
         failures = self.out.get("failures", [])
         if failures:
             kind = min((k for k, _ in failures), key=_SEVERITY.index)
