@@ -82,7 +82,7 @@ def sweep_shape_set(shapes: str | list[tuple[int, ...]], on_gpu: bool
 
 def evaluate(task_name: str, source: str, *, dtype: str = "float16",
              shapes: str | list[tuple[int, ...]] = "auto", parent: EvalResult | None = None,
-             baseline: Baseline | None = None, seeds: int = 3, timeout_s: float = 60.0,
+             baseline: Baseline | None = None, seeds: int = 3, timeout_s: float | None = None,
              mem_limit_mb: int | None = None, timing: bool | None = None,
              peaks: dict[str, float] | None = None,
              parent_source: str | None = None, settle_s: float = 3.0,
@@ -93,6 +93,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
 
     ``parent_source``: the incumbent; on a GPU the candidate is timed against it,
     interleaved in the same worker (compare.py), and the verdict reads that comparison.
+    ``timeout_s``: the wall-clock limit (None: what the shapes need, ``work_timeout_s``;
+    a fixed 60 s timed out the naive softmax judged on a cold cache on an H100).
     ``settle_s``: how long the worker may spend bringing the GPU to a steady state.
     ``conditions``: check the task's input conditions too (False: the plain draw only).
     ``refuse_introspection``: the candidate may not reach frames, gc, code objects or
@@ -114,6 +116,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
     on_gpu = torch.cuda.is_available()
     do_time = on_gpu if timing is None else bool(timing and on_gpu)
     shape_set, shape_list = resolve_shapes(task, shapes, on_gpu)
+    if timeout_s is None:
+        timeout_s = work_timeout_s(len(shape_list), seeds, on_gpu=on_gpu)
     env = detect_environment(peaks)
     request = {
         "mode": "evaluate", "task": task_name, "source": source, "dtype": dtype,
