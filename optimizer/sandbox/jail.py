@@ -263,10 +263,20 @@ def _private_dev(root: str, held: dict[str, int]) -> None:
 # The root the worker sees is built from this allow-list (and the kept paths: the code
 # it imports, the Python that runs it), not the host's root with holes covered.
 SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys")
-ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group",
-               "nsswitch.conf", "localtime", "alternatives", "os-release")
+ETC_ENTRIES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "localtime",
+               "alternatives", "os-release")
 # the jail's own /etc/hosts: the host's names its host (and its network)
 HOSTS = f"127.0.0.1 localhost {HOST_NAME}\n::1 localhost\n"
+# the jail's own accounts: the host's /etc/passwd and /etc/group name its users, their
+# home folders and services (red team 10). The jail has its root, the worker's uid and
+# the overflow id every unmapped host uid shows as; a uid must resolve (getpass, pwd)
+ACCOUNTS = {
+    "passwd": "".join(f"{name}:x:{uid}:{uid}:{name}:/:/usr/sbin/nologin\n"
+                      for name, uid in (("root", 0), ("worker", WORKER_UID),
+                                        ("nobody", JAIL_UID))),
+    "group": "".join(f"{name}:x:{gid}:\n" for name, gid in (("root", 0), ("worker", WORKER_UID),
+                                                             ("nogroup", JAIL_UID))),
+}
 # host folders of /sys that show the host: its network (interfaces, MAC addresses; the
 # bound /sys is the host's, not the jail's network namespace's), its disks (serials), and
 # the cgroup tree (other evaluations' groups and the PIDs in them: red team 9). A GPU
@@ -368,8 +378,10 @@ def build_root(spec: dict[str, Any], held: dict[str, int], links: dict[str, str]
             _mount("tmpfs", root + path, "tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC,
                    "mode=755,size=4k")
     os.makedirs(f"{root}/etc", exist_ok=True)
-    with open(f"{root}/etc/hosts", "w") as handle:
-        handle.write(HOSTS)
+    for name, text in (("hosts", HOSTS), *ACCOUNTS.items()):
+        with open(f"{root}/etc/{name}", "w") as handle:
+            handle.write(text)
+        os.chmod(f"{root}/etc/{name}", 0o644)
     os.makedirs(f"{root}/proc", exist_ok=True)
     for name in spec.get("mkdirs", ()):
         made = os.path.join(root + workdir, name)

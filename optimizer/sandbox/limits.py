@@ -74,7 +74,8 @@ class Confinement:
         return None
 
     def end(self) -> None:
-        """Kill what is left in the cgroups and remove them."""
+        """Kill what is left in the cgroups, give back what the kernel still holds for
+        them, and remove them."""
         for path in self.cgroups:
             for _ in range(50):
                 pids = [int(p) for p in _read(os.path.join(path, "cgroup.procs")).split()]
@@ -84,9 +85,28 @@ class Confinement:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(pid, signal.SIGKILL)
                 time.sleep(0.02)
+            reclaim(path)
             with contextlib.suppress(OSError):
                 os.rmdir(path)
         self.cgroups = []
+
+
+def reclaim(path: str) -> None:
+    """Free what the host kernel keeps charged to an emptied memory cgroup: page cache
+    and reclaimable kernel objects, the dentries among them. Why: a jail's lookups of
+    names that do not exist leave negative dentries in the host's cache (red team 10:
+    200,000 from one evaluation, ~38 MB), which outlived the evaluation and grew with
+    each. Removing the cgroup alone hands them to its parent; this frees them (v2
+    ``memory.reclaim``, v1 ``memory.force_empty``). Best effort: an older kernel has
+    neither, and the entries then stay until memory pressure."""
+    if os.path.exists(os.path.join(path, "memory.reclaim")):
+        current = _read(os.path.join(path, "memory.current")).strip()
+        if current.isdigit() and int(current):
+            with contextlib.suppress(OSError):  # EAGAIN: not all of it could be freed
+                _write(path, "memory.reclaim", current)
+    elif os.path.exists(os.path.join(path, "memory.force_empty")):
+        with contextlib.suppress(OSError):
+            _write(path, "memory.force_empty", "0")
 
 
 @contextlib.contextmanager

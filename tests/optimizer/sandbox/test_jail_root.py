@@ -43,6 +43,8 @@ PROBE = textwrap.dedent("""
         "host": socket.gethostname(),
         "core_limit": resource.getrlimit(resource.RLIMIT_CORE),
         "env": sorted(os.environ),
+        "accounts": {{name: open("/etc/" + name).read() for name in ("passwd", "group")}},
+        "me": __import__("pwd").getpwuid(os.getuid()).pw_name,
     }}))
 """)
 
@@ -85,6 +87,8 @@ def test_the_jails_root_is_no_host_root_and_host_global_files_refuse_writes():
     assert seen["kcore"] in (False, 0)  # covered by /dev/null where the kernel has one
     assert seen["host"] == jail.HOST_NAME != socket.gethostname()
     assert seen["core_limit"] == [0, 0]
+    # its own accounts, not the host's (red team 10: the host's names and home folders)
+    assert seen["accounts"] == jail.ACCOUNTS and seen["me"] == "root"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the root-mapped jail is made by root only")
