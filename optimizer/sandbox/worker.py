@@ -43,6 +43,7 @@ from kernelkb.kernels.shared.atomic import replaced
 from kernelkb.kernels.shared.comparison import may_improve
 from kernelkb.optimizer.sandbox import (
     ahead,
+    caller_state,
     checks,
     compare,
     declared,
@@ -750,6 +751,7 @@ class Worker:
         assert self.tracker is not None
         self.input_pointers.update(x.data_ptr() for x in inputs
                                    if isinstance(x, torch.Tensor) and x.numel())
+        state, metadata = caller_state.snapshot(), caller_state.tensor_metadata(inputs)
         with self.tracker.call(inputs):
             if plan is not None:
                 plan.inputs, self.tracker.plan = list(inputs), plan
@@ -762,6 +764,17 @@ class Worker:
         if self.device == "cuda":
             torch.cuda.synchronize()
         self.guard(f"after a call on ({label})")
+        changed = caller_state.changed(state, caller_state.snapshot())
+        if changed:
+            raise Tampered("cheat_tamper", (
+                f"({label}): the call changed PyTorch's global state for its caller "
+                f"({'; '.join(changed[:4])}): every op a model runs after it would"))
+        changed = caller_state.metadata_changed(metadata, caller_state.tensor_metadata(inputs))
+        if changed:
+            raise ShapeFailure("cheat_input_modified", (
+                f"({label}): the call changed the caller's tensors beyond their bytes "
+                f"({', '.join(changed[:6])}): a weight's autograd flags, storage or layout "
+                "are its caller's"))
         kept = plan.kept_and_changed() if plan is not None else []
         if kept:
             raise ShapeFailure("cheat_aliasing", (
