@@ -20,9 +20,10 @@ processes before it loads the candidate, each compiling some of the shapes it wi
 processes are the worker's: the same jail, cgroup and uid, started before any candidate
 code runs in the worker, sharing only the evaluation's own Triton cache. They run the
 candidate's import and its wrapper on meta tensors with the source rules already passed
-but without the worker's in-process watchers, hold no descriptor of the judge's or the
-runner's, and are killed before the worker's first timed call and before its final
-report.
+and the worker's audit-hook watchers armed (introspection, surroundings; a process
+whose watcher fires exits ``REFUSED`` and the worker refuses the candidate), hold no
+descriptor of the judge's or the runner's, and are killed before the worker's first
+timed call and before its final report.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ SETTING = "KERNELKB_COMPILE_AHEAD"  # 0: the worker compiles each shape as it ch
 MAX_PROCESSES = 8  # each holds torch and Triton (~0.5 GiB): the cgroup's memory is shared
 # after its checks the worker waits this long at most for the judge's foreseen shapes
 WAIT_S = 90.0
+REFUSED = 3  # a process's exit code: the candidate reached past the rules there
 _INPUTS: dict[tuple[str, str, Shape, str], tuple[Any, ...]] = {}  # a process's, by shape
 _MODULES: dict[str, Any] = {}  # a process's loaded sources
 
@@ -188,7 +190,9 @@ class Ahead:
         self.orders: list[str] = []
         for n in range(count):
             order = {"task": request["task"], "task_origin": request.get("task_origin"),
-                     "jobs": jobs[n::count]}
+                     "jobs": jobs[n::count],
+                     **{k: request.get(k, True) for k in ("refuse_introspection",
+                                                          "refuse_surroundings")}}
             with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
                 json.dump(order, handle)  # a file, not a pipe: a long source would block
             self.orders.append(handle.name)
@@ -205,7 +209,8 @@ class Ahead:
         deadline = time.monotonic() + wait_s
         while any(p.poll() is None for p in self.processes) and time.monotonic() < deadline:
             time.sleep(0.05)
-        finished = sum(p.poll() == 0 for p in self.processes)
+        finished = sum(p.poll() in (0, REFUSED) for p in self.processes)
+        refused = sum(p.poll() == REFUSED for p in self.processes)
         for child in self.processes:
             if child.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
@@ -216,21 +221,37 @@ class Ahead:
             with contextlib.suppress(OSError):
                 os.unlink(path)
         summary = {"processes": len(self.processes), "finished": finished, "jobs": self.jobs,
-                   "seconds": round(time.perf_counter() - self.began, 1)}
+                   "refused": refused, "seconds": round(time.perf_counter() - self.began, 1)}
         self.processes, self.orders = [], []
         return summary
 
 
-def _main() -> None:
-    """A compile-ahead process: read its order from the file named, compile, exit."""
+def _main() -> int:
+    """A compile-ahead process: read its order from the file named, arm the worker's own
+    watchers over the candidate's frames (introspection.py, surroundings.py), compile,
+    exit; ``REFUSED`` where a watcher saw the candidate reach past the rules."""
+    from kernelkb.optimizer.sandbox import introspection, surroundings
+
     with open(sys.argv[1]) as handle:
         order = json.load(handle)
     warm_up_launches()
     load_origin(order.get("task_origin"))
+
+    def is_candidate(path: str) -> bool:
+        return os.path.basename(path) == "candidate.py"
+
+    watchers: list[Any] = []
+    if order.get("refuse_introspection", True):
+        watchers.append(introspection.watch(is_candidate, module_name="candidate"))
+    if order.get("refuse_surroundings", True):
+        watchers.append(surroundings.watch(is_candidate))
     for source, shape, dtype, conditioned in order["jobs"]:
         shape = tuple(shape)
         compile_source(order["task"], dtype, source, [shape], [shape] if conditioned else [])
+        if any(w.problem() for w in watchers):
+            return REFUSED
+    return 0
 
 
 if __name__ == "__main__":
-    _main()
+    sys.exit(_main())

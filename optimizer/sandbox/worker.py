@@ -68,6 +68,7 @@ log = logging.getLogger("kernelkb.optimizer.sandbox.worker")
 
 CANDIDATE_FILE = "candidate.py"
 TIMING_INPUT_SETS = 3
+BATCH_GROWTH_CALLS = 3  # batches never seen, each of which may not leave memory alive
 # the autograd states a user calls an op in, by the name the judge's "run" question gives:
 # a candidate must be the same kernel in each (judge.GRAD_WORDS says which check runs in
 # which)
@@ -297,6 +298,12 @@ class Worker:
         if not self.out.get("failures") and not self.config_problems:
             self.stop_ahead(wait_s=ahead.WAIT_S)  # the judge's questions come next
             self.lap("compile ahead")
+            if (self.out.get("compiled_ahead") or {}).get("refused"):
+                self.fail("correctness", "cheat_tamper", (
+                    "in a process compiling its kernels ahead, the candidate reached past "
+                    "the rules (frames, gc, code objects, ctypes, files, the process or the "
+                    "environment), which the worker's own watchers refuse as well"))
+                return
         failures = self.out.get("failures", [])
         if failures:
             kind = min((k for k, _ in failures), key=_SEVERITY.index)
@@ -604,7 +611,41 @@ class Worker:
                 "that stayed alive after it returned, on inputs never seen before, with "
                 "every earlier call's workspaces warm: state made per input (a workspace "
                 "keyed by a data pointer) grows with every call. Key a kept workspace by "
-                "shape and device, or allocate it in run()"))
+                "what a model does not vary (its hidden size, the device), or allocate it "
+                "in run()"))
+        self.check_kept_per_batch(run, shape, label)
+
+    def check_kept_per_batch(self, run: Any, shape: tuple[int, ...], label: str) -> None:
+        """What a call leaves alive must not grow with the first dimension (the batch or
+        token count a serving loop changes every step): ``BATCH_GROWTH_CALLS`` calls,
+        each on a batch never seen (16 rows more each time, the rest of the shape kept),
+        may not each leave a tensor of their own alive. A table kept per hidden size or
+        device is made once and passes; a workspace kept per token count (red team 10)
+        grows by one buffer for every count a server meets, until it runs out of memory."""
+        assert self.tracker is not None
+        left: list[int] = []
+        for k in range(1, BATCH_GROWTH_CALLS + 1):
+            grown = (shape[0] + 16 * k, *shape[1:])
+            where = f"{self.task.shape_label(grown)} [a batch never seen]"
+            try:
+                inputs = self.make_inputs(grown, seed=self.seed_base + 97 + k)
+            except Exception:  # noqa: BLE001 - the task makes no such batch: not asked
+                return
+            self.tracker.allocated = []
+            try:
+                out, _ = self.tracked_call(run, inputs, where, record=False)
+            finally:
+                made, self.tracker.allocated = self.tracker.allocated, None
+            del out, inputs
+            gc.collect()
+            left.append(sum(size for ref, size in made if not ref.expired()))
+        if all(left):
+            raise ShapeFailure("cheat_aliasing", (
+                f"({label} and {BATCH_GROWTH_CALLS} more batches): each call on a batch "
+                f"never seen left memory of its own alive ({', '.join(map(str, left))} "
+                "bytes): state kept per batch or token count grows with every count a "
+                "serving loop meets. Key a kept workspace by what a model does not vary "
+                "(its hidden size, the device), bound it, or allocate it in run()"))
 
     def inputs_at_new_addresses(self, shape: tuple[int, ...]) -> list[Any]:
         """Fresh inputs none of which starts where an earlier call's input did: the

@@ -98,3 +98,16 @@ def test_the_foreseen_jobs_come_first_each_in_its_dtype() -> None:
         assert (first[1], first[2]) == ([1, 256512], "float16")
     finally:
         started.stop()
+
+
+def test_a_process_whose_candidate_reaches_past_the_rules_says_so() -> None:
+    """The worker's watchers are armed in the compile-ahead processes too: a candidate
+    that reads a file at its import there (past the source rules, which the test leaves
+    out) makes its process exit REFUSED, which stop() counts."""
+    reading = get_task("softmax").template + "\n_HOST = open('/etc/hostname').read()\n"
+    started = ahead.Ahead(_request(reading), SHAPES[:2], SHAPES[:2], [])
+    deadline = time.monotonic() + 120
+    while any(p.poll() is None for p in started.processes) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    summary = started.stop()
+    assert summary["refused"] == 1 and summary["finished"] == 1, summary
