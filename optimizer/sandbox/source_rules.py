@@ -13,7 +13,7 @@ import torch
 
 from kernelkb.kernels.base import Task
 from kernelkb.kernels.dtypes import DTYPES
-from kernelkb.optimizer.sandbox import imports, named_compute
+from kernelkb.optimizer.sandbox import imports, named_compute, tensor_flow
 
 
 def refused(source: str, task: Task | None = None) -> tuple[str, str] | None:
@@ -27,6 +27,12 @@ def refused(source: str, task: Task | None = None) -> tuple[str, str] | None:
                                       tensor_args(task) if task else None)
     if computed:
         return "torch_compute", named_compute.message(computed)
+    kept = tensor_flow.kept_returns_in(source)
+    if kept:
+        return "cheat_aliasing", ("what run() returns must be allocated in the call: a "
+                                  "buffer kept in the module and handed out again is "
+                                  "overwritten under a caller still holding it; refused on "
+                                  "every path, taken or not: " + "; ".join(kept[:3]))
     return None
 
 

@@ -65,10 +65,7 @@ def problems(tree: ast.Module, aliases: dict[str, str], kernels: set[int],
         tensor_args = [i < len(params) - defaults for i in range(len(params))]
     tainted["run"] = {p for p, is_tensor in zip(params, tensor_args, strict=False) if is_tensor}
     returns: set[str] = set()  # module functions whose result is a tensor
-    containers = {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
-                  and isinstance(node.value, (ast.Dict, ast.List, ast.Set))
-                  for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
-                  if isinstance(t, ast.Name)}
+    containers = _containers(tree)
     flow = _Flow(aliases, functions, tainted, returns, containers, follow_made=not constants_ok)
     for _ in range(8):  # to a fixed point over calls between the module's functions
         before = (sum(map(len, tainted.values())), len(returns))
@@ -82,6 +79,111 @@ def problems(tree: ast.Module, aliases: dict[str, str], kernels: set[int],
         if id(fn) not in kernels:
             found += flow.violations(name, fn)
     return found
+
+
+def kept_returns_in(source: str) -> list[str]:
+    """``kept_returns`` over a whole source (one that does not parse breaks nothing here)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    functions = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
+    return kept_returns(functions, _containers(tree))
+
+
+def _containers(tree: ast.Module) -> set[str]:
+    """The module's containers: names bound at its top level to a dict, list or set."""
+    return {t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+            and isinstance(node.value, (ast.Dict, ast.List, ast.Set))
+            for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+            if isinstance(t, ast.Name)}
+
+
+# a container's methods that hand out what it holds
+_HANDING_OUT = frozenset({"get", "setdefault", "pop", "popitem", "values", "items"})
+
+
+def kept_returns(functions: dict[str, ast.FunctionDef], containers: set[str]) -> list[str]:
+    """What ``run()`` hands its caller must be made in the call: a value read out of one
+    of the module's containers (a cache, a pool of buffers), or a view of one, returned by
+    run() or by a module function run() returns from, is refused on every path, taken or
+    not. Why: a buffer kept and handed out again is overwritten under a caller that still
+    holds the last one (red team 9's ring of eight outputs, used only past 50,000 calls,
+    which no evaluation makes). Tables a wrapper reads from its caches (RoPE's cos and
+    sin) are passed to launches, not returned, and stay free."""
+    found: list[str] = []
+    seen: set[str] = set()
+    todo = ["run"] if "run" in functions else []
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        fn = functions[name]
+        kept: set[str] = set()
+        for _ in range(4):  # assignments in any order, to a fixed point
+            for node in ast.walk(fn):
+                if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) \
+                        and node.value is not None \
+                        and _is_kept(node.value, kept, containers):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    kept |= {n.id for t in targets for n in ast.walk(t)
+                             if isinstance(n, ast.Name)}
+        for node in ast.walk(fn):
+            if not isinstance(node, ast.Return) or node.value is None:
+                continue
+            if _is_kept(node.value, kept, containers):
+                found.append(f"line {node.lineno}: returns a tensor kept in the module "
+                             f"({name}() hands out what a container holds): every output "
+                             "must be allocated in the call that returns it")
+            todo += _returned_calls(node.value, functions)
+    return found
+
+
+def _returned_calls(node: ast.AST, functions: dict[str, ast.FunctionDef]) -> list[str]:
+    """The module functions whose result (or a view of it) an expression is."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return [node.func.id] if node.func.id in functions else []
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in VIEWS_COPIES_CASTS - _COPIES:
+        return _returned_calls(node.func.value, functions)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return [n for e in node.elts for n in _returned_calls(e, functions)]
+    if isinstance(node, ast.IfExp):
+        return _returned_calls(node.body, functions) + _returned_calls(node.orelse, functions)
+    if isinstance(node, (ast.Starred, ast.Subscript)):
+        return _returned_calls(node.value, functions)
+    return []
+
+
+def _is_kept(node: ast.AST, kept: set[str], containers: set[str]) -> bool:
+    """Whether an expression is (a view of) something a module container holds."""
+    if isinstance(node, ast.Name):
+        return node.id in kept or node.id in containers
+    if isinstance(node, ast.Subscript):
+        return _is_kept(node.value, kept, containers)
+    if isinstance(node, ast.Attribute):
+        return node.attr in TENSOR_ATTRIBUTES and _is_kept(node.value, kept, containers)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return any(_is_kept(e, kept, containers) for e in node.elts)
+    if isinstance(node, ast.Starred):
+        return _is_kept(node.value, kept, containers)
+    if isinstance(node, ast.IfExp):
+        return _is_kept(node.body, kept, containers) or _is_kept(node.orelse, kept, containers)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        receiver = node.func.value
+        if isinstance(receiver, ast.Name) and receiver.id in containers:
+            return node.func.attr in _HANDING_OUT
+        # a view of a kept tensor is the kept tensor; a copy (clone, to another dtype) is new
+        return node.func.attr in VIEWS_COPIES_CASTS - _COPIES and _is_kept(receiver, kept,
+                                                                             containers)
+    return False
+
+
+# of VIEWS_COPIES_CASTS, the ones that return new memory (``to`` may not: not counted)
+_COPIES = frozenset({"clone", "float", "half", "bfloat16", "double", "int", "long", "short",
+                     "new_empty", "new_zeros", "new_ones", "new_full", "new_empty_strided",
+                     "type_as", "cuda", "cpu"})
 
 
 class _Flow:

@@ -156,3 +156,37 @@ def test_the_allow_list_refuses_star_imports_and_torch_setters(line: str, said: 
 
     found = imports.problems(WRAPPER.replace("import triton\n", f"import triton\n{line}\n"))
     assert any(said in f for f in found), found
+
+
+KEPT = '''
+import torch
+_POOL = {}
+_TABLES = {}
+
+def _table(x):
+    if x.device not in _TABLES:
+        _TABLES[x.device] = torch.zeros(8, device=x.device)
+    return _TABLES[x.device]
+
+def _fresh(x):
+    return torch.empty_like(x)
+
+def run(x):
+    table = _table(x)
+    BODY
+'''
+
+
+@pytest.mark.parametrize(("body", "refused"), [
+    ("out = _fresh(x)\n    return out.view(-1)", False),
+    ("return _table(x).clone()", False),  # a copy is made in the call
+    ("ring = _POOL.setdefault(x.shape, [])\n    return ring[0].view(-1)", True),
+    ("out = _POOL.get(x.shape)\n    return out if out is not None else _fresh(x)", True),
+    ("return _table(x)", True),  # a module function run() returns from hands out the table
+    ("return (_fresh(x), _POOL[0])", True),
+])
+def test_what_run_returns_is_made_in_the_call(body: str, refused: bool) -> None:
+    """tensor_flow.kept_returns: a buffer read out of a module container, or a view of one,
+    returned on any path (red team 9's output ring); tables passed to launches stay free."""
+    verdict = source_rules.refused(KEPT.replace("BODY", body))
+    assert (verdict is not None and verdict[0] == "cheat_aliasing") == refused, verdict

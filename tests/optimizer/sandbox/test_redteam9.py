@@ -10,7 +10,7 @@ hold no line "ESCAPED"."""
 from pathlib import Path
 
 import pytest
-from redteam import escaped, report_of, still_open
+from redteam import escaped, report_of
 
 from kernelkb.optimizer.sandbox import evaluate, imports
 
@@ -47,10 +47,10 @@ CASES = [
     pytest.param("rmsnorm_map_other_dtype", "rmsnorm", "torch_compute",
                  id="rmsnorm_map_other_dtype"),
     # state across calls
+    # closed from the source: what run() returns may not be read out of a module
+    # container, on any path (tensor_flow.kept_returns)
     pytest.param("rmsnorm_output_ring", "rmsnorm", "cheat_aliasing",
-                 id="rmsnorm_output_ring",
-                 marks=still_open("outputs come from a ring of 8 kept buffers only after "
-                             "50,000 calls, more than an evaluation makes")),
+                 id="rmsnorm_output_ring"),
     # closed: every third checked call's fresh allocations hold an earlier output's bytes
     pytest.param("softmax_stale_output", "softmax", "wrong_result", id="softmax_stale_output"),
     # the exported launch plan
@@ -69,7 +69,7 @@ PROBES = ("escape_report_after_exit", "escape_zombie_pids", "escape_sysfs_host_v
 REFUSED_BY_THE_ALLOW_LIST = {"rmsnorm_map_other_dtype", "rmsnorm_plan_no_grad"}
 # refused only by the source rules (refuse_imports: the allow-list and the Triton-only
 # rule read from the source, optimizer/sandbox/source_rules.py)
-ONLY_THE_ALLOW_LIST = {"rmsnorm_plan_no_grad", "rmsnorm_rows_past_reach"}
+ONLY_THE_ALLOW_LIST = {"rmsnorm_plan_no_grad", "rmsnorm_rows_past_reach", "rmsnorm_output_ring"}
 
 
 def test_the_cheats_pass_the_allow_list_and_the_probes_do_not() -> None:
