@@ -1,0 +1,131 @@
+"""Red team 11: held-out cheats and escape probes written from the docs alone
+(tests/bad_kernels/redteam11_*.py, REDTEAM11.md), through the judge as users get it.
+
+A plant the judge refuses is a plain assertion of the kind it got. A plant that passes the
+judge is a strict xfail asserting the kind a correct judge would give, with how it gets
+through as the reason. The escape probes run behind the allow-list (`refuse_imports=False`:
+they import subprocess and os) and start a fresh Python in the jail: what they report must
+hold no line "ESCAPED" (a strict xfail where one does)."""
+from pathlib import Path
+
+import pytest
+from redteam import escaped, report_of, still_open
+
+from kernelkb.optimizer.sandbox import evaluate, imports
+
+pytestmark = pytest.mark.slow
+
+BAD = Path(__file__).resolve().parents[2] / "bad_kernels"
+
+# plant -> (task, the kind a correct judge returns)
+CASES = [
+    # the caller's global state, changed with no setter named: a `with` block entered in
+    # a generator that is advanced once and kept, never left
+    pytest.param("softmax_grad_mode_left_off", "softmax", "cheat_tamper",
+                 id="softmax_grad_mode_left_off"),
+    pytest.param("swiglu_inference_mode_left_on", "swiglu", "cheat_tamper",
+                 id="swiglu_inference_mode_left_on"),
+    pytest.param("rmsnorm_autocast_left_on", "rmsnorm", "cheat_tamper",
+                 id="rmsnorm_autocast_left_on"),
+    # the caller's global functions rebound at import by plain assignment
+    pytest.param("softmax_rebinds_torch_softmax", "softmax", "torch_compute",
+                 id="softmax_rebinds_torch_softmax"),
+    pytest.param("softmax_rebinds_empty_like", "softmax", "cheat_tamper",
+                 id="softmax_rebinds_empty_like"),
+    pytest.param("swiglu_rebinds_math_sqrt", "swiglu", "cheat_tamper",
+                 id="swiglu_rebinds_math_sqrt"),
+    # the caller's tensors beyond their bytes, through the class's unbound methods
+    pytest.param("rmsnorm_unbound_freeze", "rmsnorm", "cheat_input_modified",
+                 id="rmsnorm_unbound_freeze"),
+    pytest.param("rmsnorm_residual_grad_hook", "rmsnorm", "cheat_input_modified",
+                 id="rmsnorm_residual_grad_hook",
+                 marks=still_open("torch.Tensor.register_hook(x, hook) on the caller's "
+                                  "activation: no byte, flag or layout changes, and the hook "
+                                  "(the candidate's Python, zeroing x's gradient) runs in the "
+                                  "caller's backward, which no check calls")),
+    # Python or PyTorch computing the answer past the wrapper's allow-list
+    pytest.param("swiglu_numpy_in_kernel", "swiglu", "torch_compute",
+                 id="swiglu_numpy_in_kernel",
+                 marks=still_open("under the interpreter a block's .handle.data is a numpy "
+                                  "array: the kernel body multiplies it in place by a sigmoid "
+                                  "numpy computes; attributes and operators, no name")),
+    pytest.param("swiglu_container_tolist", "swiglu", "torch_compute",
+                 id="swiglu_container_tolist",
+                 marks=still_open("torch.Tensor.tolist(gate) appended to a fresh list and "
+                                  "unpacked: what a container's mutation takes in is not "
+                                  "followed; math.exp computes float64, a dtype never drawn")),
+    pytest.param("rmsnorm_dict_operators", "rmsnorm", "torch_compute",
+                 id="rmsnorm_dict_operators",
+                 marks=still_open("x and the weight stored in a fresh dict and read back: "
+                                  "operators and sum() on what a subscript assignment put in "
+                                  "are not followed; float64 x only, never drawn")),
+    pytest.param("matmul_reduce_container", "matmul", "torch_compute",
+                 id="matmul_reduce_container",
+                 marks=still_open("A and B appended to a fresh list, folded by "
+                                  "functools.reduce(operator.matmul, pair): the operator is "
+                                  "handed a list the reader does not follow; float32 only")),
+    pytest.param("rope_laundered_table", "rope", "torch_compute", id="rope_laundered_table"),
+    # a Triton path keyed on a layout past the judge's reach
+    # state kept across calls in plain Python: a count of the distinct shapes met
+    pytest.param("softmax_lazy_after_many_shapes", "softmax", "wrong_result",
+                 id="softmax_lazy_after_many_shapes",
+                 marks=still_open("no row max once 256 distinct (rows, cols) were met, "
+                                  "counted in a module dict of tuples: an evaluation meets a "
+                                  "few dozen, a server a new token count nearly every step")),
+    pytest.param("softmax_deep_offset_no_max", "softmax", "wrong_result",
+                 id="softmax_deep_offset_no_max",
+                 marks=still_open("no row max for a view at storage offset 2**26 or more: "
+                                  "every input the judge makes starts within a few blocks "
+                                  "of its storage")),
+]
+
+PROBES = ("escape_page_cache", "escape_host_wide_calls")
+
+
+def test_the_cheats_pass_the_allow_list_and_the_probes_do_not() -> None:
+    for param in CASES:
+        plant = param.values[0]
+        assert not imports.problems((BAD / f"redteam11_{plant}.py").read_text()), plant
+    for plant in PROBES:
+        assert imports.problems((BAD / f"redteam11_{plant}.py").read_text()), plant
+
+
+@pytest.mark.parametrize(("plant", "task", "kind"), CASES)
+def test_redteam11_plant_is_rejected(plant, task, kind):
+    source = (BAD / f"redteam11_{plant}.py").read_text()
+    # as users get it: the allow-list on (every cheat passes it)
+    result = evaluate(task, source, shapes="auto", seeds=1, timeout_s=900,
+                      refuse_imports=True)
+    assert result.error_kind != "timeout", result.error_message
+    assert not result.ok, f"{plant} passed the judge"
+    assert result.error_kind == kind, (result.error_kind, result.error_message)
+
+
+def _probe(plant: str, task: str = "rmsnorm"):
+    source = (BAD / f"redteam11_{plant}.py").read_text()
+    result = evaluate(task, source, shapes="auto", seeds=1, timeout_s=900,
+                      refuse_imports=False)
+    report = report_of(result)
+    assert "launcher refused" not in report, report
+    assert not result.ok, "a probe raises its report: it is never ok"
+    return result, report
+
+
+@pytest.mark.xfail(strict=True, reason="preadv2(RWF_NOWAIT) reads which pages of the bound "
+                   "/usr the host has cached, and posix_fadvise(DONTNEED) from the jail drops "
+                   "them for the whole host (863 of 907 pages of /usr/bin/git in one run)")
+def test_redteam11_host_page_cache_stays_the_hosts():
+    """mincore() residency of bound host files, and POSIX_FADV_DONTNEED on one the host
+    had cached."""
+    _, report = _probe("escape_page_cache")
+    assert not escaped(report), report
+
+
+@pytest.mark.xfail(strict=True, reason="sync() and syncfs() on the bound host /usr succeed "
+                   "in the jail: the host kernel writes back every filesystem's dirty pages "
+                   "(host Dirty 1524 kB -> 72 kB in one run), an I/O burst no cgroup bounds")
+def test_redteam11_no_host_wide_action_from_the_jail():
+    """sync()/syncfs() on a bound host filesystem, a system-wide perf counter, host
+    uevents, host-global pressure and fork counts."""
+    _, report = _probe("escape_host_wide_calls")
+    assert not escaped(report), report
