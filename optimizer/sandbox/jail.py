@@ -456,7 +456,9 @@ _CLONE_NEW_FLAGS = 0x7E020080  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWP
 # per architecture: (AUDIT_ARCH, clone, clone3, refused syscalls); inotify and fanotify
 # because a watch on a bound host folder sees other processes' opens on the host (red team
 # 7's side channel, seen whenever the host was busy), io_uring because its rings run
-# operations the filter never sees
+# operations the filter never sees; sync and syncfs (they flush the whole host's dirty
+# data), fadvise and readahead (they evict or load the host's page cache of a bound
+# file), preadv2 and pwritev2 (RWF_NOWAIT tells which host files are cached): red team 11
 _SYSCALLS = {
     "x86_64": (0xC000003E, 56, 435, {
         "ptrace": 101, "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161,
@@ -468,7 +470,9 @@ _SYSCALLS = {
         "fsmount": 432, "fspick": 433, "mount_setattr": 442,
         "inotify_init": 253, "inotify_init1": 294, "inotify_add_watch": 254,
         "fanotify_init": 300, "fanotify_mark": 301, "io_uring_setup": 425,
-        "io_uring_enter": 426, "io_uring_register": 427}),
+        "io_uring_enter": 426, "io_uring_register": 427,
+        "sync": 162, "syncfs": 306, "fadvise64": 221, "readahead": 187, "preadv2": 327,
+        "pwritev2": 328}),
     "aarch64": (0xC00000B7, 220, 435, {
         "ptrace": 117, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
         "unshare": 97, "setns": 268, "keyctl": 219, "add_key": 217, "request_key": 218,
@@ -479,7 +483,8 @@ _SYSCALLS = {
         "fsmount": 432, "fspick": 433, "mount_setattr": 442,
         "inotify_init1": 26, "inotify_add_watch": 27, "fanotify_init": 262,
         "fanotify_mark": 263, "io_uring_setup": 425, "io_uring_enter": 426,
-        "io_uring_register": 427}),
+        "io_uring_register": 427, "sync": 81, "syncfs": 267, "fadvise64": 223,
+        "readahead": 213, "preadv2": 286, "pwritev2": 287}),
 }
 
 

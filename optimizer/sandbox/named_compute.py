@@ -31,6 +31,9 @@ from kernelkb.optimizer.sandbox import imports, provenance, tensor_flow
 
 # the ops a table of precomputed factors needs (Task.torch_constants)
 CONSTANTS_OPS = frozenset({"cos", "sin", "outer", "exp", "pow", "reciprocal"})
+# attributes of a block only the CPU interpreter has (a tl.tensor's .handle is its numpy
+# array there, an IR value in a GPU compile)
+INTERPRETER_ONLY = frozenset({"handle"})
 # names whose ATen op computes but whose wrapper spelling only moves data
 _MOVES = frozenset({"pad"})  # F.pad: aten::constant_pad_nd beneath
 _FREE = {op.removeprefix("aten::") for op in (provenance.ALLOCATION_OPS | provenance.MOVEMENT_OPS
@@ -84,6 +87,13 @@ def problems(source: str, constants_ok: bool = False,
         found.append(f"line {getattr(node, 'lineno', 0)}: {what}")
 
     for node in ast.walk(tree):
+        if id(node) in kernels and isinstance(node, ast.Attribute) \
+                and node.attr in INTERPRETER_ONLY:
+            # the interpreter's block is a tl.tensor over a numpy array (.handle.data): a
+            # body that reads it runs Python on the CPU and compiles on no GPU (red team 11)
+            flag(node, f"reads .{node.attr} of a block in a kernel: the interpreter's "
+                       "numpy array, which no GPU compile has")
+            continue
         if id(node) in kernels and not (isinstance(node, ast.Attribute) and aliases.get(
                 imports.dotted(node).split(".")[0], "").startswith("torch")):
             continue  # a kernel's body is Triton's; PyTorch named there is not (its .fn)

@@ -44,6 +44,9 @@ _BUILTINS_OVER_VALUES = frozenset({
 _BUILTINS_THAT_ITERATE = frozenset({"list", "tuple", "map", "filter", "iter", "next",
                                     "reversed", "enumerate", "zip"})
 _VALUE_FREE_COMPARISONS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
+# builtins a wrapper may hand a tensor to: they read its type or length, never its values
+_BUILTINS_ON_TENSORS = frozenset({"isinstance", "len", "type", "id", "print", "repr", "str",
+                                  "hasattr", "callable"})
 
 
 def problems(tree: ast.Module, aliases: dict[str, str], kernels: set[int],
@@ -65,7 +68,7 @@ def problems(tree: ast.Module, aliases: dict[str, str], kernels: set[int],
         tensor_args = [i < len(params) - defaults for i in range(len(params))]
     tainted["run"] = {p for p, is_tensor in zip(params, tensor_args, strict=False) if is_tensor}
     returns: set[str] = set()  # module functions whose result is a tensor
-    containers = _containers(tree)
+    containers = _containers(tree) | _local_containers(functions.values())
     flow = _Flow(aliases, functions, tainted, returns, containers, follow_made=not constants_ok)
     for _ in range(8):  # to a fixed point over calls between the module's functions
         before = (sum(map(len, tainted.values())), len(returns))
@@ -89,6 +92,25 @@ def kept_returns_in(source: str) -> list[str]:
         return []
     functions = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef)}
     return kept_returns(functions, _containers(tree))
+
+
+def _local_containers(functions: Sequence[ast.FunctionDef] | object) -> set[str]:
+    """Names a function binds to a list, dict or set (a literal or ``list()``...): a
+    tensor put in one is followed out of it (red team 11 laundered x and the weight
+    through a fresh dict, A and B through a list)."""
+    found: set[str] = set()
+    for fn in functions:  # type: ignore[attr-defined]
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign) and _is_container(node.value):
+                found |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+    return found
+
+
+def _is_container(node: ast.AST) -> bool:
+    return isinstance(node, (ast.Dict, ast.List, ast.Set, ast.ListComp, ast.DictComp,
+                             ast.SetComp)) or (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        and node.func.id in ("list", "dict", "set", "tuple") and not node.args)
 
 
 def _containers(tree: ast.Module) -> set[str]:
@@ -201,13 +223,24 @@ class _Flow:
             node = node.value
         return self.aliases.get(node.id) if isinstance(node, ast.Name) else None
 
+    def full_name(self, node: ast.AST) -> str:
+        """A dotted name with its first part resolved through the imports (``T.tolist``
+        after ``from torch import Tensor as T``: torch.Tensor.tolist)."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
+            return ""
+        return ".".join([self.aliases.get(node.id, node.id), *reversed(parts)])
+
     def is_tensor(self, scope: str, node: ast.AST | None) -> bool:
         """Whether an expression holds (a view of) a tensor this rule follows."""
         names = self.tainted[scope]
         if node is None:
             return False
-        if isinstance(node, ast.Name):
-            return node.id in names
+        if isinstance(node, ast.Name):  # a tensor, or a container holding one
+            return node.id in names or node.id in self.holding
         if isinstance(node, ast.Attribute):
             return node.attr in TENSOR_ATTRIBUTES and self.is_tensor(scope, node.value)
         if isinstance(node, ast.Subscript):
@@ -254,6 +287,12 @@ class _Flow:
                 self._bind(scope, [node.optional_vars], node.context_expr)
             elif isinstance(node, ast.Return) and self.is_tensor(scope, node.value):
                 self.returns.add(scope)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and isinstance(node.func.value, ast.Name) \
+                    and node.func.value.id in self.containers \
+                    and any(self.is_tensor(scope, a) for a in
+                            [*node.args, *(k.value for k in node.keywords)]):
+                self.holding.add(node.func.value.id)  # cache.append(t), d.update(k=t)
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
                     and node.func.id in self.functions:
                 callee = self.functions[node.func.id]
@@ -305,7 +344,9 @@ class _Flow:
                     and any(tensor(x) for x in [node.left, *node.comparators]):
                 flag(node, "compares a tensor's values")
             elif isinstance(node, ast.Subscript) and tensor(node.value) \
-                    and any(tensor(x) for x in ast.walk(node.slice)):
+                    and not (isinstance(node.value, ast.Name)
+                             and node.value.id in self.containers) \
+                    and any(tensor(x) for x in ast.walk(node.slice)):  # a cache's key is free
                 flag(node, "indexes a tensor by a tensor")
             elif isinstance(node, (ast.For, ast.comprehension)) and tensor(node.iter) \
                     and not isinstance(node.iter, (ast.Tuple, ast.List)):
@@ -326,15 +367,31 @@ class _Flow:
                 return [f"{line}: calls .{func.attr}() on a tensor (a wrapper only views, "
                         "copies, casts and allocates)"]
             return []
+        root = self.root(func)
+        owner = self.full_name(func.value) if isinstance(func, ast.Attribute) else ""
+        if owner in ("torch.Tensor", "torch.TensorBase", "torch._C.TensorBase") \
+                and func.attr not in VIEWS_COPIES_CASTS | LAYOUT:
+            return [f"{line}: calls torch.Tensor.{func.attr}() (a tensor's method, called "
+                    "on the class: a wrapper only views, copies, casts and allocates)"]
         walked = [a for a in args if tensor(a) and not isinstance(a, (ast.Tuple, ast.List))]
         if isinstance(func, ast.Name) and func.id not in self.functions and (
                 func.id in _BUILTINS_OVER_VALUES and any(tensor(a) for a in args)
                 or func.id in _BUILTINS_THAT_ITERATE and walked):
             return [f"{line}: hands a tensor to Python's {func.id}()"]
-        root = self.root(func)
         if root and root.split(".")[0] in ("math", "operator") and any(tensor(a) for a in args) \
                 and not (isinstance(func, ast.Attribute) and func.attr == "getitem"):
             return [f"{line}: hands a tensor to {root.split('.')[0]}.{getattr(func, 'attr', '')}"]
+        if root and root.split(".")[0] not in ("torch", "triton") and any(tensor(a) for a in args):
+            # fail closed: a tensor goes to the module's own functions, to PyTorch (whose
+            # compute the named rule reads), to Triton and its launches, or nowhere
+            return [f"{line}: hands a tensor to {self.full_name(func) or root} (a wrapper "
+                    "hands its tensors to its own functions, PyTorch and Triton only)"]
+        if isinstance(func, ast.Name) and func.id not in self.functions \
+                and func.id not in _BUILTINS_ON_TENSORS | _BUILTINS_THAT_ITERATE \
+                and func.id not in self.aliases \
+                and any(tensor(a) for a in args):
+            return [f"{line}: hands a tensor to {func.id}() (a wrapper hands its tensors "
+                    "to its own functions, PyTorch and Triton only)"]
         return []
 
 

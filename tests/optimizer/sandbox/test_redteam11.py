@@ -35,35 +35,27 @@ CASES = [
     pytest.param("swiglu_rebinds_math_sqrt", "swiglu", "cheat_tamper",
                  id="swiglu_rebinds_math_sqrt"),
     # the caller's tensors beyond their bytes, through the class's unbound methods
-    pytest.param("rmsnorm_unbound_freeze", "rmsnorm", "cheat_input_modified",
+    # closed from the source: a tensor's method called on the class is the method
+    # (tensor_flow.py); behind the source rules caller_state.py refuses the change
+    pytest.param("rmsnorm_unbound_freeze", "rmsnorm", "torch_compute",
                  id="rmsnorm_unbound_freeze"),
-    pytest.param("rmsnorm_residual_grad_hook", "rmsnorm", "cheat_input_modified",
-                 id="rmsnorm_residual_grad_hook",
-                 marks=still_open("torch.Tensor.register_hook(x, hook) on the caller's "
-                                  "activation: no byte, flag or layout changes, and the hook "
-                                  "(the candidate's Python, zeroing x's gradient) runs in the "
-                                  "caller's backward, which no check calls")),
+    # closed from the source: register_hook is no view, copy or cast, on the class too
+    pytest.param("rmsnorm_residual_grad_hook", "rmsnorm", "torch_compute",
+                 id="rmsnorm_residual_grad_hook"),
     # Python or PyTorch computing the answer past the wrapper's allow-list
+    # closed from the source: .handle in a kernel body is the interpreter's numpy array
     pytest.param("swiglu_numpy_in_kernel", "swiglu", "torch_compute",
-                 id="swiglu_numpy_in_kernel",
-                 marks=still_open("under the interpreter a block's .handle.data is a numpy "
-                                  "array: the kernel body multiplies it in place by a sigmoid "
-                                  "numpy computes; attributes and operators, no name")),
+                 id="swiglu_numpy_in_kernel"),
+    # closed from the source: containers a tensor goes into are followed, the class's
+    # methods are the tensor's
     pytest.param("swiglu_container_tolist", "swiglu", "torch_compute",
-                 id="swiglu_container_tolist",
-                 marks=still_open("torch.Tensor.tolist(gate) appended to a fresh list and "
-                                  "unpacked: what a container's mutation takes in is not "
-                                  "followed; math.exp computes float64, a dtype never drawn")),
+                 id="swiglu_container_tolist"),
     pytest.param("rmsnorm_dict_operators", "rmsnorm", "torch_compute",
-                 id="rmsnorm_dict_operators",
-                 marks=still_open("x and the weight stored in a fresh dict and read back: "
-                                  "operators and sum() on what a subscript assignment put in "
-                                  "are not followed; float64 x only, never drawn")),
+                 id="rmsnorm_dict_operators"),
+    # closed from the source: a tensor (or a container holding one) handed to anything
+    # but the module's functions, PyTorch and Triton (fail closed)
     pytest.param("matmul_reduce_container", "matmul", "torch_compute",
-                 id="matmul_reduce_container",
-                 marks=still_open("A and B appended to a fresh list, folded by "
-                                  "functools.reduce(operator.matmul, pair): the operator is "
-                                  "handed a list the reader does not follow; float32 only")),
+                 id="matmul_reduce_container"),
     pytest.param("rope_laundered_table", "rope", "torch_compute", id="rope_laundered_table"),
     # a Triton path keyed on a layout past the judge's reach
     # state kept across calls in plain Python: a count of the distinct shapes met
@@ -111,9 +103,8 @@ def _probe(plant: str, task: str = "rmsnorm"):
     return result, report
 
 
-@pytest.mark.xfail(strict=True, reason="preadv2(RWF_NOWAIT) reads which pages of the bound "
-                   "/usr the host has cached, and posix_fadvise(DONTNEED) from the jail drops "
-                   "them for the whole host (863 of 907 pages of /usr/bin/git in one run)")
+# closed: the seccomp filter refuses preadv2 (RWF_NOWAIT read which pages of the bound /usr
+# the host had cached) and fadvise64 (DONTNEED dropped 863 of 907 pages of /usr/bin/git)
 def test_redteam11_host_page_cache_stays_the_hosts():
     """mincore() residency of bound host files, and POSIX_FADV_DONTNEED on one the host
     had cached."""
@@ -121,9 +112,8 @@ def test_redteam11_host_page_cache_stays_the_hosts():
     assert not escaped(report), report
 
 
-@pytest.mark.xfail(strict=True, reason="sync() and syncfs() on the bound host /usr succeed "
-                   "in the jail: the host kernel writes back every filesystem's dirty pages "
-                   "(host Dirty 1524 kB -> 72 kB in one run), an I/O burst no cgroup bounds")
+# closed: the seccomp filter refuses sync and syncfs (they wrote back the whole host's
+# dirty pages: Dirty 1524 kB -> 72 kB in one run, an I/O burst no cgroup bounds)
 def test_redteam11_no_host_wide_action_from_the_jail():
     """sync()/syncfs() on a bound host filesystem, a system-wide perf counter, host
     uevents, host-global pressure and fork counts."""
