@@ -22,3 +22,25 @@ def escaped(report: str) -> list[str]:
     line into the report's text, after a prefix)."""
     return [line for line in report.splitlines()
             if line.lstrip().startswith("ESCAPED") or "ESCAPED: report rewritten" in line]
+
+
+def judged_as_users_get_it(task: str, source: str, kind: str) -> None:
+    """A cheat through the judge with the source rules on: refused, with ``kind``."""
+    from kernelkb.optimizer.sandbox import evaluate
+
+    result = evaluate(task, source, shapes="auto", seeds=1, timeout_s=900, refuse_imports=True)
+    assert result.error_kind != "timeout", result.error_message
+    assert not result.ok, "the plant passed the judge"
+    assert result.error_kind == kind, (result.error_kind, result.error_message)
+
+
+def probe(source: str, task: str = "rmsnorm"):
+    """An escape probe behind the allow-list (it imports os and subprocess): its result and
+    report; a probe raises its report, so it is never ok."""
+    from kernelkb.optimizer.sandbox import evaluate
+
+    result = evaluate(task, source, shapes="auto", seeds=1, timeout_s=900, refuse_imports=False)
+    report = report_of(result)
+    assert "launcher refused" not in report, report
+    assert not result.ok, "a probe raises its report: it is never ok"
+    return result, report

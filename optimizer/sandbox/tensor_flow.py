@@ -18,6 +18,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
+from kernelkb.optimizer.sandbox import imports
+
 # methods whose result is a tensor laid out, copied, cast or allocated from the receiver
 VIEWS_COPIES_CASTS = frozenset({
     "view", "view_as", "reshape", "reshape_as", "contiguous", "to", "float", "half",
@@ -226,13 +228,8 @@ class _Flow:
     def full_name(self, node: ast.AST) -> str:
         """A dotted name with its first part resolved through the imports (``T.tolist``
         after ``from torch import Tensor as T``: torch.Tensor.tolist)."""
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if not isinstance(node, ast.Name):
-            return ""
-        return ".".join([self.aliases.get(node.id, node.id), *reversed(parts)])
+        head, dot, rest = imports.dotted(node).partition(".")
+        return f"{self.aliases.get(head, head)}{dot}{rest}" if head else ""
 
     def is_tensor(self, scope: str, node: ast.AST | None) -> bool:
         """Whether an expression holds (a view of) a tensor this rule follows."""

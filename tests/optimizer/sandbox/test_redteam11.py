@@ -9,9 +9,9 @@ hold no line "ESCAPED" (a strict xfail where one does)."""
 from pathlib import Path
 
 import pytest
-from redteam import escaped, report_of, still_open
+from redteam import escaped, judged_as_users_get_it, probe, still_open
 
-from kernelkb.optimizer.sandbox import evaluate, imports
+from kernelkb.optimizer.sandbox import imports
 
 pytestmark = pytest.mark.slow
 
@@ -84,23 +84,12 @@ def test_the_cheats_pass_the_allow_list_and_the_probes_do_not() -> None:
 
 @pytest.mark.parametrize(("plant", "task", "kind"), CASES)
 def test_redteam11_plant_is_rejected(plant, task, kind):
-    source = (BAD / f"redteam11_{plant}.py").read_text()
     # as users get it: the allow-list on (every cheat passes it)
-    result = evaluate(task, source, shapes="auto", seeds=1, timeout_s=900,
-                      refuse_imports=True)
-    assert result.error_kind != "timeout", result.error_message
-    assert not result.ok, f"{plant} passed the judge"
-    assert result.error_kind == kind, (result.error_kind, result.error_message)
+    judged_as_users_get_it(task, (BAD / f"redteam11_{plant}.py").read_text(), kind)
 
 
 def _probe(plant: str, task: str = "rmsnorm"):
-    source = (BAD / f"redteam11_{plant}.py").read_text()
-    result = evaluate(task, source, shapes="auto", seeds=1, timeout_s=900,
-                      refuse_imports=False)
-    report = report_of(result)
-    assert "launcher refused" not in report, report
-    assert not result.ok, "a probe raises its report: it is never ok"
-    return result, report
+    return probe((BAD / f"redteam11_{plant}.py").read_text(), task)
 
 
 # closed: the seccomp filter refuses preadv2 (RWF_NOWAIT read which pages of the bound /usr
