@@ -620,14 +620,15 @@ class Worker:
         token count a serving loop changes every step): ``BATCH_GROWTH_CALLS`` calls,
         each on a batch never seen (16 rows more each time on a GPU, one under the
         interpreter; the rest of the shape kept),
-        may not each leave a tensor of their own alive. A table kept per hidden size or
-        device is made once and passes; a workspace kept per token count (red team 10)
+        may not each have a tensor of their own alive after the last. A table kept per
+        hidden size or device is made once, and a workspace grown to the largest call
+        replaces the last one: both pass; a workspace kept per token count (red team 10)
         grows by one buffer for every count a server meets, until it runs out of memory."""
         assert self.tracker is not None
         # on a GPU 16 rows at a time keep a row count's divisibility (no new compile); the
         # interpreter compiles nothing and runs a program at a time: a row at a time
         step = 16 if self.device == "cuda" else 1
-        left: list[int] = []
+        kept: list[list[tuple[Any, int]]] = []  # per call, what it allocated
         for k in range(1, BATCH_GROWTH_CALLS + 1):
             grown = (shape[0] + step * k, *shape[1:])
             where = f"{self.task.shape_label(grown)} [a batch never seen]"
@@ -640,16 +641,20 @@ class Worker:
                 out, _ = self.tracked_call(run, inputs, where, record=False)
             finally:
                 made, self.tracker.allocated = self.tracker.allocated, None
+            kept.append(made)
             del out, inputs
-            gc.collect()
-            left.append(sum(size for ref, size in made if not ref.expired()))
+        gc.collect()
+        # after the last call: a buffer grown to the largest batch replaces the last one
+        # (freed), a buffer per batch stays beside the others
+        left = [sum(size for ref, size in made if not ref.expired()) for made in kept]
         if all(left):
             raise ShapeFailure("cheat_aliasing", (
                 f"({label} and {BATCH_GROWTH_CALLS} more batches): each call on a batch "
                 f"never seen left memory of its own alive ({', '.join(map(str, left))} "
-                "bytes): state kept per batch or token count grows with every count a "
-                "serving loop meets. Key a kept workspace by what a model does not vary "
-                "(its hidden size, the device), bound it, or allocate it in run()"))
+                "bytes, after the last): state kept per batch or token count grows with "
+                "every count a serving loop meets. Key a kept workspace by what a model "
+                "does not vary (its hidden size, the device), grow one to the largest "
+                "call, or allocate it in run()"))
 
     def inputs_at_new_addresses(self, shape: tuple[int, ...]) -> list[Any]:
         """Fresh inputs none of which starts where an earlier call's input did: the
