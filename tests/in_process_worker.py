@@ -1,7 +1,8 @@
 """The sandbox worker run inside a test's own process (no jail, no fresh Python), for tests
 that look at one layer of the judge. A pytest-xdist worker has threads of its own (execnet
-starts them as it needs them, mid-test) that a jailed worker never has; they are left out
-of the thread rule here, and only here."""
+starts them as it needs them, mid-test) that a jailed worker never has, and so may other
+libraries a test process loaded; threads not running the candidate's code are left out of
+the thread rule here, and only here."""
 from __future__ import annotations
 
 import sys
@@ -36,4 +37,17 @@ def _threads_not_the_runners() -> set[int]:
             frame = frame.f_back
         return False
 
-    return {ident for ident, frame in sys._current_frames().items() if not in_execnet(frame)}
+    def runs_a_candidate(frame: FrameType | None) -> bool:
+        while frame is not None:
+            if frame.f_code.co_filename.endswith("candidate.py"):
+                return True
+            frame = frame.f_back
+        return False
+
+    # a thread of the test process's own (a library's pool, a server an earlier test left)
+    # may start mid-evaluation: only threads running the candidate's code count here
+    return {ident for ident, frame in sys._current_frames().items()
+            if not in_execnet(frame) and (runs_a_candidate(frame) or ident == _MAIN)}
+
+
+_MAIN = __import__("threading").main_thread().ident

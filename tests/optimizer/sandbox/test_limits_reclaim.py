@@ -45,9 +45,15 @@ def test_an_emptied_cgroups_dentries_are_given_back() -> None:
         with tempfile.TemporaryDirectory() as folder:
             subprocess.run([sys.executable, "-c", LOOKUPS, folder], check=True,
                            preexec_fn=confine.preexec, timeout=120)
-            before = _charged(memory[0])
+            charged, entries = _charged(memory[0]), _dentries()
             limits.reclaim(memory[0])
-            after = _charged(memory[0])
-    # 60,000 negative dentries are ~11 MB; what the process itself used is freed with it
-    assert before > 4 * 2**20, before
-    assert after < before / 4, (before, after)
+            freed = entries - _dentries()
+    # 60,000 negative dentries are ~11 MB charged to the group; the reclaim frees them
+    # (the host's count moves with other processes too: a margin of 20,000)
+    assert charged > 4 * 2**20, charged
+    assert freed > 40000, freed
+
+
+def _dentries() -> int:
+    with open("/proc/sys/fs/dentry-state") as handle:
+        return int(handle.read().split()[0])
