@@ -16,7 +16,7 @@ free. Kernel bodies (``@triton.jit``) are Triton's, not this rule's.
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from kernelkb.optimizer.sandbox import imports
 
@@ -96,12 +96,12 @@ def kept_returns_in(source: str) -> list[str]:
     return kept_returns(functions, _containers(tree))
 
 
-def _local_containers(functions: Sequence[ast.FunctionDef] | object) -> set[str]:
+def _local_containers(functions: Iterable[ast.FunctionDef]) -> set[str]:
     """Names a function binds to a list, dict or set (a literal or ``list()``...): a
     tensor put in one is followed out of it (red team 11 laundered x and the weight
     through a fresh dict, A and B through a list)."""
     found: set[str] = set()
-    for fn in functions:  # type: ignore[attr-defined]
+    for fn in functions:
         for node in ast.walk(fn):
             if isinstance(node, ast.Assign) and _is_container(node.value):
                 found |= {t.id for t in node.targets if isinstance(t, ast.Name)}
@@ -365,8 +365,8 @@ class _Flow:
                         "copies, casts and allocates)"]
             return []
         root = self.root(func)
-        owner = self.full_name(func.value) if isinstance(func, ast.Attribute) else ""
-        if owner in ("torch.Tensor", "torch.TensorBase", "torch._C.TensorBase") \
+        if isinstance(func, ast.Attribute) and self.full_name(func.value) in (
+                "torch.Tensor", "torch.TensorBase", "torch._C.TensorBase") \
                 and func.attr not in VIEWS_COPIES_CASTS | LAYOUT:
             return [f"{line}: calls torch.Tensor.{func.attr}() (a tensor's method, called "
                     "on the class: a wrapper only views, copies, casts and allocates)"]
