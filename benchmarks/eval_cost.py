@@ -9,7 +9,8 @@ way the loop judges a candidate (``evaluate(..., parent=, parent_source=)`` on t
 representative shapes, one seed; ``--shapes auto --no-parent`` on a CPU host: the
 interpreter's shapes, no incumbent), each in a fresh Python process, the checkouts
 alternating and the order turned every repeat so that drift reaches all. ``--setting
-NAME:VAR=VALUE`` adds an arm: this checkout with one setting in its environment. The figure is
+NAME:VAR=VALUE[,VAR=VALUE]`` adds an arm: this checkout with those settings in its
+environment. The figure is
 the wall time of the judged evaluation alone (the parent's own evaluation, made first in
 the same process, is not counted). Prints every figure, the medians and the ratio; writes
 ``eval_cost_<gpu>.json`` and ``.md`` under ``--out``.
@@ -43,7 +44,9 @@ except ImportError:
     from optimizer.sandbox import evaluate
 task, shapes, with_parent = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
 naive = get_task(task).template
+began = time.perf_counter()
 parent = evaluate(task, naive, shapes=shapes, seeds=1, timeout_s=900) if with_parent else None
+parent_wall_s = time.perf_counter() - began
 began = time.perf_counter()
 result = evaluate(task, naive, shapes=shapes, seeds=1, parent=parent,
                   parent_source=naive if with_parent else None, timeout_s=900)
@@ -52,7 +55,9 @@ print(json.dumps({"wall_s": time.perf_counter() - began, "ok": result.ok,
                   "worker_laps_s": json.loads(result.artifacts.get("wall_s") or "{}"),
                   "worker_process_s": result.wall_s,
                   "interpreter_wait_s": result.artifacts.get("interpreter_wait_s"),
-                  "judge": getattr(result, "judge", None)}))
+                  "judge": getattr(result, "judge", None), "parent_wall_s": parent_wall_s,
+                  "trusted_compile": result.artifacts.get("trusted_compile"),
+                  "trusted_layer_reads": result.artifacts.get("trusted_layer_reads")}))
 """
 
 
@@ -76,11 +81,13 @@ def markdown(report: dict) -> str:
     lines = [f"# Cost per evaluation on {report['gpu']}: this checkout vs {report['base']}", "",
              f"{commands}: the naive kernel judged against itself, wall seconds of the judged "
              "evaluation, fresh process each, the arms alternating.", "",
-             "| task | arm | median [range] | ratio to base | runs |", "|---|---|---|---|---|"]
+             "| task | arm | median [range] | ratio to the first arm | runs |",
+             "|---|---|---|---|---|"]
     for task, by_arm in report["rows"].items():
         walls = {arm: [e["wall_s"] for e in entries if e["ok"] and e["wall_s"]]
                  for arm, entries in by_arm.items()}
-        base = statistics.median(walls["base"]) if walls["base"] else None
+        first = walls[next(iter(walls))]  # the ratios are to the first arm run
+        base = statistics.median(first) if first else None
         for arm, w in walls.items():
             med = statistics.median(w) if w else None
             cell = f"{med:.2f} s [{min(w):.2f}, {max(w):.2f}]" if w else "failed"
@@ -95,10 +102,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tasks", nargs="+", default=["softmax", "rmsnorm", "matmul"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
-    parser.add_argument("--setting", action="append", default=[], metavar="NAME:VAR=VALUE",
-                        help="an arm: this checkout with VAR=VALUE in its environment")
+    parser.add_argument("--setting", action="append", default=[],
+                        metavar="NAME:VAR=VALUE[,VAR=VALUE]",
+                        help="an arm: this checkout with these settings in its environment")
     parser.add_argument("--shapes", default="representative",
                         help="the shape set evaluated (auto: cpu + edge on the interpreter)")
+    parser.add_argument("--arms", nargs="+", metavar="ARM",
+                        help="run only these arms, in this order (base, this, a --setting's)")
     parser.add_argument("--no-parent", action="store_true",
                         help="judge without an incumbent (the CPU interpreter times nothing)")
     args = parser.parse_args(argv)
@@ -112,11 +122,16 @@ def main(argv: list[str] | None = None) -> int:
     revision = named.read_text().strip() if named.is_file() else base.name
     arms: dict[str, tuple[Path, dict[str, str]]] = {"base": (base, {}), "this": (ROOT, {})}
     for spec in args.setting:
-        name, _, assignment = spec.partition(":")
-        var, eq, value = assignment.partition("=")
-        if not (name and var and eq):
-            parser.error(f"--setting {spec!r}: NAME:VAR=VALUE")
-        arms[name] = (ROOT, {var: value})
+        name, _, assignments = spec.partition(":")
+        pairs = [a.partition("=") for a in assignments.split(",")]
+        if not name or not all(var and eq for var, eq, _ in pairs):
+            parser.error(f"--setting {spec!r}: NAME:VAR=VALUE[,VAR=VALUE]")
+        arms[name] = (ROOT, {var: value for var, _, value in pairs})
+    if args.arms:
+        unknown = set(args.arms) - set(arms)
+        if unknown:
+            parser.error(f"--arms {sorted(unknown)}: not among {list(arms)}")
+        arms = {name: arms[name] for name in args.arms}
     rows: dict[str, dict[str, list]] = {t: {a: [] for a in arms} for t in args.tasks}
     t0 = time.monotonic()
     for task in args.tasks:
@@ -132,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    worker process {entry.get('worker_process_s')} s, then waited "
                       f"{entry.get('interpreter_wait_s') or '-'} s for the interpreter pass; "
                       f"judge (s): {(entry.get('judge') or {}).get('laps_s')}", flush=True)
+                print(f"    incumbent's own evaluation {entry.get('parent_wall_s')} s; trusted "
+                      f"compile {entry.get('trusted_compile')}; read from the layer "
+                      f"{entry.get('trusted_layer_reads')}", flush=True)
                 print(f"[{time.monotonic() - t0:6.0f} s] {task} repeat {r} {arm}: "
                       f"{entry['wall_s'] if entry['wall_s'] is None else round(entry['wall_s'], 2)}"
                       f" s{'' if entry['ok'] else ' FAILED ' + str(entry['error'])[:300]}",

@@ -325,6 +325,13 @@ class Task:
             return (*self.edge_shapes, *self.shapes("representative"))
         return sets[which]
 
+    def timed(self, shapes: list[Shape]) -> list[Shape]:
+        """Of ``shapes``, those an evaluation times: edge shapes are for correctness (a few
+        microseconds of launch overhead, they would outvote the shapes that matter in the
+        geomean), timed only when asked alone."""
+        edge = {tuple(s) for s in self.edge_shapes}
+        return [s for s in shapes if tuple(s) not in edge] or list(shapes)
+
     def regime(self, shape: Shape) -> str:
         """The regime a shape falls in (``Regimes``: product of its dims vs the bounds)."""
         value = 1

@@ -175,10 +175,13 @@ def _subordinate_ids() -> tuple[int, int] | None:
 def command(worker_argv: list[str], *, workdir: str, cwd: str, hide: list[str],
             keep: list[str], mkdirs: tuple[str, ...] = ("home", "tmp", "triton"),
             workdir_size: str = "512m", unprivileged: bool | None = None,
-            worker_ids: tuple[int, int] | None = _NOT_ASKED) -> list[str]:
+            worker_ids: tuple[int, int] | None = _NOT_ASKED,
+            layers: dict[str, str] | None = None) -> list[str]:
     """The argv that runs ``worker_argv`` inside the namespaces, laid out as the module
     docstring says: ``workdir`` is the one writable tree (a fresh tmpfs of
-    ``workdir_size`` holding ``mkdirs``), ``cwd`` its working directory.
+    ``workdir_size`` holding ``mkdirs``), ``cwd`` its working directory; ``layers``:
+    host folders shown read-only at another path in the jail, by that path (the
+    trusted compile cache, trusted_cache.py).
     ``unprivileged``: whether a root runner gives up root first (``mode`` by default);
     ``worker_ids``: a runner that is not root maps these host ids for the worker
     (``rootless_worker_ids`` by default)."""
@@ -188,7 +191,7 @@ def command(worker_argv: list[str], *, workdir: str, cwd: str, hide: list[str],
         worker_ids = rootless_worker_ids()
     spec = {"workdir": workdir, "cwd": cwd, "hide": hide, "keep": keep, "mkdirs": list(mkdirs),
             "workdir_size": workdir_size, "unprivileged": unprivileged,
-            "worker_ids": list(worker_ids) if worker_ids else None}
+            "worker_ids": list(worker_ids) if worker_ids else None, "layers": layers or {}}
     # run by path in isolated mode: the package's __init__ would import torch for nothing
     return [sys.executable, "-I", os.path.abspath(__file__), json.dumps(spec), "--",
             *worker_argv]
@@ -348,7 +351,7 @@ def _skeletons(held: dict[str, int], workdir: str) -> list[str]:
 
 def build_root(spec: dict[str, Any], held: dict[str, int], links: dict[str, str],
                devices: dict[str, int], hide: list[str], owner: int, *,
-               two_uids: bool = False) -> str:
+               two_uids: bool = False, layers: dict[str, int] | None = None) -> str:
     """Build the worker's root on a tmpfs over the working folder from what ``held``
     shows, and make it read-only but for the working tree (a tmpfs of its own, owned by
     ``owner``: the host uid of the jail's root), /tmp and /dev. Built before the jail's
@@ -372,6 +375,8 @@ def build_root(spec: dict[str, Any], held: dict[str, int], links: dict[str, str]
     for path in hide:  # a hidden path under a shown one (a store kept in a venv) stays hidden
         if _under(path, list(held)) and os.path.isdir(root + path):
             _mount("tmpfs", root + path, "tmpfs", _MS_NOSUID | _MS_NODEV, "mode=755,size=1m")
+    for path, fd in (layers or {}).items():  # after the hiding: shown wherever they lie
+        _bind(fd, root + path)
     _private_dev(root, devices)
     for path in (*SYS_MASKED, *_masked_device_dirs()):
         if os.path.isdir(root + path):
@@ -750,9 +755,11 @@ def main(argv: list[str]) -> int:
     keep = [os.path.realpath(p) for p in spec["keep"] if os.path.isdir(p)]
     hide = [os.path.realpath(p) for p in spec.get("hide", ()) if os.path.isdir(p)]
     held, links = _shown(keep)
+    layers = {target: os.open(source, os.O_PATH | os.O_DIRECTORY)
+              for target, source in spec.get("layers", {}).items() if os.path.isdir(source)}
     devices = {n: os.open(f"/dev/{n}", os.O_PATH) for n in _device_nodes()}
     root = build_root(spec, held, links, devices, hide, JAIL_UID if drop else 0,
-                      two_uids=two_uids)
+                      two_uids=two_uids, layers=layers)
     if as_root:
         _unshare_two_uids(_OTHERS | _CLONE_NEWUSER | _CLONE_NEWNS,
                           functools.partial(_map_as_root, JAIL_UID if drop else 0), drop=drop)

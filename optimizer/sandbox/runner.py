@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelkb.kernels.shared.errors import UserFixable
-from kernelkb.optimizer.sandbox import jail, limits
+from kernelkb.optimizer.sandbox import jail, limits, trusted_cache
 from kernelkb.optimizer.sandbox.errors import classify_exit
 from kernelkb.optimizer.sandbox.gpu_turns import MAX_WAIT_S
 
@@ -206,16 +206,20 @@ class _Started:
         # a number twice could close a descriptor someone else has opened since)
         self.stack.callback(lambda: _close(self.request_r, self.request_w))
         self.run_id = uuid.uuid4().hex
-        self.env = worker_env(os.environ, self.tmp, use_gpu=self.use_gpu, run_id=self.run_id)
+        usable, why = jail.mode()
+        # the trusted compile layer, only where a jail can show it read-only
+        layer = trusted_layer() if usable is not None and self.use_gpu else None
+        self.env = worker_env(os.environ, self.tmp, use_gpu=self.use_gpu, run_id=self.run_id,
+                              trusted_layer=layer is not None)
         argv = [sys.executable, "-m", "kernelkb.optimizer.sandbox.worker",
                 f"fd:{self.request_r}"]
-        usable, why = jail.mode()
         if usable is not None:
             _readable(self.task_copy)  # the jail's root may be an unprivileged host uid
             argv = jail.command(argv, workdir=self.tmp, cwd=self.env["HOME"],
                                 hide=hidden_paths(),
                                 keep=kept_paths() + [self.task_copy, *self.keep],
-                                unprivileged=usable)
+                                unprivileged=usable,
+                                layers={trusted_cache.JAIL_PATH: layer} if layer else None)
             self.containment = "namespaces" if usable else f"namespaces; {why}"
             if os.geteuid() != 0 and jail.rootless_worker_ids() is None:
                 self.containment += ("; one uid: the worker shares the judge's (this user "
@@ -475,10 +479,13 @@ JAIL_PATH = os.pathsep.join([os.path.dirname(sys.executable), "/usr/local/bin", 
                              "/bin"])
 
 
-def worker_env(parent: Any, evaldir: str, *, use_gpu: bool, run_id: str) -> dict[str, str]:
+def worker_env(parent: Any, evaldir: str, *, use_gpu: bool, run_id: str,
+               trusted_layer: bool = False) -> dict[str, str]:
     """The worker's whole environment: the allowed names from ``parent``, and HOME,
     TMPDIR, the working directory and the Triton cache inside the evaluation's directory
-    (a fresh cache per candidate: a shared one could be poisoned for the next)."""
+    (a fresh cache per candidate: a shared one could be poisoned for the next);
+    ``trusted_layer``: Triton reads the jail's read-only trusted layer too
+    (trusted_cache.py)."""
     env = {k: v for k, v in parent.items() if k in ENV_NAMES}
     for name in ("home", "tmp", "triton"):
         os.makedirs(os.path.join(evaldir, name), exist_ok=True)
@@ -486,11 +493,27 @@ def worker_env(parent: Any, evaldir: str, *, use_gpu: bool, run_id: str) -> dict
                TRITON_CACHE_DIR=os.path.join(evaldir, "triton"), PYTHONPATH=_IMPORT_ROOT,
                PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", **{RUN_ID_VAR: run_id})
     env["PATH"] = JAIL_PATH
+    if trusted_layer:
+        env.update(TRITON_CACHE_MANAGER=trusted_cache.MANAGER,
+                   **{trusted_cache.LAYER_ENV: trusted_cache.JAIL_PATH})
     if use_gpu:
         env.pop("TRITON_INTERPRET", None)
     else:  # the interpreter, on the CPU even where a GPU is (interpreter_pass.py)
         env.update(TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="")
     return env
+
+
+def trusted_layer() -> str | None:
+    """The host folder of the trusted compile layer, made if missing (None: turned off,
+    or it cannot be made)."""
+    if not trusted_cache.wanted():
+        return None
+    try:
+        trusted_cache.directory().mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        log.info("sandbox: no trusted compile layer (%s)", err)
+        return None
+    return str(trusted_cache.directory())
 
 
 def hidden_paths() -> list[str]:

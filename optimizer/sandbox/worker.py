@@ -158,6 +158,9 @@ class Worker:
             # no other process of the candidate's is left to write over the final report
             # (strays.py); the judge takes it only while none is alive
             strays.end(int(judge["pid"]))
+        layered = sys.modules.get("kernelkb.optimizer.sandbox.layered_cache")
+        if layered is not None:  # Triton loaded its cache manager: what the layer served
+            self.out["trusted_layer_reads"] = dict(layered.READS)
         write_result(self.out, fd=self.result_fd, path=self.result_path)
 
     def fail(self, stage: str, kind: str, message: str, tb: str | None = None) -> None:
@@ -910,10 +913,8 @@ class Worker:
                 "other work: the kernel does not run on (or wait for) the current stream"))
 
     def timed_shapes(self) -> list[tuple[int, ...]]:
-        """Edge shapes are for correctness: a few microseconds of launch overhead, they
-        would outvote the shapes that matter in the geomean. Timed only when asked alone."""
-        edge = {tuple(s) for s in self.task.edge_shapes}
-        return [s for s in self.shapes if s not in edge] or self.shapes
+        """The shapes it times (the task's rule, ``Task.timed``)."""
+        return self.task.timed(self.shapes)
 
     def time_all(self, module: ModuleType) -> bool:
         """``timed_shapes`` with the GPU to itself (gpu_turns.py)."""

@@ -35,6 +35,23 @@ def test_the_first_shape_is_left_to_the_checks_and_the_rest_taken_from_the_last(
     assert summary["processes"] == len(children) and summary["jobs"] == 4
 
 
+def test_code_compiled_into_the_trusted_layer_is_left_out() -> None:
+    """The runner compiled the generated incumbent outside the jail (trusted_cache.py):
+    only the candidate's shapes are compiled here; with both compiled, nothing is."""
+    template = get_task("softmax").template
+    edited = template + "\n# an agent's edit\n"
+    started = ahead.Ahead(_request(edited, parent_source=template, timing=True,
+                                   compiled_trusted=[template]), SHAPES, SHAPES[1:], [])
+    try:
+        assert started.jobs == 2  # the candidate's last two checked shapes
+    finally:
+        started.stop()
+    both = ahead.Ahead(_request(template, parent_source=template, timing=True,
+                                compiled_trusted=[template]), SHAPES, SHAPES[1:], [])
+    assert both.jobs == 0 and both.processes == []
+    assert both.stop()["processes"] == 0
+
+
 def test_no_parent_jobs_without_timing() -> None:
     template = get_task("softmax").template
     started = ahead.Ahead(_request(template, parent_source=template), SHAPES, SHAPES, [])

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelkb.optimizer.sandbox import jail, runner
+from kernelkb.optimizer.sandbox import jail, runner, trusted_cache
 
 pytestmark = pytest.mark.skipif(jail.unavailable_reason() is not None,
                                 reason=f"no namespaces here: {jail.unavailable_reason()}")
@@ -50,7 +50,8 @@ PROBE = textwrap.dedent("""
 
 
 def _run_in_jail(source: str, *, unprivileged: bool | None = None,
-                 env: dict[str, str] | None = None, extra_keep: list[str] | None = None
+                 env: dict[str, str] | None = None, extra_keep: list[str] | None = None,
+                 hide: list[str] | None = None, layers: dict[str, str] | None = None
                  ) -> subprocess.CompletedProcess[str]:
     folder = tempfile.mkdtemp(prefix="kernelkb_jail_test_")
     os.chmod(folder, 0o755)  # the jail's root may be an unprivileged host uid
@@ -59,7 +60,8 @@ def _run_in_jail(source: str, *, unprivileged: bool | None = None,
     with tempfile.TemporaryDirectory(prefix="kernelkb_jail_work_") as work:
         keep = [sys.prefix, sys.base_prefix, folder, *(extra_keep or [])]
         argv = jail.command([sys.executable, "-I", f"{folder}/probe.py"], workdir=work,
-                            cwd=work, hide=[], keep=keep, unprivileged=unprivileged)
+                            cwd=work, hide=hide or [], keep=keep, unprivileged=unprivileged,
+                            layers=layers)
         return subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
 
 
@@ -116,6 +118,52 @@ def test_the_environment_passes_by_exact_names_only():
                                            "PATH", runner.RUN_ID_VAR}
     seen = _probe(env=env)
     assert not set(decoys) & set(seen["env"])  # type: ignore[arg-type]
+    # with the trusted compile layer: Triton's manager and where the layer is, no more
+    layered = runner.worker_env(parent, tempfile.mkdtemp(prefix="kernelkb_env_"),
+                                use_gpu=True, run_id="r", trusted_layer=True)
+    assert set(layered) - set(env) == {"TRITON_CACHE_MANAGER", trusted_cache.LAYER_ENV}
+    assert layered[trusted_cache.LAYER_ENV] == trusted_cache.JAIL_PATH
+
+
+LAYER_PROBE = textwrap.dedent("""
+    import json, os
+    layer = {layer!r}
+    wrote = []
+    for name in ("kernel.cubin", "planted.cubin"):
+        try:
+            with open(os.path.join(layer, "KEY", name), "wb") as handle:
+                handle.write(b"poison")
+            wrote.append(name)
+        except OSError:
+            pass
+    try:
+        os.mkdir(os.path.join(layer, "NEWKEY"))
+        wrote.append("NEWKEY")
+    except OSError:
+        pass
+    print(json.dumps({{"read": open(os.path.join(layer, "KEY", "kernel.cubin")).read(),
+                      "wrote": wrote, "host_path_seen": os.path.exists({host!r})}}))
+""")
+
+
+def test_the_trusted_compile_layer_is_shown_read_only_wherever_it_lies():
+    """The host's trusted layer (trusted_cache.py) at its jail path: the worker reads the
+    kernels there and can neither change one nor add one, even where the layer lies under
+    a folder the jail hides (the user's cache folder under HOME)."""
+    home = Path(tempfile.mkdtemp(prefix="kernelkb_home_"))
+    layer = home / ".cache" / "kernelkb" / "triton-trusted"
+    (layer / "KEY").mkdir(parents=True)
+    (layer / "KEY" / "kernel.cubin").write_text("compiled outside")
+    for folder in (home, home / ".cache", home / ".cache" / "kernelkb", layer, layer / "KEY"):
+        os.chmod(folder, 0o755)
+    os.chmod(layer / "KEY" / "kernel.cubin", 0o644)
+    done = _run_in_jail(LAYER_PROBE.format(layer=trusted_cache.JAIL_PATH, host=str(layer)),
+                        hide=[str(home)], layers={trusted_cache.JAIL_PATH: str(layer)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout)
+    assert seen == {"read": "compiled outside", "wrote": [], "host_path_seen": False}
+    assert sorted(p.name for p in (layer / "KEY").iterdir()) == ["kernel.cubin"]
+    assert (layer / "KEY" / "kernel.cubin").read_text() == "compiled outside"
 
 
 def test_the_workers_output_costs_the_host_a_bounded_tail():
