@@ -19,9 +19,11 @@ READS = {"layer": 0, "own": 0, "missing": 0}
 
 
 class LayeredCache(FileCacheManager):  # type: ignore[misc]
-    """Triton's file cache over the evaluation's own folder, falling back to the trusted
-    layer named by ``LAYER_ENV`` for reads. Writes (and Triton's override and dump
-    folders) stay the file cache's own."""
+    """Triton's file cache over the evaluation's own folder, under the trusted layer
+    named by ``LAYER_ENV``: a key the layer holds is read from there first, so a
+    candidate that writes its own bytes under it (the generated incumbent's key) is
+    not served them (red team 12). Writes (and Triton's override and dump folders)
+    stay the file cache's own."""
 
     def __init__(self, key: str, override: bool = False, dump: bool = False) -> None:
         super().__init__(key, override=override, dump=dump)
@@ -33,14 +35,14 @@ class LayeredCache(FileCacheManager):  # type: ignore[misc]
         return path if path and os.path.isfile(path) else None
 
     def get_file(self, filename: str) -> str | None:
-        return super().get_file(filename) or self._layered(filename)
+        return self._layered(filename) or super().get_file(filename)
 
     def get_group(self, filename: str) -> dict[str, str] | None:
-        """The group from the own folder, else from the layer (a compiled kernel is one:
+        """The group from the layer, else from the own folder (a compiled kernel is one:
         its binary, IRs and metadata)."""
-        own = super().get_group(filename)
-        found = own if own is not None else self._layered_group(filename)
-        READS["own" if own is not None else "layer" if found is not None else "missing"] += 1
+        layered = self._layered_group(filename)
+        found = layered if layered is not None else super().get_group(filename)
+        READS["layer" if layered is not None else "own" if found is not None else "missing"] += 1
         return found
 
     def _layered_group(self, filename: str) -> dict[str, str] | None:

@@ -59,9 +59,14 @@ def directory() -> Path:
 
 def is_generated(task: Any, source: str) -> bool:
     """Whether ``source`` is exactly what the task's template renders for the knob
-    values it carries: the project's own code, byte for byte."""
-    names = {p.name for p in getattr(task, "params", ())}
-    config = {k: v for k, v in header_constants(source).items() if k in names}
+    values it carries: the project's own code, byte for byte, each value one of its
+    knob's own, of its type too (``4.0`` equals ``4`` and renders as itself: red team
+    12)."""
+    params = {p.name: p for p in getattr(task, "params", ())}
+    config = {k: v for k, v in header_constants(source).items() if k in params}
+    if not all(any(type(v) is type(a) and v == a for a in params[k].values)
+               for k, v in config.items()):
+        return False
     try:
         return bool(task.render(config) == source)
     except (KeyError, ValueError):  # a value off the space or an illegal combination

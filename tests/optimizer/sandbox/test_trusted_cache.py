@@ -84,11 +84,14 @@ def test_a_kernel_in_the_layer_is_read_from_there(tmp_path: Path,
     assert cache.get_file("k.cubin") == str(layer / "KEY" / "k.cubin")
     assert cache.get_group("other.json") is None
     assert layered_cache.READS == {"layer": 1, "own": 0, "missing": 1}
-    # what the worker builds goes to its own folder, and is read from there first
+    # what the worker builds goes to its own folder; a key the layer holds is read from
+    # the layer all the same (a candidate's own bytes under it are not served)
     built = cache.put(b"built in the jail", "k.cubin")
     assert built == str(own / "KEY" / "k.cubin")
     assert (layer / "KEY" / "k.cubin").read_bytes() == b"bytes of k.cubin"
-    assert cache.get_file("k.cubin") == built
+    assert cache.get_file("k.cubin") == str(layer / "KEY" / "k.cubin")
+    assert cache.get_file("own.so") is None
+    assert cache.put(b"launcher", "own.so") == cache.get_file("own.so")
 
 
 def test_a_group_with_a_file_missing_in_the_layer_is_compiled_again(
