@@ -35,7 +35,7 @@ from kernelkb.optimizer.sandbox import (
 )
 from kernelkb.optimizer.sandbox.hardware import detect_environment
 from kernelkb.optimizer.sandbox.result import Baseline, EvalResult
-from kernelkb.optimizer.sandbox.runner import run_worker
+from kernelkb.optimizer.sandbox.runner import run_worker, trusted_layer
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +139,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
     # the layer every evaluation reads (trusted_cache.py): a second evaluation of the
     # same code compiles none of it
     filled = trusted_cache.fill(task_name, request, task.timed(shape_list)) \
-        if on_gpu and trusted_cache.wanted() else None
+        if on_gpu and trusted_layer() is not None else None
     request["compiled_trusted"] = (filled or {}).pop("covered", [])
     bounds = interpreter_pass.start(task, request) if on_gpu else None
     shared = neighbours.shared_note() if on_gpu else None

@@ -207,8 +207,7 @@ class _Started:
         self.stack.callback(lambda: _close(self.request_r, self.request_w))
         self.run_id = uuid.uuid4().hex
         usable, why = jail.mode()
-        # the trusted compile layer, only where a jail can show it read-only
-        layer = trusted_layer() if usable is not None and self.use_gpu else None
+        layer = trusted_layer() if self.use_gpu else None
         self.env = worker_env(os.environ, self.tmp, use_gpu=self.use_gpu, run_id=self.run_id,
                               trusted_layer=layer is not None)
         argv = [sys.executable, "-m", "kernelkb.optimizer.sandbox.worker",
@@ -505,8 +504,8 @@ def worker_env(parent: Any, evaldir: str, *, use_gpu: bool, run_id: str,
 
 def trusted_layer() -> str | None:
     """The host folder of the trusted compile layer, made if missing (None: turned off,
-    or it cannot be made)."""
-    if not trusted_cache.wanted():
+    no jail here to show it read-only, or it cannot be made)."""
+    if not trusted_cache.wanted() or jail.mode()[0] is None:
         return None
     try:
         trusted_cache.directory().mkdir(parents=True, exist_ok=True)

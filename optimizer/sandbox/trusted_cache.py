@@ -123,6 +123,8 @@ def fill(task_name: str, request: dict[str, Any], timed: list[tuple[int, ...]]
         return {"jobs": len(order), "compiled": False, "seconds": 0.0, "covered": covered}
     marker.parent.mkdir(parents=True, exist_ok=True)
     count = max(1, min(len(order), (os.cpu_count() or 2) - 1, MAX_PROCESSES))
+    log.info("%s: compiling the project's own code outside the jail, %d launches in %d "
+             "processes (once per host: %s)", task_name, len(order), count, directory())
     import kernelkb
 
     # the folder kernelkb is imported from, for a child started by module name
