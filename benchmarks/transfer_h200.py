@@ -6,7 +6,11 @@ case a (task, regime, dtype) whose times are hidden from the methods:
 
 - leave-one-regime-out: the same task and dtype, the other regimes' measurements known;
 - float16 -> bfloat16 (where both journals exist): the task's float16 measurements known,
-  each bfloat16 regime the target.
+  each bfloat16 regime the target;
+- H200 -> another card (``--other-sweeps``, a folder of another GPU's journals, e.g.
+  benchmarks/sweeps_h100): the H200's measurements of the task in that dtype known, each
+  regime the other card measured the target; the nearest regime is the H200's own
+  measurement of the same regime (what a user who copies the H200's best would get).
 
 Methods: cold (random order, 20 seeds); the nearest known regime's order (by the
 shape's bytes moved; the float16 twin of the regime for the dtype study); the mean
@@ -16,6 +20,7 @@ known regimes' (a regime plays the part a GPU plays across cards), over 5 model 
 E@3% as in benchmarks/transfer_gpus.py.
 
     python -m benchmarks.transfer_h200 [--sweeps benchmarks/sweeps] [--model-seeds 5]
+        [--other-sweeps benchmarks/sweeps_h100]
 
 Writes benchmarks/results/transfer_h200.{md,json}.
 """
@@ -25,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import time
 from collections import defaultdict
@@ -44,10 +50,17 @@ HERE = Path(__file__).resolve().parent
 TOLERANCE = 1.03
 
 
+def card_of(env: dict[str, Any]) -> str:
+    """A journal's GPU as a short name (``H200``, ``H100``) from its header."""
+    found = re.search(r"\b[ABHL]\d+\b", str(env.get("gpu_name", "")))
+    return found.group(0) if found else str(env.get("gpu_name") or "GPU")
+
+
 def load_sweeps(folder: Path) -> list[ExperienceRow]:
     """Every timed or failed point of every journal: one row per (point, shape); the
-    shape label names the regime's shape, ``gpu`` carries the dtype (the ranker groups
-    by it). A configuration measured twice in a regime keeps its first time."""
+    shape label names the regime's shape, ``gpu`` carries the card and the dtype (the
+    ranker groups by it). A configuration measured twice in a regime keeps its first
+    time."""
     import torch
 
     from kernelkb.kernels.discovery import get_task
@@ -57,6 +70,7 @@ def load_sweeps(folder: Path) -> list[ExperienceRow]:
         lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         header = next((x["header"] for x in lines if "header" in x), {})
         env = dict(header.get("env") or {})
+        card = card_of(env)
         for point in lines:
             if "config" not in point:
                 continue
@@ -72,10 +86,10 @@ def load_sweeps(folder: Path) -> list[ExperienceRow]:
                 timed = point.get("ok") and label in shapes
                 rows.append(ExperienceRow(
                     op=point["task"], shape=f"{point['regime']}:{label}",
-                    gpu=f"H200 {point['dtype']}", config=dict(point["config"]),
+                    gpu=f"{card} {point['dtype']}", config=dict(point["config"]),
                     time_ms=float(shapes[label]["candidate_ms"]) if timed else None,
                     launch=task.launch(point["config"], shape, point["dtype"]),
-                    gpu_facts={**env, "gpu_name": f"H200 {point['dtype']}"},
+                    gpu_facts={**env, "gpu_name": f"{card} {point['dtype']}"},
                     bytes_moved=task.bytes_moved(shape, dtype), flops=task.flops(shape, dtype),
                     failed=not timed))
     return rows
@@ -171,6 +185,27 @@ def run(case: Case, known: Sequence[ExperienceRow], twin: str | None, model_seed
     return out
 
 
+def other_card(rows: Sequence[ExperienceRow], other: Sequence[ExperienceRow],
+               model_seeds: int, limit: int) -> list[dict[str, Any]]:
+    """Each regime another card measured, with the H200's rows of the task in that dtype
+    known (its twin: the H200's measurement of the same regime)."""
+    cases = []
+    for (op, gpu) in sorted({(r.op, r.gpu) for r in other}):
+        card, dtype = gpu.split()
+        known = [r for r in rows if r.op == op and r.gpu.split()[-1] == dtype]
+        assert not any(r.gpu == gpu for r in known), "the target card's rows in training"
+        for regime in sorted({regime_of(r) for r in other if r.gpu == gpu and r.op == op}):
+            held = [r for r in other if r.op == op and r.gpu == gpu and regime_of(r) == regime]
+            twin = next((r.shape for r in known if regime_of(r) == regime), None)
+            if not known or all(r.failed for r in held):
+                continue
+            case = make_case(f"{op} {regime} {dtype} (H200 -> {card})", "gpu", held)
+            cases.append({"study": f"H200 -> another card ({card})", "case": case.name,
+                          "configs": len(case.truth),
+                          **run(case, known, twin, model_seeds, limit)})
+    return cases
+
+
 def studies(rows: Sequence[ExperienceRow], model_seeds: int, limit: int
             ) -> list[dict[str, Any]]:
     cases = []
@@ -207,7 +242,7 @@ def write(cases: Sequence[dict[str, Any]], payload: dict[str, Any], out: Path) -
     out.mkdir(parents=True, exist_ok=True)
     (out / "transfer_h200.json").write_text(json.dumps({**payload, "cases": cases},
                                                        indent=1, default=float))
-    lines = ["# Transfer across regimes and dtypes on the H200 landscape", "",
+    lines = ["# Transfer across regimes, dtypes and cards on the H200 landscape", "",
              f"Command: `{payload['command']}`  ", f"Journals: {', '.join(payload['journals'])}"
              f"; wall time {payload['seconds']:.0f} s. E@3%: evaluations until within 3% of "
              "the case's best; cold: median over 20 random orders; ranker and walk: median "
@@ -231,14 +266,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE / "results")
     parser.add_argument("--model-seeds", type=int, default=5)
     parser.add_argument("--walk-limit", type=int, default=200)
+    parser.add_argument("--other-sweeps", type=Path, action="append", default=[],
+                        help="another card's sweep folder: the H200 -> card study")
     args = parser.parse_args(argv)
     started = time.time()
     rows = load_sweeps(args.sweeps)
     if not rows:
         raise SystemExit(f"no sweep journal under {args.sweeps}")
     cases = studies(rows, args.model_seeds, args.walk_limit)
+    for folder in args.other_sweeps:
+        cases += other_card(rows, load_sweeps(folder), args.model_seeds, args.walk_limit)
+    journals = [p for folder in (args.sweeps, *args.other_sweeps)
+                for p in sorted(folder.glob("*.jsonl"))]
     payload = {"command": "python -m benchmarks.transfer_h200 " + " ".join(argv or sys.argv[1:]),
-               "journals": sorted(p.name for p in args.sweeps.glob("*.jsonl")),
+               "journals": [f"{p.parent.name}/{p.name}" for p in journals],
                "model_seeds": args.model_seeds, "seconds": time.time() - started}
     write(cases, payload, args.out)
     print((args.out / "transfer_h200.md").read_text())
