@@ -323,7 +323,8 @@ def _warm_key(use_gpu: bool, mem_limit_mb: int | None) -> tuple[Any, ...]:
     """What a worker started ahead was made for: an evaluation that differs in any of it
     gets a fresh one."""
     env = tuple(sorted((k, v) for k, v in os.environ.items() if k in ENV_NAMES))
-    return (use_gpu, mem_limit_mb, env, tuple(hidden_paths()), jail.mode())
+    return (use_gpu, mem_limit_mb, env, tuple(hidden_paths()), jail.mode(),
+            trusted_layer() if use_gpu else None)
 
 
 class _Warm:
