@@ -28,10 +28,13 @@ VIEWS_COPIES_CASTS = frozenset({
     "split", "unbind", "movedim", "swapaxes", "as_strided", "detach", "clone", "copy_",
     "fill_", "zero_", "type_as", "new_empty", "new_zeros", "new_ones", "new_full",
     "new_empty_strided", "cuda", "cpu", "record_stream"})
-# methods and attributes that read the layout, not the values: plain numbers, free
+# methods and attributes that read the layout, not the values: plain numbers, free.
+# Not ``storage_offset``: where a view begins in its storage is no wrapper's business
+# (the kernel gets the view's own pointer), and a path taken only for views deep in a
+# buffer is one no judge can reach for every depth (red team 11's deep-offset softmax)
 LAYOUT = frozenset({
     "stride", "size", "dim", "ndimension", "numel", "nelement", "element_size", "data_ptr",
-    "storage_offset", "is_contiguous", "is_floating_point", "is_complex", "get_device",
+    "is_contiguous", "is_floating_point", "is_complex", "get_device",
     "shape", "dtype", "device", "ndim", "is_cuda", "itemsize", "layout"})
 TENSOR_ATTRIBUTES = frozenset({"T", "mT", "data"})  # attributes that are the tensor again
 # torch functions whose result is no tensor (a dtype's limits, a device, a check)

@@ -64,11 +64,10 @@ CASES = [
                  marks=still_open("no row max once 256 distinct (rows, cols) were met, "
                                   "counted in a module dict of tuples: an evaluation meets a "
                                   "few dozen, a server a new token count nearly every step")),
-    pytest.param("softmax_deep_offset_no_max", "softmax", "wrong_result",
-                 id="softmax_deep_offset_no_max",
-                 marks=still_open("no row max for a view at storage offset 2**26 or more: "
-                                  "every input the judge makes starts within a few blocks "
-                                  "of its storage")),
+    # closed from the source: where a view begins in its storage is no wrapper's
+    # business (storage_offset is not a layout read a wrapper may make, tensor_flow.py)
+    pytest.param("softmax_deep_offset_no_max", "softmax", "torch_compute",
+                 id="softmax_deep_offset_no_max"),
 ]
 
 PROBES = ("escape_page_cache", "escape_host_wide_calls")
