@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 import pytest
 
 
@@ -44,3 +48,16 @@ def probe(source: str, task: str = "rmsnorm"):
     assert "launcher refused" not in report, report
     assert not result.ok, "a probe raises its report: it is never ok"
     return result, report
+
+
+def host_layer(prefix: str, folder_mode: int, file_mode: int) -> tuple[Path, Path]:
+    """A host's trusted compile layer where the user cache folder puts it, under a fresh
+    HOME (a folder the jail hides), holding one kernel: (home, layer)."""
+    home = Path(tempfile.mkdtemp(prefix=prefix))
+    layer = home / ".cache" / "kernelkb" / "triton-trusted"
+    (layer / "KEY").mkdir(parents=True)
+    (layer / "KEY" / "kernel.cubin").write_text("compiled outside")
+    for folder in (home, home / ".cache", home / ".cache" / "kernelkb", layer, layer / "KEY"):
+        os.chmod(folder, folder_mode)
+    os.chmod(layer / "KEY" / "kernel.cubin", file_mode)
+    return home, layer

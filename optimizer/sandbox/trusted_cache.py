@@ -136,11 +136,13 @@ def fill(task_name: str, request: dict[str, Any], timed: list[tuple[int, ...]]
     processes, files = [], []
     for n in range(count):
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+            # ahead.py's compile process, its watchers off: the code is the project's
             json.dump({"task": task_name, "task_origin": request.get("task_origin"),
-                       "jobs": order[n::count]}, handle)
+                       "jobs": order[n::count], "refuse_introspection": False,
+                       "refuse_surroundings": False}, handle)
         files.append(handle.name)
         processes.append(subprocess.Popen(
-            [sys.executable, "-m", __name__, handle.name], env=env,
+            [sys.executable, "-m", "kernelkb.optimizer.sandbox.ahead", handle.name], env=env,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
     deadline = time.monotonic() + FILL_LIMIT_S
     codes = []
@@ -165,22 +167,3 @@ def fill(task_name: str, request: dict[str, Any], timed: list[tuple[int, ...]]
             "seconds": round(time.perf_counter() - began, 1),
             "covered": covered if complete else []}
 
-
-def _main() -> int:
-    """A trusted compile process: the order file's jobs, compiled in warm-up mode."""
-    from kernelkb.kernels.discovery import load_origin
-    from kernelkb.optimizer.sandbox import ahead
-
-    with open(sys.argv[1]) as handle:
-        order = json.load(handle)
-    ahead.warm_up_launches()
-    load_origin(order.get("task_origin"))
-    for source, shape, dtype, conditioned in order["jobs"]:
-        shape = tuple(shape)
-        ahead.compile_source(order["task"], dtype, source, [shape],
-                             [shape] if conditioned else [])
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main())

@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from redteam import host_layer
 
 from kernelkb.optimizer.sandbox import jail, runner, trusted_cache
 
@@ -150,13 +151,7 @@ def test_the_trusted_compile_layer_is_shown_read_only_wherever_it_lies():
     """The host's trusted layer (trusted_cache.py) at its jail path: the worker reads the
     kernels there and can neither change one nor add one, even where the layer lies under
     a folder the jail hides (the user's cache folder under HOME)."""
-    home = Path(tempfile.mkdtemp(prefix="kernelkb_home_"))
-    layer = home / ".cache" / "kernelkb" / "triton-trusted"
-    (layer / "KEY").mkdir(parents=True)
-    (layer / "KEY" / "kernel.cubin").write_text("compiled outside")
-    for folder in (home, home / ".cache", home / ".cache" / "kernelkb", layer, layer / "KEY"):
-        os.chmod(folder, 0o755)
-    os.chmod(layer / "KEY" / "kernel.cubin", 0o644)
+    home, layer = host_layer("kernelkb_home_", 0o755, 0o644)
     done = _run_in_jail(LAYER_PROBE.format(layer=trusted_cache.JAIL_PATH, host=str(layer)),
                         hide=[str(home)], layers={trusted_cache.JAIL_PATH: str(layer)})
     assert done.returncode == 0, done.stderr[-2000:]

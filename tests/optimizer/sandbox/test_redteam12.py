@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from redteam import escaped, probe
+from redteam import escaped, host_layer, probe
 
 from kernelkb.kernels import drawn_shapes
 from kernelkb.kernels.discovery import get_task
@@ -345,13 +345,7 @@ def test_no_route_writes_the_layer_from_the_jail() -> None:
     """26 routes, as the jail's root (the judge's kept capabilities) and as the worker,
     against a host layer whose files and folders are world-writable, so only the
     read-only mount stands in the way."""
-    home = Path(tempfile.mkdtemp(prefix="kernelkb_rt12_home_"))
-    layer = home / ".cache" / "kernelkb" / "triton-trusted"
-    (layer / "KEY").mkdir(parents=True)
-    (layer / "KEY" / "kernel.cubin").write_text("compiled outside")
-    for folder in (home, home / ".cache", home / ".cache" / "kernelkb", layer, layer / "KEY"):
-        os.chmod(folder, 0o777)
-    os.chmod(layer / "KEY" / "kernel.cubin", 0o666)
+    home, layer = host_layer("kernelkb_rt12_home_", 0o777, 0o666)
     folder = tempfile.mkdtemp(prefix="kernelkb_rt12_probe_")
     os.chmod(folder, 0o755)
     Path(folder, "probe.py").write_text(LAYER_ESCAPES)
