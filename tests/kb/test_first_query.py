@@ -8,11 +8,16 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pytest
 
 from kernelkb.kb.vector_index import VectorIndex
 from kernelkb.kernels.discovery import all_tasks, related_ops_of
+
+if TYPE_CHECKING:
+    from kernelkb.service import LocalKnowledge
 
 
 def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -185,18 +190,23 @@ def test_the_mirror_keeps_what_other_queries_read(tmp_path: Path) -> None:
     last.close()
 
 
-def test_a_few_new_rows_do_not_rewrite_the_column_cache(tmp_path: Path, monkeypatch) -> None:
+@pytest.fixture
+def backend() -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) on the SQLite file (the column cache lies beside
+    it), without vectors."""
+    return {"vectors": False}
+
+
+def test_a_few_new_rows_do_not_rewrite_the_column_cache(knowledge: LocalKnowledge,
+                                                         monkeypatch) -> None:
     """A long-lived process (a server) reading a few rows per ingest leaves the file as it
     is until RESAVE_ROWS rows have come since it was written."""
     from kb_testdata import record_dict
 
-    from kernelkb.kb.settings import Settings
     from kernelkb.retrieval import columns
-    from kernelkb.service import LocalKnowledge
 
     monkeypatch.setattr(columns, "RESAVE_ROWS", 3)
-    kb = LocalKnowledge(Settings(data_dir=tmp_path, seeds_dir=tmp_path / "none",
-                                 vectors=False))
+    kb = knowledge
 
     def rows_in_file() -> int:
         with kb.engine.connect() as conn:

@@ -14,10 +14,10 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from kernelkb.kb.settings import Settings
 from kernelkb.service import LocalKnowledge
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
@@ -80,8 +80,15 @@ def test_read_commands_say_first_use_only_when_they_load(tmp_path: Path, seeds: 
     assert full.stdout == empty.stdout
 
 
-def test_a_store_that_holds_the_seeds_has_none_to_load(tmp_path: Path, seeds: Path) -> None:
-    kb = LocalKnowledge(Settings(data_dir=tmp_path / "s", vectors=False, seeds_dir=seeds))
+@pytest.fixture
+def backend(seeds: Path) -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) on the SQLite file, without vectors, its seeds
+    the two files copied to ``seeds``."""
+    return {"vectors": False, "seeds_dir": seeds}
+
+
+def test_a_store_that_holds_the_seeds_has_none_to_load(knowledge: LocalKnowledge) -> None:
+    kb = knowledge
     assert kb.seeds_to_load() == [SMALL, LARGE]  # an empty store: every file
     assert set(kb.seed_if_empty()) == {SMALL, LARGE}
     assert kb.seeds_to_load() == [] and kb.seed_if_empty() == {}

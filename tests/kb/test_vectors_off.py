@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,12 +16,20 @@ from kernelkb.service import LocalKnowledge
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 
 
-def test_seeds_load_and_retrieval_answers_without_embedding_or_chroma(tmp_path: Path) -> None:
-    kb = LocalKnowledge(Settings(data_dir=tmp_path, seeds_dir=SEEDS, vectors=False))
+@pytest.fixture
+def backend() -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) on the SQLite file, without vectors, with the
+    shipped seeds to load."""
+    return {"vectors": False, "seeds_dir": SEEDS}
+
+
+def test_seeds_load_and_retrieval_answers_without_embedding_or_chroma(
+        knowledge: LocalKnowledge) -> None:
+    kb = knowledge
     reports = kb.seed_if_empty()
     assert sum(len(r.accepted) for r in reports.values()) > 300
     assert not any(r.rejected for r in reports.values())
-    assert kb.embedder is None and not (tmp_path / "chroma").exists()
+    assert kb.embedder is None and not kb.settings.chroma_folder.exists()
     result = kb.retrieve(RetrievalQuery(op_type="attention", gpu_name="NVIDIA H200",
                                         triton_version="3.6.0",
                                         kernel_source="ROPE_TABLE = False\nCAUSAL_SKIP = False"))

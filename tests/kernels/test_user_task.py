@@ -10,7 +10,7 @@ nor the user's folder: these tests prove the task travels there (runner.place_ta
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from user_task_sample import isolated_registry, write_task
@@ -20,7 +20,7 @@ from kernelkb.kernels import discovery
 from kernelkb.kernels.discovery import get_task
 
 if TYPE_CHECKING:
-    from kernelkb.kb.embedder import Embedder
+    from kernelkb.service import LocalKnowledge
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
 
@@ -76,17 +76,22 @@ def test_an_entry_point_task_is_evaluated_in_the_sandbox(tmp_path: Path, monkeyp
     assert result.shapes_checked == ["rows=8,hidden=512"]
 
 
+@pytest.fixture
+def backend() -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) with the shipped seeds to load: rmsnorm's
+    experiences are what the user's task is shown as a related op's."""
+    return {"seeds_dir": SEEDS}
+
+
 @pytest.mark.slow
 def test_a_user_task_runs_through_optimize_on_cpu_with_its_related_ops_experiences(
-        tmp_path: Path, embedder: Embedder) -> None:
-    from kernelkb.kb.settings import Settings
+        tmp_path: Path, knowledge: LocalKnowledge) -> None:
     from kernelkb.optimizer.agents.base import AgentContext
     from kernelkb.optimizer.agents.llm import build_messages
     from kernelkb.optimizer.agents.offline import OfflineAgent
     from kernelkb.optimizer.loop import LoopOptions
     from kernelkb.optimizer.policy import PolicyConfig
     from kernelkb.optimizer.session import optimize
-    from kernelkb.service import LocalKnowledge
 
     class PromptKeeper(OfflineAgent):
         """The offline agent, keeping the prompt an LLM agent would have been sent."""
@@ -99,8 +104,6 @@ def test_a_user_task_runs_through_optimize_on_cpu_with_its_related_ops_experienc
 
     write_task(tmp_path / "outside", one_file=True)
     discovery.add_tasks_dirs([tmp_path / "outside"])
-    knowledge = LocalKnowledge(Settings(data_dir=tmp_path / "kb", seeds_dir=SEEDS,
-                                        service_url=None), embedder=embedder)
     assert knowledge.seed_if_empty()
     agent = PromptKeeper(epsilon=0.0)
     result = optimize("add_rmsnorm", agent, out_dir=tmp_path / "runs", knowledge=knowledge,

@@ -47,10 +47,18 @@ def _record(config: dict[str, Any], speedup: float, gpu: str = "NVIDIA H200",
     }
 
 
-def _store(root: Path) -> LocalKnowledge:
-    """A real SQLite store (no vectors: revalidate reads by task, not by meaning)."""
-    kb = LocalKnowledge(Settings(data_dir=root, vectors=False, seeds_dir=root / "none"))
-    report = kb.ingest([
+@pytest.fixture
+def backend() -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) without vectors: revalidate reads by task, not by
+    meaning."""
+    return {"vectors": False}
+
+
+@pytest.fixture
+def store(knowledge: LocalKnowledge) -> LocalKnowledge:
+    """``knowledge`` holding softmax records: three distinct whole configurations (one
+    measured on two GPUs) and two that revalidate skips."""
+    report = knowledge.ingest([
         _record({**BASE, "NUM_WARPS": 8}, 3.0),
         _record({**BASE, "NUM_WARPS": 8}, 2.0, gpu="NVIDIA A100", run="r2"),  # same config
         _record({**BASE, "ROWS_PER_PROGRAM": 2}, 2.5, run="r3"),
@@ -59,12 +67,12 @@ def _store(root: Path) -> LocalKnowledge:
         _record({**BASE, "NUM_WARPS": 3}, 8.0, run="r6"),  # not in the space: skipped
     ])
     assert not report.rejected
-    return kb
+    return knowledge
 
 
-def test_best_distinct_configs_are_chosen_and_their_stored_figures_kept(tmp_path: Path) -> None:
-    kb = _store(tmp_path)
-    records = [r for r in kb.list(task_id="softmax", limit=50).items]
+def test_best_distinct_configs_are_chosen_and_their_stored_figures_kept(
+        store: LocalKnowledge) -> None:
+    records = [r for r in store.list(task_id="softmax", limit=50).items]
     known = best_known(records, get_task("softmax"), "NVIDIA A100", top=2)
     assert [k.config for k in known] == [{**WHOLE, "NUM_WARPS": 8},
                                          {**WHOLE, "ROWS_PER_PROGRAM": 2}]
@@ -74,9 +82,8 @@ def test_best_distinct_configs_are_chosen_and_their_stored_figures_kept(tmp_path
 
 
 @pytest.mark.slow  # whole evaluations in the interpreter (~40 s on 2 cores)
-def test_revalidate_on_cpu_checks_correctness_and_times_nothing(tmp_path: Path) -> None:
-    kb = _store(tmp_path)
-    result = revalidate(get_task("softmax"), kb, top=2, shapes=TINY, seeds=1,
+def test_revalidate_on_cpu_checks_correctness_and_times_nothing(store: LocalKnowledge) -> None:
+    result = revalidate(get_task("softmax"), store, top=2, shapes=TINY, seeds=1,
                         command="pytest")
     assert not result.timed and result.shapes == ["rows=4,cols=64"]
     assert [r.known.config for r in result.rows] == [{**WHOLE, "NUM_WARPS": 8},
@@ -96,9 +103,10 @@ def test_revalidate_on_cpu_checks_correctness_and_times_nothing(tmp_path: Path) 
 
 
 @pytest.mark.slow  # whole evaluations in the interpreter (~20 s quiet on 2 cores)
-def test_cli_journals_records_that_ingest_elsewhere(tmp_path: Path, monkeypatch) -> None:
-    _store(tmp_path / "store").close()
-    monkeypatch.setenv("KERNELKB_DATA_DIR", str(tmp_path / "store"))
+def test_cli_journals_records_that_ingest_elsewhere(store: LocalKnowledge, tmp_path: Path,
+                                                    monkeypatch) -> None:
+    store.close()  # the CLI opens it itself, from the environment
+    monkeypatch.setenv("KERNELKB_DATA_DIR", str(store.settings.data_dir))
     monkeypatch.setenv("KERNELKB_VECTORS", "false")
     journal = tmp_path / "journal.jsonl"
     args = argparse.Namespace(task="softmax", top=1, dtype="float16", shapes="cpu", seeds=1,
@@ -108,6 +116,7 @@ def test_cli_journals_records_that_ingest_elsewhere(tmp_path: Path, monkeypatch)
     assert "NOTHING WAS TIMED" in text and f"kernelkb ingest {journal}" in text
     lines = [json.loads(x) for x in journal.read_text().splitlines()]
     assert [x["provenance"]["round_kind"] for x in lines] == ["baseline", "revalidate"]
+    # a second, empty store: the journal's records load into a store that never had them
     fresh = LocalKnowledge(Settings(data_dir=tmp_path / "fresh", vectors=False,
                                     seeds_dir=tmp_path / "none"))
     assert len(fresh.ingest(read_jsonl(journal)).accepted) == 2

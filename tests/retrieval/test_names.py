@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from live_server import live_server  # noqa: E402
 
 from kernelkb.cli.main import main
-from kernelkb.kb.settings import Settings
 from kernelkb.retrieval.names import UnknownName, match_gpu, match_name
 from kernelkb.service import LocalKnowledge
 
@@ -27,6 +27,12 @@ def cli_home(seeded: LocalKnowledge, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("KERNELKB_HOME", str(home))
     monkeypatch.setenv("KERNELKB_VECTORS", "false")
     return home
+
+
+@pytest.fixture
+def backend() -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) without vectors: names are SQL filters."""
+    return {"vectors": False}
 
 
 @pytest.fixture(scope="module")
@@ -163,13 +169,13 @@ def test_ids_printed_by_the_cli_work_in_the_api(cli_home: Path, service: str,
     assert httpx.get(f"{service}/experiences/zzzz", timeout=60).status_code == 404
 
 
-def test_a_name_written_after_the_last_read_is_found(tmp_path: Path) -> None:
+def test_a_name_written_after_the_last_read_is_found(knowledge: LocalKnowledge) -> None:
     """Names resolve against the vocabulary as last read (no round trip per request); a
     name that vocabulary lacks sends resolution to the store, so a new op or GPU is found
     on its first query, and one nobody has stays unknown."""
     from kb_testdata import record_dict
 
-    kb = LocalKnowledge(Settings(data_dir=tmp_path, vectors=False, seeds_dir=tmp_path / "no"))
+    kb = knowledge
     kb.ingest([record_dict(hw="H200")])
     assert kb.resolve_names(op_type="SOFTMAX")["op_type"] == "softmax"  # vocabulary read
     kb.ingest([record_dict(op="layernorm_fused", task="layernorm_fused", summary="new op")])

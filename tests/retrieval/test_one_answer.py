@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from kernelkb.cli import main as cli
-from kernelkb.kb.settings import Settings
 from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.spaces import task_space
 from kernelkb.retrieval.first_try import time_vs_best
@@ -60,8 +60,14 @@ def test_the_cli_gives_one_try_first_and_says_time_as_time(
                             for line in measured)
 
 
+@pytest.fixture
+def backend() -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) without vectors: bootstrap reads SQL."""
+    return {"vectors": False}
+
+
 def test_a_gpu_with_its_own_measurements_tries_its_best_measured_first(
-        tmp_path: Path) -> None:
+        knowledge: LocalKnowledge) -> None:
     """The optimizer's rule (recall.known): the ranker leads only where the target has
     measured nothing of the op. Here an H100 holds a share of the seeds' rmsnorm space."""
     lines = (SEEDS / "sweep_rmsnorm_float16.jsonl").read_text().splitlines()
@@ -72,8 +78,7 @@ def test_a_gpu_with_its_own_measurements_tries_its_best_measured_first(
                                     "mem_bandwidth_gbps": 3350.0, "smem_per_sm_kib": 228}}
         record.pop("id")
         moved.append(record)
-    kb = LocalKnowledge(Settings(data_dir=tmp_path / "s", vectors=False,
-                                 seeds_dir=tmp_path / "none"))
+    kb = knowledge
     assert not kb.ingest(records + moved).rejected
     plan = kb.bootstrap({"gpu_name": "NVIDIA H100 80GB HBM3"}, op_type="rmsnorm",
                         space=task_space(RMSNORM), include_own=True)

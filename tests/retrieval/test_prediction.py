@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kernelkb.cli import main as cli
 from kernelkb.kb.record import Environment
-from kernelkb.kb.settings import Settings
 from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.agents.base import AgentContext
 from kernelkb.optimizer.agents.llm import build_messages
@@ -86,8 +84,15 @@ def _kt_record(gpu: str, facts: dict[str, Any], block: int, tile: int, size: int
     }
 
 
-def test_an_imported_op_ranks_the_configurations_seen_in_the_store(tmp_path: Path) -> None:
-    kb = LocalKnowledge(Settings(data_dir=tmp_path, vectors=False, seeds_dir=tmp_path / "no"))
+@pytest.fixture
+def backend() -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) without vectors: the rankings read SQL."""
+    return {"vectors": False}
+
+
+def test_an_imported_op_ranks_the_configurations_seen_in_the_store(
+        knowledge: LocalKnowledge) -> None:
+    kb = knowledge  # empty: the ranker trains on these records alone
     gpus = {"NVIDIA A100-PCIE-40GB": ({"arch": "sm_80", "sm_count": 108}, 1.0),
             "NVIDIA RTX A6000": ({"arch": "sm_86", "sm_count": 84}, 1.6)}
     records = [_kt_record(gpu, facts, block, tile, size, speed)

@@ -12,12 +12,12 @@ import json
 import logging
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from llm_server import DROP, HANG, Raw, ScriptedLLM, llm_server
 
 from kernelkb.cli.main import main
-from kernelkb.kb.settings import Settings
 from kernelkb.kernels.discovery import get_task
 from kernelkb.optimizer.agents.base import AgentContext, AgentUnavailable
 from kernelkb.optimizer.agents.llm import LLMAgent, LLMSettings
@@ -114,15 +114,19 @@ def test_three_replies_without_code_say_the_model_looks_misconfigured(
 TINY = LoopOptions(shapes=[(4, 128)], sweep_shapes=[(4, 128)], seeds=1, timeout_s=300)
 
 
+@pytest.fixture
+def backend() -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) without vectors: the run's recall reads SQL."""
+    return {"vectors": False}
+
+
 def test_a_run_through_bad_answers_ends_with_its_report_and_says_each_once(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    store = LocalKnowledge(Settings(data_dir=tmp_path / "store", vectors=False,
-                                    seeds_dir=tmp_path / "no-seeds"))
+        knowledge: LocalKnowledge, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     lines: list[str] = []
     with llm_server([CUT, PAGE, HANG], models=["scripted"]) as url:
         result = optimize("softmax", _agent(url, timeout_s=1.0, retries=0),
-                          out_dir=tmp_path / "runs", knowledge=store, options=TINY,
+                          out_dir=tmp_path / "runs", knowledge=knowledge, options=TINY,
                           policy=PolicyConfig(max_iters=3, patience=5),
                           on_round=lambda outcome: lines.append(outcome.summary))
     assert result.stop_reason is StopReason.max_iters
