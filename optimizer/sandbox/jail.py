@@ -86,7 +86,10 @@ _LOCKED_FLAGS = {"nosuid": _MS_NOSUID, "nodev": _MS_NODEV, "noexec": _MS_NOEXEC,
 # covered (a file by /dev/null, a folder by an empty read-only tmpfs)
 PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs")
 PROC_MASKED = ("kcore", "keys", "timer_list", "sched_debug", "latency_stats", "acpi", "scsi",
-               "cmdline")  # the host kernel's command line
+               "cmdline",  # the host kernel's command line
+               # the host's dentry, inode and open-file counts (red team 10 watched one
+               # evaluation's lookups grow the first): what other tenants do, read live
+               "sys/fs")
 
 
 @functools.lru_cache(maxsize=1)

@@ -41,6 +41,8 @@ PROBE = textwrap.dedent("""
         "uid_map": open("/proc/self/uid_map").read().split(),
         "opened_for_writing": opened,
         "kcore": os.path.exists("/proc/kcore") and os.stat("/proc/kcore").st_size,
+        "host_counts": [p for p in ("/proc/sys/fs/dentry-state", "/proc/sys/fs/inode-nr",
+                                    "/proc/sys/fs/file-nr") if os.path.exists(p)],
         "host": socket.gethostname(),
         "core_limit": resource.getrlimit(resource.RLIMIT_CORE),
         "env": sorted(os.environ),
@@ -88,6 +90,7 @@ def test_the_jails_root_is_no_host_root_and_host_global_files_refuse_writes():
         assert _lines(seen["uid_map"]) == [["0", str(os.geteuid()), "1"]]
     assert seen["opened_for_writing"] == []
     assert seen["kcore"] in (False, 0)  # covered by /dev/null where the kernel has one
+    assert seen["host_counts"] == []  # the host's file-system counters: covered
     assert seen["host"] == jail.HOST_NAME != socket.gethostname()
     assert seen["core_limit"] == [0, 0]
     # its own accounts, not the host's (red team 10: the host's names and home folders)
@@ -100,6 +103,7 @@ def test_where_the_jails_root_must_be_host_root_the_host_global_files_are_masked
     assert _lines(seen["uid_map"]) == [["0", "0", "1"], [str(jail.WORKER_UID),
                                                          str(jail.WORKER_HOST_UID), "1"]]
     assert seen["opened_for_writing"] == []  # read-only binds, not the kernel's uid rule
+    assert seen["host_counts"] == []
     assert seen["host"] == jail.HOST_NAME
 
 

@@ -99,9 +99,11 @@ def test_redteam10_nothing_carries_from_one_evaluation_to_the_next():
     assert not escaped(report), report
 
 
-@pytest.mark.xfail(strict=True, reason="200,000 failed lookups under the bound /usr/lib "
-                   "leave as many negative dentries in the host kernel's cache, counted in "
-                   "the host-global /proc/sys/fs/dentry-state, after the evaluation ends")
 def test_redteam10_no_host_kernel_objects_outlive_the_jail():
+    """The host's dentry, inode and file counts are covered in the jail's /proc (jail.py's
+    PROC_MASKED), so the plant reads no host-global counter; the dentries its lookups
+    make are charged to the evaluation's cgroup and freed at its end, which
+    test_limits_reclaim.py measures from the host's side."""
     _, report = _probe("escape_host_kernel_caches")
     assert not escaped(report), report
+    assert "dentry-state unreadable" in report
