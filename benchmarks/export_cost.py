@@ -275,14 +275,23 @@ def main() -> int:
     args = ap.parse_args()
     torch.manual_seed(0)
     rows: list[dict[str, Any]] = []
+    text = ""
     with tempfile.TemporaryDirectory(prefix="export_cost_") as folder:
         for name in args.tasks:
             rows += bench(get_task(name), args.dtype, args, Path(folder))
+            if ON_GPU:  # after each task: a run cut short by its time limit keeps its table
+                text = save(rows, args)
     bad = [r for r in rows if r.get("error") and r["impl"].startswith("ours")]
     if not ON_GPU:
         print(f"CPU (Triton interpreter): correctness only, nothing timed. "
               f"{sum('checked' in r for r in rows)} checked, {len(bad)} of ours failed.")
         return 1 if bad else 0
+    print(text)
+    return 1 if bad else 0
+
+
+def save(rows: list[dict[str, Any]], args: argparse.Namespace) -> str:
+    """The rows so far as JSON and a markdown table under ``--out``; returns the table."""
     import triton
 
     gpu = torch.cuda.get_device_name()
@@ -296,8 +305,7 @@ def main() -> int:
     (out / f"{stem}.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
     text = markdown(rows, meta)
     (out / f"{stem}.md").write_text(text)
-    print(text)
-    return 1 if bad else 0
+    return text
 
 
 if __name__ == "__main__":
