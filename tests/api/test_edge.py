@@ -9,10 +9,11 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
-from kb_testdata import make_knowledge, record_dict
+from kb_testdata import record_dict
 from live_server import TOKEN, live_server
 
 from kernelkb.api.access import is_loopback, write_policy
@@ -20,6 +21,13 @@ from kernelkb.service import LocalKnowledge
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def backend() -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py), the store of the tests that serve one of their
+    own, without vectors: the edge refuses or answers before anything reads by meaning."""
+    return {"vectors": False}
 
 
 def _post(url: str, path: str, raw: str, headers: dict | None = None) -> httpx.Response:
@@ -354,7 +362,7 @@ def test_empty_filters_are_no_filters_and_measured_dates_are_bounded(url: str) -
 
 
 def test_request_heads_are_bounded_in_size_and_time(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        knowledge: LocalKnowledge, monkeypatch: pytest.MonkeyPatch) -> None:
     """httptools buffered a header of any size at a cost growing with its square (a 400 MB
     header held the server 326 s) and kept a connection that never ended its headers
     open for ever. Now: 431 past HEAD_BYTES, the connection closed past HEAD_TIMEOUT_S,
@@ -364,7 +372,7 @@ def test_request_heads_are_bounded_in_size_and_time(
     from kernelkb.api import http_protocol
 
     monkeypatch.setattr(http_protocol, "HEAD_TIMEOUT_S", 2.0)
-    kb = make_knowledge(tmp_path, vectors=False)
+    kb = knowledge
     with live_server(kb) as port:
         base = f"http://127.0.0.1:{port}"
         big = socket.create_connection(("127.0.0.1", port), timeout=30)
@@ -413,7 +421,7 @@ def test_a_compressed_body_is_415_not_a_parse_error(url: str) -> None:
     assert r.status_code == 415 and "uncompressed" in r.text
 
 
-def test_connections_past_the_limit_get_503_at_once(tmp_path: Path) -> None:
+def test_connections_past_the_limit_get_503_at_once(knowledge: LocalKnowledge) -> None:
     """Idle connections past the limit used to stay open until the descriptors ran out,
     and then the server accepted nothing and answered no one. Now each one past the limit
     gets 503 as it arrives and is closed; the server goes on serving."""
@@ -423,8 +431,7 @@ def test_connections_past_the_limit_get_503_at_once(tmp_path: Path) -> None:
 
     from kernelkb.api.app import create_app
 
-    kb = make_knowledge(tmp_path, vectors=False)
-    with serving(create_app(knowledge_=kb), limit_concurrency=8) as port:
+    with serving(create_app(knowledge_=knowledge), limit_concurrency=8) as port:
         held = [socket.create_connection(("127.0.0.1", port), timeout=2) for _ in range(20)]
         answers = []
         for sock in held:

@@ -7,11 +7,12 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
 import pytest
-from kb_testdata import make_knowledge, record_dict
+from kb_testdata import record_dict
 from live_server import TOKEN, free_port, live_server
 
 from kernelkb.kb.embedder import Embedder
@@ -115,15 +116,21 @@ def test_service_down_raises_service_unavailable() -> None:
         remote.stats()
 
 
+@pytest.fixture
+def backend() -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) served by two worker threads."""
+    return {"serve_threads": 2}
+
+
 def test_requests_waiting_for_the_query_model_hold_no_worker_thread(
-        tmp_path: Path, embedder: Embedder) -> None:
+        knowledge: LocalKnowledge, embedder: Embedder) -> None:
     """Query texts the server has not embedded wait for the embedding batcher outside the
     worker threads (``serve_threads``), so more requests than workers join one model run.
     The first run is held until the other requests are queued behind it; with the waiting
     done on the workers, no more than ``serve_threads - 1`` could ever be queued."""
     own = Embedder()  # its own batcher, to be held; the session's loaded runner, no reload
     own._query_model = embedder.query_model
-    kb = make_knowledge(tmp_path, serve_threads=2)
+    kb = knowledge
     kb.embedder = own
     kb.ingest([record_dict(summary=f"tile {n}", run=f"wait-{n}") for n in range(3)])
     batcher = own._queries

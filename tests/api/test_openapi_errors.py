@@ -5,11 +5,20 @@ answer of the live server, not only against the document."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 import httpx
-from kb_testdata import make_knowledge
+import pytest
 from live_server import live_server
+
+from kernelkb.service import LocalKnowledge
+
+
+@pytest.fixture
+def backend() -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) without vectors and without a token: the answers
+    checked are refusals, none of them reads by meaning or writes."""
+    return {"vectors": False}
 
 
 def _schema_of(document: dict, ref_or_schema: dict) -> dict:
@@ -28,8 +37,8 @@ def _accepts(document: dict, schema: dict, body: dict) -> bool:
     return isinstance(body.get("detail"), kinds[detail.get("type", "string")])
 
 
-def test_declared_errors_match_the_answers(tmp_path: Path) -> None:
-    kb = make_knowledge(tmp_path, vectors=False)
+def test_declared_errors_match_the_answers(knowledge: LocalKnowledge) -> None:
+    kb = knowledge
     with live_server(kb) as port:
         base = f"http://127.0.0.1:{port}"
         document = httpx.get(base + "/openapi.json", timeout=30).json()

@@ -8,11 +8,19 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kb_testdata import make_knowledge, record_dict
 
 from kernelkb.kb.record import parse_record
 from kernelkb.retrieval.query import RetrievalQuery
 from kernelkb.service import LocalKnowledge
+
+
+@pytest.fixture
+def backend(store_backend: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) on both backends (tests/kb/conftest.py), its seeds
+    folder tmp_path/seeds: absent, as the default one is, unless a test writes seeds there."""
+    return {**store_backend, "seeds_dir": tmp_path / "seeds"}
 
 
 def _batch() -> list[dict]:
@@ -104,12 +112,11 @@ def test_reindex_after_deleting_chroma_gives_same_results(tmp_path: Path,
     assert after == before and len(before) == 4
 
 
-def test_seeds_load_into_an_empty_store_only(tmp_path: Path,
-                                             store_backend: dict[str, Any]) -> None:
-    seeds = tmp_path / "seeds"
+def test_seeds_load_into_an_empty_store_only(knowledge: LocalKnowledge) -> None:
+    kb = knowledge
+    seeds = kb.settings.seeds_dir
     seeds.mkdir()
     (seeds / "a.jsonl").write_text("\n".join(json.dumps(r) for r in _batch()) + "\n\n")
-    kb = make_knowledge(tmp_path / "store", seeds_dir=seeds, **store_backend)
     reports = kb.seed_if_empty()
     assert len(reports["a.jsonl"].accepted) == 3
     assert kb.seed_if_empty() == {}  # the seeds are there: nothing loaded
@@ -117,14 +124,14 @@ def test_seeds_load_into_an_empty_store_only(tmp_path: Path,
 
 
 def test_a_store_filled_by_an_import_first_still_gets_the_seeds(
-        tmp_path: Path, store_backend: dict[str, Any]) -> None:
+        knowledge: LocalKnowledge) -> None:
     """`kernelkb import` before any other command left the shipped seeds out for good: the
     store was not empty, so nothing loaded them, and queries answered 'no experiences'."""
-    seeds = tmp_path / "seeds"
+    kb = knowledge
+    seeds = kb.settings.seeds_dir
     seeds.mkdir()
     batch = _batch()
     (seeds / "a.jsonl").write_text("\n".join(json.dumps(r) for r in batch[1:]) + "\n")
-    kb = make_knowledge(tmp_path / "store", seeds_dir=seeds, **store_backend)
     assert kb.ingest(batch[:1]).accepted  # the user's own import, first
     reports = kb.seed_if_empty()
     assert len(reports["a.jsonl"].accepted) == 2

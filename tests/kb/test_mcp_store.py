@@ -5,12 +5,22 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
+import pytest
 from mcp import Client
 
 from kernelkb.kb.settings import Settings
 from kernelkb.mcp.opening import OpeningStore
 from kernelkb.mcp.server import build_server
+from kernelkb.service import LocalKnowledge
+
+
+@pytest.fixture
+def backend() -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) on the SQLite file, without vectors: the tools'
+    answers are checked, not the backends."""
+    return {"vectors": False}
 
 
 def test_a_store_that_cannot_open_is_a_tool_error(tmp_path: Path) -> None:
@@ -37,13 +47,14 @@ def test_a_store_that_cannot_open_is_a_tool_error(tmp_path: Path) -> None:
     assert "evaluate_kernel" in tools  # the server itself still serves
 
 
-def test_unknown_names_and_arguments_are_errors_that_say_why(tmp_path: Path) -> None:
+def test_unknown_names_and_arguments_are_errors_that_say_why(knowledge: LocalKnowledge,
+                                                             tmp_path: Path) -> None:
     """Through the real MCP client: an unknown op or GPU names the closest known one (as
     the CLI and HTTP do) instead of a bare "Error executing tool"; an argument the tool does not
     take is refused, not dropped; the regime is an argument of both read tools."""
-    from kb_testdata import make_knowledge, record_dict
+    from kb_testdata import record_dict
 
-    kb = make_knowledge(tmp_path / "store", vectors=False)
+    kb = knowledge
     kb.ingest([record_dict(hw="H200")])  # the store knows softmax on an H200
     server = build_server(kb, journal_dir=tmp_path / "journals")
 
@@ -74,18 +85,19 @@ def test_unknown_names_and_arguments_are_errors_that_say_why(tmp_path: Path) -> 
     assert schemas["retrieve_experiences"].get("additionalProperties") is False
 
 
-def test_the_tools_work_over_a_service_url_and_its_names(tmp_path: Path) -> None:
+def test_the_tools_work_over_a_service_url_and_its_names(knowledge: LocalKnowledge,
+                                                         tmp_path: Path) -> None:
     """`kernelkb mcp` with KERNELKB_SERVICE_URL reads through the HTTP service: names are
     matched by the service (GET /names: its store and task registry), so a short form
     works and an unknown name is a tool error naming the closest, as on a local store."""
     import json
 
-    from kb_testdata import make_knowledge, record_dict
+    from kb_testdata import record_dict
     from live_server import live_server
 
     from kernelkb.retrieval.remote import RemoteKnowledge
 
-    kb = make_knowledge(tmp_path / "store", vectors=False)
+    kb = knowledge
     kb.ingest([record_dict(hw="H200")])
     with live_server(kb) as port:
         remote = RemoteKnowledge(f"http://127.0.0.1:{port}")

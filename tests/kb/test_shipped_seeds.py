@@ -5,14 +5,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-from kb_testdata import make_knowledge
+import pytest
 
 from kernelkb.kb.record import ExperienceRecord
 from kernelkb.kernels.discovery import all_tasks
 from kernelkb.optimizer.sandbox import source_rules
+from kernelkb.service import LocalKnowledge
 
 SEEDS = Path(__file__).resolve().parents[2] / "seeds"
+
+
+@pytest.fixture
+def backend() -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) on the SQLite file and Chroma folder, a user's
+    default store, with the shipped seeds to load."""
+    return {"seeds_dir": SEEDS}
 
 
 def _records() -> list[ExperienceRecord]:
@@ -60,13 +69,14 @@ def test_no_seed_holds_code_the_judge_refuses_from_its_source() -> None:
     assert refused == []
 
 
-def test_a_fresh_store_answers_for_every_seeded_task_on_the_h200(tmp_path: Path) -> None:
+def test_a_fresh_store_answers_for_every_seeded_task_on_the_h200(
+        knowledge: LocalKnowledge) -> None:
     """Each task the seeds measured is answered for; a task without shipped seeds (a
     user's own) is valid and is not asked about."""
     seeded = {r.task.task_id for r in _records()}
     tasks = [task for task in all_tasks().values() if task.name in seeded]
     assert tasks
-    kb = make_knowledge(tmp_path, seeds_dir=SEEDS)
+    kb = knowledge
     reports = kb.seed_if_empty()
     assert reports and all(not r.rejected for r in reports.values())
     for task in tasks:

@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from kb_testdata import make_knowledge, record_dict
+from kb_testdata import record_dict
 from servers import backend_env
 
 from kernelkb.kb.doctor import sql_ids
@@ -39,9 +39,9 @@ def _env(data: Path, backend: dict[str, Any]) -> dict[str, str]:
 
 @pytest.mark.slow  # a CLI process loads the model (~1 min on 2 busy cores)
 def test_running_server_sees_vectors_and_rows_another_process_wrote(
-        tmp_path: Path, store_backend: dict[str, Any]) -> None:
-    data = tmp_path / "store"
-    kb = make_knowledge(data, **store_backend)
+        tmp_path: Path, knowledge: LocalKnowledge, store_backend: dict[str, Any]) -> None:
+    kb = knowledge  # on both backends (tests/kb/conftest.py)
+    data = kb.settings.data_dir
     kb.ingest(_records(0, 20, "raise BLOCK_SIZE to cover the row"))
     later = _records(0, 12, "persistent programs loop over rows of the batch")
     path = tmp_path / "later.jsonl"
@@ -113,11 +113,11 @@ def test_two_writer_processes_through_one_service_lose_and_duplicate_nothing(
 
 @pytest.mark.slow  # a CLI process loads the model
 def test_running_server_survives_a_reindex_by_another_process(
-        tmp_path: Path, store_backend: dict[str, Any]) -> None:
+        knowledge: LocalKnowledge, store_backend: dict[str, Any]) -> None:
     """Another process's `kernelkb reindex` swaps the collection under a running service:
     the service's handle to the old one is replaced, and it keeps reading and writing."""
-    data = tmp_path / "store"
-    kb = make_knowledge(data, **store_backend)
+    kb = knowledge  # on both backends (tests/kb/conftest.py)
+    data = kb.settings.data_dir
     ids = set(kb.ingest(_records(0, 30, "tile the row in two passes")).accepted)
     query = {"op_type": "softmax", "gpu_name": "NVIDIA H200", "arch": "sm_90", "k": 5,
              "feedback_text": "two passes over the row"}

@@ -8,24 +8,35 @@ from __future__ import annotations
 import argparse
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
-from kb_testdata import make_knowledge, record_dict
+from kb_testdata import record_dict
 from live_server import live_server  # noqa: E402
 from mcp import Client
 
 from kernelkb.mcp.server import build_server  # noqa: E402
+from kernelkb.service import LocalKnowledge
 
 
-def _store(tmp_path: Path):  # type: ignore[no-untyped-def]
-    kb = make_knowledge(tmp_path / "store", vectors=False)
-    kb.ingest([record_dict(hw="H200", summary=f"edit {i}", config={"N": i}) for i in range(4)])
-    return kb
+@pytest.fixture
+def backend() -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) on the SQLite file, without vectors: the doors'
+    names are checked, not the backends."""
+    return {"vectors": False}
 
 
-def test_http_takes_op_and_limit_and_the_older_names(tmp_path: Path) -> None:
-    kb = _store(tmp_path)
+@pytest.fixture
+def four_edits(knowledge: LocalKnowledge) -> LocalKnowledge:
+    """``knowledge`` holding four softmax edits on an H200."""
+    knowledge.ingest([record_dict(hw="H200", summary=f"edit {i}", config={"N": i})
+                      for i in range(4)])
+    return knowledge
+
+
+def test_http_takes_op_and_limit_and_the_older_names(four_edits: LocalKnowledge) -> None:
+    kb = four_edits
     with live_server(kb) as port:
         base = f"http://127.0.0.1:{port}"
         new = httpx.get(f"{base}/insights", params={"op": "softmax"}, timeout=60).json()
@@ -52,8 +63,9 @@ def test_http_takes_op_and_limit_and_the_older_names(tmp_path: Path) -> None:
         assert params["op_type"].get("deprecated") and not params["op"].get("deprecated")
 
 
-def test_mcp_takes_op_and_limit_and_says_type_errors_in_words(tmp_path: Path) -> None:
-    server = build_server(_store(tmp_path), journal_dir=tmp_path / "journals")
+def test_mcp_takes_op_and_limit_and_says_type_errors_in_words(
+        four_edits: LocalKnowledge, tmp_path: Path) -> None:
+    server = build_server(four_edits, journal_dir=tmp_path / "journals")
 
     async def calls() -> dict[str, object]:
         async with Client(server) as client:
@@ -155,19 +167,21 @@ def test_help_says_which_names_are_deprecated() -> None:
         assert "positional arguments: TASK a task's name, e.g. softmax" in helps[name]
 
 
-def _two_tasks(tmp_path: Path):  # type: ignore[no-untyped-def]
-    kb = make_knowledge(tmp_path / "store", vectors=False)
-    kb.ingest([record_dict(hw="H200", summary=f"edit {i}", config={"N": i}) for i in range(3)]
-              + [record_dict(op="rmsnorm", hw="H200", summary=f"norm {i}", config={"M": i})
-                 for i in range(2)])
-    return kb
+@pytest.fixture
+def two_tasks(knowledge: LocalKnowledge) -> LocalKnowledge:
+    """``knowledge`` holding three softmax edits and two rmsnorm ones on an H200."""
+    knowledge.ingest(
+        [record_dict(hw="H200", summary=f"edit {i}", config={"N": i}) for i in range(3)]
+        + [record_dict(op="rmsnorm", hw="H200", summary=f"norm {i}", config={"M": i})
+           for i in range(2)])
+    return knowledge
 
 
-def test_http_names_the_task_task_as_every_door_does(tmp_path: Path) -> None:
+def test_http_names_the_task_task_as_every_door_does(two_tasks: LocalKnowledge) -> None:
     """The task is "task" over HTTP as on the CLI (TASK, --task) and in MCP's
     evaluate_kernel; "task_id", its older name, still works; a name given under both
     names with two values is an error in words, in a body as in a query string."""
-    with live_server(_two_tasks(tmp_path)) as port:
+    with live_server(two_tasks) as port:
         base = f"http://127.0.0.1:{port}"
 
         def get(path: str, **params: object) -> httpx.Response:
@@ -203,8 +217,9 @@ def test_http_names_the_task_task_as_every_door_does(tmp_path: Path) -> None:
         assert params["task_id"].get("deprecated") and not params["task"].get("deprecated")
 
 
-def test_mcp_names_the_task_task_in_every_tool(tmp_path: Path) -> None:
-    server = build_server(_two_tasks(tmp_path), journal_dir=tmp_path / "journals")
+def test_mcp_names_the_task_task_in_every_tool(two_tasks: LocalKnowledge,
+                                               tmp_path: Path) -> None:
+    server = build_server(two_tasks, journal_dir=tmp_path / "journals")
 
     async def calls() -> dict[str, object]:
         async with Client(server) as client:
@@ -223,7 +238,7 @@ def test_mcp_names_the_task_task_in_every_tool(tmp_path: Path) -> None:
         text["both"]  # type: ignore[attr-defined]
 
 
-def test_the_remote_client_sends_the_current_names(tmp_path: Path) -> None:
+def test_the_remote_client_sends_the_current_names(two_tasks: LocalKnowledge) -> None:
     """RemoteKnowledge (an MCP server or a run pointed at a service) asks with the names
     the service documents, not the deprecated ones. The requests are the real ones sent
     to the real service, read off the client as they leave."""
@@ -238,7 +253,7 @@ def test_the_remote_client_sends_the_current_names(tmp_path: Path) -> None:
         body = json.loads(request.content) if request.content else {}
         sent.append(set(request.url.params.keys()) | set(body))
 
-    with live_server(_two_tasks(tmp_path)) as port:
+    with live_server(two_tasks) as port:
         remote = RemoteKnowledge(f"http://127.0.0.1:{port}")
         remote._client.event_hooks["request"].append(keys)
         try:

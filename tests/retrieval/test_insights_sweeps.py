@@ -4,13 +4,22 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
-from kb_testdata import make_knowledge, record_dict
+import pytest
+from kb_testdata import record_dict
+
+from kernelkb.service import LocalKnowledge
 
 
-def test_sweep_measurements_are_not_counted_as_tries(tmp_path: Path) -> None:
-    kb = make_knowledge(tmp_path, vectors=False)
+@pytest.fixture
+def backend() -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) without vectors: insights read SQL."""
+    return {"vectors": False}
+
+
+def test_sweep_measurements_are_not_counted_as_tries(knowledge: LocalKnowledge) -> None:
+    kb = knowledge
     edit = record_dict(hw="H200", summary="one edit that won")
     sweep = record_dict(hw="H200", summary="a measured configuration of a sweep",
                         run="import:x")

@@ -3,11 +3,10 @@ on both backends (SQLite FTS5, PostgreSQL full-text search) through the real sto
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-from kb_testdata import make_knowledge, record_dict
+from kb_testdata import record_dict
 from sqlalchemy import text
 from sqlmodel import Session
 
@@ -17,6 +16,16 @@ from kernelkb.retrieval.query import RetrievalQuery
 from kernelkb.service import LocalKnowledge
 
 H200 = dict(op_type="softmax", gpu_name="NVIDIA H200", arch="sm_90", triton_version="3.5.0")
+TEAM = pytest.param("team", marks=pytest.mark.postgres)
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) on the SQLite file + Chroma folder; a test that
+    parametrizes ``backend`` (indirect) with "team" gets PostgreSQL + a Chroma server."""
+    if getattr(request, "param", "sqlite") == "sqlite":
+        return {}
+    return request.getfixturevalue("team_backend")
 
 
 def test_has_code_tells_identifiers_from_prose() -> None:
@@ -65,9 +74,8 @@ def test_no_warnings_when_none_are_asked_for(knowledge: LocalKnowledge) -> None:
 FEEDBACK = "hold the rowwise max in regs between blocks rather than redoing it"
 
 
-def _lexical_store(tmp_path: Path, backend: dict[str, Any]) -> LocalKnowledge:
+def _fill(knowledge: LocalKnowledge) -> None:
     """Prose records close to FEEDBACK, and one whose diff alone holds an identifier."""
-    knowledge = make_knowledge(tmp_path, **backend)
     knowledge.ingest([
         record_dict(summary="keep the row maximum in registers across tiles instead of "
                     "recomputing it for every tile", config={"BLOCK_SIZE": 512}),
@@ -76,14 +84,14 @@ def _lexical_store(tmp_path: Path, backend: dict[str, Any]) -> LocalKnowledge:
                     diff="-acc = 0\n+SPLIT_REDUCE_STRIDE: tl.constexpr = 4\n+acc = tl.zeros",
                     config={"SPLIT_REDUCE_STRIDE": 4}),
     ])
-    return knowledge
 
 
+@pytest.mark.parametrize("backend", ["sqlite", TEAM], indirect=True)
 def test_the_lexical_path_finds_an_identifier_on_both_backends(
-        tmp_path: Path, store_backend: dict[str, Any]) -> None:
+        knowledge: LocalKnowledge) -> None:
     """The query's words are only in one record's diff: vectors rank a prose record first,
     the lexical side (FTS5 on SQLite, tsvector + ts_rank on PostgreSQL) ranks it first."""
-    knowledge = _lexical_store(tmp_path, store_backend)
+    _fill(knowledge)
     try:
         result = knowledge.retrieve(RetrievalQuery(
             **H200, feedback_text=FEEDBACK,
@@ -100,14 +108,14 @@ def test_the_lexical_path_finds_an_identifier_on_both_backends(
         knowledge.close()
 
 
-@pytest.mark.postgres
+@pytest.mark.parametrize("backend", [TEAM], indirect=True)
 def test_a_postgres_store_made_before_full_text_search_is_indexed_on_open(
-        tmp_path: Path, team_backend: dict[str, Any]) -> None:
-    knowledge = _lexical_store(tmp_path, team_backend)
+        knowledge: LocalKnowledge, backend: dict[str, Any]) -> None:
+    _fill(knowledge)
     with knowledge.engine.begin() as conn:  # as a store of an earlier version: no table
         conn.execute(text(f"DROP TABLE {FTS_TABLE}"))
     knowledge.close()
-    engine = make_engine(team_backend["db_url"])
+    engine = make_engine(backend["db_url"])
     try:
         with Session(engine) as session:
             assert session.connection().execute(

@@ -4,9 +4,14 @@ serve, on the live server of conftest.py."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
+
+if TYPE_CHECKING:
+    from kernelkb.service import LocalKnowledge
 
 RUN = "rope-20261129T144940-8e7697"  # a shipped run folder (benchmarks/runs)
 MULTI_REGIME_RUN = "softmax-20261130T195004-f7639e"  # one over three regimes
@@ -51,15 +56,23 @@ def test_docs_assets_are_served_here(site: dict) -> None:
         assert response.status_code == 200 and len(response.content) > 10_000
 
 
-def test_stored_names_and_run_folders_that_once_failed_a_page(tmp_path) -> None:  # type: ignore[no-untyped-def]
+@pytest.fixture
+def backend(tmp_path: Path) -> dict[str, Any]:
+    """``knowledge`` (tests/conftest.py) without vectors (the pages read SQL), its run
+    folders under tmp_path/runs."""
+    return {"vectors": False, "runs_dir": tmp_path / "runs"}
+
+
+def test_stored_names_and_run_folders_that_once_failed_a_page(
+        knowledge: LocalKnowledge, tmp_path: Path) -> None:
     """A run id with "/" (importers build them from kernel names) is shown without a link
     (no route can match it) instead of failing every page that lists it; "$...$" in a
     name is text in a chart's title, not mathtext; a journal cut mid-character and a
     symlinked "PNG" in a run folder do not fail or leak through the run page."""
-    from kb_testdata import make_knowledge, record_dict
+    from kb_testdata import record_dict
     from live_server import live_server
 
-    kb = make_knowledge(tmp_path, vectors=False, runs_dir=tmp_path / "runs")
+    kb = knowledge
     record = record_dict(op="$\\bogus$", run="run/with/slash", summary="odd names")
     record["env"]["gpu_name"] = "GPU $^^$"
     exp_id = kb.ingest([record]).accepted[0]
