@@ -30,9 +30,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
@@ -58,6 +60,26 @@ from kernelkb.optimizer.export import export_module  # noqa: E402
 
 log = logging.getLogger("export_cost")
 FLUSH_BYTES = 256 * 2**20  # over five H200 L2s (50 MiB)
+# a batch of back-to-back calls (eager) or graphed calls (warm) lasts about this long, at
+# most --calls / --graph-calls calls: a 10 ms prefill matmul needs no 50-call batches to
+# time it, and they made one model's matmul shapes take 500 s
+BATCH_MS = 5.0
+
+
+def calls_for(call_ms: float, most: int) -> int:
+    """Calls a batch: ``BATCH_MS`` of work, at least 3, at most ``most``."""
+    return max(3, min(most, math.ceil(BATCH_MS / max(call_ms, 1e-3))))
+
+
+def one_call_ms(call: Callable[[], Any]) -> float:
+    """Wall ms of one call after two warm ones (synchronised): what sizes the batches."""
+    for _ in range(2):
+        call()
+    torch.cuda.synchronize()
+    began = time.perf_counter()
+    call()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - began) * 1e3
 
 
 def interval(samples: list[float], seed: int = 0) -> tuple[float, float, float]:
@@ -160,6 +182,7 @@ def bench(task: Task, dtype: str, args: argparse.Namespace, folder: Path
     for shape, where in shapes:
         label = task.shape_label(shape)
         calls: dict[str, Callable[[], Any]] = {}
+        took: list[float] = []  # ms of one call of each implementation timed
         here = []
         for name, impl in impls.items():
             row: dict[str, Any] = {"task": task.name, "shape": label, "from": where,
@@ -176,13 +199,15 @@ def bench(task: Task, dtype: str, args: argparse.Namespace, folder: Path
             inputs = task.make_inputs(shape, DTYPES[dtype], 0, "cuda")
             call = (lambda fn, xs: lambda: fn(*xs))(impl.fn, inputs)
             try:
-                row["warm_us"] = interval(warm_us(call, args.graph_calls, args.repeats))
+                took.append(one_call_ms(call))
+                row["warm_us"] = interval(warm_us(call, calls_for(took[-1], args.graph_calls),
+                                                  args.repeats))
                 row["flushed_us"] = interval(flushed_us(call, args.repeats))
                 calls[name] = call
             except Exception as err:  # noqa: BLE001 - an implementation that cannot graph
                 row["error"] = repr(err)[:200]
         if calls:
-            batches = eager_batches(calls, args.calls, args.repeats)
+            batches = eager_batches(calls, calls_for(min(took), args.calls), args.repeats)
             for row in here:
                 if row["impl"] in batches:
                     row["eager_us"] = interval(batches[row["impl"]])
@@ -215,8 +240,9 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
              "", f"{meta['when']}; torch {meta['torch']}, triton {meta['triton']}. µs per call: "
              "median [95% interval of the median] over "
              f"{meta['repeats']} repeats. eager: wall time of back-to-back calls "
-             f"({meta['calls']} a batch); warm: CUDA-graph replay of {meta['graph_calls']} "
-             "calls (L2 warm); flushed: one graphed call after 256 MiB written (L2 cold). "
+             f"(at most {meta['calls']} a batch, about {BATCH_MS:g} ms of calls); warm: "
+             f"CUDA-graph replay of at most {meta['graph_calls']} calls (sized alike; L2 "
+             "warm); flushed: one graphed call after 256 MiB written (L2 cold). "
              "vs best peer: the best checked peer's median / ours (op), above 1 ours is "
              "faster.", "",
              "| task | shape | from | impl | eager µs | warm GPU µs | flushed GPU µs |",
