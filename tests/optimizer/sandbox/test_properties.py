@@ -106,8 +106,10 @@ def test_the_draw_finds_a_kernel_wrong_off_the_lists_and_keeps_the_case(
     assert result.error_kind in ("wrong_result", "crash"), result.text
     shrunk = result.judge["property"]["shrunk"]
     if where == "bucket":
-        # a block that fails; rows as far as the judge's shrink budget gets
-        assert 9 <= shrunk["shape"][1] <= 16, shrunk
+        # a row length in a failing block (16 to 64: 9 to 64 columns). The shrink stops
+        # after SHRINK_CALLS calls: a case found with a drawn condition beside it may keep
+        # 17 to 64 columns (a clean run kept (8, 25) under a -inf suffix), not 9 to 16
+        assert 9 <= shrunk["shape"][1] <= 64, shrunk
     else:
         assert shrunk["shape"][0] == 2 and '"layout": "padded"' in shrunk["condition"], shrunk
     assert regressions.load("softmax") == [shrunk]
