@@ -160,13 +160,24 @@ def ours(task: Task, dtype: str, runs: Path | None, folder: Path) -> tuple[dict[
 
 def shapes_for(task: Task, models: list[str], batches: list[int], seqs: list[int]
                ) -> list[tuple[tuple[int, ...], str]]:
-    """(shape, where from) for each model's shapes of ``task``, each shape once."""
+    """(shape, where from) for each model's shapes of ``task``, each shape once, taken in
+    turn from each (model, phase): a ``--max-shapes`` cut keeps decode and every model,
+    not the first model's prefill alone (the first H100 run's 24 of 70 matmul shapes)."""
     found: dict[tuple[int, ...], list[str]] = {}
+    group: dict[tuple[int, ...], tuple[str, str]] = {}
     for model in models:
         shapes = model_shapes(task, read_model_config(model), batches, seqs)
         for use in shapes.uses:
             found.setdefault(tuple(use.shape), []).append(f"{model} {use.phase} {use.what}")
-    return [(shape, "; ".join(where[:2])) for shape, where in found.items()]
+            group.setdefault(tuple(use.shape), (model, use.phase))
+    groups = list(dict.fromkeys(group.values()))
+    turn: dict[tuple[str, str], int] = {}
+    order = []
+    for shape in found:  # the n-th shape of its group goes in the n-th turn
+        g = group[shape]
+        turn[g] = turn.get(g, -1) + 1
+        order.append(((turn[g], groups.index(g)), shape))
+    return [(shape, "; ".join(found[shape][:2])) for _, shape in sorted(order)]
 
 
 def bench(task: Task, dtype: str, args: argparse.Namespace, folder: Path
