@@ -28,6 +28,7 @@ a correctness check: no figure is written, as CPU times say nothing of a GPU's.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import math
@@ -164,20 +165,17 @@ def shapes_for(task: Task, models: list[str], batches: list[int], seqs: list[int
     turn from each (model, phase): a ``--max-shapes`` cut keeps decode and every model,
     not the first model's prefill alone (the first H100 run's 24 of 70 matmul shapes)."""
     found: dict[tuple[int, ...], list[str]] = {}
-    group: dict[tuple[int, ...], tuple[str, str]] = {}
+    groups: dict[tuple[str, str], list[tuple[int, ...]]] = {}
     for model in models:
         shapes = model_shapes(task, read_model_config(model), batches, seqs)
         for use in shapes.uses:
-            found.setdefault(tuple(use.shape), []).append(f"{model} {use.phase} {use.what}")
-            group.setdefault(tuple(use.shape), (model, use.phase))
-    groups = list(dict.fromkeys(group.values()))
-    turn: dict[tuple[str, str], int] = {}
-    order = []
-    for shape in found:  # the n-th shape of its group goes in the n-th turn
-        g = group[shape]
-        turn[g] = turn.get(g, -1) + 1
-        order.append(((turn[g], groups.index(g)), shape))
-    return [(shape, "; ".join(found[shape][:2])) for _, shape in sorted(order)]
+            shape = tuple(use.shape)
+            if shape not in found:
+                groups.setdefault((model, use.phase), []).append(shape)
+            found.setdefault(shape, []).append(f"{model} {use.phase} {use.what}")
+    turns = itertools.zip_longest(*groups.values())  # each group's first, then second, ...
+    return [(shape, "; ".join(found[shape][:2])) for turn in turns for shape in turn
+            if shape is not None]
 
 
 def bench(task: Task, dtype: str, args: argparse.Namespace, folder: Path
