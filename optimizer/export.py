@@ -8,7 +8,8 @@ with a merged table) and embedded (used when the file is missing).
 
 What a call runs is the launch plan, not ``run``: the first call of an input layout calls
 the configuration's ``run`` once while its Triton launches and buffer allocations are
-recorded, and binds them into a generated launcher (each compiled kernel called directly
+recorded (from its module as imported: state kept by earlier calls never reaches a plan),
+and binds them into a generated launcher (each compiled kernel called directly
 with its grid and arguments); later calls of that layout run the launcher after one tuple
 and one dictionary lookup (kernels/plan_bind.py). ``launch(...)`` (``dispatch_run`` with a
 table) is that path; ``torch.ops.<namespace>.<task>`` registers it through torch.library
@@ -29,6 +30,7 @@ import torch
 
 from kernelkb.kernels.base import Task
 from kernelkb.kernels.dtypes import DTYPES
+from kernelkb.kernels.plan_bind import PLAN_BEGIN, PLAN_END
 
 _SCALARS = {int: "int", float: "float", bool: "bool"}
 
@@ -90,7 +92,8 @@ def op_signature(task: Task, source: str, dtype: str) -> tuple[list[tuple[Any, .
     return None
 
 
-BEGIN, END = "# -- kernel (begin) --", "# -- kernel (end) --"
+# the lines around the candidate's text (plan_bind.PlanFresh imports it afresh from them)
+BEGIN, END = PLAN_BEGIN, PLAN_END
 
 
 def export_module(task: Task, source: str, path: Path, *, dtype: str = "float16",
@@ -165,7 +168,7 @@ def _single_glue(name: str, dtypes: tuple[str, ...]) -> str:
     return "\n".join([
         "",
         "# -- this kernel's launcher (generated) -------------------------------------------",
-        f"launcher = PlanLauncher(lambda args: run, {name!r}, checked={dtypes!r})",
+        f"launcher = PlanLauncher(lambda args: run, {name!r}, checked={dtypes!r}, fresh=True)",
         "# run(...)'s launch plan per input layout: the launches, without run()'s Python",
         "launch = launcher.call",
         "",
@@ -228,7 +231,8 @@ def _dispatch_glue(task: Task, stem: str, table: dict[str, Any],
         "if _KKB_FAST:",
         "    dispatch_fast_launch_module(globals())",
         "dispatcher = Dispatcher(_kkb_table(), _kkb_load)",
-        f"launcher = PlanLauncher(dispatcher.pick, {task.name!r}, checked={dtypes!r})",
+        f"launcher = PlanLauncher(dispatcher.pick, {task.name!r}, checked={dtypes!r}, "
+        "fresh=True)",
         "",
         "",
         "# the launch plan of run(...) with the configuration of the inputs' regime on this GPU",

@@ -38,6 +38,7 @@ from kernelkb.kernels.candidate_loading import load_candidate
 from kernelkb.kernels.config import header_constants
 from kernelkb.kernels.discovery import get_task, load_origin
 from kernelkb.kernels.dtypes import DTYPES
+from kernelkb.kernels.plan_bind import PlanFresh
 from kernelkb.kernels.scalar_args import call_with
 from kernelkb.kernels.shared.atomic import replaced
 from kernelkb.kernels.shared.comparison import may_improve
@@ -127,6 +128,7 @@ class Worker:
         self.introspection: introspection.Introspection | None = None
         self.surroundings: surroundings.Surroundings | None = None
         self.ahead: ahead.Ahead | None = None  # the processes compiling its shapes ahead
+        self.fresh: PlanFresh | None = None  # run() from the module as imported (fresh_run)
         self.expected_launches: dict[str, tuple[int, set[tuple[Any, ...]]]] = {}
         self.own_kernels: set[str] = set()  # the candidate's Triton kernels, by name, when checked
         self.unreliable: list[str] = []  # timing the GPU's own timestamps could not confirm
@@ -274,6 +276,17 @@ class Worker:
         tensors = len(self.task.make_inputs(tuple(shape), self.dtype, 0, "cpu"))
         return declared.signature_problem(run, tensors, names, self.task.signature)
 
+    def fresh_run(self, module: ModuleType) -> Any:
+        """``run`` from the candidate's module as imported (plan_bind.PlanFresh), for one
+        shape's checks or one judge question. Why: the exported op records each layout's
+        plan that way, so state the module keeps across calls (a count of the shapes met,
+        a flag set by a first call) is as absent from every check as from every plan."""
+        if self.fresh is None:
+            self.fresh = PlanFresh(module.run)
+        assert self.tracker is not None  # installed before the candidate's import
+        with self.tracker.importing():
+            return self.fresh()
+
     def check_all(self, module: ModuleType) -> None:
         self.lap("load")
         for shape in self.shapes:
@@ -281,7 +294,7 @@ class Worker:
             self.progress("run", label)
             try:
                 with self.turns.share():
-                    self.check_shape(module.run, shape, label)
+                    self.check_shape(self.fresh_run(module), shape, label)
             except Tampered:
                 self.out["failing_shapes"].append(label)
                 raise
@@ -357,7 +370,8 @@ class Worker:
             label = str(question.get("label") or self.task.shape_label(shape))
             try:  # recorded as the worker's own calls are: the judge's are not told apart
                 with GRAD_MODES[question.get("grad") or "enabled"]():
-                    out, broken = self.tracked_call(module.run, inputs, label, record=False)
+                    out, broken = self.tracked_call(self.fresh_run(module), inputs, label,
+                                                    record=False)
             except ShapeFailure as failure:
                 return {"refused": [failure.kind, str(failure)]}
             if broken:
@@ -425,6 +439,9 @@ class Worker:
         worst: dict[str, Any] | None = None
         shape_label = label
         plan = launch_plan.Plan() if self.replays(shape) else None
+        # the last plain call's too: a buffer a first call makes and later calls keep
+        # and change is kept state there (Plan.kept_and_changed), not on the first
+        later = launch_plan.Plan() if plan is not None and self.seeds > 1 else None
         conditions = self.task.input_conditions if self.request.get("conditions", True) else ()
         draws = [*range(self.seeds), *conditions]
         # the conditions' seed: the evaluation's, one more per shape (a condition that
@@ -457,7 +474,9 @@ class Worker:
                 previous = None
             saved = checks.snapshot(inputs)
             around, held_grads = checks.surroundings(inputs), checks.grads(inputs)
-            this_plan = plan if s == self.seeds - 1 else None
+            # the first call of the module as imported: the plan the exported op records
+            # for this layout (plan_bind.PlanFresh), whatever values later calls bring
+            this_plan = plan if s == 0 else later if s == self.seeds - 1 else None
             if isinstance(s, int):
                 plain_layout = _layout(inputs)
             elif plan is not None and _layout(inputs) == plain_layout:
@@ -543,6 +562,8 @@ class Worker:
                     self.check_empty_batch(run, shape)
             if plan is not None and plan.steps:
                 self.check_replay(plan, shape, shape_label)
+                if later is not None and later.steps:
+                    self.check_replay(later, shape, shape_label)
                 self.check_plans_agree(plan, alike, shape, shape_label)
 
     def check_plans_agree(self, plain: launch_plan.Plan,
@@ -553,12 +574,16 @@ class Worker:
         inputs in another autograd form) whose launches differ from the plain call's has them
         replayed on every other such input set and on fresh plain inputs, and must be
         right there. A kernel that takes a lazy path only where the checks would not
-        show it (inputs that require grad, but no large logits) is wrong on another's."""
+        show it (inputs that require grad, but no large logits) is wrong on another's.
+        The plain call's own plan (the module's first call, what the export records) is
+        replayed on every such set too: the export runs it whatever the values."""
         sets = [(where, values) for where, _, values in alike]
         sets.append((f"{label} [fresh]", self.make_inputs(shape, seed=self.seed_base + 91)))
-        for where, recorded, _ in alike:
-            if recorded is None or not recorded.steps or recorded.signature == plain.signature:
-                continue
+        # the plain plan runs every call of this layout in the export: replayed on each set
+        plans = [(label, plain), *((where, recorded) for where, recorded, _ in alike
+                                   if recorded is not None and recorded.steps
+                                   and recorded.signature != plain.signature)]
+        for where, recorded in plans:
             for other, values in sets:
                 fresh = [_own_copy(x) for x in values]
                 ref = call_with(self.task.reference, checks.snapshot(fresh))
@@ -569,6 +594,11 @@ class Worker:
                 finally:
                     self.guard(f"after a replay on ({other})")
                 detail = self.wrong(out, ref, other)
+                if detail and recorded is plain:
+                    raise ShapeFailure("cheat_replay", (
+                        f"({where}): the launches of the layout's first call, which the "
+                        "exported op records and runs for every call of this layout, are "
+                        f"wrong on ({other}). {detail}"))
                 if detail:
                     raise ShapeFailure("cheat_replay", (
                         f"({where}): the call launched other kernels or arguments than on "
