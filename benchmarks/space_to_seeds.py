@@ -21,6 +21,7 @@ from kernelkb.kb.record import ExperienceRecord
 from kernelkb.kernels.base import Task
 from kernelkb.kernels.discovery import get_task
 from kernelkb.kernels.dtypes import DTYPES
+from kernelkb.kernels.shared.comparison import failure_verdict, outcome
 from kernelkb.kernels.shared.hashing import source_hash
 from kernelkb.kernels.shared.stats import geomean
 
@@ -47,15 +48,13 @@ def parent_of(task: Task, cfg: dict) -> tuple[dict, str] | None:
 
 
 def verdict(row: dict, speedup: float | None) -> str:
+    """The one verdict rule (kernels/shared/comparison.py) on one figure each: a space
+    point has no interval, so only a failure or a change past ``NOISE`` says anything."""
     if not row.get("ok"):
-        return "incorrect" if row.get("error_kind") in ("wrong_result", "bias") else "failed"
+        return failure_verdict(row.get("error_kind"), row.get("stage")).value
     if speedup is None:
         return "neutral"
-    if speedup > 1 + NOISE:
-        return "improved"
-    if speedup < 1 / (1 + NOISE):
-        return "regressed"
-    return "neutral"
+    return outcome(speedup, speedup, NOISE).value
 
 
 def build_records(space: dict) -> list[ExperienceRecord]:

@@ -39,9 +39,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from kernelkb.kernels.discovery import add_tasks_dirs, get_task, split_dirs
+from kernelkb.kernels.shared.comparison import outcome
 from kernelkb.kernels.shared.stats import geomean
 from kernelkb.optimizer.sandbox import evaluate
-from kernelkb.optimizer.verdict import judge, noise_threshold
+from kernelkb.optimizer.verdict import (
+    MAX_NOISE,
+    MIN_NOISE,
+    judge,
+    noise_threshold,
+    relative_spread,
+)
 
 TASKS = ("softmax", "rmsnorm", "swiglu", "rope", "attention", "matmul")
 PAD_SHARE = 0.10
@@ -90,12 +97,9 @@ def previous_rule(child, parent) -> str:
         return "untimed"
     labels = list(child.timings)
     geo = [geomean(r.timings[k][0] for k in labels) for r in (child, parent)]
-    spread = sum(statistics.median(iqr / med for med, iqr in r.timings.values())
-                 for r in (child, parent))
-    noise = min(0.10, max(0.02, spread))
-    ratio = geo[1] / geo[0]
-    return "improved" if ratio > 1 + noise else "regressed" if ratio < 1 / (1 + noise) \
-        else "neutral"
+    spread = relative_spread(child.timings) + relative_spread(parent.timings)
+    ratio = geo[1] / geo[0]  # one figure each: the interval is the figure itself
+    return outcome(ratio, ratio, min(MAX_NOISE, max(MIN_NOISE, spread))).value
 
 
 def one(task: str, source: str, parent, parent_source: str | None, t0: float
