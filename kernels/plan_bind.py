@@ -226,8 +226,10 @@ class PlanFresh:
     def __call__(self):
         import builtins
 
-        made: dict = {"__name__": self.first.get("__name__"),
-                      "__file__": self.first.get("__file__"), "__builtins__": builtins}
+        # the names an import gives a module before its code runs, as the first had them
+        made: dict = {name: self.first[name] for name in PLAN_MODULE_NAMES
+                      if name in self.first}
+        made.setdefault("__builtins__", builtins.__dict__)
         exec(self.code, made)
         for name, value in list(made.items()):
             first = self.first.get(name)
@@ -243,6 +245,8 @@ class PlanFresh:
         return run
 
 
+PLAN_MODULE_NAMES = ("__name__", "__doc__", "__file__", "__cached__", "__loader__",
+                     "__package__", "__spec__", "__builtins__")
 # what Triton caches on a kernel object: JITFunction's compiled binaries per device and an
 # Autotuner's best configuration per key
 PLAN_SHARED_CACHES = ("device_caches", "cache")
@@ -289,7 +293,9 @@ class PlanLauncher:
     def _caller(self):
         bound, first = self.bound, self.first
 
-        def call(*args):
+        def call(*args, **kwargs):
+            if kwargs:  # launch(x, w, eps=1e-6): as run() takes it, by position from here on
+                args = self.positional(args, kwargs)
             try:
                 launch = bound.get(self.key(*args))
             except (TypeError, AttributeError):  # no key reader yet, or other arguments
@@ -299,6 +305,19 @@ class PlanLauncher:
             return launch(*args)
 
         return call
+
+    def positional(self, args: tuple, kwargs: dict) -> tuple:
+        """``args`` and ``kwargs`` as the positional arguments of the picked ``run()``
+        (defaults filled in), so a keyword call shares the key of a positional one."""
+        import inspect
+
+        signature = inspect.signature(self.pick(args))
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as err:
+            raise TypeError(f"kernelkb {self.name}{signature}: {err}") from None
+        bound.apply_defaults()
+        return bound.args
 
     def first(self, args: tuple):
         if self.checked:
@@ -315,11 +334,13 @@ class PlanLauncher:
         run = self.pick(args)
         if not self.on:
             return run(*args)
+        fresh = None
         if self.fresh is not None:
             made = self.fresh.get(id(run))
             if made is None:
                 made = self.fresh[id(run)] = (run, PlanFresh(run))
-            run = made[1]()
+            fresh = made[1]
+            run = fresh()
         key = self.key(*args)
         if len(self.bound) >= PLAN_CACHE_MAX:
             self.bound.clear()
@@ -332,5 +353,6 @@ class PlanLauncher:
                 warnings.warn(f"kernelkb {self.name}: this layout calls run() ({err})",
                               stacklevel=3)
             self.refused[key] = str(err)
-            self.bound[key] = run
+            # each call from a fresh import too: no state of run()'s reaches a later call
+            self.bound[key] = run if fresh is None else (lambda *a: fresh()(*a))
         return outputs

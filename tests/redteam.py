@@ -28,14 +28,21 @@ def escaped(report: str) -> list[str]:
             if line.lstrip().startswith("ESCAPED") or "ESCAPED: report rewritten" in line]
 
 
-def judged_as_users_get_it(task: str, source: str, kind: str) -> None:
-    """A cheat through the judge with the source rules on: refused, with ``kind``."""
+def judged_as_users_get_it(task: str, source: str, kind: str, behind: str | None = None
+                           ) -> None:
+    """A cheat through the judge with the source rules on: refused, with ``kind``.
+    ``behind``: the kind the layers behind the allow-list give with it off, where the
+    allow-list now refuses a plant they caught first (each layer must still hold alone)."""
     from kernelkb.optimizer.sandbox import evaluate
 
-    result = evaluate(task, source, shapes="auto", seeds=1, timeout_s=900, refuse_imports=True)
-    assert result.error_kind != "timeout", result.error_message
-    assert not result.ok, "the plant passed the judge"
-    assert result.error_kind == kind, (result.error_kind, result.error_message)
+    for refuse, want in ((True, kind), (False, behind)):
+        if want is None:
+            continue
+        result = evaluate(task, source, shapes="auto", seeds=1, timeout_s=900,
+                          refuse_imports=refuse)
+        assert result.error_kind != "timeout", result.error_message
+        assert not result.ok, "the plant passed the judge"
+        assert result.error_kind == want, (refuse, result.error_kind, result.error_message)
 
 
 def probe(source: str, task: str = "rmsnorm"):

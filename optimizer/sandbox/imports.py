@@ -30,6 +30,13 @@ not:
   ``get_rng_state``): how the caller seeded, not what it computes; no torch setter
   (``torch.set_*``, ``torch.cuda.set_*``: autocast left on, a current device) and no star
   import, which names what it brings in nowhere in the source;
+* no attribute set or deleted on an object the candidate did not make (a module, a
+  library's class, a caller's tensor, whatever a local name holds): state kept there
+  outlives the module and each fresh import of it (kernels/plan_bind.PlanFresh); nor a
+  read of what Triton caches on a kernel (``device_caches``, an autotuner's ``cache``),
+  which those imports share;
+* no ``data_ptr()`` but in ``x.data_ptr() % 16`` (or a divisor of 16): a plan is keyed on
+  16-byte alignment alone, so any other fact of an address is frozen into it;
 * no Python run inside a launch: no pre-run hook (``add_pre_run_hook``,
   ``pre_run_hooks``, a config's ``pre_hook`` / ``post_hook``), and no function of the
   module passed to ``tl.constexpr`` (the interpreter would run it as kernel code; a GPU
@@ -68,6 +75,11 @@ REFUSED_ATTRIBUTES = {
     # Python over a tensor's memory, element by element, with no ATen op for the dispatch
     # mode to see (red team 9 computed a whole RMSNorm so)
     **dict.fromkeys(("apply_", "map_", "map2_"), "runs Python over a tensor's memory"),
+    # what Triton caches on a kernel (compiled binaries, an autotuner's timings and choices)
+    # is shared by every fresh import of the module (kernels/plan_bind.PlanFresh): read,
+    # it would count the layouts met across them (``.cache`` below, where not functools')
+    **dict.fromkeys(("device_caches", "kernel_cache", "configs_timings", "best_config"),
+                    "reads Triton's caches, shared by every import of the module"),
 }
 # names refused on torch (torch.X, torch.cuda.X, a tensor method is no module chain): tl.load
 # and a tensor's own methods stay free
@@ -146,6 +158,9 @@ def problems(source: str) -> list[str]:
                              "object it did not make (a library's internals)")
             elif node.attr in REFUSED_ATTRIBUTES:
                 found.append(f"line {line}: {REFUSED_ATTRIBUTES[node.attr]} ({node.attr})")
+            elif node.attr == "cache" and dotted(node.value) != "functools":
+                found.append(f"line {line}: reads Triton's caches, shared by every import of "
+                             "the module (cache)")
         elif isinstance(node, ast.keyword) and node.arg in REFUSED_ATTRIBUTES:
             found.append(f"line {line}: {REFUSED_ATTRIBUTES[node.arg]} ({node.arg}=)")
         elif isinstance(node, ast.Match):
@@ -161,7 +176,98 @@ def problems(source: str) -> list[str]:
     found += _annotations(tree, aliases)
     found += _typing_strings(tree, aliases)
     found += _handed_callables(tree, aliases)
+    found += _foreign_stores(tree, own)
+    found += _pointer_reads(tree)
     return list(dict.fromkeys(found))
+
+
+PLAN_ALIGNMENT = 16  # bytes: the alignment class a launch plan's key holds (plan_bind.py)
+
+
+def _pointer_reads(tree: ast.AST) -> list[str]:
+    """``x.data_ptr()`` anywhere but in ``x.data_ptr() % n`` with n dividing 16. Where a
+    tensor sits reaches a launch only as its 16-byte alignment, which each layout's plan
+    is keyed on; any other fact of an address (its phase past 16 bytes, where another
+    input begins) is frozen into the plan of the layout's first call and wrong for the
+    next call's buffers (red team 13: a row phase mod 64, q and k read through one
+    pointer when they happened to sit back to back)."""
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr == "data_ptr"):
+            continue
+        call = parents.get(id(node))
+        mod = parents.get(id(call)) if isinstance(call, ast.Call) and call.func is node \
+            and not call.args and not call.keywords else None
+        if isinstance(mod, ast.BinOp) and isinstance(mod.op, ast.Mod) and mod.left is call \
+                and isinstance(mod.right, ast.Constant) and type(mod.right.value) is int \
+                and 0 < mod.right.value <= PLAN_ALIGNMENT \
+                and PLAN_ALIGNMENT % mod.right.value == 0:
+            continue
+        found.append(f"line {node.lineno}: reads where a tensor sits beyond its 16-byte "
+                     "alignment (data_ptr() other than `% 16`): a launch plan is keyed on that "
+                     "alignment alone")
+    return found
+
+
+def _foreign_stores(tree: ast.AST, own: set[int]) -> list[str]:
+    """An attribute set or deleted on an object the candidate did not make: a module
+    (``torch.seen = {}``), a library's class, a caller's tensor (a parameter) or whatever
+    a local name holds. State kept there outlives the module: every fresh import of it
+    (each recording of a launch plan starts from one, kernels/plan_bind.PlanFresh) and
+    every call would share it. Allowed bases: the module's own functions and classes
+    (a kernel object, a class attribute), ``self`` in its own class's methods, and a
+    module-level name assigned once from a call of its own class."""
+    top = tree.body if isinstance(tree, ast.Module) else []
+    defined = {n.name for n in top if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                      ast.ClassDef))}
+    classes = {n.name for n in top if isinstance(n, ast.ClassDef)}
+    assigned: dict[str, int] = {}
+    for node in ast.walk(tree):
+        for target in _targets(node):
+            if isinstance(target, ast.Name):
+                assigned[target.id] = assigned.get(target.id, 0) + 1
+    instances = {t.id for n in top if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                 and isinstance(n.value.func, ast.Name) and n.value.func.id in classes
+                 for t in n.targets if isinstance(t, ast.Name) and assigned.get(t.id) == 1}
+    params = {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+    mine = (defined - set(assigned) - params) | (instances - params)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or isinstance(node.ctx, ast.Load):
+            continue
+        base = node.value
+        if id(base) in own or (isinstance(base, ast.Name) and base.id in mine):
+            continue
+        found.append(f"line {node.lineno}: sets the attribute {node.attr} of "
+                     f"{dotted(base) or 'an object'}, which it did not make (state there "
+                     "outlives the module and every call)")
+    return found
+
+
+def _targets(node: ast.AST) -> list[ast.AST]:
+    """The names a statement binds at its own level (assignments, loops, with, imports)."""
+    if isinstance(node, ast.Assign):
+        out = [e for t in node.targets for e in _flat(t)]
+    elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
+        out = [node.target]
+    elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+        out = _flat(node.target)
+    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+        out = _flat(node.optional_vars)
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [ast.Name(id=(a.asname or a.name).split(".")[0]) for a in node.names]
+    else:
+        out = []
+    return out
+
+
+def _flat(target: ast.AST) -> list[ast.AST]:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return [e for t in target.elts for e in _flat(t)]
+    if isinstance(target, ast.Starred):
+        return _flat(target.value)
+    return [target]
 
 
 def _own_instances(tree: ast.AST) -> set[int]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from redteam import judged_as_users_get_it
 
 BAD = Path(__file__).parents[2] / "bad_kernels"
@@ -33,6 +32,7 @@ def test_every_check_of_a_shape_starts_from_the_module_as_imported(tmp_path: Pat
 
     source = '''
 import torch, triton, triton.language as tl
+NAMES = sorted((k, type(v).__name__) for k, v in globals().items())  # import's own names
 CALLS = []
 TABLE = torch.arange(4.0)
 WORK = torch.zeros(4)
@@ -66,3 +66,4 @@ def run(x):
     assert made["TABLE"] is module.TABLE  # unchanged since the import: one copy
     assert made["WORK"] is not module.WORK and torch.equal(made["WORK"], torch.full((4,), 2.0))
     assert made["__file__"] == module.__file__  # the judge knows the candidate's frames by it
+    assert made["NAMES"] == module.NAMES  # nothing tells a fresh import from the first

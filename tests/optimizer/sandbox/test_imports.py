@@ -106,3 +106,39 @@ def test_a_class_reads_its_own_private_attributes() -> None:
 ])
 def test_a_library_callable_stored_as_an_attribute_is_refused(source: str) -> None:
     assert any("another module's callable" in line for line in imports.problems(source))
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\ntorch.seen = {}\n",
+    "import triton.language as tl\ntl.seen = {}\n",
+    "import torch\ntorch.Tensor.seen = 0\n",
+    "import torch\nnn = torch.nn\nnn.seen = 1\n",
+    "def run(x, w):\n    w.calls = 1\n    return x\n",
+    "import triton\n\n\ndef k():\n    pass\n\n\nk = triton.jit(k)\nk.seen = 1\n",
+    "import math\n\n\ndef run(x, math=math):\n    math.n = 1\n",
+    "import torch\ndel torch.seen\n",
+])
+def test_attributes_set_on_what_the_candidate_did_not_make_are_refused(source: str) -> None:
+    """State on a module, a library's class or a caller's tensor outlives every fresh import
+    of the module the launch plans are recorded from."""
+    assert any("sets the attribute" in p for p in imports.problems(source)), source
+
+
+def test_its_own_kernels_classes_and_instances_take_attributes() -> None:
+    source = ("import triton\n\n\n@triton.jit\ndef k(x):\n    pass\n\n\nk.seen = []\n\n\n"
+              "class Plan:\n    def __init__(self):\n        self.n = 0\n\n\n"
+              "PLAN = Plan()\nPLAN.n = 1\nPlan.limit = 4\n")
+    assert imports.problems(source) == []
+
+
+@pytest.mark.parametrize("read", ["k.device_caches", "k.cache", "k.configs_timings",
+                                  "k.fn.device_caches"])
+def test_tritons_caches_are_not_read(read: str) -> None:
+    """Shared by every fresh import of the module: a count of the layouts met."""
+    source = f"import triton\n\n\n@triton.jit\ndef k(x):\n    pass\n\n\nN = len({read})\n"
+    assert any("Triton's caches" in p for p in imports.problems(source)), read
+
+
+def test_functools_cache_stays_free() -> None:
+    assert imports.problems("import functools\n\n\n@functools.cache\ndef f(n):\n"
+                            "    return n\n") == []

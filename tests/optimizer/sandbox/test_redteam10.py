@@ -45,8 +45,9 @@ CASES = [
     # closed by the allow-list: no torch setter (torch.set_*)
     pytest.param("softmax_autocast_left_on", "softmax", "cheat_tamper",
                  id="softmax_autocast_left_on"),
-    # closed: the weight read after the call holds other values (its .data rebound)
-    pytest.param("rmsnorm_rebinds_weight_data", "rmsnorm", "cheat_input_modified",
+    # closed: the weight read after the call holds other values (its .data rebound);
+    # the allow-list refuses it first now (an attribute set on the caller's tensor)
+    pytest.param("rmsnorm_rebinds_weight_data", "rmsnorm", "cheat_tamper",
                  id="rmsnorm_rebinds_weight_data"),
     # closed: .requires_grad_() is no view, copy or cast (tensor_flow.py)
     pytest.param("rmsnorm_freezes_weight", "rmsnorm", "torch_compute", id="rmsnorm_freezes_weight"),
@@ -62,7 +63,10 @@ PROBES = ("escape_sockets_keys_fds", "escape_across_evaluations", "escape_host_k
 
 
 # cheats that passed the allow-list when written and are refused by it since
-REFUSED_BY_THE_ALLOW_LIST = {"softmax_star_import", "softmax_autocast_left_on"}
+REFUSED_BY_THE_ALLOW_LIST = {"softmax_star_import", "softmax_autocast_left_on",
+                             "rmsnorm_rebinds_weight_data"}
+# what the layers behind the allow-list say of a plant it now refuses first
+BEHIND = {"rmsnorm_rebinds_weight_data": "cheat_input_modified"}
 
 
 def test_the_cheats_pass_the_allow_list_and_the_probes_do_not() -> None:
@@ -77,7 +81,8 @@ def test_the_cheats_pass_the_allow_list_and_the_probes_do_not() -> None:
 @pytest.mark.parametrize(("plant", "task", "kind"), CASES)
 def test_redteam10_plant_is_rejected(plant, task, kind):
     # as users get it: the allow-list on (every cheat passes it)
-    judged_as_users_get_it(task, (BAD / f"redteam10_{plant}.py").read_text(), kind)
+    judged_as_users_get_it(task, (BAD / f"redteam10_{plant}.py").read_text(), kind,
+                           BEHIND.get(plant))
 
 
 def _probe(plant: str, task: str = "rmsnorm"):

@@ -28,7 +28,8 @@ CASES = [
     pytest.param("rmsnorm_autocast_left_on", "rmsnorm", "cheat_tamper",
                  id="rmsnorm_autocast_left_on"),
     # the caller's global functions rebound at import by plain assignment
-    pytest.param("softmax_rebinds_torch_softmax", "softmax", "torch_compute",
+    # (the allow-list refuses all three first now: an attribute set on a module)
+    pytest.param("softmax_rebinds_torch_softmax", "softmax", "cheat_tamper",
                  id="softmax_rebinds_torch_softmax"),
     pytest.param("softmax_rebinds_empty_like", "softmax", "cheat_tamper",
                  id="softmax_rebinds_empty_like"),
@@ -71,10 +72,17 @@ CASES = [
 PROBES = ("escape_page_cache", "escape_host_wide_calls")
 
 
+# refused by the allow-list first (an attribute set on a module), and what the layers
+# behind it say with it off
+BEHIND = {"softmax_rebinds_torch_softmax": "cheat_tamper",
+          "softmax_rebinds_empty_like": "cheat_tamper", "swiglu_rebinds_math_sqrt": "cheat_tamper"}
+
+
 def test_the_cheats_pass_the_allow_list_and_the_probes_do_not() -> None:
     for param in CASES:
         plant = param.values[0]
-        assert not imports.problems((BAD / f"redteam11_{plant}.py").read_text()), plant
+        refused = imports.problems((BAD / f"redteam11_{plant}.py").read_text())
+        assert bool(refused) == (plant in BEHIND), (plant, refused)
     for plant in PROBES:
         assert imports.problems((BAD / f"redteam11_{plant}.py").read_text()), plant
 
@@ -82,7 +90,8 @@ def test_the_cheats_pass_the_allow_list_and_the_probes_do_not() -> None:
 @pytest.mark.parametrize(("plant", "task", "kind"), CASES)
 def test_redteam11_plant_is_rejected(plant, task, kind):
     # as users get it: the allow-list on (every cheat passes it)
-    judged_as_users_get_it(task, (BAD / f"redteam11_{plant}.py").read_text(), kind)
+    judged_as_users_get_it(task, (BAD / f"redteam11_{plant}.py").read_text(), kind,
+                           BEHIND.get(plant))
 
 
 def _probe(plant: str, task: str = "rmsnorm"):
