@@ -35,8 +35,9 @@ not:
   outlives the module and each fresh import of it (kernels/plan_bind.PlanFresh); nor a
   read of what Triton caches on a kernel (``device_caches``, an autotuner's ``cache``),
   which those imports share;
-* no ``data_ptr()`` but in ``x.data_ptr() % 16`` (or a divisor of 16): a plan is keyed on
-  16-byte alignment alone, so any other fact of an address is frozen into it;
+* no ``data_ptr()`` but in ``x.data_ptr() % 16`` (or a divisor of 16), no ``id``,
+  ``hash``, ``untyped_storage`` or ``storage``: a plan is keyed on the inputs' layout and
+  16-byte alignment alone, so any other fact of where memory sits is frozen into it;
 * no Python run inside a launch: no pre-run hook (``add_pre_run_hook``,
   ``pre_run_hooks``, a config's ``pre_hook`` / ``post_hook``), and no function of the
   module passed to ``tl.constexpr`` (the interpreter would run it as kernel code; a GPU
@@ -60,7 +61,9 @@ ALLOWED_PREFIXES = ("triton.language.",)
 REFUSED_NAMES = frozenset({"getattr", "setattr", "delattr", "__import__", "eval", "exec",
                            "compile", "open", "globals", "locals", "vars", "breakpoint",
                            "input", "__builtins__", "__loader__", "__spec__", "format",
-                           "hasattr", "dir", "type", "super", "object", "memoryview"})
+                           "hasattr", "dir", "type", "super", "object", "memoryview",
+                           # where an object sits in the process: a fact no plan key holds
+                           "id", "hash"})
 # names a wrapper never needs, by why: read from attributes, keywords and imported names
 REFUSED_ATTRIBUTES = {
     **dict.fromkeys(("add_pre_run_hook", "pre_run_hooks", "pre_hook", "post_hook",
@@ -80,6 +83,9 @@ REFUSED_ATTRIBUTES = {
     # it would count the layouts met across them (``.cache`` below, where not functools')
     **dict.fromkeys(("device_caches", "kernel_cache", "configs_timings", "best_config"),
                     "reads Triton's caches, shared by every import of the module"),
+    # the memory behind a view (where it begins, how far it runs): not the view's layout,
+    # which is all a launch plan is keyed on
+    **dict.fromkeys(("untyped_storage", "storage"), "reads the storage behind a view"),
 }
 # names refused on torch (torch.X, torch.cuda.X, a tensor method is no module chain): tl.load
 # and a tensor's own methods stay free

@@ -142,3 +142,17 @@ def test_tritons_caches_are_not_read(read: str) -> None:
 def test_functools_cache_stays_free() -> None:
     assert imports.problems("import functools\n\n\n@functools.cache\ndef f(n):\n"
                             "    return n\n") == []
+
+
+@pytest.mark.parametrize("expr", ["x.data_ptr() % 64", "x.data_ptr() == y.data_ptr()",
+                                  "(x.data_ptr() - y.data_ptr()) // 2", "id(x) % 2",
+                                  "hash(x)", "x.untyped_storage().nbytes()",
+                                  "x.storage().size()"])
+def test_where_memory_sits_is_not_read_past_its_alignment(expr: str) -> None:
+    """A launch plan is keyed on layout and 16-byte alignment: any other fact of an address
+    would be frozen into the plan of a layout's first call."""
+    assert imports.problems(f"def run(x, y):\n    return {expr}\n"), expr
+
+
+def test_sixteen_byte_alignment_may_be_read() -> None:
+    assert imports.problems("def run(x):\n    return x.data_ptr() % 16 == 0\n") == []

@@ -34,8 +34,9 @@ CASES = [
     pytest.param("pad_scratch", "softmax", "cheat_input_modified", True, id="pad_scratch"),
     # (every program stores into the one element past the weight: a data race, races.py,
     # and the storage compare on a GPU; first now, from the source: a wrapper reading its
-    # weight's untyped_storage() to find room past it, which no view, copy or cast needs)
-    pytest.param("weight_gap_scratch", "rmsnorm", "torch_compute", True,
+    # weight's untyped_storage() to find room past it, which no view, copy or cast needs;
+    # first of all now, the allow-list: the storage behind a view is no plan key's)
+    pytest.param("weight_gap_scratch", "rmsnorm", "cheat_tamper", True,
                  id="weight_gap_scratch"),
     # the output's layout: row-major, the reference's, or an input's of its shape
     pytest.param("output_column_major", "rmsnorm", "wrong_result", True,

@@ -35,14 +35,14 @@ CASES = [
     pytest.param("leading_dims_torch", "rmsnorm", "torch_compute", True,
                  id="leading_dims_torch"),
     # closed: inputs of one shape as blocks of one fused buffer
-    pytest.param("fused_chunk_lazy", "swiglu", "torch_compute", True,
+    pytest.param("fused_chunk_lazy", "swiglu", "torch_compute", False,
                  id="fused_chunk_lazy"),
     # closed: the judge's calls are recorded as the worker's own are
     pytest.param("other_dtype_torch", "rmsnorm", "torch_compute", True,
                  id="other_dtype_torch"),
     # writes into the caller's memory that is not an input's storage
     # closed: q and k as heads of one fused buffer
-    pytest.param("rope_qkv_inplace", "rope", "cheat_input_modified", True,
+    pytest.param("rope_qkv_inplace", "rope", "cheat_input_modified", False,
                  id="rope_qkv_inplace"),
     # closed: a Parameter's .grad is the caller's (a kept buffer left changed)
     pytest.param("grad_as_scratch", "rmsnorm", "cheat_aliasing", True,
@@ -52,7 +52,7 @@ CASES = [
     pytest.param("keeps_every_input", "rmsnorm", "cheat_aliasing", True,
                  id="keeps_every_input"),
     # closed: what a call on new inputs leaves alive, with earlier workspaces warm
-    pytest.param("workspace_per_pointer", "rmsnorm", "cheat_aliasing", True,
+    pytest.param("workspace_per_pointer", "rmsnorm", "cheat_aliasing", False,
                  id="workspace_per_pointer"),
     # correctness that rests on the interpreter running one program at a time
     # closed: plain stores of two programs to one address are a data race (races.py)
@@ -64,6 +64,17 @@ CASES = [
 ]
 
 PROBES = ("escape_host_secrets", "escape_host_global", "escape_side_channels")
+
+
+# behind the allow-list (it refuses each first now: data_ptr() past the 16-byte alignment
+# a launch plan is keyed on), where the layers that caught them still do
+READ_ADDRESSES = ("fused_chunk_lazy", "rope_qkv_inplace", "workspace_per_pointer")
+
+
+def test_the_allow_list_refuses_the_plants_that_read_addresses() -> None:
+    for plant in READ_ADDRESSES:
+        found = imports.problems((BAD / f"redteam7_{plant}.py").read_text())
+        assert any("16-byte alignment" in f for f in found), (plant, found)
 
 
 def test_the_allow_list_refuses_the_probes() -> None:

@@ -51,8 +51,9 @@ CASES = [
     # closed: rows of every condition in wider rows with numbers between (unusual_inputs)
     pytest.param("pad_nan_watch", "softmax", "wrong_result", True, id="pad_nan_watch"),
     # state across calls
-    # closed: a few elements changed at drawn places
-    pytest.param("sampled_weight_cache", "rmsnorm", "cheat_cached_output", True,
+    # closed: a few elements changed at drawn places; the allow-list refuses it first now
+    # (its key reads data_ptr() past the alignment a plan holds), so it runs behind it
+    pytest.param("sampled_weight_cache", "rmsnorm", "cheat_cached_output", False,
                  id="sampled_weight_cache"),
 ]
 
@@ -65,7 +66,8 @@ SECRET = "RT8SECRET"
 def test_the_cheats_pass_the_allow_list_and_the_probes_do_not() -> None:
     for param in CASES:
         plant = param.values[0]
-        assert not imports.problems((BAD / f"redteam8_{plant}.py").read_text()), plant
+        refused = imports.problems((BAD / f"redteam8_{plant}.py").read_text())
+        assert bool(refused) == (plant == "sampled_weight_cache"), (plant, refused)
     for plant in PROBES:
         assert imports.problems((BAD / f"redteam8_{plant}.py").read_text()), plant
 

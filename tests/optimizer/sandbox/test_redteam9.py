@@ -66,7 +66,8 @@ PROBES = ("escape_report_after_exit", "escape_zombie_pids", "escape_sysfs_host_v
 
 
 # cheats that passed the allow-list when written and are refused by it since
-REFUSED_BY_THE_ALLOW_LIST = {"rmsnorm_map_other_dtype", "rmsnorm_plan_no_grad"}
+REFUSED_BY_THE_ALLOW_LIST = {"rmsnorm_map_other_dtype", "rmsnorm_plan_no_grad",
+                             "rmsnorm_static_prefix"}  # untyped_storage(): no plan key's
 # refused only by the source rules (refuse_imports: the allow-list and the Triton-only
 # rule read from the source, optimizer/sandbox/source_rules.py)
 ONLY_THE_ALLOW_LIST = {"rmsnorm_plan_no_grad", "rmsnorm_rows_past_reach", "rmsnorm_output_ring"}
