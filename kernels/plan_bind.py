@@ -272,7 +272,8 @@ class PlanLauncher:
     ``pick(args) -> run``: the configuration's ``run()`` for these inputs (the dispatch
     table's choice). The first call of a layout calls it once, recorded, and binds the
     plan; later calls of that layout run the plan only. A layout whose call cannot be a
-    plan keeps calling ``run()`` (``refused`` says why, warned once). ``checked``: the
+    plan keeps calling ``run()`` (``refused`` says why, warned once), with ``fresh`` from
+    a fresh import on every call. ``checked``: the
     dtypes the judge checked the kernel in; a floating input of another is refused on
     its layout's first call (a kernel right in float16 may be wrong in float32), at no
     cost to later calls. ``fresh``: each recording calls ``run()`` from its module as
