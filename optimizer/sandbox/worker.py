@@ -801,8 +801,20 @@ class Worker:
                      ) -> None:
         """The recorded call's launches, allocations and copies, replayed on fresh inputs
         without run() (launch_plan.py): an answer that depended on anything else run()
-        did is wrong there."""
+        did is wrong there. Then once more on those inputs moved ``PHASE_BYTES`` along
+        in memory: a plan is keyed on layout and 16-byte alignment alone, so a fact of
+        an address past that (a row's phase in its cache line, where another input sat)
+        that run() froze into it is wrong there."""
         fresh = [_own_copy(x) for x in self.make_inputs(shape, seed=self.seed_base + 90)]
+        if self._check_replay_on(plan, fresh, label):
+            self._check_replay_on(plan, [_at_another_phase(x) for x in fresh],
+                                  f"{label} [{PHASE_BYTES} bytes along]", moved=True)
+
+    def _check_replay_on(self, plan: launch_plan.Plan, fresh: list[Any], label: str,
+                         moved: bool = False) -> bool:
+        """Whether the plan replayed (right, or ShapeFailure). ``moved``: the plan already
+        replayed on these values where they were, so failing to run now (a load out of
+        its tensors) is the plan's, not the replay's."""
         ref = self.task.reference(*checks.snapshot(fresh))
         try:
             out = launch_plan.replay(plan, fresh)
@@ -810,11 +822,18 @@ class Worker:
                 torch.cuda.synchronize()
         except launch_plan.LayoutChanged as err:
             log.info("(%s) no replay: %s", label, err)
-            return
+            return False
         except Exception as err:  # noqa: BLE001 - a plan this replay cannot run: no verdict
+            if moved:
+                raise ShapeFailure("cheat_replay", (
+                    f"({label}): the call's launches, replayed on the same values laid out "
+                    f"alike {PHASE_BYTES} bytes further along in memory (the same 16-byte "
+                    "alignment, all a launch plan is keyed on), failed where they ran "
+                    "before: they depend on where the inputs sat. "
+                    f"{type(err).__name__}: {trim(str(err), 300)}")) from None
             log.warning("(%s) the launch plan did not replay (%s: %s)", label,
                         type(err).__name__, err)
-            return
+            return False
         finally:
             self.guard(f"after the replay on ({label})")
         detail = self.wrong(out, ref, label)
@@ -824,7 +843,9 @@ class Worker:
                 "run() (its kernels, grids and arguments in the order it launched them, with "
                 "the allocations and copies between them), gave a wrong answer: the answer "
                 "depended on other work run() did (PyTorch compute, a value read on the "
-                f"host, state kept from an earlier call). {detail}"))
+                "host, state kept from an earlier call, where its inputs sat in memory). "
+                f"{detail}"))
+        return True
 
     def tracked_call(self, run: Any, inputs: list[Any], label: str, record: bool,
                      plan: launch_plan.Plan | None = None) -> tuple[Any, str | None]:
@@ -1285,6 +1306,25 @@ def _written_into(target: Any, values: Any) -> Any:
     with torch.inference_mode() if target.is_inference() else torch.no_grad():
         target.data.copy_(values)  # an inference tensor is written inside the mode only
     return target
+
+
+PHASE_BYTES = 48  # 16-byte aligned, and off every 32- to 512-byte boundary an allocator keeps
+
+
+def _at_another_phase(value: Any) -> Any:
+    """``value``'s layout and values on storage that begins ``PHASE_BYTES`` past an
+    allocation's start (a view of a larger one), so its address keeps its 16-byte
+    alignment (a plan's key) and nothing else of the recorded call's."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    nbytes = value.untyped_storage().nbytes()
+    room = torch.UntypedStorage(nbytes + PHASE_BYTES, device=value.device)
+    moved = torch.empty(0, dtype=value.dtype, device=value.device).set_(
+        room[PHASE_BYTES:PHASE_BYTES + nbytes], value.storage_offset(), value.size(),
+        value.stride())
+    with torch.no_grad():
+        moved.copy_(value)
+    return moved.requires_grad_(value.requires_grad)  # a leaf, as every drawn input is
 
 
 def _own_copy(value: Any) -> Any:

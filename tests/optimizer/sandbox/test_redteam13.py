@@ -36,10 +36,17 @@ CASES = [
 ]
 
 
+# behind the allow-list: the replay on inputs moved 48 bytes along in memory (a plan is
+# keyed on 16-byte alignment alone) finds the frozen row phase. Not the adjacency of q and
+# k: the judge never records a call with its inputs back to back (the allow-list's alone)
+BEHIND = {"softmax_pointer_phase": "cheat_replay"}
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("plant", "task", "kind"), CASES)
 def test_redteam13_plant_is_rejected(plant: str, task: str, kind: str) -> None:
-    judged_as_users_get_it(task, (BAD / f"redteam13_{plant}.py").read_text(), kind)
+    judged_as_users_get_it(task, (BAD / f"redteam13_{plant}.py").read_text(), kind,
+                           BEHIND.get(plant))
 
 
 FALLBACK = """
