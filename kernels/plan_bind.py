@@ -283,6 +283,7 @@ class PlanLauncher:
                  ) -> None:
         self.pick, self.name, self.checked = pick, name, tuple(checked)
         self.fresh: typing.Any = {} if fresh else None  # id(run) -> (run, its PlanFresh)
+        self.signatures: dict = {}  # run -> its signature (keyword calls, ``positional``)
         self.bound: dict = {}
         self.refused: dict = {}  # key -> why the layout runs run()
         self.sources: dict = {}  # key -> the generated launcher's text
@@ -312,7 +313,10 @@ class PlanLauncher:
         (defaults filled in), so a keyword call shares the key of a positional one."""
         import inspect
 
-        signature = inspect.signature(self.pick(args))
+        run = self.pick(args)
+        signature = self.signatures.get(run)
+        if signature is None:  # read once per configuration, not per keyword call
+            signature = self.signatures[run] = inspect.signature(run)
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError as err:
