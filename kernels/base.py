@@ -211,6 +211,11 @@ class Task:
     # frequencies, cos/sin of positions), which a kernel may read as constants; elsewhere
     # a constant PyTorch computed that reaches an output is compute (the Triton-only rule)
     torch_constants: bool = False
+    # one shape of a real model whose largest tensor holds more than 2**31 elements
+    # (logits over a vocabulary, a long prefill, a deep KV cache), where 32-bit offset
+    # arithmetic wraps: the GPU's judge checks the rows past that element there
+    # (optimizer/sandbox/wide_offsets.py); None for an op no model takes that wide
+    wide_shape: Shape | None = None
     # where the template was read from (read_template; None: written inline)
     template_path: str | None = field(default=None, init=False, compare=False)
 

@@ -163,6 +163,8 @@ TASK = register(
         ),
         edge_shapes=((1, 1), (1, 7), (3, 1500), (7, 3584), (5, 4097), (2, 20000)),
         cpu_shapes=((8, 4096), (32, 5120)),
+        # a 128k-token prefill at Llama-3.1-405B's hidden 16384: 2.15e9 elements
+        wide_shape=(131200, 16384),
         dtypes=("float16", "bfloat16", "float32"),
         tolerances=ELEMENTWISE_TOLERANCES,
         bytes_moved=bytes_moved,

@@ -89,7 +89,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
              parent_source: str | None = None, settle_s: float = 3.0,
              conditions: bool = True, refuse_introspection: bool = True,
              refuse_surroundings: bool = True, refuse_imports: bool = True,
-             property_examples: int | None = None) -> EvalResult:
+             property_examples: int | None = None,
+             wide_offsets: tuple[tuple[int, ...], int] | None = None) -> EvalResult:
     """Evaluate one candidate in a sandboxed subprocess; never raises for candidate faults.
 
     ``parent_source``: the incumbent; on a GPU the candidate is timed against it,
@@ -108,6 +109,9 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
     ``property_examples``: cases the judge draws over the task's whole bounds
     (properties.py; None: a few); the task's kept failing cases are asked first, and a
     new one found is kept (regressions.py).
+    ``wide_offsets``: a shape and an element count: the judge compares the rows holding
+    elements past that count (wide_offsets.py; None: the task's ``wide_shape`` past
+    2**31, on a GPU only).
 
     Raises ValueError / KeyError only for bad arguments (unknown task, dtype, shape set).
     """
@@ -131,6 +135,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         "parent_source": parent_source,
         "settle_s": settle_s,
         "property_examples": property_examples, "regressions": regressions.load(task_name),
+        "wide_offsets": [list(wide_offsets[0]), int(wide_offsets[1])] if wide_offsets else None,
         "gpu_timestamps": kernel_clock.preference(), "compile_ahead": ahead.wanted(),
         "peaks": {"mem_bandwidth_gbps": env.get("mem_bandwidth_gbps"),
                   "peak_tflops": env.get("peak_tflops")},

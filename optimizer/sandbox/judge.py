@@ -384,6 +384,8 @@ class Judge:
                 if getattr(self.task, "drawn_shapes", True):
                     self.check_big_shape(seen)
                     lap("big shape")
+                self.check_wide_offsets(seen)
+                lap("wide shape")
             if self.request.get("timing") and torch.cuda.is_available() \
                     and report.get("gpu"):
                 self.check_clock(report, seen)
@@ -587,6 +589,45 @@ class Judge:
                             where="on a shape past the largest asked, within the task's "
                             "bounds, on fresh inputs")
 
+    def check_wide_offsets(self, seen: dict[str, Any]) -> None:
+        """The task's ``wide_shape``, whose largest tensor holds more than 2**31 elements,
+        once on fresh inputs: the rows past that element against the reference's. A
+        kernel that computes its offsets in 32 bits is right on every smaller shape and
+        wrong (or out of its buffers) there (wide_offsets.py). On a GPU only: the shape
+        is GiBs, past the interpreter's memory; the request's ``wide_offsets`` (a shape
+        and an element count) asks it anywhere, at another width."""
+        from kernelkb.kernels.scalar_args import call_with
+        from kernelkb.optimizer.sandbox import checks, wide_offsets
+
+        asked = self.request.get("wide_offsets")
+        if asked:
+            shape, past = tuple(int(d) for d in asked[0]), int(asked[1])
+        elif torch.cuda.is_available() and getattr(self.task, "wide_shape", None):
+            shape, past = tuple(self.task.wide_shape), wide_offsets.WIDE_ELEMENTS
+        else:
+            return
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        seed = secrets.randbelow(2**30)
+        inputs = list(self.task.make_inputs(shape, self.dtype, seed, device))
+        refs = checks.flatten_tensors(call_with(self.task.reference, inputs))
+        refs += [inputs[i] for i in getattr(self.task, "mutated_inputs", ()) or ()]
+        tail = wide_offsets.tail_rows([*inputs, *refs], shape[0], past)
+        del inputs
+        if not tail:
+            return
+        refs = [r.clone() for r in wide_offsets.last_rows(refs, shape[0], tail)]
+        label = f"{self.task.shape_label(shape)} [last {tail} of {shape[0]}]"
+        answer = self.ask({"op": "run", "shape": list(shape), "seed": seed, "label": label,
+                           "grad": "no_grad", "tail": tail}, timeout_s=NEW_SHAPE_TIMEOUT_S)
+        outs = self.tensors(answer)
+        outs = [o.to(r.device) for o, r in zip(outs, refs, strict=False)] + outs[len(refs):]
+        where = (f"on the rows past element {past:,} of a shape a model reaches, where "
+                 "32-bit offsets wrap")
+        self.judge_outputs(outs, refs, self.tol, label, where)
+        seen["wide_shape_checked"] = label
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
     def big_shape(self) -> tuple[int, ...] | None:
         """Grown from the largest shape asked (bytes) to ``BIG_FACTORS_GPU`` times its
         bytes (``BIG_FACTORS_CPU`` under the interpreter), at most ``BIG_MAX_BYTES`` and
@@ -690,10 +731,18 @@ class Judge:
         refs = checks.flatten_tensors(call_with(self.task.reference, inputs))
         refs += [inputs[i] for i in getattr(self.task, "mutated_inputs", ()) or ()]
         outs = [o.to(r.device) for o, r in zip(outs, refs, strict=False)] + outs[len(refs):]
+        del inputs
+        self.judge_outputs(outs, refs, tol, label, where)
+
+    def judge_outputs(self, outs: list[torch.Tensor], refs: list[torch.Tensor], tol: Any,
+                      label: str, where: str) -> None:
+        """A ``JudgeFailure`` where ``outs`` are not ``refs`` within ``tol`` (or drift)."""
+        from kernelkb.optimizer.sandbox import checks
+
         stats = checks.compare_outputs(outs, refs, tol.atol, tol.rtol)
         if isinstance(stats, str):
             raise JudgeFailure("wrong_result", f"({label}) {where}: {stats}", label)
-        del inputs, refs, outs
+        del refs, outs
         if torch.cuda.is_available():
             # the judge's inputs and references (rope's are GiBs) go back to the driver:
             # cached here, they are memory the worker, or an evaluation beside this one,

@@ -61,6 +61,7 @@ from kernelkb.optimizer.sandbox import (
     surroundings,
     tamper,
     timing,
+    wide_offsets,
 )
 from kernelkb.optimizer.sandbox.errors import classify_exception, exception_message, trim
 from kernelkb.optimizer.sandbox.gpu_turns import GpuTurns
@@ -377,6 +378,8 @@ class Worker:
             if broken:
                 return {"refused": ["torch_compute", f"({label}): {broken}"]}
             outs = checks.flatten_tensors(out) + [inputs[i] for i in self.mutated]
+            if question.get("tail"):  # a wide shape: only the rows the judge compares
+                outs = wide_offsets.last_rows(outs, shape[0], int(question["tail"]))
             return {"tensors": _write_tensors(outs, data_fd)}
         if question["op"] == "time":
             # "fresh": K sets made from K seeds, each timed once, then dropped (the judge's
