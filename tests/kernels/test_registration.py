@@ -134,12 +134,15 @@ BAD = [
      "dtypes", "'fp32' is not one of", ""),
     ("(1, 2, 4, 8)", "(1, 2, 8)", "knobs[0] (NUM_WARPS).values",
      "the template's own value 4 is not among (1, 2, 8)", ""),
+    ("    cpu_shapes=((8, 512),),\n", "    cpu_shapes=((8, 512),),\n    wide_shape=(4096,),\n",
+     "wide_shape", "shape (4096,) is not 2 integers >= 0", ""),
 ]
 
 
 @pytest.mark.parametrize(("old", "new", "field", "problem", "hint"), BAD,
                          ids=["category", "knob_name", "knob_not_in_header", "no_reference",
-                              "related_ops_str", "dtype", "default_not_a_value"])
+                              "related_ops_str", "dtype", "default_not_a_value",
+                              "wide_shape_length"])
 def test_a_bad_registration_names_the_task_and_the_field(tmp_path: Path, old, new, field,
                                                          problem, hint) -> None:
     path = write_task(tmp_path, replace={old: new})
