@@ -50,9 +50,17 @@ class _PlanWriter:
         self.lines: list = []
         self.bases: dict = {}  # storage -> (name, tensor laid out as that name is)
         self.outputs = plan_tensors(record.outputs)
+        # inputs that share a storage (a fused gate_up's halves): a value that is one of
+        # them, exactly, is written from that input, so the plan holds wherever the two
+        # lie; any other view there (a reshape, a span over both) is written from the
+        # first, true only where they lie as now (``across``: the plan checks that)
+        self.sharing: dict = {}  # storage -> [(name, input)], two or more
+        self.across = False
         for i, value in enumerate(record.inputs):
             if isinstance(value, torch.Tensor) and plan_storage(value) is not None:
                 self.bases.setdefault(plan_storage(value), (f"a{i}", value))
+                self.sharing.setdefault(plan_storage(value), []).append((f"a{i}", value))
+        self.sharing = {k: v for k, v in self.sharing.items() if len(v) > 1}
 
     def const(self, value) -> str:
         name = f"K{len(self.ns)}"
@@ -62,9 +70,16 @@ class _PlanWriter:
     def tensor(self, t: torch.Tensor, exact: bool) -> str:
         """``t`` at call time: its base (input or made buffer), a view of it, or (on a
         GPU launch, where only the address counts) the base's address plus the offset."""
-        found = self.bases.get(plan_storage(t))
+        storage = plan_storage(t)
+        found = self.bases.get(storage)
         if found is None:
             return self.const(t)  # made before the call (a table, a cached buffer): kept
+        if storage in self.sharing:
+            same = [(n, v) for n, v in self.sharing[storage] if _plan_same_view(t, v)]
+            if len(same) == 1:
+                found = same[0]
+            else:  # relative to where another input lies: true of this placement only
+                self.across = True
         name, base = found
         if _plan_same_view(t, base):
             return name
@@ -138,7 +153,9 @@ def plan_bind(record, slow=None):
     """The launcher of ``record`` (a plan_record.PlanRecord): a function of the same
     inputs returning the outputs as the recorded call laid them out; its text in
     ``.plan_source``. ``slow``: called instead while a profiler's launch hook is set (so it
-    sees the launches). PlanRefused when the plan cannot be rebuilt."""
+    sees the launches), and where the plan reads one input through a view of another's
+    storage and the inputs do not lie as they did when recorded. PlanRefused when the
+    plan cannot be rebuilt."""
     if record.refused:
         raise PlanRefused(record.refused)
     w = _PlanWriter(record)
@@ -150,6 +167,12 @@ def plan_bind(record, slow=None):
     returns = w.value(record.outputs)
     params = ", ".join(f"a{i}" for i in range(len(record.inputs)))
     head = [f"def plan_launch({params}):"]
+    if w.across:  # the plan reads one input from another's place: only where they lie so
+        if slow is None:
+            raise PlanRefused("a view across two inputs that share one storage")
+        w.ns["_slow"] = slow
+        head.append(f"    if {_plan_placement(record.inputs)}:")
+        head.append(f"        return _slow({params})")
     if any(step.kernel is not None for step in record.steps):
         from triton.runtime import driver
 
@@ -171,6 +194,23 @@ def plan_bind(record, slow=None):
     launch = w.ns["plan_launch"]
     launch.plan_source = source
     return launch
+
+
+def _plan_placement(inputs: list) -> str:
+    """A test, in the generated function's names, that is true when the tensor inputs do
+    not lie as they did in ``inputs``: which share a storage, and how far apart."""
+    first: dict = {}
+    tests = []
+    for i, value in enumerate(inputs):
+        if not isinstance(value, torch.Tensor) or plan_storage(value) is None:
+            continue
+        j = first.setdefault(plan_storage(value), i)
+        same = f"a{i}.untyped_storage().data_ptr() == a{j}.untyped_storage().data_ptr()"
+        if j == i:
+            continue
+        tests.append(f"not ({same} and a{i}.data_ptr() - a{j}.data_ptr() == "
+                     f"{value.data_ptr() - inputs[j].data_ptr()})")
+    return " or ".join(tests) or "False"
 
 
 def plan_key_reader(args: tuple):
@@ -350,14 +390,16 @@ class PlanLauncher:
         if len(self.bound) >= PLAN_CACHE_MAX:
             self.bound.clear()
         outputs, record = plan_record(run, args)
+        # run() where no plan holds: each call from a fresh import too, so no state of
+        # run()'s reaches a later call
+        slow = run if fresh is None else (lambda *a: fresh()(*a))
         try:
-            self.bound[key] = launch = plan_bind(record, slow=run)
+            self.bound[key] = launch = plan_bind(record, slow=slow)
             self.sources[key] = launch.plan_source
         except PlanRefused as err:
             if not self.refused:
                 warnings.warn(f"kernelkb {self.name}: this layout calls run() ({err})",
                               stacklevel=3)
             self.refused[key] = str(err)
-            # each call from a fresh import too: no state of run()'s reaches a later call
-            self.bound[key] = run if fresh is None else (lambda *a: fresh()(*a))
+            self.bound[key] = slow
         return outputs

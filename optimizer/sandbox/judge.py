@@ -384,8 +384,8 @@ class Judge:
                 if getattr(self.task, "drawn_shapes", True):
                     self.check_big_shape(seen)
                     lap("big shape")
-                self.check_wide_offsets(seen)
-                lap("wide shape")
+                if self.check_wide_offsets(seen):
+                    lap("wide shape")
             if self.request.get("timing") and torch.cuda.is_available() \
                     and report.get("gpu"):
                 self.check_clock(report, seen)
@@ -589,13 +589,13 @@ class Judge:
                             where="on a shape past the largest asked, within the task's "
                             "bounds, on fresh inputs")
 
-    def check_wide_offsets(self, seen: dict[str, Any]) -> None:
+    def check_wide_offsets(self, seen: dict[str, Any]) -> bool:
         """The task's ``wide_shape``, whose largest tensor holds more than 2**31 elements,
         once on fresh inputs: the rows past that element against the reference's. A
         kernel that computes its offsets in 32 bits is right on every smaller shape and
         wrong (or out of its buffers) there (wide_offsets.py). On a GPU only: the shape
         is GiBs, past the interpreter's memory; the request's ``wide_offsets`` (a shape
-        and an element count) asks it anywhere, at another width."""
+        and an element count) asks it anywhere, at another width. Whether it ran."""
         from kernelkb.kernels.scalar_args import call_with
         from kernelkb.optimizer.sandbox import checks, wide_offsets
 
@@ -605,7 +605,7 @@ class Judge:
         elif torch.cuda.is_available() and getattr(self.task, "wide_shape", None):
             shape, past = tuple(self.task.wide_shape), wide_offsets.WIDE_ELEMENTS
         else:
-            return
+            return False
         device = "cuda" if torch.cuda.is_available() else "cpu"
         seed = secrets.randbelow(2**30)
         inputs = list(self.task.make_inputs(shape, self.dtype, seed, device))
@@ -614,7 +614,7 @@ class Judge:
         tail = wide_offsets.tail_rows([*inputs, *refs], shape[0], past)
         del inputs
         if not tail:
-            return
+            return False
         refs = [r.clone() for r in wide_offsets.last_rows(refs, shape[0], tail)]
         label = f"{self.task.shape_label(shape)} [last {tail} of {shape[0]}]"
         answer = self.ask({"op": "run", "shape": list(shape), "seed": seed, "label": label,
@@ -625,8 +625,7 @@ class Judge:
                  "32-bit offsets wrap")
         self.judge_outputs(outs, refs, self.tol, label, where)
         seen["wide_shape_checked"] = label
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
+        return True
 
     def big_shape(self) -> tuple[int, ...] | None:
         """Grown from the largest shape asked (bytes) to ``BIG_FACTORS_GPU`` times its

@@ -69,6 +69,9 @@ from kernelkb.optimizer.sandbox.gpu_turns import GpuTurns
 log = logging.getLogger("kernelkb.optimizer.sandbox.worker")
 
 CANDIDATE_FILE = "candidate.py"
+# under the interpreter, shapes moving up to this many bytes replay every layout's plan
+# (Worker.replays_layouts): the CPU lists' shapes and the small edge shapes
+LAYOUT_REPLAY_BYTES = 1 << 20
 TIMING_INPUT_SETS = 3
 BATCH_GROWTH_CALLS = 3  # batches never seen, each of which may not leave memory alive
 # the autograd states a user calls an op in, by the name the judge's "run" question gives:
@@ -295,7 +298,8 @@ class Worker:
             self.progress("run", label)
             try:
                 with self.turns.share():
-                    self.check_shape(self.fresh_run(module), shape, label)
+                    self.check_shape(self.fresh_run(module), shape, label,
+                                     imported=lambda: self.fresh_run(module))
             except Tampered:
                 self.out["failing_shapes"].append(label)
                 raise
@@ -428,11 +432,14 @@ class Worker:
                                             seed, self.device))
         return [guards.guarded(x) for x in inputs] if self.device == "cuda" else inputs
 
-    def check_shape(self, run: Any, shape: tuple[int, ...], label: str) -> None:
+    def check_shape(self, run: Any, shape: tuple[int, ...], label: str,
+                    imported: Callable[[], Any] | None = None) -> None:
         """Every seed on the SAME input storage (fresh values copied in), so an output
         cached by input pointer comes back stale; earlier outputs stay alive so a reused
         output buffer is visible. The reference runs after the candidate, so no answer
-        sits in memory for the candidate to find."""
+        sits in memory for the candidate to find. ``imported``: run() from the module as
+        imported, for each condition that lays its inputs out otherwise (the call the
+        export records for that layout)."""
         inputs: list[Any] | None = None
         earlier_outs: list[torch.Tensor] = []
         earlier_saved: list[torch.Tensor] = []  # their values when returned
@@ -456,6 +463,9 @@ class Worker:
         # launch plans and inputs, for check_plans_agree
         alike: list[tuple[str, launch_plan.Plan | None, list[Any]]] = []
         plain_layout: list[Any] = []
+        # calls on inputs laid out otherwise (strided rows, one fused buffer, ...): each
+        # its layout's first call, its plan and condition, for check_layout_plans
+        others: list[tuple[str, launch_plan.Plan, Any, list[Any]]] = []
         for s in draws:
             if isinstance(s, int):
                 fresh = self.make_inputs(shape, seed=self.seed_base + s)
@@ -480,11 +490,15 @@ class Worker:
             # the first call of the module as imported: the plan the exported op records
             # for this layout (plan_bind.PlanFresh), whatever values later calls bring
             this_plan = plan if s == 0 else later if s == self.seeds - 1 else None
+            call = run
             if isinstance(s, int):
                 plain_layout = _layout(inputs)
             elif plan is not None and _layout(inputs) == plain_layout:
                 this_plan = launch_plan.Plan()
                 alike.append((label, this_plan, saved))
+            elif plan is not None and imported is not None and self.replays_layouts(shape):
+                this_plan, call = launch_plan.Plan(), imported()
+                others.append((label, this_plan, s, _layout(inputs)))
             assert self.tracker is not None
             # fresh allocations in turn: a random draw, zero pages (a user's large
             # torch.empty), the bytes of an earlier output (a caching allocator hands
@@ -494,7 +508,7 @@ class Worker:
             self.tracker.stale_fresh = list(earlier_outs) if fill == 2 else []
             try:
                 out, rule_broken = self.tracked_call(
-                    run, inputs, label, record=s == 0, plan=this_plan)
+                    call, inputs, label, record=s == 0, plan=this_plan)
             finally:
                 self.tracker.zero_fresh, self.tracker.stale_fresh = False, []
             ref_inputs = checks.snapshot(saved)
@@ -568,6 +582,35 @@ class Worker:
                 if later is not None and later.steps:
                     self.check_replay(later, shape, shape_label)
                 self.check_plans_agree(plan, alike, shape, shape_label)
+                self.check_layout_plans(others, shape, condition_seed)
+
+    def check_layout_plans(self, others: list[tuple[str, launch_plan.Plan, Any, list[Any]]],
+                           shape: tuple[int, ...], condition_seed: int) -> None:
+        """Each other layout's plan (its first call from the module as imported: what the
+        exported op records and runs for every call so laid out) replayed on fresh values
+        under the same condition, so laid out again, and right there. A call that is
+        honest when checked in a strided or fused layout and launches what only that
+        call's values make right is wrong on the next call's; halves of one fused
+        buffer are replayed as halves of one buffer again. The values hold every
+        condition of the task's values at once (every_condition.mixed: large logits, a
+        masked row, ...), laid out as the layout's own call was: a plan that a warm
+        module would not have launched (no row max on a fresh import's first strided
+        call) meets the values it is wrong on."""
+        from kernelkb.kernels.every_condition import mixed
+
+        stress = mixed(self.task)
+        for i, (label, recorded, condition, layout) in enumerate(others):
+            if not recorded.steps:
+                continue
+            base = tuple(self.make_inputs(shape, seed=self.seed_base + 92 + i))
+            try:
+                base = tuple(stress.apply(base, condition_seed))
+            except Exception:  # noqa: BLE001 - values the layout's condition must take
+                log.info("(%s) no mixed values for this layout", label)
+            values = list(condition.apply(base, condition_seed))
+            if _layout(values) != layout:
+                continue  # this condition draws its layout anew: no second of it
+            self._check_replay_on(recorded, values, f"{label} [fresh values]")
 
     def check_plans_agree(self, plain: launch_plan.Plan,
                           alike: list[tuple[str, launch_plan.Plan | None, list[Any]]],
@@ -800,6 +843,18 @@ class Worker:
             size = 0
         return size <= limits.SPOT_MAX_BYTES // 4
 
+    def replays_layouts(self, shape: tuple[int, ...]) -> bool:
+        """Whether each other layout's plan is recorded and replayed on this shape
+        (check_layout_plans): every shape on a GPU, where a replay costs milliseconds;
+        under the interpreter, whose calls take seconds on a shape of many programs (the
+        edge shape 1823x781: 8-16 s), the shapes that move up to ``LAYOUT_REPLAY_BYTES``."""
+        if self.device == "cuda":
+            return True
+        try:
+            return self.task.bytes_moved(shape, self.dtype) <= LAYOUT_REPLAY_BYTES
+        except Exception:  # noqa: BLE001 - a user's task without a byte count
+            return False
+
     def check_replay(self, plan: launch_plan.Plan, shape: tuple[int, ...], label: str
                      ) -> None:
         """The recorded call's launches, allocations and copies, replayed on fresh inputs
@@ -818,7 +873,7 @@ class Worker:
         """Whether the plan replayed (right, or ShapeFailure). ``moved``: the plan already
         replayed on these values where they were, so failing to run now (a load out of
         its tensors) is the plan's, not the replay's."""
-        ref = self.task.reference(*checks.snapshot(fresh))
+        ref = call_with(self.task.reference, checks.snapshot(fresh))
         try:
             out = launch_plan.replay(plan, fresh)
             if self.device == "cuda":

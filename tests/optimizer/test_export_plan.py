@@ -227,3 +227,68 @@ def test_state_kept_across_layouts_never_reaches_a_plan(tmp_path: Path) -> None:
         del os.environ["KERNELKB_LAUNCH_PLAN"]
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split()[:2] == ["wrong", "44"], done.stdout
+
+
+FUSED = """
+import warnings, torch, best_swiglu as m
+warnings.simplefilter("error")  # a layout that is refused a plan warns
+silu = torch.nn.functional.silu
+def check(gate, up):
+    assert torch.allclose(m.launch(gate, up), silu(gate) * up, atol=1e-5)
+for seed in range(3):
+    fused = torch.randn(6, 256)
+    gate, up = fused.chunk(2, -1)  # gate_up = x @ W_gate_up: one storage
+    check(gate, up)
+    check(up, gate)  # the other order: up lies first
+    wide, other = torch.randn(6, 256), torch.randn(6, 256)
+    check(wide[:, :128], other[:, 128:])  # laid out alike, two storages
+    check(torch.randn(6, 128), torch.randn(6, 128))
+print("refused", len(m.launcher.refused), "bound", len(m.launcher.sources))
+"""
+
+
+def test_a_fused_gate_up_is_a_plan_that_holds_wherever_the_halves_lie(tmp_path: Path) -> None:
+    """Halves of one gate_up buffer (the layout a fused projection hands over) are a plan,
+    not run() per call: each half is read from its own input, so the same plan is right
+    when the halves swap places or come from two buffers laid out alike."""
+    task = get_task("swiglu")
+    export_module(task, task.template, tmp_path / "best_swiglu.py", dtype="float32")
+    out = _probe(tmp_path, FUSED)
+    assert out.split() == ["refused", "0", "bound", "2"], out
+
+
+ACROSS = '''
+def run(gate, up):
+    half = gate.shape[1]
+    if gate.untyped_storage().data_ptr() == up.untyped_storage().data_ptr() \\
+            and up.data_ptr() - gate.data_ptr() == half * gate.element_size():
+        # one view over both halves: rows past the first read up through gate's place
+        both = gate.as_strided((gate.shape[0], 2 * half), (gate.stride(0), 1))
+        rest = _kkb_swiglu_run(both[1:, :half], both[1:, half:])
+        return torch.cat([_kkb_swiglu_run(gate[:1], up[:1]), rest])
+    return _kkb_swiglu_run(gate, up)
+'''
+
+ACROSS_CALLS = """
+import warnings, torch, best_swiglu as m
+silu = torch.nn.functional.silu
+fused = torch.randn(6, 256)
+gate, up = fused.chunk(2, -1)
+assert torch.allclose(m.launch(gate, up), silu(gate) * up, atol=1e-5)
+wide, other = torch.randn(6, 256), torch.randn(6, 256)
+g2, u2 = wide[:, :128], other[:, 128:]  # the same layouts, up elsewhere
+assert torch.allclose(m.launch(g2, u2), silu(g2) * u2, atol=1e-5)
+guarded = sum("_slow(" in text for text in m.launcher.sources.values())
+print("plans", len(m.launcher.sources), "guarded", guarded)
+"""
+
+
+def test_a_plan_that_reads_one_input_through_another_holds_only_where_they_lie(
+        tmp_path: Path) -> None:
+    """A run() that reaches up through a view of gate's storage: its plan checks on each
+    call that up still lies where it did, and calls run() where it does not."""
+    task = get_task("swiglu")
+    source = task.template.replace("\ndef run(", "\ndef _kkb_swiglu_run(") + ACROSS
+    export_module(task, source, tmp_path / "best_swiglu.py", dtype="float32")
+    out = _probe(tmp_path, ACROSS_CALLS)
+    assert out.split() == ["plans", "1", "guarded", "1"], out

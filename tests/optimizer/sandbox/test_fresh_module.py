@@ -67,3 +67,14 @@ def run(x):
     assert made["WORK"] is not module.WORK and torch.equal(made["WORK"], torch.full((4,), 2.0))
     assert made["__file__"] == module.__file__  # the judge knows the candidate's frames by it
     assert made["NAMES"] == module.NAMES  # nothing tells a fresh import from the first
+
+
+@pytest.mark.slow
+def test_a_kernel_lazy_on_a_fresh_modules_first_strided_call_is_refused() -> None:
+    """No row max on a fresh module's first call of strided rows: the plan the export
+    records for that layout. The worker records each other layout's call from a fresh
+    import and replays its plan on large values laid out so (check_layout_plans); the
+    judge's last lap, asking a fresh module, also meets it (wrong_result there)."""
+    judged_as_users_get_it(
+        "softmax", (BAD / "fresh_softmax_lazy_first_strided_call.py").read_text(),
+        "cheat_replay")

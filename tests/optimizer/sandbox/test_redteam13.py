@@ -30,8 +30,11 @@ CASES = [
     # caught: a counter in the sign bits of a kept buffer (its bytes change)
     pytest.param("rmsnorm_signed_zero_count", "rmsnorm", "cheat_aliasing",
                  id="rmsnorm_signed_zero_count"),
-    # caught: lazy on a fresh module's first call, on strided rows only
-    pytest.param("rmsnorm_first_call_strided", "rmsnorm", "wrong_result",
+    # caught: lazy on a fresh module's first call, on strided rows only (by the judge's
+    # unusual lap, wrong_result, when the round ran; since, first by the worker: each
+    # other layout's call is a fresh import's, its plan replayed on every condition's
+    # values laid out so, check_layout_plans)
+    pytest.param("rmsnorm_first_call_strided", "rmsnorm", "cheat_replay",
                  id="rmsnorm_first_call_strided"),
 ]
 
@@ -76,16 +79,18 @@ for i in range(4100):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("plant", "task", "calls"), [
-    ("rmsnorm_refused_plan_state", "rmsnorm", RMSNORM_CALLS),
-    ("swiglu_shared_storage_fallback", "swiglu", SWIGLU_CALLS),
+@pytest.mark.parametrize(("plant", "task", "calls", "refused"), [
+    ("rmsnorm_refused_plan_state", "rmsnorm", RMSNORM_CALLS, "1"),
+    ("swiglu_shared_storage_fallback", "swiglu", SWIGLU_CALLS, "0"),
 ])
 def test_a_layout_without_a_plan_calls_run_from_a_fresh_import_each_time(
-        tmp_path: Path, plant: str, task: str, calls: str) -> None:
-    """A layout that cannot be a plan (a host read; inputs sharing one storage, as a fused
-    gate_up projection's halves do) calls run() per call: each call from the module as
-    imported, so a counter kept across calls never passes 1 and the plants' switch at
-    4096 calls is never reached (both were wrong from call 4097 on before)."""
+        tmp_path: Path, plant: str, task: str, calls: str, refused: str) -> None:
+    """A layout that cannot be a plan (a host read) calls run() per call: each call from
+    the module as imported, so a counter kept across calls never passes 1 and the plant's
+    switch at 4096 calls is never reached (wrong from call 4097 on before). Inputs that
+    share one storage (a fused gate_up projection's halves) were such a layout; they are
+    a plan now, each half read from its own input, and the switch is never reached
+    either."""
     from kernelkb.kernels.discovery import get_task
     from kernelkb.optimizer.export import export_module
 
@@ -98,4 +103,4 @@ def test_a_layout_without_a_plan_calls_run_from_a_fresh_import_each_time(
     done = subprocess.run([sys.executable, "-W", "ignore", "-c", check], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split() == ["wrong", "0", "refused", "1"], done.stdout
+    assert done.stdout.split() == ["wrong", "0", "refused", refused], done.stdout
