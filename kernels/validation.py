@@ -115,11 +115,13 @@ def _check_shapes(task: Any, fail: Callable[[str, str], None]) -> None:
     if not isinstance(names, tuple) or not names or not all(isinstance(n, str) for n in names):
         fail("shape_names", f"must be a non-empty tuple of strings, got {names!r}")
     wide = getattr(task, "wide_shape", None)
-    for field in ("sweep_shapes", "edge_shapes", "cpu_shapes", "wide_shape"):
-        shapes = getattr(task, field, None) if field != "wide_shape" else \
-            ((wide,) if wide is not None else ())
-        if field != "wide_shape" and (not isinstance(shapes, tuple) or not shapes):
+    listed = {field: getattr(task, field) for field in ("sweep_shapes", "edge_shapes",
+                                                         "cpu_shapes")}
+    for field, shapes in listed.items():
+        if not isinstance(shapes, tuple) or not shapes:
             fail(field, "must be a non-empty tuple of shapes")
+    listed["wide_shape"] = (wide,) if wide is not None else ()
+    for field, shapes in listed.items():
         for shape in shapes:
             if not isinstance(shape, tuple) or len(shape) != len(names) or not all(
                     isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in shape):

@@ -602,7 +602,7 @@ class Judge:
         asked = self.request.get("wide_offsets")
         if asked:
             shape, past = tuple(int(d) for d in asked[0]), int(asked[1])
-        elif torch.cuda.is_available() and getattr(self.task, "wide_shape", None):
+        elif torch.cuda.is_available() and self.task.wide_shape is not None:
             shape, past = tuple(self.task.wide_shape), wide_offsets.WIDE_ELEMENTS
         else:
             return False
