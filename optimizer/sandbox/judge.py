@@ -607,6 +607,15 @@ class Judge:
         else:
             return False
         device = "cuda" if torch.cuda.is_available() else "cpu"
+        if device == "cuda":  # a card too small for it (a 24 GB one) is not the kernel's
+            size = wide_offsets.shape_bytes(self.task, shape, self.dtype)
+            free = torch.cuda.mem_get_info()[0]
+            if size is None or free < wide_offsets.MEMORY_FACTOR * size:
+                seen["wide_shape_skipped"] = (
+                    f"{self.task.shape_label(shape)}: needs ~"
+                    f"{wide_offsets.MEMORY_FACTOR * (size or 0) / 2**30:.0f} GiB of GPU "
+                    f"memory, {free / 2**30:.0f} GiB free")
+                return False
         seed = secrets.randbelow(2**30)
         inputs = list(self.task.make_inputs(shape, self.dtype, seed, device))
         refs = checks.flatten_tensors(call_with(self.task.reference, inputs))

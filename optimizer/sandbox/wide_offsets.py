@@ -21,6 +21,10 @@ from typing import Any
 import torch
 
 WIDE_ELEMENTS = 2**31  # past this element, 32-bit offset arithmetic wraps
+# GPU memory the check asks free, in multiples of the shape's inputs and outputs: the
+# judge's inputs and reference (and its float32 temporaries), the worker's inputs and
+# the candidate's outputs
+MEMORY_FACTOR = 4
 
 
 def tail_rows(tensors: Iterable[Any], rows: int, past: int = WIDE_ELEMENTS) -> int:
@@ -41,3 +45,20 @@ def last_rows(values: Sequence[Any], rows: int, tail: int) -> list[Any]:
     ``tail`` (views, no copy); anything else as it is."""
     return [value[rows - tail:] if isinstance(value, torch.Tensor) and value.dim() > 0
             and value.shape[0] == rows else value for value in values]
+
+
+def shape_bytes(task: Any, shape: tuple[int, ...], dtype: torch.dtype) -> int | None:
+    """Bytes of the task's inputs and reference outputs at ``shape``, read from fake
+    tensors (no memory); None where the task's maker or reference does not take them."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from kernelkb.kernels.scalar_args import call_with
+    from kernelkb.optimizer.sandbox.checks import flatten_tensors
+
+    try:
+        with FakeTensorMode():
+            inputs = list(task.make_inputs(shape, dtype, 0, "cpu"))
+            tensors = [*inputs, *flatten_tensors(call_with(task.reference, inputs))]
+    except Exception:  # noqa: BLE001 - a user's task that needs real tensors
+        return None
+    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))

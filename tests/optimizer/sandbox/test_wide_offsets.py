@@ -91,3 +91,12 @@ def test_32_bit_row_offsets_are_wrong_on_the_gpu_judges_wide_shape() -> None:
                       shapes="auto", seeds=1, timeout_s=900)
     assert not result.ok, "the plant passed the judge"
     assert result.error_kind in ("wrong_result", "crash"), result.error_message
+
+
+def test_the_memory_a_wide_shape_needs_is_read_without_allocating_it() -> None:
+    """The GPU's judge skips the check on a card without MEMORY_FACTOR times this free:
+    softmax's logits in float16 are 2 x 4.3 GB (input and output)."""
+    from kernelkb.optimizer.sandbox.wide_offsets import shape_bytes
+
+    task = get_task("softmax")
+    assert shape_bytes(task, task.wide_shape, torch.float16) == 2 * 16800 * 128256 * 2
