@@ -82,6 +82,7 @@ def test_an_honest_kernel_is_right_on_the_wide_rows() -> None:
 
 @pytest.mark.gpu
 @pytest.mark.slow
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_32_bit_row_offsets_are_wrong_on_the_gpu_judges_wide_shape() -> None:
     """The 32-bit plant on the judge's own wide shape past 2**31 (GPU only): refused as a
     wrong answer, or as the crash of an access outside its buffers."""
