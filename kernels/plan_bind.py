@@ -290,18 +290,25 @@ PLAN_MODULE_NAMES = ("__name__", "__doc__", "__file__", "__cached__", "__loader_
 # what Triton caches on a kernel object: JITFunction's compiled binaries per device and an
 # Autotuner's best configuration per key
 PLAN_SHARED_CACHES = ("device_caches", "cache")
-# what a JITFunction's first compile sets on it beside its device cache (create_binder):
-# a fresh kernel that shares the cache never makes its own, and needs them to compile a
-# specialization the first instance has not met
+# what a JITFunction's device cache sets on it when it makes an entry (create_binder, the
+# cache's factory, bound to the first instance): a fresh kernel sharing that cache never
+# gets them, and needs them to compile a specialization (Triton 3.6: "'JITFunction'
+# object has no attribute 'ASTSource'"), so it takes them from Triton's compiler
 PLAN_BINDER_NAMES = ("CompiledKernel", "compile", "ASTSource")
 
 
 def _plan_share_caches(fresh, first) -> None:
     """``fresh`` (and the kernels it wraps, through ``.fn``) takes ``first``'s caches."""
     while fresh is not None and type(fresh) is type(first) and fresh is not first:
-        for name in (*PLAN_SHARED_CACHES, *PLAN_BINDER_NAMES):
+        for name in PLAN_SHARED_CACHES:
             if name in vars(first):
                 setattr(fresh, name, getattr(first, name))
+        if "device_caches" in vars(first):
+            from triton import compiler
+
+            for name in PLAN_BINDER_NAMES:
+                if hasattr(compiler, name):
+                    setattr(fresh, name, getattr(compiler, name))
         fresh, first = getattr(fresh, "fn", None), getattr(first, "fn", None)
 
 

@@ -127,6 +127,7 @@ def _stored(root: Path, exp_id: str) -> ExperienceRecord:
     return found
 
 
+@pytest.mark.slow  # over 20 s: the default run stays under 10 minutes
 def test_evaluate_writes_back_like_the_loop_and_is_retrieved(mcp: SyncClient,
                                                              root: Path) -> None:
     template = get_task("softmax").template

@@ -120,6 +120,7 @@ def backend() -> dict[str, Any]:
     return {"vectors": False}
 
 
+@pytest.mark.slow  # over 20 s: the default run stays under 10 minutes
 def test_a_run_through_bad_answers_ends_with_its_report_and_says_each_once(
         knowledge: LocalKnowledge, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)

@@ -54,6 +54,7 @@ def test_a_kernel_right_only_on_the_plain_draw_fails_its_condition(task_name):
     assert condition in result.error_message, result.error_message
 
 
+@pytest.mark.slow  # over 20 s: the default run stays under 10 minutes
 def test_a_kernel_that_takes_the_row_length_for_the_stride_fails_strided_rows():
     """Every task gets strided rows (matmul's own condition is a transposed weight). Its
     naive kernel passes A's row stride; the plant passes K, right only where A is

@@ -67,6 +67,7 @@ def test_the_search_meets_every_bucket_and_shrinks_to_the_smallest_case(monkeypa
     assert found.draw == Draw() and calls <= 60 + 400
 
 
+@pytest.mark.slow  # over 20 s: the default run stays under 10 minutes
 def test_a_kept_case_is_asked_first_and_fails_again(tmp_path, monkeypatch):
     """A softmax that knows the evaluator's row pad (16): every fixed check passes; the
     case a draw found (two rows padded by 1), kept for the task, fails it at once."""
