@@ -848,7 +848,7 @@ class Worker:
         (check_layout_plans): every shape on a GPU, where a replay costs milliseconds;
         under the interpreter, whose calls take seconds on a shape of many programs (the
         edge shape 1823x781: 8-16 s), the first shape checked where it moves up to
-        ``LAYOUT_REPLAY_BYTES`` (on every shape it added 13% to the CPU test suite)."""
+        ``LAYOUT_REPLAY_BYTES``: its replays stay a few small kernel calls."""
         if self.device == "cuda":
             return True
         if shape != self.shapes[0]:
