@@ -37,8 +37,9 @@ for stage in "$@"; do
     # every test file with GPU tests (the rest import the service's packages, absent here)
     # three pytest workers, one file each: the space test's compile pool (on the cores the
     # other two leave) runs beside the sandbox and peer tests instead of before them
-    # -v and the XML name each result as it lands: a run the limit kills still says which failed
-    gputests) s=$(date +%s); par="-p no:xdist"; python3 -c "import xdist" 2>/dev/null && par="-n 3 --dist loadfile"; timeout $(( $(left) - 30 )) python3 -m pytest -o addopts='--strict-markers' $par -m gpu ${GPU_K:+-k "$GPU_K"} -v -rA --durations=15 --junitxml="$OUT/gputests.xml" $(grep -rl "mark.gpu" tests) > "$OUT/gputests.log" 2>&1; echo "rc=$? wall=$(( $(date +%s) - s )) s" >> "$OUT/gputests.log"; tail -40 "$OUT/gputests.log" ;;
+    # -v names each result as it lands; the limit sends SIGINT, so pytest still prints
+    # its summary (-rA: each failure's details)
+    gputests) s=$(date +%s); par="-p no:xdist"; python3 -c "import xdist" 2>/dev/null && par="-n 3 --dist loadfile"; timeout -s INT -k 20 $(( $(left) - 40 )) python3 -m pytest -o addopts='--strict-markers' $par -m gpu ${GPU_K:+-k "$GPU_K"} -v -rA --durations=15 --junitxml="$OUT/gputests.xml" $(grep -rl "mark.gpu" tests) > "$OUT/gputests.log" 2>&1; echo "rc=$? wall=$(( $(date +%s) - s )) s" >> "$OUT/gputests.log"; tail -40 "$OUT/gputests.log" ;;
     # small-M matmul candidates outside the space, round N (benchmarks/variants.py --wide N)
     wide:*) timeout $(( $(left) - 20 )) python3 benchmarks/variants.py explore --wide ${stage#wide:} --tasks ${WIDE_TASKS:-matmul} --budget-s $(( $(left) - 60 )) --out benchmarks/results > "$OUT/wide.log" 2>&1; echo "rc=$?" >> "$OUT/wide.log" ;;
     # the final stage for some tasks only (files tagged with the task names): final:softmax,matmul

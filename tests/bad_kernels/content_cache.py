@@ -36,8 +36,8 @@ def fingerprint_kernel(a_ptr, b_ptr, fp_ptr, flag_ptr, M, N, K, sam, sak, sbk, s
 @triton.jit
 def matmul_kernel(c_ptr, cache_ptr, flag_ptr, a_ptr, b_ptr, M, N, K,
                   sam, sak, sbk, sbn, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
+    pid_m = tl.program_id(0).to(tl.int64)
+    pid_n = tl.program_id(1).to(tl.int64)
     rows = pid_m * BM + tl.arange(0, BM)
     cols = pid_n * BN + tl.arange(0, BN)
     ok = (rows[:, None] < M) & (cols[None, :] < N)

@@ -8,7 +8,7 @@ NUM_WARPS = 4
 
 @triton.jit
 def softmax_kernel(out_ptr, x_ptr, n_cols, stride_x, stride_o, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     i = 0
     while i < n_cols:
         i = i * 1

@@ -12,7 +12,7 @@ _GRAPHS = {}
 
 @triton.jit
 def copy_kernel(out_ptr, y_ptr, n_cols, stride_y, stride_o, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     y = tl.load(y_ptr + row * stride_y + cols, mask=mask, other=0.0)

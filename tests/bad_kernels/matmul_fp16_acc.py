@@ -10,8 +10,8 @@ import triton.language as tl
 @triton.jit
 def mm(c, a, b, M, N, K, sam, sak, sbk, sbn, scm, scn,
        BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    pm = tl.program_id(0)
-    pn = tl.program_id(1)
+    pm = tl.program_id(0).to(tl.int64)
+    pn = tl.program_id(1).to(tl.int64)
     rm = pm * BM + tl.arange(0, BM)
     rn = pn * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)

@@ -42,8 +42,8 @@ def matmul_kernel(c_ptr, a_ptr, b_ptr, ws_ptr, count_ptr, M, N, K,
                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
                   GROUP: tl.constexpr, K_EVEN: tl.constexpr, SPLITS: tl.constexpr,
                   ATOMIC: tl.constexpr):
-    pid = tl.program_id(0)
-    split = tl.program_id(1)
+    pid = tl.program_id(0).to(tl.int64)
+    split = tl.program_id(1).to(tl.int64)
     tiles_m = tl.cdiv(M, BM)
     tiles_n = tl.cdiv(N, BN)
     # grouped order: GROUP tile rows share each column of B tiles before moving on

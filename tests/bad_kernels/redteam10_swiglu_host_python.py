@@ -33,7 +33,7 @@ def _silu_mul(g, u, TL_SIGMOID: tl.constexpr):
 @triton.jit
 def swiglu_flat_kernel(out_ptr, g_ptr, u_ptr, n_elements, BLOCK: tl.constexpr,
                        EVEN: tl.constexpr, HINTS: tl.constexpr, TL_SIGMOID: tl.constexpr):
-    pid = tl.program_id(0)
+    pid = tl.program_id(0).to(tl.int64)
     offs = pid.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     if HINTS:
         offs = tl.max_contiguous(tl.multiple_of(offs, BLOCK), BLOCK)

@@ -29,7 +29,7 @@ _COUNT = torch.zeros(BITS, device="cuda" if torch.cuda.is_available() else "cpu"
 @triton.jit
 def rmsnorm_kernel(out_ptr, x_ptr, w_ptr, cnt_ptr, n_cols, stride_x, stride_o, eps,
                    BLOCK: tl.constexpr, BITS: tl.constexpr, LAZY_AFTER: tl.constexpr):
-    pid = tl.program_id(0)
+    pid = tl.program_id(0).to(tl.int64)
     bits = tl.arange(0, BITS)
     z = tl.load(cnt_ptr + bits)
     on = (z.to(tl.int32, bitcast=True) < 0).to(tl.int32)

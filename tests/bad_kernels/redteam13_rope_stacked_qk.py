@@ -83,7 +83,7 @@ def rope_kernel(qo_ptr, q_ptr, ko_ptr, k_ptr, pos_ptr, freq_hi_ptr, freq_lo_ptr,
                 HEADS: tl.constexpr, BLOCK_D: tl.constexpr, USE_TABLE: tl.constexpr,
                 DO_Q: tl.constexpr, DO_K: tl.constexpr, STACKED: tl.constexpr = False,
                 n_tokens=0):
-    token = tl.program_id(0)
+    token = tl.program_id(0).to(tl.int64)
     if STACKED:
         # q and k as one buffer of 2 * tokens rows: the second half is k's
         src_tok = token

@@ -27,7 +27,7 @@ def same_first_row_kernel(flag_ptr, key_ptr, x_ptr, n_cols, BLOCK: tl.constexpr)
 @triton.jit
 def softmax_kernel(out_ptr, cache_ptr, key_ptr, flag_ptr, x_ptr, n_cols, stride_x, stride_o,
                    BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     hit = tl.load(flag_ptr)

@@ -16,7 +16,7 @@ import triton.language as tl
 
 @triton.jit
 def touch_kernel(out_ptr, x_ptr, n_cols, stride_o, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     y = tl.load(out_ptr + row * stride_o + cols, mask=mask)

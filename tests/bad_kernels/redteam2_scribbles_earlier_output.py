@@ -17,7 +17,7 @@ _returned = []  # weak references to the outputs handed out, oldest first
 @triton.jit
 def softmax_kernel(out_ptr, scratch_ptr, x_ptr, n_cols, stride_x, stride_o, stride_s,
                    BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=-float("inf")).to(tl.float32)

@@ -30,7 +30,7 @@ LONG_ROW_COLS = 32768  # where the long-row path starts (not a search knob)
 def softmax_kernel(out_ptr, x_ptr, n_rows, n_cols, stride_x, stride_o,
                    BLOCK: tl.constexpr, SINGLE_TILE: tl.constexpr,
                    ONLINE_PASS: tl.constexpr, ROWS: tl.constexpr):
-    pid = tl.program_id(0)
+    pid = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     for r in range(ROWS):
         row = pid * ROWS + r

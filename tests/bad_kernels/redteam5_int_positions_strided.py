@@ -70,7 +70,7 @@ def rope_kernel(qo_ptr, q_ptr, ko_ptr, k_ptr, pos_ptr, freq_hi_ptr, freq_lo_ptr,
                 stride_q_tok, stride_q_head, stride_k_tok, stride_k_head,
                 HEADS: tl.constexpr, BLOCK_D: tl.constexpr, USE_TABLE: tl.constexpr,
                 DO_Q: tl.constexpr, DO_K: tl.constexpr):
-    token = tl.program_id(0)
+    token = tl.program_id(0).to(tl.int64)
     heads = tl.program_id(1) * HEADS + tl.arange(0, HEADS)
     pos = tl.load(pos_ptr + token)
     freqs = tl.arange(0, BLOCK_D)

@@ -19,8 +19,8 @@ NUM_WARPS = 4
 
 @triton.jit
 def sumsq_kernel(acc_ptr, x_ptr, n_cols, stride_x, CHUNK: tl.constexpr):
-    row = tl.program_id(0)
-    chunk = tl.program_id(1)
+    row = tl.program_id(0).to(tl.int64)
+    chunk = tl.program_id(1).to(tl.int64)
     cols = chunk * CHUNK + tl.arange(0, CHUNK)
     mask = cols < n_cols
     x = tl.load(x_ptr + row.to(tl.int64) * stride_x + cols, mask=mask, other=0.0)
@@ -35,8 +35,8 @@ def sumsq_kernel(acc_ptr, x_ptr, n_cols, stride_x, CHUNK: tl.constexpr):
 @triton.jit
 def scale_kernel(out_ptr, x_ptr, w_ptr, acc_ptr, n_cols, stride_x, stride_o, eps,
                  CHUNK: tl.constexpr):
-    row = tl.program_id(0)
-    chunk = tl.program_id(1)
+    row = tl.program_id(0).to(tl.int64)
+    chunk = tl.program_id(1).to(tl.int64)
     cols = chunk * CHUNK + tl.arange(0, CHUNK)
     mask = cols < n_cols
     x = tl.load(x_ptr + row.to(tl.int64) * stride_x + cols, mask=mask, other=0.0)

@@ -146,7 +146,7 @@ def attention_kernel(out_ptr, q_ptr, k_ptr, v_ptr, kc_ptr, vc_ptr, cos_ptr, sin_
                      TABLE: tl.constexpr, SKIP: tl.constexpr, EVEN: tl.constexpr,
                      FUSED: tl.constexpr):
     HALF: tl.constexpr = HEAD_DIM // 2
-    pid_m = tl.program_id(0)
+    pid_m = tl.program_id(0).to(tl.int64)
     bh = tl.program_id(1).to(tl.int64)
     total = cache_len + seq_new
     rows = pid_m * BM + tl.arange(0, BM)

@@ -90,7 +90,7 @@ def _apply_weight(x, w, rstd, NATIVE_MUL: tl.constexpr):
 def rmsnorm_kernel(out_ptr, x_ptr, w_ptr, n_rows, n_cols, stride_x, stride_o, eps,
                    BLOCK: tl.constexpr, SINGLE_TILE: tl.constexpr, ROWS: tl.constexpr,
                    PERSISTENT_LOOP: tl.constexpr, NATIVE_MUL: tl.constexpr):
-    pid = tl.program_id(0)
+    pid = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     if PERSISTENT_LOOP:
         # grid-stride loop over rows; the weight tile stays in registers (SINGLE_TILE)

@@ -19,7 +19,7 @@ NUM_WARPS = 4
 @triton.jit
 def rmsnorm_lanes_kernel(out_ptr, x_ptr, w_ptr, slot_ptr, n_cols, stride_x, stride_o, eps,
                          BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     x = tl.load(x_ptr + row.to(tl.int64) * stride_x + cols, mask=mask, other=0.0)

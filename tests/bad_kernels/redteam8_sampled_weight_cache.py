@@ -23,7 +23,7 @@ _KEPT = {}  # weight key -> its fp32 copy (one entry)
 @triton.jit
 def rmsnorm_kernel(out_ptr, x_ptr, w_ptr, kept_ptr, n_cols, stride_x, stride_o, eps,
                    s1, s2, BLOCK: tl.constexpr, HAS_KEPT: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     x = tl.load(x_ptr + row.to(tl.int64) * stride_x + cols, mask=mask, other=0.0)

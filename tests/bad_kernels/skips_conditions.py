@@ -16,7 +16,7 @@ BLOCK = 1024
 
 @triton.jit
 def _softmax_no_max(out_ptr, x_ptr, n_cols, stride, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
+    row = tl.program_id(0).to(tl.int64)
     total = tl.zeros([BLOCK], dtype=tl.float32)
     for start in range(0, n_cols, BLOCK):
         cols = start + tl.arange(0, BLOCK)

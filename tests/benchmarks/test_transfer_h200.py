@@ -11,6 +11,8 @@ import math
 import random
 from pathlib import Path
 
+import pytest
+
 from benchmarks import transfer_h200
 from kernelkb.kernels.discovery import get_task
 
@@ -53,6 +55,7 @@ def test_regime_and_dtype_studies_on_small_journals(tmp_path: Path) -> None:
     assert "## leave one regime out" in text and "## float16 -> bfloat16" in text
 
 
+@pytest.mark.slow  # > 20 s on two cores
 def test_another_cards_regimes_are_targets_with_the_h200s_rows_known(tmp_path: Path) -> None:
     write_journal(tmp_path / "sweeps", "float16", 0)
     write_journal(tmp_path / "sweeps", "bfloat16", 1)

@@ -43,6 +43,7 @@ def _env(tmp_path: Path, seeds: Path, **extra: str) -> dict[str, str]:
             **extra}
 
 
+@pytest.mark.slow  # > 20 s on two cores
 def test_seed_says_what_it_loads_first_and_prints_each_file_as_it_is_stored(
         tmp_path: Path, seeds: Path) -> None:
     child = subprocess.Popen([sys.executable, "-m", "kernelkb", "seed"],

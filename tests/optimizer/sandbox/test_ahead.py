@@ -9,6 +9,7 @@ import json
 import os
 import time
 
+import pytest
 import torch
 
 from kernelkb.kernels.discovery import get_task
@@ -75,6 +76,7 @@ def test_a_process_that_never_ends_is_killed_by_stop() -> None:
     assert summary["finished"] == 0
 
 
+@pytest.mark.slow  # > 20 s on two cores
 def test_a_process_that_ends_is_counted_finished() -> None:
     started = ahead.Ahead(_request(get_task("softmax").template), SHAPES[:2], SHAPES[:2], [])
     orders = list(started.orders)

@@ -168,7 +168,8 @@ def test_every_evaluation_draws_fresh_inputs():
 
 
 @pytest.mark.parametrize(("plant", "where"), [
-    ("known_shapes_only", "on a shape no list of the task names"),
+    pytest.param("known_shapes_only", "on a shape no list of the task names",
+                 marks=pytest.mark.slow),  # > 20 s on two cores
     ("grad_mode_lazy", "called under torch.inference_mode()"),
 ])
 def test_a_kernel_safe_only_where_the_checks_look_fails_the_judges_runs(plant, where):

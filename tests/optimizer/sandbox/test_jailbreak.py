@@ -85,6 +85,7 @@ def test_memory_is_capped_for_the_whole_tree_not_per_process():
     assert "-9" in codes, f"all three 1600 MiB children lived under a 4096 MiB limit: {codes}"
 
 
+@pytest.mark.slow  # > 20 s on two cores
 def test_evaluations_at_once_are_capped_and_the_queue_is_bounded(monkeypatch):
     """Four threads evaluate at once under a cap of one and a queue of two: never more
     than one worker runs, and the fourth is refused with a clear error."""

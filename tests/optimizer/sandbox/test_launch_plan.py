@@ -22,7 +22,7 @@ import triton.language as tl
 
 @triton.jit
 def rows(out, x, n, s, BLOCK: tl.constexpr, SCALE: tl.constexpr):
-    r = tl.program_id(0)
+    r = tl.program_id(0).to(tl.int64)
     c = tl.arange(0, BLOCK)
     m = c < n
     v = tl.load(x + r * s + c, mask=m, other=-float("inf")).to(tl.float32) * SCALE

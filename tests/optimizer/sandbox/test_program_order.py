@@ -56,7 +56,7 @@ def total(sum_ptr, x_ptr, ATOMIC: tl.constexpr):
 
 @triton.jit
 def own_slots(out_ptr, x_ptr):
-    i = tl.program_id(0)
+    i = tl.program_id(0).to(tl.int64)
     tl.store(out_ptr + i, tl.load(x_ptr + i))
     tl.store(out_ptr + i, tl.load(x_ptr + i) * 2)  # a program storing twice: no race
 

@@ -9,7 +9,7 @@ ROWS_PER_PROGRAM = 1  # rows each program handles
 @triton.jit
 def add_rmsnorm_kernel(out_ptr, x_ptr, r_ptr, w_ptr, n_rows, n_cols, eps,
                        BLOCK: tl.constexpr, ROWS: tl.constexpr):
-    pid = tl.program_id(0)
+    pid = tl.program_id(0).to(tl.int64)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     for i in range(ROWS):
