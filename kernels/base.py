@@ -36,6 +36,7 @@ from kernelkb.kernels.conditions import (
     broadcast_rows,
     column_major,
     float32_weights,
+    fused_apart,
     fused_buffer,
     grad_inputs,
     nonfinite_values,
@@ -228,7 +229,8 @@ class Task:
         object.__setattr__(self, "template_path", getattr(self.template, "path", None))
         named = {c.name for c in self.input_conditions}
         generic = [make(self.mutated_inputs) for make in (
-            (strided_rows, column_major, offset_views, broadcast_rows, fused_buffer)
+            (strided_rows, column_major, offset_views, broadcast_rows, fused_buffer,
+             fused_apart)
             if self.strided_rows else ()) + (grad_inputs,)
             if make(self.mutated_inputs).name not in named]
         if self.nonfinite and NONFINITE not in named:

@@ -129,6 +129,21 @@ def broadcast_rows(mutated: tuple[int, ...] = ()) -> InputCondition:
                           "stride of 0)", apply)
 
 
+def _same_shaped(inputs: tuple[Any, ...], mutated: tuple[int, ...]) -> list[list[int]]:
+    """The float inputs (but the ones the op writes) in groups of one shape, dtype and
+    device, groups of two or more only: the inputs a fused projection hands over."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, x in enumerate(inputs):
+        if i not in mutated and isinstance(x, torch.Tensor) and x.is_floating_point() \
+                and x.dim() >= 1 and x.numel():
+            groups.setdefault((tuple(x.shape), x.dtype, x.device), []).append(i)
+    return [members for members in groups.values() if len(members) >= 2]
+
+
+def _fused_dim(x: torch.Tensor, seed: int) -> int:
+    return -2 if seed % 2 and x.dim() >= 2 else -1  # heads, or columns
+
+
 def fused_buffer(mutated: tuple[int, ...] = ()) -> InputCondition:
     """Float inputs of the same shape and dtype (but the ones the op writes) as
     neighbouring blocks of one buffer, the way a fused projection hands them over: column
@@ -139,17 +154,10 @@ def fused_buffer(mutated: tuple[int, ...] = ()) -> InputCondition:
     the caller's), is wrong there."""
 
     def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
-        groups: dict[tuple[Any, ...], list[int]] = {}
-        for i, x in enumerate(inputs):
-            if i not in mutated and isinstance(x, torch.Tensor) and x.is_floating_point() \
-                    and x.dim() >= 1 and x.numel():
-                groups.setdefault((tuple(x.shape), x.dtype, x.device), []).append(i)
         out = list(inputs)
-        for members in groups.values():
-            if len(members) < 2:
-                continue
+        for members in _same_shaped(inputs, mutated):
             first = inputs[members[0]]
-            dim = -2 if seed % 2 and first.dim() >= 2 else -1  # heads, or columns
+            dim = _fused_dim(first, seed)
             fused = torch.cat([inputs[i] for i in members], dim=dim)
             width = first.shape[dim]
             for k, i in enumerate(members):
@@ -159,6 +167,37 @@ def fused_buffer(mutated: tuple[int, ...] = ()) -> InputCondition:
     return InputCondition("one fused buffer", "inputs of one shape as neighbouring "
                           "column blocks of one buffer (gate_up.chunk(2, -1), a fused "
                           "qkv)", apply)
+
+
+def fused_apart(mutated: tuple[int, ...] = ()) -> InputCondition:
+    """The same inputs with a fused buffer's strides but not its placement: each a block
+    of a buffer of its own, at the place another member takes in one fused buffer (the
+    first input the second block of its buffer, the second the first of another), the
+    other blocks other values. How halves reach an op from two fused projections, or in
+    the other order (``x, gate = gate_up.chunk(2, -1)``, then ``op(gate, x)``). A kernel
+    that takes a fused layout from strides alone and reaches one input through another's
+    pointer reads the wrong values here: the strides promise a neighbour, the pointers
+    hold another."""
+
+    def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
+        gen = torch.Generator().manual_seed(seed)
+        out = list(inputs)
+        for members in _same_shaped(inputs, mutated):
+            first = inputs[members[0]]
+            dim = _fused_dim(first, seed)
+            width, n = first.shape[dim], len(members)
+            for k, i in enumerate(members):
+                place = n - 1 - k if n - 1 - k != k else (k + 1) % n  # never its own block
+                blocks = [torch.randn(first.shape, generator=gen).to(first.dtype)
+                          .to(first.device) for _ in range(n)]
+                blocks[place] = inputs[i].detach()
+                view = torch.cat(blocks, dim=dim).narrow(dim, place * width, width)
+                out[i] = view.detach().requires_grad_() if inputs[i].requires_grad else view
+        return tuple(out)
+
+    return InputCondition("fused blocks apart", "inputs of one shape as blocks of fused "
+                          "buffers of their own, each where another would sit (two fused "
+                          "projections, or the halves in the other order)", apply)
 
 
 AUTOGRAD_FORMS = "autograd forms"
@@ -355,5 +394,5 @@ def _in_wider_rows(x: torch.Tensor, pad: int = ROW_PAD) -> torch.Tensor:
 
 # the conditions every task gets (Task.__post_init__), by name
 GENERIC_CONDITIONS = frozenset(make().name for make in (
-    strided_rows, column_major, offset_views, broadcast_rows, fused_buffer, grad_inputs)
-) | {NONFINITE}
+    strided_rows, column_major, offset_views, broadcast_rows, fused_buffer, fused_apart,
+    grad_inputs)) | {NONFINITE}

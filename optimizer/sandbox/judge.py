@@ -617,14 +617,24 @@ class Judge:
                     f"memory, {free / 2**30:.0f} GiB free")
                 return False
         seed = secrets.randbelow(2**30)
-        inputs = list(self.task.make_inputs(shape, self.dtype, seed, device))
-        refs = checks.flatten_tensors(call_with(self.task.reference, inputs))
-        refs += [inputs[i] for i in getattr(self.task, "mutated_inputs", ()) or ()]
-        tail = wide_offsets.tail_rows([*inputs, *refs], shape[0], past)
-        del inputs
+        try:
+            inputs = list(self.task.make_inputs(shape, self.dtype, seed, device))
+            refs = checks.flatten_tensors(call_with(self.task.reference, inputs))
+            refs += [inputs[i] for i in getattr(self.task, "mutated_inputs", ()) or ()]
+            tail = wide_offsets.tail_rows([*inputs, *refs], shape[0], past)
+            refs = [r.clone() for r in wide_offsets.last_rows(refs, shape[0], tail)]
+        except torch.cuda.OutOfMemoryError:  # the reference's own temporaries (rope's
+            # float32 upcasts): the card's size, not the kernel's fault
+            seen["wide_shape_skipped"] = (f"{self.task.shape_label(shape)}: the reference "
+                                          "ran out of GPU memory")
+            refs = []
+            return False
+        finally:  # the worker allocates the shape next: this process holds only the rows
+            inputs = []
+            if device == "cuda":
+                torch.cuda.empty_cache()
         if not tail:
             return False
-        refs = [r.clone() for r in wide_offsets.last_rows(refs, shape[0], tail)]
         label = f"{self.task.shape_label(shape)} [last {tail} of {shape[0]}]"
         answer = self.ask({"op": "run", "shape": list(shape), "seed": seed, "label": label,
                            "grad": "no_grad", "tail": tail}, timeout_s=NEW_SHAPE_TIMEOUT_S)

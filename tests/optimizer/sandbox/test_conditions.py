@@ -62,7 +62,8 @@ def test_a_kernel_that_takes_the_row_length_for_the_stride_fails_strided_rows():
     task = get_task("matmul")
     assert [c.name for c in task.input_conditions] == [
         "a transposed weight", "non-finite values", "strided rows", "column-major inputs",
-        "offset views", "broadcast rows", "one fused buffer", "autograd forms"]
+        "offset views", "broadcast rows", "one fused buffer", "fused blocks apart",
+        "autograd forms"]
     source = task.template.replace("                        a.stride(0), a.stride(1), "
                                    "b.stride(0), b.stride(1),",
                                    "                        K, a.stride(1), "
@@ -115,7 +116,7 @@ def test_strided_rows_keep_the_values_and_leave_written_inputs_alone():
     assert torch.isnan(torch.as_strided(strided[2], (10,), (1,))).sum() == 5
     assert [c.name for c in get_task("attention").input_conditions] == [
         "non-finite values", "strided rows", "column-major inputs", "offset views",
-        "broadcast rows", "one fused buffer", "autograd forms"]
+        "broadcast rows", "one fused buffer", "fused blocks apart", "autograd forms"]
 
 
 def test_column_major_and_grad_inputs_keep_the_values() -> None:
@@ -217,3 +218,19 @@ def test_one_fused_buffer_puts_same_shaped_inputs_side_by_side() -> None:
     assert torch.equal(heads[0], gate) and torch.equal(heads[1], up)
     assert heads[1].storage_offset() == gate.numel()  # k's first row after q's last
     assert fused_buffer(mutated=(1,)).apply((gate, up, w), 0)[0] is gate  # nothing to pair
+
+
+def test_fused_blocks_apart_keep_the_strides_and_not_the_neighbours() -> None:
+    """Each input where the other sits in one fused buffer, in a storage of its own: the
+    strides a fused gate_up has, a neighbour that is not the other input."""
+    from kernelkb.kernels.conditions import fused_apart
+
+    gate, up, w = torch.randn(3, 8), torch.randn(3, 8), torch.randn(8)
+    for seed, stride in ((0, (16, 1)), (1, (8, 1))):  # columns, then rows
+        apart = fused_apart().apply((gate, up, w), seed)
+        assert torch.equal(apart[0], gate) and torch.equal(apart[1], up) and apart[2] is w
+        assert apart[0].stride() == stride == apart[1].stride()
+        assert apart[0].untyped_storage().data_ptr() != apart[1].untyped_storage().data_ptr()
+        assert apart[0].storage_offset() > 0 and apart[1].storage_offset() == 0
+        neighbour = torch.as_strided(apart[0], gate.shape, stride, 0)  # where up would be
+        assert not torch.equal(neighbour, up)
