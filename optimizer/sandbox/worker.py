@@ -440,6 +440,7 @@ class Worker:
         sits in memory for the candidate to find. ``imported``: run() from the module as
         imported, for each condition that lays its inputs out otherwise (the call the
         export records for that layout)."""
+        self.run_checked = run  # what a wrong replay is told apart from (wrong_by_itself)
         inputs: list[Any] | None = None
         earlier_outs: list[torch.Tensor] = []
         earlier_saved: list[torch.Tensor] = []  # their values when returned
@@ -640,6 +641,8 @@ class Worker:
                 finally:
                     self.guard(f"after a replay on ({other})")
                 detail = self.wrong(out, ref, other)
+                if detail:
+                    self.wrong_by_itself(values, other)
                 if detail and recorded is plain:
                     raise ShapeFailure("cheat_replay", (
                         f"({where}): the launches of the layout's first call, which the "
@@ -899,6 +902,7 @@ class Worker:
             self.guard(f"after the replay on ({label})")
         detail = self.wrong(out, ref, label)
         if detail:
+            self.wrong_by_itself(fresh, label)
             raise ShapeFailure("cheat_replay", (
                 f"({label}): the candidate's own launches, replayed on fresh inputs without "
                 "run() (its kernels, grids and arguments in the order it launched them, with "
@@ -907,6 +911,32 @@ class Worker:
                 "host, state kept from an earlier call, where its inputs sat in memory). "
                 f"{detail}"))
         return True
+
+    def wrong_by_itself(self, values: list[Any], label: str) -> None:
+        """Where a replay was wrong, run() on the same values: a kernel wrong there by
+        itself is ``wrong_result`` (a draw the earlier checks' values happened to pass:
+        one element of an RMSNorm without its residual is right whatever the residual),
+        not a replay that differs from the call. Only where the replay left the inputs
+        as they were (no input the op writes)."""
+        run = getattr(self, "run_checked", None)
+        if run is None or self.mutated:
+            return
+        inputs = [_own_copy(x) for x in values]
+        ref = call_with(self.task.reference, checks.snapshot(inputs))
+        where = f"{label} [run() itself]"
+        try:
+            out, _ = self.tracked_call(run, inputs, where, record=False)
+        except ShapeFailure:
+            raise
+        except Exception:  # noqa: BLE001 - run() failing here says nothing of the replay
+            return
+        stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
+        if isinstance(stats, str):
+            raise ShapeFailure("wrong_result", stats)
+        problem = checks.shape_verdict(stats, self.tol.max_bias)
+        if problem:
+            raise ShapeFailure(problem, checks.describe_failure(
+                problem, where, stats, self.tol.max_bias))
 
     def tracked_call(self, run: Any, inputs: list[Any], label: str, record: bool,
                      plan: launch_plan.Plan | None = None) -> tuple[Any, str | None]:
