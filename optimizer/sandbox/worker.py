@@ -115,6 +115,7 @@ class Worker:
         # fixed seeds are wrong here; timed inputs come from the same draws as checked ones
         self.seed_base = int(request.get("seed_base", 0))
         self.mutated = tuple(getattr(self.task, "mutated_inputs", ()) or ())
+        self.run_checked: Any = None  # the run() check_shape checks (wrong_by_itself)
         self.header = header_constants(request.get("source") or "")
         # the header not being what runs (declared.py): said only when nothing else
         # failed, the least specific finding, so a plant's own cheat is named first
@@ -440,7 +441,7 @@ class Worker:
         sits in memory for the candidate to find. ``imported``: run() from the module as
         imported, for each condition that lays its inputs out otherwise (the call the
         export records for that layout)."""
-        self.run_checked = run  # what a wrong replay is told apart from (wrong_by_itself)
+        self.run_checked = run
         inputs: list[Any] | None = None
         earlier_outs: list[torch.Tensor] = []
         earlier_saved: list[torch.Tensor] = []  # their values when returned
@@ -830,11 +831,16 @@ class Worker:
     def wrong(self, out: Any, ref: Any, where: str) -> str | None:
         """What is wrong with ``out`` against the reference (None: right), as a failure's
         message says it."""
+        found = self.verdict(out, ref, where)
+        return found[1] if found else None
+
+    def verdict(self, out: Any, ref: Any, where: str) -> tuple[str, str] | None:
+        """(error kind, message) of ``out`` against the reference; None where right."""
         stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
         if isinstance(stats, str):
-            return stats
+            return "wrong_result", stats
         problem = checks.shape_verdict(stats, self.tol.max_bias)
-        return checks.describe_failure(problem, where, stats, self.tol.max_bias) \
+        return (problem, checks.describe_failure(problem, where, stats, self.tol.max_bias)) \
             if problem else None
 
     def replays(self, shape: tuple[int, ...]) -> bool:
@@ -918,7 +924,7 @@ class Worker:
         one element of an RMSNorm without its residual is right whatever the residual),
         not a replay that differs from the call. Only where the replay left the inputs
         as they were (no input the op writes)."""
-        run = getattr(self, "run_checked", None)
+        run = self.run_checked
         if run is None or self.mutated:
             return
         inputs = [_own_copy(x) for x in values]
@@ -930,13 +936,9 @@ class Worker:
             raise
         except Exception:  # noqa: BLE001 - run() failing here says nothing of the replay
             return
-        stats = checks.compare_outputs(out, ref, self.tol.atol, self.tol.rtol)
-        if isinstance(stats, str):
-            raise ShapeFailure("wrong_result", stats)
-        problem = checks.shape_verdict(stats, self.tol.max_bias)
-        if problem:
-            raise ShapeFailure(problem, checks.describe_failure(
-                problem, where, stats, self.tol.max_bias))
+        found = self.verdict(out, ref, where)
+        if found:
+            raise ShapeFailure(*found)
 
     def tracked_call(self, run: Any, inputs: list[Any], label: str, record: bool,
                      plan: launch_plan.Plan | None = None) -> tuple[Any, str | None]:
