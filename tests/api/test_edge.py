@@ -421,6 +421,7 @@ def test_a_compressed_body_is_415_not_a_parse_error(url: str) -> None:
     assert r.status_code == 415 and "uncompressed" in r.text
 
 
+@pytest.mark.slow  # > 15 s on two cores
 def test_connections_past_the_limit_get_503_at_once(knowledge: LocalKnowledge) -> None:
     """Idle connections past the limit used to stay open until the descriptors ran out,
     and then the server accepted nothing and answered no one. Now each one past the limit

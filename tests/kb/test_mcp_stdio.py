@@ -180,6 +180,7 @@ def test_evaluate_writes_back_like_the_loop_and_is_retrieved(mcp: SyncClient,
     assert _stored(root, same["record_id"]).feedback.error_kind == "no_change"
 
 
+@pytest.mark.slow  # > 15 s on two cores
 def test_a_failing_candidate_is_an_experience_not_a_tool_error(mcp: SyncClient,
                                                                root: Path) -> None:
     """A module that parses but fails in the sandbox is a round the loop records too."""
