@@ -23,11 +23,14 @@ import torch
 @dataclass(frozen=True)
 class InputCondition:
     """A condition of the inputs a correct kernel must handle: ``apply(inputs, seed)``
-    returns the inputs changed (new tensors; the seed is the evaluation's own)."""
+    returns the inputs changed (new tensors; the seed is the evaluation's own);
+    ``reference_inputs``, where set, the same values as the reference takes them (a
+    layout too large to build twice: kernels/far_rows.py)."""
 
     name: str
     why: str
     apply: Callable[[tuple[Any, ...], int], tuple[Any, ...]]
+    reference_inputs: Callable[[tuple[Any, ...], int], tuple[Any, ...]] | None = None
 
 
 # elements past each row of a strided draw (strided_rows): 16, so a row stride keeps the

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from kernelkb.kernels import unusual_inputs
+from kernelkb.kernels import far_rows, unusual_inputs
 from kernelkb.kernels.conditions import LEADING_DIMS, InputCondition, leading_dims
 from kernelkb.kernels.every_condition import MIXED, mixed
 
@@ -93,6 +93,8 @@ def resolve(task: Any, name: str) -> InputCondition:
         return mixed(task)
     if name == LEADING_DIMS and getattr(task, "leading_dims", None):
         return leading_dims(tuple(task.leading_dims))
+    if name.startswith(far_rows.PREFIX):
+        return far_rows.Far.parse(name).condition(task)
     if name.startswith(unusual_inputs.UNUSUAL):
         return unusual_inputs.resolve(task, name)
     return _declared(task, name)

@@ -90,7 +90,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
              conditions: bool = True, refuse_introspection: bool = True,
              refuse_surroundings: bool = True, refuse_imports: bool = True,
              property_examples: int | None = None,
-             wide_offsets: tuple[tuple[int, ...], int] | None = None) -> EvalResult:
+             wide_offsets: tuple[tuple[int, ...], int] | None = None,
+             far_rows: int | None = None) -> EvalResult:
     """Evaluate one candidate in a sandboxed subprocess; never raises for candidate faults.
 
     ``parent_source``: the incumbent; on a GPU the candidate is timed against it,
@@ -112,6 +113,9 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
     ``wide_offsets``: a shape and an element count: the judge compares the rows holding
     elements past that count (wide_offsets.py; None: the task's ``wide_shape`` past
     2**31, on a GPU only).
+    ``far_rows``: an element count: the judge lays each input's leading dimensions out
+    with their entries about that far apart, on the shapes asked (kernels/far_rows.py;
+    None: 2**31 on the task's listed shapes, on a GPU only).
 
     Raises ValueError / KeyError only for bad arguments (unknown task, dtype, shape set).
     """
@@ -136,6 +140,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         "settle_s": settle_s,
         "property_examples": property_examples, "regressions": regressions.load(task_name),
         "wide_offsets": [list(wide_offsets[0]), int(wide_offsets[1])] if wide_offsets else None,
+        "far_rows": int(far_rows) if far_rows else None,
         "gpu_timestamps": kernel_clock.preference(), "compile_ahead": ahead.wanted(),
         "peaks": {"mem_bandwidth_gbps": env.get("mem_bandwidth_gbps"),
                   "peak_tflops": env.get("peak_tflops")},

@@ -386,6 +386,8 @@ class Judge:
                     lap("big shape")
                 if self.check_wide_offsets(seen):
                     lap("wide shape")
+                if self.check_far_rows(seen):
+                    lap("far rows")
             if self.request.get("timing") and torch.cuda.is_available() \
                     and report.get("gpu"):
                 self.check_clock(report, seen)
@@ -646,6 +648,48 @@ class Judge:
         seen["wide_shape_checked"] = label
         return True
 
+    def check_far_rows(self, seen: dict[str, Any]) -> bool:
+        """Each input's leading dimensions in turn with their entries ~2**31 elements apart
+        (kernels/far_rows.py), on the smallest listed shape that has four of them: a
+        kernel whose offsets are 32-bit for an input, a layout or a form the wide shape
+        does not make wide (past 2**32, a view reaching past its element count, matmul's
+        A, the (batch, seq, hidden) form) wraps there. On a GPU only: the storage is
+        GiBs; the request's ``far_rows`` (a limit in elements) asks it anywhere, on the
+        shapes asked. Whether any ran; a layout the card has no room for is skipped and
+        said."""
+        from kernelkb.kernels import far_rows
+
+        asked = [tuple(int(d) for d in s) for s in self.request["shapes"]]
+        limit = self.request.get("far_rows")
+        if limit:
+            shapes = asked
+        elif torch.cuda.is_available():
+            limit = far_rows.LIMIT
+            shapes = [*asked, *(tuple(s) for s in (*self.task.cpu_shapes,
+                                                   *self.task.edge_shapes,
+                                                   *self.task.sweep_shapes))]
+        else:
+            return False
+        shapes = sorted(set(shapes), key=lambda s: _input_bytes(self.task, s, self.dtype))
+        ran = False
+        for shape, far, size in far_rows.plan(self.task, shapes, self.dtype, int(limit)):
+            if torch.cuda.is_available():
+                free = torch.cuda.mem_get_info()[0]
+                room = size + far_rows.MEMORY_MARGIN + 4 * _input_bytes(self.task, shape,
+                                                                       self.dtype)
+                if free < room:
+                    seen.setdefault("far_rows_skipped", []).append(
+                        f"{self.task.shape_label(shape)} [{far.name}]: needs "
+                        f"{room / 2**30:.0f} GiB of GPU memory, {free / 2**30:.0f} GiB free")
+                    continue
+            self.spot_check(shape, seen, every_condition=False, grad="no_grad",
+                            new_shape=True, conditions=[far.condition(self.task)],
+                            plain=False, record="far_rows_checked",
+                            where=f"with input {far.input}'s dimension {far.dim} "
+                            f"{far.stride:,} elements apart, where 32-bit offsets wrap")
+            ran = True
+        return ran
+
     def big_shape(self) -> tuple[int, ...] | None:
         """Grown from the largest shape asked (bytes) to ``BIG_FACTORS_GPU`` times its
         bytes (``BIG_FACTORS_CPU`` under the interpreter), at most ``BIG_MAX_BYTES`` and
@@ -745,7 +789,7 @@ class Judge:
         inputs = list(self.task.make_inputs(shape, DTYPES[dtype] if dtype else self.dtype,
                                             seed, device))
         if condition is not None:
-            inputs = list(condition.apply(tuple(inputs), seed))
+            inputs = list((condition.reference_inputs or condition.apply)(tuple(inputs), seed))
         refs = checks.flatten_tensors(call_with(self.task.reference, inputs))
         refs += [inputs[i] for i in getattr(self.task, "mutated_inputs", ()) or ()]
         outs = [o.to(r.device) for o, r in zip(outs, refs, strict=False)] + outs[len(refs):]

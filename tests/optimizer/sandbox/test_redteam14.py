@@ -1,8 +1,8 @@
 """Red team 14 (tests/bad_kernels/REDTEAM14.md): held-out plants against the wide-shape
 check and the launch plan's key, written from the docs alone. The fused-layout guess is
 refused on the CPU; the offsets that wrap only where the one wide shape a task declares
-does not reach are open, kept as strict expected failures on a GPU (the interpreter cannot
-hold a tensor past 2**31 elements)."""
+does not reach are refused on a GPU by the far-rows check (kernels/far_rows.py: the
+interpreter cannot hold the storage; its CPU form is test_far_rows.py)."""
 
 from __future__ import annotations
 
@@ -24,9 +24,9 @@ def test_a_fused_layout_taken_from_strides_alone_is_refused() -> None:
                            "illegal_memory_access")
 
 
-# open: one wide shape a task, contiguous, 2-D, in the asked dtype, past 2**31 and under
-# 2**32, making one tensor wide; each plant wraps where that shape does not reach
-OPEN_ON_THE_GPU = [
+# each wraps where the one wide shape a task declares (contiguous, 2-D, past 2**31 and
+# under 2**32, one tensor wide) does not reach; its rows laid far apart reach there
+PAST_THE_WIDE_SHAPE = [
     ("softmax_two_launches", "softmax", "wraps past 2**32 elements only"),
     ("rmsnorm_int32_batch_seq", "rmsnorm", "wraps in the (batch, seq, hidden) form only"),
     ("swiglu_numel_int64", "swiglu", "wraps where a view's reach passes its element count"),
@@ -38,13 +38,13 @@ OPEN_ON_THE_GPU = [
 @pytest.mark.gpu
 @pytest.mark.slow
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-@pytest.mark.parametrize(("plant", "task", "why"), [
-    pytest.param(p, t, w, marks=pytest.mark.xfail(strict=True, reason=f"open: {w}"), id=p)
-    for p, t, w in OPEN_ON_THE_GPU])
-def test_offsets_that_wrap_past_the_wide_shape_are_refused_on_the_gpu(
+@pytest.mark.parametrize(("plant", "task", "why"), PAST_THE_WIDE_SHAPE,
+                         ids=[p for p, _, _ in PAST_THE_WIDE_SHAPE])
+def test_offsets_that_wrap_past_the_wide_shape_are_refused_on_far_rows(
         plant: str, task: str, why: str) -> None:
     from kernelkb.optimizer.sandbox import evaluate
 
     result = evaluate(task, (BAD / f"redteam14_{plant}.py").read_text(), shapes="auto",
                       seeds=1, timeout_s=900)
     assert not result.ok, f"passed the judge: {why}"
+    assert "far rows" in (result.error_message or ""), result.error_message
