@@ -12,7 +12,8 @@
 #   bash benchmarks/h200.sh profile:softmax   (the worker's steps with the rules off and on)
 #   bash benchmarks/h200.sh doors:softmax,matmul   (where each door's seconds go; DOORS_FLAGS)
 #   GPU_K=expr bash benchmarks/h200.sh gputests   (only the GPU tests -k expr selects;
-#     GPU_DIST=load spreads one file's tests over the three workers)
+#     GPU_DIST=load spreads one file's tests over the workers; GPU_WORKERS=1 runs them
+#     one at a time: evaluations that each hold GiBs for the wide laps share one card)
 #   bash benchmarks/h200.sh ab:layernorm   (the retrieval A/B afresh, ~6 min for one task;
 #     AB_BUDGET_S, AB_ITERS, AB_PARALLEL, AB_REPEATS: each run's budget and rounds, runs at once)
 set -u
@@ -40,7 +41,7 @@ for stage in "$@"; do
     # other two leave) runs beside the sandbox and peer tests instead of before them
     # -v names each result as it lands; the limit sends SIGINT, so pytest still prints
     # its summary (-rA: each failure's details)
-    gputests) s=$(date +%s); par="-p no:xdist"; python3 -c "import xdist" 2>/dev/null && par="-n 3 --dist ${GPU_DIST:-loadfile}"; timeout -s INT -k 20 $(( $(left) - 40 )) python3 -m pytest -o addopts='--strict-markers' $par -m gpu ${GPU_K:+-k "$GPU_K"} -v -rA --durations=15 --junitxml="$OUT/gputests.xml" $(grep -rl "mark.gpu" tests) > "$OUT/gputests.log" 2>&1; echo "rc=$? wall=$(( $(date +%s) - s )) s" >> "$OUT/gputests.log"; tail -40 "$OUT/gputests.log" ;;
+    gputests) s=$(date +%s); par="-p no:xdist"; python3 -c "import xdist" 2>/dev/null && par="-n ${GPU_WORKERS:-3} --dist ${GPU_DIST:-loadfile}"; timeout -s INT -k 20 $(( $(left) - 40 )) python3 -m pytest -o addopts='--strict-markers' $par -m gpu ${GPU_K:+-k "$GPU_K"} -v -rA --durations=15 --junitxml="$OUT/gputests.xml" $(grep -rl "mark.gpu" tests) > "$OUT/gputests.log" 2>&1; echo "rc=$? wall=$(( $(date +%s) - s )) s" >> "$OUT/gputests.log"; tail -40 "$OUT/gputests.log" ;;
     # small-M matmul candidates outside the space, round N (benchmarks/variants.py --wide N)
     wide:*) timeout $(( $(left) - 20 )) python3 benchmarks/variants.py explore --wide ${stage#wide:} --tasks ${WIDE_TASKS:-matmul} --budget-s $(( $(left) - 60 )) --out benchmarks/results > "$OUT/wide.log" 2>&1; echo "rc=$?" >> "$OUT/wide.log" ;;
     # the final stage for some tasks only (files tagged with the task names): final:softmax,matmul

@@ -38,6 +38,14 @@ PREFIX = "far rows: "
 LIMIT = 2**31  # past this element, 32-bit offset arithmetic wraps
 ALIGN = 64  # elements: a stride keeps the divisibility Triton specialises on
 MEMORY_MARGIN = 2**30  # bytes the GPU's judge keeps free beside a layout's storage
+# the last entry's offset, in limits: past 2**32 with room, so rows split into two
+# launches of under 2**31 each (right up to 2**32) still span more than 2**31 a launch
+REACH_FACTOR = 3
+# the input set a layout's shape may hold (bytes): the shape with the most entries
+# under it, so the stride is the smallest that reaches (a kernel that steps a block of
+# rows at a time, ``BLOCK * stride`` in 32 bits, is safe on every real tensor: its rows
+# would need 2**31 / BLOCK elements each)
+VALUES_BYTES = 2**30
 _NAME = re.compile(r"far rows: input (\d+), dim (\d+), stride (\d+)(, leading)?$")
 
 
@@ -81,13 +89,13 @@ class Far:
 
 
 def far_stride(entries: int, packed: int, limit: int = LIMIT) -> int | None:
-    """The stride that puts the last of ``entries`` past ``2 * limit`` (or as far as a
-    stride under ``limit`` reaches), rounded up to ``ALIGN``; None where no stride under
-    the limit puts an entry past it, or the other dimensions (``packed`` elements) do
-    not fit between two entries."""
+    """The stride that puts the last of ``entries`` past ``REACH_FACTOR * limit`` (or as
+    far as a stride under ``limit`` reaches), rounded up to ``ALIGN``; None where no
+    stride under the limit puts an entry past it, or the other dimensions (``packed``
+    elements) do not fit between two entries."""
     if entries < 3:  # index 1 times a stride under the limit stays under it
         return None
-    stride = min(math.ceil((2 * limit + ALIGN) / (entries - 1) / ALIGN) * ALIGN,
+    stride = min(math.ceil((REACH_FACTOR * limit + ALIGN) / (entries - 1) / ALIGN) * ALIGN,
                  (limit - 1) // ALIGN * ALIGN)
     if stride < packed or (entries - 1) * stride < limit:
         return None
@@ -124,20 +132,25 @@ def _laid_inputs(x: Any, mutated: bool) -> bool:
 def plan(task: Any, shapes: Sequence[tuple[int, ...]], dtype: torch.dtype,
          limit: int = LIMIT) -> Iterator[tuple[tuple[int, ...], Far, int]]:
     """(shape, layout, bytes) for each laid-out input and leading dimension: on the
-    first of ``shapes`` (smallest first) where that dimension has 4 or more entries (3
-    where none has), its stride from ``far_stride``. Inputs are read from fake tensors
-    (no memory); a task whose maker needs real tensors gets none."""
+    shape of ``shapes`` where that dimension has the most entries (the inputs under
+    ``VALUES_BYTES``; the fewer bytes on a tie), so its stride from ``far_stride`` is the
+    smallest. Inputs are read from fake tensors (no memory); a task whose maker
+    needs real tensors gets none."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     mutated = set(getattr(task, "mutated_inputs", ()) or ())
     split = leading_dims(tuple(task.leading_dims)) if getattr(task, "leading_dims", ()) \
         else None
-    found: dict[tuple[int, int, bool], tuple[int, tuple[int, ...], Far, int]] = {}
+    best: dict[tuple[int, int, bool], tuple[tuple[int, int], tuple[int, ...], Far, int]] = {}
     for shape in shapes:
         try:
             with FakeTensorMode():
                 plain = tuple(task.make_inputs(tuple(shape), dtype, 0, "cpu"))
                 forms = [(False, plain)] + ([(True, split.apply(plain, 0))] if split else [])
+                values = sum(x.numel() * x.element_size() for x in plain
+                             if isinstance(x, torch.Tensor))
+                if values > VALUES_BYTES:
+                    continue
                 for leading, inputs in forms:
                     for i, x in enumerate(inputs):
                         if not _laid_inputs(x, i in mutated) or \
@@ -146,14 +159,14 @@ def plan(task: Any, shapes: Sequence[tuple[int, ...]], dtype: torch.dtype,
                         for d in range(x.dim() - 1):
                             n = x.shape[d]
                             stride = far_stride(n, x.numel() // max(1, n), limit)
-                            rank = 0 if n >= 4 else 1
+                            rank = (stride or 0, values)  # the most entries, then bytes
                             key = (i, d, leading)
-                            if stride is None or (key in found and found[key][0] <= rank):
+                            if stride is None or (key in best and best[key][0] <= rank):
                                 continue
-                            found[key] = (rank, tuple(shape), Far(i, d, stride, leading),
-                                          storage_bytes(x, d, stride))
+                            best[key] = (rank, tuple(shape), Far(i, d, stride, leading),
+                                         storage_bytes(x, d, stride))
         except Exception:  # noqa: BLE001 - a user's task that needs real tensors
             return
-    for _, shape, far, size in sorted(found.values(), key=lambda f: (f[2].input, f[2].dim,
-                                                                     f[2].leading)):
+    for _, shape, far, size in sorted(best.values(), key=lambda f: (f[2].input, f[2].dim,
+                                                                    f[2].leading)):
         yield shape, far, size
