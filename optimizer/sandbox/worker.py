@@ -33,6 +33,7 @@ from typing import Any
 
 import torch
 
+from kernelkb.kernels import far_rows
 from kernelkb.kernels.base import Task
 from kernelkb.kernels.candidate_loading import load_candidate
 from kernelkb.kernels.config import header_constants
@@ -385,7 +386,12 @@ class Worker:
             outs = checks.flatten_tensors(out) + [inputs[i] for i in self.mutated]
             if question.get("tail"):  # a wide shape: only the rows the judge compares
                 outs = wide_offsets.last_rows(outs, shape[0], int(question["tail"]))
-            return {"tensors": _write_tensors(outs, data_fd)}
+            answer = {"tensors": _write_tensors(outs, data_fd)}
+            if question.get("tail") or str(question.get("condition")).startswith(far_rows.PREFIX):
+                del inputs, out, outs  # GiBs of storage: back to the driver, not cached
+                if self.device == "cuda":
+                    torch.cuda.empty_cache()
+            return answer
         if question["op"] == "time":
             # "fresh": K sets made from K seeds, each timed once, then dropped (the judge's
             # test for answers kept by input: judge.check_fresh_inputs); asked first with
