@@ -51,8 +51,9 @@ def matmul_kernel(c_ptr, a_ptr, b_ptr, ws_ptr, count_ptr, M, N, K,
     k_chunk = tl.cdiv(tl.cdiv(K, SPLITS), BK) * BK  # K range of one split, whole steps
     k_lo = split * k_chunk
     k_hi = tl.minimum(K, k_lo + k_chunk)
-    a_ptrs = a_ptr + rows[:, None].to(tl.int64) * stride_am + (k_lo + ks)[None, :] * stride_ak
-    b_ptrs = b_ptr + (k_lo + ks)[:, None] * stride_bk + cols[None, :].to(tl.int64) * stride_bn
+    k_at = (k_lo + ks).to(tl.int64)  # past 2**31 elements in a (K, N) weight's rows
+    a_ptrs = a_ptr + rows[:, None].to(tl.int64) * stride_am + k_at[None, :] * stride_ak
+    b_ptrs = b_ptr + k_at[:, None] * stride_bk + cols[None, :].to(tl.int64) * stride_bn
     row_ok = rows[:, None] < M
     col_ok = cols[None, :] < N
     acc = tl.zeros([BM, BN], dtype=tl.float32)
