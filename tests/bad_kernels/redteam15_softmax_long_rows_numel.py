@@ -4,8 +4,9 @@ kernel whose row offsets are 64-bit only where the tensor holds 2**31 elements o
 Wrong on a view of long rows standing far apart: `logits[:, -1, :]`.
 
 Class: rows far apart checks one shape per input dimension. The far-rows lap runs "on the
-smallest listed shape where it has four entries" (docs/evaluator.md): softmax's smallest
-listed shape with four rows is (4, 128), which takes the short-row kernel. The long-row
+smallest listed shape where it has four entries" (docs/evaluator.md at d9bc392; since
+5d998ca the listed shape with the most entries): softmax's are (4, 128) and the sweep's
+(32768, 1024), both short rows, which take the short-row kernel. The long-row
 kernel meets 2**31-scale offsets only in the wide shape (16800 x 128256, contiguous, over
 2**31 elements, so its offsets are 64-bit there). What the far-rows lap would have shown
 (a view whose reach passes 2**31 while its element count does not) is never asked of the

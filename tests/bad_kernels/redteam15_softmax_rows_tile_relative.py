@@ -4,13 +4,14 @@ first row at a 64-bit offset and its other rows at 32-bit offsets from there
 ROWS_PER_PROGRAM rows of a view span 2**31 elements: `logits[:, -1, :]` of a batch.
 
 Class: rows far apart keeps the distance between entries only where a dimension has four
-of them. The lap lays a dimension's n entries about 2**32 / (n - 1) apart (the CPU runs
-showed strides of 699,072 for 4 rows and 8,768 for 16 at widths 2**20 and 2**16), so an
-offset relative to a tile's own base wraps only where the tile spans 2**31, and on
-a shape with many entries the tile spans far less. This kernel packs rows only from 64
-rows on: the four-row shape the lap prefers runs one row a program (so only the 64-bit
-base), and on a 64+-row shape the lap's entries are under 2**32 / 63 apart, so 8 rows span
-under 2**31. The wide shape is contiguous (8 rows span 8 x 128,256 elements).
+of them. The lap lays a dimension's n entries about 2 (now 3) x 2**31 / (n - 1) apart (the
+CPU runs showed 699,072 for 4 rows, 24,832 for 128 at a width of 2**20), so an offset
+relative to a tile's own base wraps only where the tile spans 2**31, and on a shape with
+many entries the tile spans far less. This kernel packs rows only from 64 rows on: a
+four-row shape runs one row a program (so only the 64-bit base), and on a 64+-row shape
+(the one with the most rows, which the lap now takes) the entries are under
+3 x 2**31 / 63 apart, so 8 rows span under 2**31. The wide shape is contiguous (8 rows
+span 8 x 128,256 elements).
 
 Wrong for a user: the next-token probabilities of a batch of 64 prompts of 4,096 tokens
 from Llama 3's full prefill logits, `op(logits[:, -1, :])` with logits (64, 4096, 128256):
