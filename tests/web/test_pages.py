@@ -406,6 +406,9 @@ def test_live_run_page_updates_itself_until_the_run_ends(browser, site, shots) -
     (folder / "run.json").write_text(json.dumps({"state": "running", "candidate": {
         "iteration": 1, "kind": "explore", "summary": "widen BLOCK_SIZE"}}))
     browser.get(f"{site['base']}/ui/runs/{run}")
+    deadline = time.time() + 10  # a loaded host: the page may swap its parts in first
+    while time.time() < deadline and not _by(browser, "#candidate"):
+        time.sleep(0.5)
     assert "widen BLOCK_SIZE" in _one(browser, "#candidate").text
     _shot(browser, shots, "run_live")
     (folder / "journal.jsonl").write_text(json.dumps(rec) + "\n" + json.dumps(
