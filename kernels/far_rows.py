@@ -1,5 +1,5 @@
 """Rows far apart: one input's leading dimension at a stride that carries its offsets
-past 2**31 and 2**32 elements, with a few rows of values.
+past 2**31 and 3 x 2**31 elements.
 
 Why: the wide shape (optimizer/sandbox/wide_offsets.py) is one dense point per task just
 past 2**31 elements, in one tensor. A kernel whose offsets are 32-bit only where that
@@ -9,17 +9,17 @@ launches of under 2**31 each), on a view whose reach passes its element count (a
 hidden) form, or on the input the wide shape keeps small (matmul's A, rope's k). Here
 each integer or float input in turn, each of its leading dimensions in turn, is laid out
 with that dimension outermost in memory and its ``n`` entries ``stride`` elements apart,
-the other dimensions packed between: index ``i`` starts at ``i * stride``, past the limit
-from the third entry and past twice it at the last where ``n >= 4``. Any offset of that
-input computed in 32 bits wraps there. The stride stays under the limit (an int32
-argument: Triton would type a larger one int64, and the multiply with it too); the
-storage (about 2**32 elements, 8.6 GB in float16) is allocated and never filled but
-for the view, so the check costs a few small kernel calls.
+the other dimensions packed between, the last entry past ``REACH_FACTOR`` x 2**31. Any
+offset of that input computed in 32 bits wraps there. The stride stays under 2**31 (an
+int32 argument: Triton would type a larger one int64, and the multiply with it too) and
+is the smallest that reaches on the listed shape with the most entries; the storage
+(about 3 x 2**31 elements, 12 GiB in float16) is allocated and never filled but for the
+view, so the check costs one call on a listed shape.
 
 A condition is named ``far rows: input I, dim D, stride S`` (``, leading`` where the
 input is first split as a model passes it: conditions.leading_dims), so the worker and
 the judge build the same layout; the reference takes the same values packed
-(``InputCondition.reference_inputs``): a 2**32-element copy in the judge is no check.
+(``InputCondition.reference_inputs``): a 3 x 2**31-element copy in the judge is no check.
 """
 
 from __future__ import annotations
@@ -83,8 +83,8 @@ class Far:
             return tuple(out)
 
         return InputCondition(self.name, f"input {self.input}'s dimension {self.dim} "
-                              f"{self.stride:,} elements apart: offsets past "
-                              "2**31 and 2**32 in a few rows", apply,
+                              f"{self.stride:,} elements apart: its offsets past "
+                              f"{REACH_FACTOR} x 2**31", apply,
                               reference_inputs=packed)
 
 
@@ -110,18 +110,20 @@ def laid_far(x: torch.Tensor, dim: int, stride: int) -> torch.Tensor:
     for d in reversed(others):
         strides[d], step = step, step * x.shape[d]
     strides[dim] = stride
-    storage = torch.empty((x.shape[dim] - 1) * stride + step, dtype=x.dtype,
-                          device=x.device)
+    storage = torch.empty(_elements(x, dim, stride), dtype=x.dtype, device=x.device)
     view = storage.as_strided(tuple(x.shape), tuple(strides))
     with torch.no_grad():
         view.copy_(x)
     return view.requires_grad_(x.requires_grad)
 
 
+def _elements(x: torch.Tensor, dim: int, stride: int) -> int:
+    return (x.shape[dim] - 1) * stride + x.numel() // max(1, x.shape[dim])
+
+
 def storage_bytes(x: torch.Tensor, dim: int, stride: int) -> int:
     """The bytes ``laid_far`` allocates for ``x``."""
-    return ((x.shape[dim] - 1) * stride + x.numel() // max(1, x.shape[dim])) \
-        * x.element_size()
+    return _elements(x, dim, stride) * x.element_size()
 
 
 def _laid_inputs(x: Any, mutated: bool) -> bool:
