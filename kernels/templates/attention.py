@@ -23,7 +23,7 @@ def _load_rotated(base, rows, row_ok, stride_s, pos, cos_ptr, sin_ptr, rope_exp,
                   HALF: tl.constexpr, TABLE: tl.constexpr, MASKED: tl.constexpr):
     """Rows of x [.., 2 * HALF] rotated by RoPE at positions pos: (x1, x2) halves, fp32."""
     offs_h = tl.arange(0, HALF)
-    ptrs = base + rows[:, None] * stride_s + offs_h[None, :]
+    ptrs = base + rows[:, None].to(tl.int64) * stride_s + offs_h[None, :]
     if MASKED:
         x1 = tl.load(ptrs, mask=row_ok[:, None], other=0.0).to(tl.float32)
         x2 = tl.load(ptrs + HALF, mask=row_ok[:, None], other=0.0).to(tl.float32)
@@ -60,8 +60,8 @@ def _attend_block(acc, m_i, l_i, q1, q2, pos_q, start, cache_len, total,
     n = start + tl.arange(0, BN)
     offs_h = tl.arange(0, HALF)
     offs_d = tl.arange(0, HEAD_DIM)
-    kc = kc_base + n[:, None] * stride_cs + offs_h[None, :]
-    vc = vc_base + n[:, None] * stride_cs + offs_d[None, :]
+    kc = kc_base + n[:, None].to(tl.int64) * stride_cs + offs_h[None, :]
+    vc = vc_base + n[:, None].to(tl.int64) * stride_cs + offs_d[None, :]
     if FUSED:
         # keys before cache_len come from the cache; new keys straight from k and v,
         # rotated here, because other programs are writing them to the cache meanwhile
@@ -76,7 +76,7 @@ def _attend_block(acc, m_i, l_i, q1, q2, pos_q, start, cache_len, total,
                                rope_exp, HALF, TABLE, True)
         k1 = tl.where(cached[:, None], k1, r1.to(k1.dtype))
         k2 = tl.where(cached[:, None], k2, r2.to(k2.dtype))
-        v_new = tl.load(v_base + (n - cache_len)[:, None] * stride_s + offs_d[None, :],
+        v_new = tl.load(v_base + (n - cache_len)[:, None].to(tl.int64) * stride_s + offs_d[None, :],
                         mask=new[:, None], other=0.0)
         v = tl.where(cached[:, None], v, v_new)
     else:
@@ -116,9 +116,9 @@ def kv_write_kernel(k_ptr, v_ptr, kc_ptr, vc_ptr, cos_ptr, sin_ptr, rope_exp,
     offs_d = tl.arange(0, HEAD_DIM)
     k1, k2 = _load_rotated(k_ptr + bh * stride_bh, rows, ok, stride_s, pos, cos_ptr, sin_ptr,
                            rope_exp, HALF, TABLE, not EVEN)
-    kc = kc_ptr + bh * stride_cbh + pos[:, None] * stride_cs + offs_h[None, :]
-    src_v = v_ptr + bh * stride_bh + rows[:, None] * stride_s + offs_d[None, :]
-    dst_v = vc_ptr + bh * stride_cbh + pos[:, None] * stride_cs + offs_d[None, :]
+    kc = kc_ptr + bh * stride_cbh + pos[:, None].to(tl.int64) * stride_cs + offs_h[None, :]
+    src_v = v_ptr + bh * stride_bh + rows[:, None].to(tl.int64) * stride_s + offs_d[None, :]
+    dst_v = vc_ptr + bh * stride_cbh + pos[:, None].to(tl.int64) * stride_cs + offs_d[None, :]
     if EVEN:
         tl.store(kc, k1.to(kc_ptr.dtype.element_ty))
         tl.store(kc + HALF, k2.to(kc_ptr.dtype.element_ty))
@@ -158,9 +158,9 @@ def attention_kernel(out_ptr, q_ptr, k_ptr, v_ptr, kc_ptr, vc_ptr, cos_ptr, sin_
     if FUSED:  # this program writes the cache rows of its own query block
         k1, k2 = _load_rotated(k_base, rows, row_ok, stride_s, pos_q, cos_ptr, sin_ptr,
                                rope_exp, HALF, TABLE, not EVEN)
-        kc = kc_base + pos_q[:, None] * stride_cs + offs_h[None, :]
-        src_v = v_base + rows[:, None] * stride_s + offs_d[None, :]
-        dst_v = vc_base + pos_q[:, None] * stride_cs + offs_d[None, :]
+        kc = kc_base + pos_q[:, None].to(tl.int64) * stride_cs + offs_h[None, :]
+        src_v = v_base + rows[:, None].to(tl.int64) * stride_s + offs_d[None, :]
+        dst_v = vc_base + pos_q[:, None].to(tl.int64) * stride_cs + offs_d[None, :]
         if EVEN:
             tl.store(kc, k1.to(kc_ptr.dtype.element_ty))
             tl.store(kc + HALF, k2.to(kc_ptr.dtype.element_ty))
@@ -193,7 +193,7 @@ def attention_kernel(out_ptr, q_ptr, k_ptr, v_ptr, kc_ptr, vc_ptr, cos_ptr, sin_
                                       rope_exp, stride_s, stride_cs, sm_scale,
                                       HEAD_DIM, BN, TABLE, FUSED, True, not EVEN)
     out = acc / l_i[:, None]
-    o_ptrs = out_ptr + bh * stride_bh + rows[:, None] * stride_s + offs_d[None, :]
+    o_ptrs = out_ptr + bh * stride_bh + rows[:, None].to(tl.int64) * stride_s + offs_d[None, :]
     if EVEN:
         tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty))
     else:
@@ -223,7 +223,7 @@ def flash_attention_kernel(out_ptr, q_ptr, kc_ptr, vc_ptr, cos_ptr, sin_ptr, rop
     half_d = offs_d % HALF
     partner = (offs_d + HALF) % HEAD_DIM
     sign = tl.where(offs_d < HALF, -1.0, 1.0)
-    q_base = q_ptr + bh * stride_bh + rows[:, None] * stride_s
+    q_base = q_ptr + bh * stride_bh + rows[:, None].to(tl.int64) * stride_s
     if EVEN:
         x = tl.load(q_base + offs_d[None, :]).to(tl.float32)
         xp = tl.load(q_base + partner[None, :]).to(tl.float32)
@@ -257,8 +257,9 @@ def flash_attention_kernel(out_ptr, q_ptr, kc_ptr, vc_ptr, cos_ptr, sin_ptr, rop
     offs_n = tl.arange(0, BN)
     for start in range(0, full_end, BN):
         n = start + offs_n
-        k = tl.load(kc_base + n[:, None] * stride_cs + offs_d[None, :])
-        v = tl.load(vc_base + n[:, None] * stride_cs + offs_d[None, :])
+        at = n[:, None].to(tl.int64) * stride_cs + offs_d[None, :]
+        k = tl.load(kc_base + at)
+        v = tl.load(vc_base + at)
         s = tl.dot(q, tl.trans(k))
         m_new = tl.maximum(m_i, tl.max(s, 1))
         alpha = tl.exp2(m_i - m_new)
@@ -268,13 +269,14 @@ def flash_attention_kernel(out_ptr, q_ptr, kc_ptr, vc_ptr, cos_ptr, sin_ptr, rop
         m_i = m_new
     for start in range(full_end, diag_end, BN):
         n = start + offs_n
+        at = n[:, None].to(tl.int64) * stride_cs + offs_d[None, :]
         if EVEN:
-            k = tl.load(kc_base + n[:, None] * stride_cs + offs_d[None, :])
-            v = tl.load(vc_base + n[:, None] * stride_cs + offs_d[None, :])
+            k = tl.load(kc_base + at)
+            v = tl.load(vc_base + at)
         else:
             ok = (n < total)[:, None]
-            k = tl.load(kc_base + n[:, None] * stride_cs + offs_d[None, :], mask=ok, other=0.0)
-            v = tl.load(vc_base + n[:, None] * stride_cs + offs_d[None, :], mask=ok, other=0.0)
+            k = tl.load(kc_base + at, mask=ok, other=0.0)
+            v = tl.load(vc_base + at, mask=ok, other=0.0)
         s = tl.dot(q, tl.trans(k))
         s = tl.where(n[None, :] <= pos_q[:, None], s, -float("inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
@@ -284,7 +286,7 @@ def flash_attention_kernel(out_ptr, q_ptr, kc_ptr, vc_ptr, cos_ptr, sin_ptr, rop
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
     out = acc / l_i[:, None]
-    o_ptrs = out_ptr + bh * stride_bh + rows[:, None] * stride_s + offs_d[None, :]
+    o_ptrs = out_ptr + bh * stride_bh + rows[:, None].to(tl.int64) * stride_s + offs_d[None, :]
     if EVEN:
         tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty))
     else:

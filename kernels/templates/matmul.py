@@ -51,7 +51,8 @@ def matmul_kernel(c_ptr, a_ptr, b_ptr, ws_ptr, count_ptr, M, N, K,
     k_chunk = tl.cdiv(tl.cdiv(K, SPLITS), BK) * BK  # K range of one split, whole steps
     k_lo = split * k_chunk
     k_hi = tl.minimum(K, k_lo + k_chunk)
-    k_at = (k_lo + ks).to(tl.int64)  # past 2**31 elements in a (K, N) weight's rows
+    # 64-bit: past 2**31 elements in a (K, N) weight's rows (k_lo itself stays 32-bit)
+    k_at = split.to(tl.int64) * k_chunk + ks
     a_ptrs = a_ptr + rows[:, None].to(tl.int64) * stride_am + k_at[None, :] * stride_ak
     b_ptrs = b_ptr + k_at[:, None] * stride_bk + cols[None, :].to(tl.int64) * stride_bn
     row_ok = rows[:, None] < M

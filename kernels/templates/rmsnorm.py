@@ -37,14 +37,15 @@ def rmsnorm_kernel(out_ptr, x_ptr, w_ptr, n_rows, n_cols, stride_x, stride_o, ep
         mask = cols < n_cols
         w = tl.load(w_ptr + cols, mask=mask, other=0.0)
         n_programs = tl.num_programs(0)
-        for i in range(0, tl.cdiv(n_rows - pid, n_programs)):
-            row = pid + i * n_programs
-            x_row = x_ptr + row.to(tl.int64) * stride_x
-            o_row = out_ptr + row.to(tl.int64) * stride_o
+        row = pid.to(tl.int64)  # stepped by adding: no 32-bit product feeds an address
+        for _ in range(0, tl.cdiv(n_rows - pid, n_programs)):
+            x_row = x_ptr + row * stride_x
+            o_row = out_ptr + row * stride_o
             x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
             rstd = tl.rsqrt(tl.sum(x * x, 0) / n_cols + eps)
             y = _apply_weight(x, w, rstd, NATIVE_MUL)
             tl.store(o_row + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+            row += n_programs
     else:
         for r in range(ROWS):
             row = pid * ROWS + r

@@ -45,7 +45,8 @@ def _cos_sin(pos, freqs, fmask, freq_hi_ptr, freq_lo_ptr, cos_ptr, sin_ptr, half
 @triton.jit
 def _rotate_heads(out_ptr, x_ptr, token, heads, n_heads, stride_tok, stride_head, half,
                   freqs, fmask, cos, sin):
-    offs = token.to(tl.int64) * stride_tok + heads[:, None] * stride_head + freqs[None, :]
+    offs = token.to(tl.int64) * stride_tok + heads[:, None].to(tl.int64) * stride_head \
+        + freqs[None, :]
     mask = (heads[:, None] < n_heads) & fmask[None, :]
     x1 = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     x2 = tl.load(x_ptr + offs + half, mask=mask, other=0.0).to(tl.float32)

@@ -25,6 +25,11 @@ class OutOfBoundsAccess(RuntimeError):
     """Raised by the interpreter's bounds guard: a load or store outside every tensor."""
 
 
+class NarrowAddress(RuntimeError):
+    """A kernel whose addresses come from a 32-bit product of run-time values
+    (narrow_addresses.py): refused at compile, before it runs."""
+
+
 class DataRace(RuntimeError):
     """Raised by the interpreter's race guard (races.py): plain stores of two programs of
     one launch to one address, which a GPU runs at once."""
@@ -72,6 +77,8 @@ def classify_exception(err: BaseException, *, stage: str) -> tuple[str, str]:
         return "syntax", "syntax_error"
     if stage == "syntax":
         return "syntax", "import_error"
+    if any(isinstance(e, NarrowAddress) for e in chain):
+        return "compile", "compile_error"
     if any(isinstance(e, OutOfBoundsAccess) for e in chain):
         return "run", "illegal_memory_access"
     if any(isinstance(e, DataRace) for e in chain):  # a GPU's answer would be wrong

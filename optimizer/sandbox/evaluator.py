@@ -91,7 +91,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
              refuse_surroundings: bool = True, refuse_imports: bool = True,
              property_examples: int | None = None,
              wide_offsets: tuple[tuple[int, ...], int] | None = None,
-             far_rows: int | None = None) -> EvalResult:
+             far_rows: int | None = None, narrow_addresses: bool = False) -> EvalResult:
     """Evaluate one candidate in a sandboxed subprocess; never raises for candidate faults.
 
     ``parent_source``: the incumbent; on a GPU the candidate is timed against it,
@@ -116,6 +116,9 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
     ``far_rows``: an element count: the judge lays each input's leading dimensions out
     with their entries about that far apart, on the shapes asked (kernels/far_rows.py;
     None: 2**31 on the task's listed shapes, on a GPU only).
+    ``narrow_addresses``: under the CPU interpreter too, refuse a kernel whose addresses
+    come from a 32-bit product of two run-time values, from the TTIR Triton's frontend
+    makes for each launch (narrow_addresses.py; on a GPU always, from the compiled IR).
 
     Raises ValueError / KeyError only for bad arguments (unknown task, dtype, shape set).
     """
@@ -141,6 +144,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         "property_examples": property_examples, "regressions": regressions.load(task_name),
         "wide_offsets": [list(wide_offsets[0]), int(wide_offsets[1])] if wide_offsets else None,
         "far_rows": int(far_rows) if far_rows else None,
+        "narrow_addresses": bool(narrow_addresses),
         "gpu_timestamps": kernel_clock.preference(), "compile_ahead": ahead.wanted(),
         "peaks": {"mem_bandwidth_gbps": env.get("mem_bandwidth_gbps"),
                   "peak_tflops": env.get("peak_tflops")},

@@ -39,7 +39,12 @@ How it is seen, checked after the import and after every call:
   timing (through triton.testing) stays allowed;
 * a kernel that reads the GPU's clock or the process (clock_reads.py), from its IR
   before it is loaded on a GPU, from the candidate's source at its first launch under
-  the interpreter.
+  the interpreter;
+* a candidate's kernel whose addresses come from a 32-bit product of two run-time values
+  (narrow_addresses.py), from its TTIR before it is loaded on a GPU, from the same
+  frontend run on the launch's argument types under the interpreter. It is a fault, not
+  a cheat: the evaluation fails at compile, and a candidate that catches the refusal
+  is still failed after its call.
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from kernelkb.optimizer.sandbox import clock_reads, handed
+from kernelkb.optimizer.sandbox import clock_reads, handed, narrow_addresses
 from kernelkb.optimizer.sandbox.provenance import RULE
 
 # the names a thread start can go through: _thread's own, and the aliases threading took
@@ -101,13 +106,14 @@ _LIBRARIES = ("torch", "triton")  # passed over too when finding who launched GP
 _WATCH: Forbidden | None = None
 
 
-def watch(is_candidate: Callable[[str], bool]) -> Forbidden:
+def watch(is_candidate: Callable[[str], bool], narrow_interpreted: bool = False) -> Forbidden:
     """The process's watch (the recorders are installed once), begun afresh for one
-    evaluation: call before the candidate's import."""
+    evaluation: call before the candidate's import. ``narrow_interpreted``: the narrow
+    address rule under the interpreter too (on a GPU it always holds)."""
     global _WATCH
     if _WATCH is None:
         _WATCH = Forbidden()
-    _WATCH.begin(is_candidate)
+    _WATCH.begin(is_candidate, narrow_interpreted)
     return _WATCH
 
 
@@ -121,6 +127,8 @@ class Forbidden:
         self.unseen: list[str] = []  # which GPU work past the mode and the launches, where
         self.reads: list[str] = []  # which read of the dispatch mode stack, where
         self.clocks: list[str] = []  # kernels that read a clock register, and where seen
+        self.narrow: list[str] = []  # kernels whose addresses come from narrow products
+        self._narrow_interpreted = False  # that rule under the interpreter too (opt-in)
         self._sources: dict[str, list[str]] = {}  # candidate file -> its clock reads
         self._harness: set[int] = set()
         self._lock = threading.Lock()
@@ -166,12 +174,14 @@ class Forbidden:
         if original is not None:
             setattr(owner, name, recorder(original))
 
-    def begin(self, is_candidate: Callable[[str], bool]) -> None:
+    def begin(self, is_candidate: Callable[[str], bool], narrow_interpreted: bool = False
+              ) -> None:
         """One evaluation: threads alive now are the harness's."""
         with self._lock:
             self._is_candidate = is_candidate
+            self._narrow_interpreted = narrow_interpreted
             self.started, self.exits, self.unseen, self.reads = [], [], [], []
-            self.clocks, self._sources = [], {}
+            self.clocks, self._sources, self.narrow = [], {}, []
             self._harness = self._running_threads()
 
     @staticmethod
@@ -224,9 +234,14 @@ class Forbidden:
         @functools.wraps(init)
         def refused(kernel: Any, *args: Any, **kwargs: Any) -> Any:
             if getattr(kernel, "module", None) is None:
-                what = clock_reads.ir_reads(getattr(kernel, "asm", None) or {})
+                asm = getattr(kernel, "asm", None) or {}
+                what = clock_reads.ir_reads(asm)
                 if what:
                     self._refuse_clock(what, f"kernel {getattr(kernel, 'name', '?')}")
+                ttir = asm.get("ttir") if hasattr(asm, "get") else None
+                if isinstance(ttir, str) and self._candidates_ir(ttir):
+                    self._refuse_narrow(getattr(kernel, "name", "?"),
+                                        narrow_addresses.findings(ttir))
             return init(kernel, *args, **kwargs)
 
         return refused
@@ -246,9 +261,31 @@ class Forbidden:
                         self._sources[path] = []
                 if self._sources[path]:
                     self._refuse_clock(self._sources[path], "candidate.py, interpreted")
+                launch = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
+                if self._narrow_interpreted:
+                    self._refuse_narrow(getattr(function.fn, "__name__", "?"),
+                                        narrow_addresses.launch_findings(function, args,
+                                                                         launch))
             return run(function, *args, **kwargs)
 
         return refused
+
+    def _candidates_ir(self, ttir: str) -> bool:
+        """The IR's source locations name the candidate's file (a kernel of the harness's
+        or a library's is not the candidate's to fix); an IR without them counts."""
+        files = set(narrow_addresses.source_files(ttir))
+        return not files or any(self._is_candidate(f) for f in files)
+
+    def _refuse_narrow(self, kernel: str, found: list[str] | None) -> None:
+        if found:
+            with self._lock:
+                self.narrow.append(narrow_addresses.message(kernel, found))
+            raise narrow_addresses.NarrowAddress(self.narrow[-1])
+
+    def narrow_problem(self) -> str | None:
+        """The first kernel refused for narrow address products, or None."""
+        with self._lock:
+            return self.narrow[0] if self.narrow else None
 
     def _refuse_clock(self, what: list[str], where: str) -> None:
         with self._lock:

@@ -56,6 +56,7 @@ from kernelkb.optimizer.sandbox import (
     kernel_clock,
     launch_plan,
     limits,
+    narrow_addresses,
     provenance,
     source_rules,
     strays,
@@ -188,6 +189,9 @@ class Worker:
         reached = self.reached_in()
         if reached:
             raise Tampered("cheat_tamper", f"{reached} (seen {when})")
+        narrow = self.forbidden.narrow_problem() if self.forbidden else None
+        if narrow:  # refused at its launch, whatever the candidate did with the refusal
+            raise narrow_addresses.NarrowAddress(narrow)
         refused = self.forbidden.problem() if self.forbidden else None
         if refused and not changes:
             raise Tampered("torch_compute", f"{refused} (seen {when})")
@@ -228,7 +232,9 @@ class Worker:
         self.tracker = provenance.install(candidate_file="", torch_constants=getattr(
             self.task, "torch_constants", False))
         self.tracker.warm_up()  # lazy imports that rebind torch attributes happen now
-        self.forbidden = forbidden.watch(lambda path: os.path.basename(path) == CANDIDATE_FILE)
+        self.forbidden = forbidden.watch(
+            lambda path: os.path.basename(path) == CANDIDATE_FILE,
+            narrow_interpreted=bool(self.request.get("narrow_addresses")))
         if self.request.get("refuse_introspection", True):
             self.introspection = introspection.watch(
                 lambda path: os.path.basename(path) == CANDIDATE_FILE, module_name="candidate")

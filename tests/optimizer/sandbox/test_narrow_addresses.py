@@ -1,0 +1,168 @@
+"""Addresses from a 32-bit product of two run-time values (narrow_addresses.py), refused
+from the kernel's TTIR: every round-15 plant on whichever path it takes, while each
+shipped template, on every regime's path, stays clean."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kernelkb.kernels.discovery import all_tasks, get_task
+from kernelkb.optimizer.sandbox import narrow_addresses
+from kernelkb.optimizer.sandbox.evaluator import evaluate
+
+BAD = Path(__file__).parents[2] / "bad_kernels"
+
+# a kernel's TTIR as Triton prints it, cut to the ops the rule reads
+TTIR = """
+module {
+  tt.func public @k(%x_ptr: !tt.ptr<f16>, %stride: i32, %n: i32) {
+    %c128_i32 = arith.constant 128 : i32 loc(#loc2)
+    %row = tt.get_program_id x : i32 loc(#loc2)
+    %offs = tt.make_range {end = 128 : i32, start = 0 : i32} : tensor<128xi32> loc(#loc3)
+    %blk = arith.muli %row, %c128_i32 : i32 loc(#loc3)
+    %a = arith.muli %row, %stride : i32 loc(#loc4)
+    %b = arith.extsi %a : i32 to i64 loc(#loc4)
+    %p = tt.addptr %x_ptr, %b : !tt.ptr<f16>, i64 loc(#loc4)
+    %q = tt.addptr %x_ptr, %blk : !tt.ptr<f16>, i32 loc(#loc3)
+    %wide = arith.extsi %row : i32 to i64 loc(#loc5)
+    %s64 = arith.extsi %stride : i32 to i64 loc(#loc5)
+    %c = arith.muli %wide, %s64 : i64 loc(#loc5)
+    %r = tt.addptr %x_ptr, %c : !tt.ptr<f16>, i64 loc(#loc5)
+    %m = arith.muli %row, %n : i32 loc(#loc6)
+    %ok = arith.cmpi slt, %m, %n : i32 loc(#loc6)
+    tt.return loc(#loc2)
+  } loc(#loc2)
+} loc(#loc2)
+#loc2 = loc("/tmp/candidate.py":3:1)
+#loc3 = loc("/tmp/candidate.py":5:10)
+#loc4 = loc("/tmp/candidate.py":7:10)
+#loc5 = loc("/tmp/candidate.py":9:10)
+#loc6 = loc("/tmp/candidate.py":11:10)
+"""
+
+
+def test_only_a_product_of_two_run_time_values_feeding_an_address_is_found() -> None:
+    # line 7: row * stride in 32 bits, widened after the wrap: found. Line 5: a product
+    # with a constant. Line 9: widened first. Line 11: a 32-bit product used as a bound.
+    assert narrow_addresses.findings(TTIR) == ["line 7 of candidate.py"]
+    assert narrow_addresses.source_files(TTIR) == ["/tmp/candidate.py"]
+    assert narrow_addresses.findings(TTIR.replace(": i32 loc(#loc4)", ": i64 loc(#loc4)")) \
+        == []
+    message = narrow_addresses.message("k", ["line 7 of candidate.py"])
+    assert "32-bit product" in message and "line 7" in message
+
+
+# Each launch's TTIR made by Triton's frontend; the kernels themselves not run (only
+# their arguments' types matter), so the scan takes seconds where running them takes
+# minutes. Printed: {kernel: findings} for every launch the call made.
+SCAN = textwrap.dedent("""
+    import importlib.util, json, os, sys
+    import torch
+    from triton.runtime.interpreter import InterpretedFunction
+    from kernelkb.kernels.discovery import get_task
+    from kernelkb.optimizer.sandbox import narrow_addresses
+    found = {}
+    def launch(self, *args, **kwargs):
+        kept = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
+        result = narrow_addresses.launch_findings(self, args, kept)
+        found.setdefault(self.fn.__name__, set()).update(
+            ["no TTIR"] if result is None else result)
+    InterpretedFunction.run = launch
+    path, task_name = sys.argv[1], sys.argv[2]
+    shapes = json.loads(sys.argv[3])
+    task = get_task(task_name)
+    spec = importlib.util.spec_from_file_location("scanned", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for shape in shapes:
+        for dtype in (torch.float16, torch.float32):
+            inputs = task.make_inputs(tuple(shape), dtype, 0, "cpu")
+            extra = [a.default for a in getattr(task, "scalar_args", ()) or ()]
+            try:
+                module.run(*inputs, *extra)
+            except Exception:  # noqa: BLE001 - kernels not run: what follows may fail
+                pass
+    print(json.dumps({k: sorted(v) for k, v in found.items()}))
+""")
+
+
+def _scan(path: Path, task_name: str, shapes: list) -> dict[str, list[str]]:
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    done = subprocess.run([sys.executable, "-c", SCAN, str(path), task_name,
+                           json.dumps([list(s) for s in shapes])],
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _shapes(task_name: str) -> list:
+    task = get_task(task_name)
+    return list(task.cpu_shapes) + list(task.edge_shapes)
+
+
+# every round-15 plant (and round 14's offsets plants), each on the path it takes at CPU
+# sizes: the far-rows lap found one of the seven; this rule reads them all
+PLANTS = {
+    "redteam15_softmax_few_rows_int32": "softmax",
+    "redteam15_softmax_long_rows_numel": "softmax",
+    "redteam15_softmax_output_halves": "softmax",
+    "redteam15_softmax_rows_tile_relative": "softmax",
+    "redteam15_attention_seq_major_cache": "attention",
+    "redteam15_matmul_transposed_weight_cols": "matmul",
+    "redteam15_rope_heads_int32": "rope",
+    "redteam14_matmul_int32_a_offsets": "matmul",
+    "redteam14_softmax_two_launches": "softmax",
+    "redteam14_swiglu_numel_int64": "swiglu",
+    "redteam14_rope_int32_k_offsets": "rope",
+    "narrow_offsets_softmax": "softmax",
+}
+
+
+@pytest.mark.parametrize("plant", sorted(PLANTS))
+def test_each_plant_with_32_bit_offsets_is_found_on_its_own_path(plant: str) -> None:
+    task_name = PLANTS[plant]
+    shapes = _shapes(task_name)
+    if plant.endswith("long_rows_numel"):
+        shapes.append((2, 40000))  # its long-row path: 32,768 columns and more
+    found = _scan(BAD / f"{plant}.py", task_name, shapes)
+    lines = [f for fs in found.values() for f in fs if f != "no TTIR"]
+    assert lines, found
+    assert all(f.endswith(f"of {plant}.py") for f in lines), found
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("task_name", sorted(all_tasks()))
+def test_every_template_is_64_bit_clean_where_it_meets_a_stride(task_name: str, tmp_path
+                                                                 ) -> None:
+    """The default point and points across the space (their variants and paths)."""
+    task = get_task(task_name)
+    space = list(task.space())
+    configs = [task.default_config] + space[:: max(1, len(space) // 6)]
+    for i, config in enumerate(configs):
+        path = tmp_path / f"point_{i}.py"
+        path.write_text(task.render(config))
+        found = _scan(path, task_name, _shapes(task_name)[:6])
+        assert found, f"{task_name}: no launch seen"
+        assert not any(found.values()), (config, found)
+
+
+@pytest.mark.slow
+def test_the_judge_refuses_the_plant_at_compile_and_passes_the_honest_kernel() -> None:
+    few_rows = (BAD / "redteam15_softmax_few_rows_int32.py").read_text()
+    refused = evaluate("softmax", few_rows, shapes=[(2, 100), (5, 64)], seeds=1,
+                       narrow_addresses=True)
+    assert not refused.ok and refused.stage == "compile", refused.error_message
+    assert refused.error_kind == "compile_error"
+    assert "32-bit product" in (refused.error_message or "")
+    assert "redteam15_softmax_few_rows_int32" not in (refused.error_message or "")
+    honest = get_task("softmax").render(get_task("softmax").default_config)
+    passed = evaluate("softmax", honest, shapes=[(2, 100), (5, 64)], seeds=1,
+                      narrow_addresses=True)
+    assert passed.ok, passed.error_message
