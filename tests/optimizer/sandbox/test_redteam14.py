@@ -47,4 +47,6 @@ def test_offsets_that_wrap_past_the_wide_shape_are_refused_on_far_rows(
     result = evaluate(task, (BAD / f"redteam14_{plant}.py").read_text(), shapes="auto",
                       seeds=1, timeout_s=900)
     assert not result.ok, f"passed the judge: {why}"
-    assert "far rows" in (result.error_message or ""), result.error_message
+    # the IR rule (narrow_addresses.py) refuses a 32-bit product at compile, before the lap
+    message = result.error_message or ""
+    assert "far rows" in message or "32-bit product" in message, message

@@ -1,8 +1,9 @@
 """Red team 15 (tests/bad_kernels/REDTEAM15.md): held-out plants against the far-rows lap,
 written from the docs alone. Each keeps a 32-bit offset product where the lap's one layout
 per input and dimension does not reach; its narrow copy (the product kept in 16 or 20
-bits) passed the lap on the CPU, so the GPU forms are kept as strict expected failures
-until a rule covers their class. The heads one was refused in its narrow form."""
+bits) passed the lap on the CPU. The rule over the compiled IR (narrow_addresses.py)
+refuses all of them on the GPU, on whichever path they take; the heads one the lap
+refused in its narrow form too."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import torch
 
 BAD = Path(__file__).parents[2] / "bad_kernels"
 
-OPEN_ON_THE_GPU = [
+PAST_THE_FAR_ROWS_LAP = [
     ("softmax_few_rows_int32", "softmax", "a 1-3 row path: the lap lays out 4 or more"),
     ("softmax_long_rows_numel", "softmax", "a long-row path: one shape per dimension"),
     ("softmax_output_halves", "softmax", "the output's offsets: only inputs are laid out"),
@@ -34,18 +35,22 @@ def _judged(plant: str, task: str):
 @pytest.mark.slow
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize(("plant", "task", "why"), [
-    pytest.param(p, t, w, marks=pytest.mark.xfail(strict=True, reason=f"open: {w}"), id=p)
-    for p, t, w in OPEN_ON_THE_GPU])
+    pytest.param(p, t, w, id=p) for p, t, w in PAST_THE_FAR_ROWS_LAP])
 def test_offsets_that_wrap_past_the_far_rows_lap_are_refused_on_the_gpu(
         plant: str, task: str, why: str) -> None:
     result = _judged(plant, task)
     assert not result.ok, f"passed the judge: {why}"
+    assert result.error_kind == "compile_error", result.text
+    assert "32-bit product" in (result.error_message or ""), result.error_message
 
 
 @pytest.mark.gpu
 @pytest.mark.slow
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_int32_offsets_across_heads_are_refused_on_far_rows() -> None:
-    """The heads dimension is a leading one: laid out far, its 32-bit offsets wrap."""
+    """The heads dimension is a leading one: laid out far, its 32-bit offsets wrap (the
+    IR rule, which runs first, refuses it at compile)."""
     result = _judged("rope_heads_int32", "rope")
-    assert not result.ok and "far rows" in (result.error_message or ""), result.text
+    message = result.error_message or ""
+    assert not result.ok and ("far rows" in message or "32-bit product" in message), \
+        result.text
