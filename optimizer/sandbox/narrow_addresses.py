@@ -15,12 +15,16 @@ either factor first (``row.to(tl.int64) * stride``) makes the product 64-bit and
 
 How: the kernel's TTIR (``CompiledKernel.asm["ttir"]`` on a GPU; under the CPU
 interpreter, the same frontend run on the launch's argument types, ``launch_findings``)
-is read as text: each ``arith.muli`` / ``arith.shli`` on 32-bit (or narrower) operands,
-neither of them a constant, is a narrow product; what any integer op computes from one
-is narrow too; a ``tt.addptr`` whose offset is narrow is the finding, named by its line
-in the source.
-Not followed: a product carried round a loop in an ``iter_arg`` (the multiply inside the
-loop is still seen where it feeds an address in the same iteration).
+is read as text. A 32-bit (or narrower) value may wrap when it is: an ``arith.muli`` /
+``arith.shli`` of two values neither of them a constant; a loop's iteration argument (an
+offset stepped by a stride round a loop holds that product, red team 16); 32-bit
+arithmetic on a value loaded from memory (the value itself is an exact offset); a float
+cast to it (``fptosi``) or a wider integer cut to it (``trunci``). What any integer op
+computes from such a value may wrap too, widened or not; a ``tt.addptr`` whose offset
+may wrap is the finding, named by its line in the source (or the loop variable's name).
+Not followed: a product with a constant, a ``tl.constexpr`` size among them (a K or a
+row length specialised: red team 16's other four plants), which the wide shape runs only
+at its own sizes.
 """
 
 from __future__ import annotations
@@ -47,6 +51,13 @@ _BLOCK_ARG = re.compile(r"(%[\w.$-]+)\s*:")
 _SHAPING = {"tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape", "arith.extsi",
             "arith.extui", "arith.trunci", "arith.index_cast"}
 _NARROW_OPS = {"arith.muli", "arith.shli"}
+# 32-bit values the IR cannot bound, which an offset may not be built from either
+_LOADED = "32-bit arithmetic on a value loaded from memory"
+_UNBOUNDED = {
+              "arith.fptosi": "a float cast to a 32-bit integer",
+              "arith.fptoui": "a float cast to a 32-bit integer",
+              "arith.trunci": "a wider integer cut to 32 bits"}
+_RESULT_TYPES = re.compile(r"->\s*\(([^)]*)\)")
 
 
 def _is_narrow(types: str) -> bool:
@@ -72,6 +83,7 @@ def findings(ttir: str) -> list[str]:
     locs = _locations(ttir)
     constant: set[str] = set()
     narrow: dict[str, str] = {}  # value -> where its narrow product was made
+    loaded: set[str] = set()  # 32-bit values loaded from memory (or only reshaped since)
     found: list[str] = []
     for line in ttir.splitlines():
         if line.lstrip().startswith("^"):  # a block's arguments: run-time values
@@ -83,10 +95,17 @@ def findings(ttir: str) -> list[str]:
         results = [f"{name}#{i}" for i in range(int(count))] if count else [name]
         operands = _operands(rest)
         if op == "scf.for":
-            for arg, init in _ITER_ARG.findall(rest.split("iter_args", 1)[-1]) \
-                    if "iter_args" in rest else ():
+            # a 32-bit value carried round the loop holds what its steps add up to (an
+            # offset stepped by a stride is that stride times the steps taken)
+            carried = _ITER_ARG.findall(rest.split("iter_args", 1)[-1]) \
+                if "iter_args" in rest else []
+            types = _carried_types(rest)
+            for i, (arg, init) in enumerate(carried):
                 if init in narrow:
                     narrow[arg] = narrow[init]
+                elif i < len(types) and _is_narrow(f" : {types[i]}"):
+                    named = re.sub(r"_\d+$", "", arg.lstrip("%"))
+                    narrow[arg] = f"`{named}`, a 32-bit value carried round a loop"
             continue
         if op == "arith.constant":
             constant.update(results)
@@ -96,9 +115,22 @@ def findings(ttir: str) -> list[str]:
             continue
         if op in _NARROW_OPS and len(operands) >= 2 and _is_narrow(rest) \
                 and not any(o in constant for o in operands[:2]):
-            where = _where(line, locs) or line.strip().split(" loc(", 1)[0]
             for r in results:
-                narrow[r] = where
+                narrow[r] = _place(line, locs)
+            continue
+        if op == "tt.load" and re.search(r"ptr<i(?:8|16|32)>", rest):
+            loaded.update(results)  # exact as it is: an offset may be it, not a sum of it
+            continue
+        if loaded.intersection(operands) and _is_narrow(rest):
+            if op in _SHAPING:
+                loaded.update(results)
+            else:  # 32-bit arithmetic on a value of any size
+                for r in results:
+                    narrow[r] = f"{_place(line, locs)} ({_LOADED})"
+                continue
+        if op in _UNBOUNDED and _is_narrow(rest):  # a 32-bit value of any size
+            for r in results:
+                narrow[r] = f"{_place(line, locs)} ({_UNBOUNDED[op]})"
             continue
         tainted = [narrow[o] for o in operands if o in narrow]
         if op == "tt.addptr" and len(operands) >= 2 and operands[1] in narrow:
@@ -113,6 +145,16 @@ def findings(ttir: str) -> list[str]:
 def source_files(ttir: str) -> list[str]:
     """The files the IR's locations name."""
     return list(dict.fromkeys(m.group(1) for m in _FILE_LINE.finditer(ttir)))
+
+
+def _carried_types(rest: str) -> list[str]:
+    """The types of an ``scf.for``'s iteration arguments, in order."""
+    match = _RESULT_TYPES.search(rest)
+    return [t.strip() for t in re.split(r",\s*(?![^<]*>)", match.group(1))] if match else []
+
+
+def _place(line: str, locs: dict[str, str]) -> str:
+    return _where(line, locs) or line.strip().split(" loc(", 1)[0]
 
 
 def _locations(ttir: str) -> dict[str, str]:
@@ -141,7 +183,8 @@ def _where(line: str, locs: dict[str, str]) -> str | None:
 
 def message(kernel: str, found: list[str]) -> str:
     return (f"kernel {kernel} computes an address from a 32-bit product of two run-time "
-            f"values ({', '.join(found[:3])}): it wraps once the offset passes 2**31 "
+            f"values, or from a 32-bit value it cannot bound ({', '.join(found[:3])}): it "
+            "wraps once the offset passes 2**31 "
             "elements, as it does for a large tensor or for rows a long stride apart (a "
             "slice of a larger tensor); widen a factor first (`.to(tl.int64)`) "
             "(refused from its IR before it runs)")
