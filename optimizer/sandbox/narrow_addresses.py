@@ -44,17 +44,14 @@ _VALUE = re.compile(r"%[\w.$-]+(?:#\d+)?")
 _LOC_REF = re.compile(r"loc\((#loc\d*)\)\s*$")
 _LOC_DEF = re.compile(r"^(#loc\d*) = loc\((.*)\)\s*$")
 _FILE_LINE = re.compile(r"\"([^\"]+)\":(\d+):(\d+)")
-_FOR_IV = re.compile(r"scf\.for\s+(%[\w.$-]+)\s*=")
 _ITER_ARG = re.compile(r"(%[\w.$-]+)\s*=\s*(%[\w.$-]+(?:#\d+)?)")
-_BLOCK_ARG = re.compile(r"(%[\w.$-]+)\s*:")
 # ops that pass a constant on as a constant (a splat of 128 is still 128)
 _SHAPING = {"tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape", "arith.extsi",
             "arith.extui", "arith.trunci", "arith.index_cast"}
 _NARROW_OPS = {"arith.muli", "arith.shli"}
-# 32-bit values the IR cannot bound, which an offset may not be built from either
+# 32-bit values of any size, which an offset may not be built from either
 _LOADED = "32-bit arithmetic on a value loaded from memory"
-_UNBOUNDED = {
-              "arith.fptosi": "a float cast to a 32-bit integer",
+_UNBOUNDED = {"arith.fptosi": "a float cast to a 32-bit integer",
               "arith.fptoui": "a float cast to a 32-bit integer",
               "arith.trunci": "a wider integer cut to 32 bits"}
 _RESULT_TYPES = re.compile(r"->\s*\(([^)]*)\)")
@@ -78,11 +75,11 @@ def _operands(rest: str) -> list[str]:
 
 
 def findings(ttir: str) -> list[str]:
-    """Where an address offset comes from a narrow product: ``line 12 of file.py``
-    (or the op's text where the IR carries no location), once each, in order."""
+    """Where an address offset may have wrapped in 32 bits: ``line 12 of file.py`` (or
+    the op's text where the IR carries no location), once each, in order."""
     locs = _locations(ttir)
     constant: set[str] = set()
-    narrow: dict[str, str] = {}  # value -> where its narrow product was made
+    narrow: dict[str, str] = {}  # value -> where it may have wrapped
     loaded: set[str] = set()  # 32-bit values loaded from memory (or only reshaped since)
     found: list[str] = []
     for line in ttir.splitlines():
