@@ -13,10 +13,14 @@ How: a Python audit hook (``sys.addaudithook``, which nothing in the process can
 sees every such operation (``sys._getframe``, ``tb_frame``/``gi_frame``/``cr_frame``,
 ``sys._current_frames``, ``gc.get_objects``/``get_referrers``/``get_referents``,
 ``__code__`` read or set, a code object made, a type's or a function's attribute set or
-deleted, ``sys.settrace``/``setprofile``, every ctypes call). One is the candidate's
-when the innermost frame outside the standard library is in the candidate's file, and no
-standard-library frame on the way uses a frame only for itself (``collections.namedtuple``,
-``warnings.warn``, logging's caller lookup, ``typing``, ``enum``, ``dataclasses``):
+deleted, ``sys.settrace``/``setprofile``, every ctypes operation Python audits: taking
+an address, making data from one, loading a library or looking a symbol up; not
+``ctypes.cast``, ``ctypes.memmove`` or a call through a function pointer, which raise
+no event on CPython 3.11, so the source rules' import allow-list is what keeps ctypes
+away). One is the candidate's when the innermost frame outside the standard library is
+in the candidate's file, and no standard-library frame on the way uses a frame only for
+itself (``collections.namedtuple``, ``warnings.warn``, logging's caller lookup,
+``typing``, ``enum``, ``dataclasses``):
 an operation inside torch or Triton, or one the harness makes, is theirs. The candidate's
 own functions and classes stay its own to change. The candidate's operation is refused
 (it raises) and recorded; the evaluation then fails as ``cheat_tamper``.
