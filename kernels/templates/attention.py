@@ -76,8 +76,8 @@ def _attend_block(acc, m_i, l_i, q1, q2, pos_q, start, cache_len, total,
                                rope_exp, HALF, TABLE, True)
         k1 = tl.where(cached[:, None], k1, r1.to(k1.dtype))
         k2 = tl.where(cached[:, None], k2, r2.to(k2.dtype))
-        v_new = tl.load(v_base + (n - cache_len)[:, None].to(tl.int64) * stride_s + offs_d[None, :],
-                        mask=new[:, None], other=0.0)
+        new_at = (n - cache_len)[:, None].to(tl.int64) * stride_s + offs_d[None, :]
+        v_new = tl.load(v_base + new_at, mask=new[:, None], other=0.0)
         v = tl.where(cached[:, None], v, v_new)
     else:
         if BOUNDS:

@@ -26,8 +26,8 @@ class OutOfBoundsAccess(RuntimeError):
 
 
 class NarrowAddress(RuntimeError):
-    """A kernel whose addresses come from a 32-bit product of run-time values
-    (narrow_addresses.py): refused at compile, before it runs."""
+    """A kernel whose address offsets may wrap in 32 bits (narrow_addresses.py): refused
+    at compile, before it runs."""
 
 
 class DataRace(RuntimeError):

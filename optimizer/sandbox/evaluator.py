@@ -116,9 +116,10 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
     ``far_rows``: an element count: the judge lays each input's leading dimensions out
     with their entries about that far apart, on the shapes asked (kernels/far_rows.py;
     None: 2**31 on the task's listed shapes, on a GPU only).
-    ``narrow_addresses``: under the CPU interpreter too, refuse a kernel whose addresses
-    come from a 32-bit product of two run-time values, from the TTIR Triton's frontend
-    makes for each launch (narrow_addresses.py; on a GPU always, from the compiled IR).
+    ``narrow_addresses``: under the CPU interpreter too, refuse a kernel whose address
+    offsets may wrap in 32 bits (a product of two run-time values, a value carried round
+    a loop, ...), from the TTIR Triton's frontend makes for each launch
+    (narrow_addresses.py; on a GPU always, from the compiled IR).
 
     Raises ValueError / KeyError only for bad arguments (unknown task, dtype, shape set).
     """

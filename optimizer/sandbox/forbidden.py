@@ -40,9 +40,10 @@ How it is seen, checked after the import and after every call:
 * a kernel that reads the GPU's clock or the process (clock_reads.py), from its IR
   before it is loaded on a GPU, from the candidate's source at its first launch under
   the interpreter;
-* a candidate's kernel whose addresses come from a 32-bit product of two run-time values
-  (narrow_addresses.py), from its TTIR before it is loaded on a GPU, from the same
-  frontend run on the launch's argument types under the interpreter. It is a fault, not
+* a candidate's kernel whose address offsets may wrap in 32 bits (narrow_addresses.py:
+  a product of two run-time values, a value carried round a loop, ...), from its TTIR
+  before it is loaded on a GPU, from the same frontend run on the launch's argument
+  types under the interpreter. It is a fault, not
   a cheat: the evaluation fails at compile, and a candidate that catches the refusal
   is still failed after its call.
 """
@@ -127,7 +128,7 @@ class Forbidden:
         self.unseen: list[str] = []  # which GPU work past the mode and the launches, where
         self.reads: list[str] = []  # which read of the dispatch mode stack, where
         self.clocks: list[str] = []  # kernels that read a clock register, and where seen
-        self.narrow: list[str] = []  # kernels whose addresses come from narrow products
+        self.narrow: list[str] = []  # kernels whose address offsets may wrap in 32 bits
         self._narrow_interpreted = False  # that rule under the interpreter too (opt-in)
         self._sources: dict[str, list[str]] = {}  # candidate file -> its clock reads
         self._harness: set[int] = set()
@@ -261,8 +262,8 @@ class Forbidden:
                         self._sources[path] = []
                 if self._sources[path]:
                     self._refuse_clock(self._sources[path], "candidate.py, interpreted")
-                launch = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
                 if self._narrow_interpreted:
+                    launch = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
                     self._refuse_narrow(getattr(function.fn, "__name__", "?"),
                                         narrow_addresses.launch_findings(function, args,
                                                                          launch))
@@ -283,7 +284,7 @@ class Forbidden:
             raise narrow_addresses.NarrowAddress(self.narrow[-1])
 
     def narrow_problem(self) -> str | None:
-        """The first kernel refused for narrow address products, or None."""
+        """The first kernel refused for offsets that may wrap in 32 bits, or None."""
         with self._lock:
             return self.narrow[0] if self.narrow else None
 

@@ -1,4 +1,4 @@
-"""Addresses computed from a 32-bit product of two run-time values, refused from the IR.
+"""Address offsets that may wrap in 32 bits (a product of run-time values), refused.
 
 Why: Triton types an integer argument under 2**31 and ``tl.program_id`` as int32, so
 ``row * stride`` is a 32-bit multiply, and it wraps once the product passes 2**31 elements:
