@@ -31,7 +31,7 @@ def _load_rotated(base, rows, row_ok, stride_s, pos, cos_ptr, sin_ptr, rope_exp,
         x1 = tl.load(ptrs).to(tl.float32)
         x2 = tl.load(ptrs + HALF).to(tl.float32)
     if TABLE:
-        t = pos[:, None] * HALF + offs_h[None, :]
+        t = pos[:, None].to(tl.int64) * HALF + offs_h[None, :]
         if MASKED:
             cos = tl.load(cos_ptr + t, mask=row_ok[:, None], other=1.0)
             sin = tl.load(sin_ptr + t, mask=row_ok[:, None], other=0.0)
@@ -109,7 +109,7 @@ def kv_write_kernel(k_ptr, v_ptr, kc_ptr, vc_ptr, cos_ptr, sin_ptr, rope_exp,
     """Rotate k and copy it and v into the cache at cache_len + row (unfused form)."""
     HALF: tl.constexpr = HEAD_DIM // 2
     bh = tl.program_id(1).to(tl.int64)
-    rows = tl.program_id(0) * BM + tl.arange(0, BM)
+    rows = tl.program_id(0).to(tl.int64) * BM + tl.arange(0, BM)  # 64-bit from the grid on
     ok = rows < seq_new
     pos = cache_len + rows
     offs_h = tl.arange(0, HALF)
@@ -140,7 +140,7 @@ def attention_kernel(out_ptr, q_ptr, k_ptr, v_ptr, kc_ptr, vc_ptr, cos_ptr, sin_
     pid_m = tl.program_id(0)
     bh = tl.program_id(1).to(tl.int64)
     total = cache_len + seq_new
-    rows = pid_m * BM + tl.arange(0, BM)
+    rows = pid_m.to(tl.int64) * BM + tl.arange(0, BM)
     row_ok = rows < seq_new
     pos_q = cache_len + rows
     offs_h = tl.arange(0, HALF)
@@ -215,7 +215,7 @@ def flash_attention_kernel(out_ptr, q_ptr, kc_ptr, vc_ptr, cos_ptr, sin_ptr, rop
     bh = tl.program_id(0).to(tl.int64)
     pid_m = n_blocks_m - 1 - tl.program_id(1)
     total = cache_len + seq_new
-    rows = pid_m * BM + tl.arange(0, BM)
+    rows = pid_m.to(tl.int64) * BM + tl.arange(0, BM)
     row_ok = rows < seq_new
     pos_q = cache_len + rows
     offs_d = tl.arange(0, HEAD_DIM)

@@ -48,7 +48,7 @@ def rmsnorm_kernel(out_ptr, x_ptr, w_ptr, n_rows, n_cols, stride_x, stride_o, ep
             row += n_programs
     else:
         for r in range(ROWS):
-            row = pid * ROWS + r
+            row = pid.to(tl.int64) * ROWS + r  # 64-bit from the program id on
             if row < n_rows:
                 x_row = x_ptr + row.to(tl.int64) * stride_x
                 o_row = out_ptr + row.to(tl.int64) * stride_o

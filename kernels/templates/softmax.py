@@ -25,7 +25,7 @@ def softmax_kernel(out_ptr, x_ptr, n_rows, n_cols, stride_x, stride_o,
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     for r in range(ROWS):
-        row = pid * ROWS + r
+        row = pid.to(tl.int64) * ROWS + r  # 64-bit from the program id on
         if row < n_rows:
             x_row = x_ptr + row.to(tl.int64) * stride_x
             o_row = out_ptr + row.to(tl.int64) * stride_o
@@ -100,7 +100,7 @@ def softmax_long_row_kernel(out_ptr, x_ptr, n_rows, n_cols, stride_x, stride_o,
         inv = 1.0 / s
         n_chunks = tl.cdiv(n_cols, BLOCK)
         for i in range(0, n_chunks):
-            start = (n_chunks - 1 - i) * BLOCK
+            start = (n_chunks - 1 - i).to(tl.int64) * BLOCK
             mask = start + cols < n_cols
             if HINTS:
                 x = tl.load(x_row + start + cols, mask=mask, other=-float("inf"),

@@ -79,6 +79,8 @@ def findings(ttir: str) -> list[str]:
     the op's text where the IR carries no location), once each, in order."""
     locs = _locations(ttir)
     constant: set[str] = set()
+    bound: dict[str, int] = {}  # value -> a bound on its magnitude, where one is known
+    positive: set[str] = set()  # constants above zero (a cdiv's divisor)
     narrow: dict[str, str] = {}  # value -> where it may have wrapped
     loaded: set[str] = set()  # 32-bit values loaded from memory (or only reshaped since)
     found: list[str] = []
@@ -92,6 +94,7 @@ def findings(ttir: str) -> list[str]:
         results = [f"{name}#{i}" for i in range(int(count))] if count else [name]
         operands = _operands(rest)
         if op == "scf.for":
+            _bound_induction(rest, bound)
             # a 32-bit value carried round the loop holds what its steps add up to (an
             # offset stepped by a stride is that stride times the steps taken)
             carried = _ITER_ARG.findall(rest.split("iter_args", 1)[-1]) \
@@ -104,17 +107,25 @@ def findings(ttir: str) -> list[str]:
                     named = re.sub(r"_\d+$", "", arg.lstrip("%"))
                     narrow[arg] = f"`{named}`, a 32-bit value carried round a loop"
             continue
+        proved = _proved_bound(op, rest, operands, bound, positive)
+        if proved is not None:
+            bound.update(dict.fromkeys(results, proved))
         if op == "arith.constant":
             constant.update(results)
+            if proved and not rest.lstrip().startswith(("-", "dense<-")):
+                positive.update(results)
             continue
         if op in _SHAPING and operands and all(o in constant for o in operands):
             constant.update(results)
+            if all(o in positive for o in operands):
+                positive.update(results)
             continue
-        if op in _NARROW_OPS and len(operands) >= 2 and _is_narrow(rest) \
-                and not any(o in constant for o in operands[:2]):
-            for r in results:
-                narrow[r] = _place(line, locs)
-            continue
+        if op in _NARROW_OPS and len(operands) >= 2 and _is_narrow(rest):
+            wraps = _product_may_wrap(op, operands[:2], constant, bound)
+            if wraps is not None:
+                for r in results:
+                    narrow[r] = _place(line, locs) + wraps
+                continue
         if op == "tt.load" and re.search(r"ptr<i(?:8|16|32)>", rest):
             loaded.update(results)  # exact as it is: an offset may be it, not a sum of it
             continue
@@ -125,7 +136,7 @@ def findings(ttir: str) -> list[str]:
                 for r in results:
                     narrow[r] = f"{_place(line, locs)} ({_LOADED})"
                 continue
-        if op in _UNBOUNDED and _is_narrow(rest):  # a 32-bit value of any size
+        if op in _UNBOUNDED and _is_narrow(rest) and (proved or _LIMIT) >= _LIMIT:
             for r in results:
                 narrow[r] = f"{_place(line, locs)} ({_UNBOUNDED[op]})"
             continue
@@ -137,6 +148,82 @@ def findings(ttir: str) -> list[str]:
             for r in results:
                 narrow[r] = tainted[0]
     return found
+
+
+_LIMIT = 2**31
+# what a bound on the operands bounds: ops whose result is no larger than ...
+_SAME = _SHAPING | {"arith.shrsi", "arith.shrui"}  # ... their first operand
+_SUM = {"arith.addi", "arith.subi"}
+_LARGER = {"arith.minsi", "arith.maxsi", "arith.minui", "arith.maxui"}  # ... the larger
+_CONSTANT = re.compile(r"^\s*(?:dense<)?(-?\d+)\b")
+_RANGE = re.compile(r"end = (-?\d+)\s*:.*start = (-?\d+)")
+_INDUCTION = re.compile(r"^\s*(%[\w.$-]+)\s*=\s*(%[\w.$-]+)\s+to\s+(%[\w.$-]+)\s+step")
+_CONSTANT_PRODUCT = " (a run-time value times a constant, in 32 bits)"
+_LARGE_PRODUCT = " (a 32-bit product whose factors' bounds pass 2**31)"
+
+
+def _proved_bound(op: str, rest: str, operands: list[str], bound: dict[str, int],
+                  positive: set[str]) -> int | None:
+    """A bound on the magnitude of what ``op`` computes: from constants, ``tl.arange``,
+    the grid's y and z program ids (CUDA caps them at 65,535), and integer ops over
+    those and over 32-bit values (each under 2**31 as it stands, so ``tl.cdiv(N, BN) *
+    GROUP`` is bounded where ``pid * BLOCK`` is not). None: nothing known beyond its
+    type."""
+    if op == "arith.constant":
+        match = _CONSTANT.match(rest)
+        return abs(int(match.group(1))) if match else None
+    if op == "tt.make_range":
+        match = _RANGE.search(rest)
+        return max(abs(int(match.group(1))), abs(int(match.group(2)))) if match else None
+    if op in ("tt.get_program_id", "tt.get_num_programs"):
+        return 65_536 if re.match(r"\s*[yz]\b", rest) else None
+    if not operands:
+        return None
+    known = [bound.get(o, _LIMIT) for o in operands]
+    first, second = known[0], known[1] if len(known) > 1 else _LIMIT
+    if op in _SAME:
+        return first
+    if op in ("arith.divsi", "arith.divui", "arith.ceildivsi", "arith.floordivsi"):
+        return first // max(1, second) + 1 if operands[1] in positive else first
+    if op in _SUM:
+        return first + second
+    if op == "arith.muli":
+        return first * second
+    if op == "arith.shli":
+        return first << min(second, 64)
+    if op in ("arith.remsi", "arith.remui"):
+        return min(first, second)  # a remainder is smaller than its divisor
+    if op in ("arith.andi", "arith.ori", "arith.xori"):
+        return 2 * max(first, second)  # two's complement: under twice the larger
+    if op in _LARGER:
+        return max(first, second)
+    if op == "arith.select" and len(known) >= 3:
+        return max(known[1], known[2])
+    return None
+
+
+def _bound_induction(rest: str, bound: dict[str, int]) -> None:
+    """An ``scf.for``'s induction variable lies between its bounds: proved where both
+    are (``for k in range(0, K_TILES)`` with a constant count)."""
+    match = _INDUCTION.match(rest)
+    if match and match.group(2) in bound and match.group(3) in bound:
+        bound[match.group(1)] = max(bound[match.group(2)], bound[match.group(3)])
+
+
+def _product_may_wrap(op: str, factors: list[str], constant: set[str],
+                      bound: dict[str, int]) -> str | None:
+    """Why a 32-bit product (or shift) of ``factors`` may pass 2**31, as a suffix to its
+    place ('' for two run-time values); None where its factors' bounds prove it cannot.
+    A constant times a value nothing bounds below 2**31 may wrap as surely as two
+    run-time values: ``pid * BLOCK`` passes 2**31 once the grid does, ``rows * K_DIM``
+    once a specialised size is large (red team 16)."""
+    left, right = (bound.get(f, _LIMIT) for f in factors)
+    product = left << min(right, 64) if op == "arith.shli" else left * right
+    if product < _LIMIT:
+        return None
+    if any(f in constant for f in factors):
+        return _CONSTANT_PRODUCT
+    return "" if min(left, right) >= _LIMIT else _LARGE_PRODUCT
 
 
 def source_files(ttir: str) -> list[str]:
@@ -179,12 +266,12 @@ def _where(line: str, locs: dict[str, str]) -> str | None:
 
 
 def message(kernel: str, found: list[str]) -> str:
-    return (f"kernel {kernel} computes an address from a 32-bit product of two run-time "
-            f"values, or from a 32-bit value it cannot bound ({', '.join(found[:3])}): it "
-            "wraps once the offset passes 2**31 "
-            "elements, as it does for a large tensor or for rows a long stride apart (a "
-            "slice of a larger tensor); widen a factor first (`.to(tl.int64)`) "
-            "(refused from its IR before it runs)")
+    return (f"kernel {kernel} computes an address from a 32-bit product it cannot bound "
+            f"below 2**31, or from a 32-bit value it cannot bound ({', '.join(found[:3])}): "
+            "it wraps once the offset passes 2**31 elements, as it does for a large tensor "
+            "or for rows a long stride apart (a slice of a larger tensor); widen the "
+            "run-time factor first (`pid.to(tl.int64) * BLOCK`, `row.to(tl.int64) * "
+            "stride`) (refused from its IR before it runs)")
 
 
 # --- the CPU form: the interpreter compiles nothing, so its launch is compiled to TTIR
@@ -268,7 +355,6 @@ def _ttir(function: Any, signature: dict, constexprs: dict) -> str | None:
         backend.add_stages(stages, options, source.language)
         return str(stages["ttir"](module, {}))
     except Exception:  # noqa: BLE001 - this host's frontend cannot: the GPU's rule stays
-        return None
         return None
 
 

@@ -60,14 +60,15 @@ module {
 """
 
 
-def test_only_a_product_of_two_run_time_values_feeding_an_address_is_found() -> None:
-    # line 7: row * stride in 32 bits, widened after the wrap: found. Line 5: a product
-    # with a constant. Line 9: widened first. Line 11: a 32-bit product used as a bound.
-    # Line 13: 32-bit arithmetic on a loaded value (the value itself is an exact offset);
-    # the loop: a 32-bit offset carried round it (stepped by a stride: the same product),
-    # its 64-bit neighbour not
+def test_a_32_bit_product_feeding_an_address_must_have_a_proved_bound() -> None:
+    # line 7: row * stride in 32 bits, widened after the wrap: found. Line 5: the x
+    # program id times a constant, nothing bounds it: found. Line 9: widened first. Line
+    # 11: a 32-bit product used as a bound. Line 13: 32-bit arithmetic on a loaded value
+    # (the value itself is an exact offset); the loop: a 32-bit offset carried round it
+    # (stepped by a stride: the same product), its 64-bit neighbour not
     assert narrow_addresses.findings(TTIR) == [
         "line 7 of candidate.py",
+        "line 5 of candidate.py (a run-time value times a constant, in 32 bits)",
         "line 13 of candidate.py (32-bit arithmetic on a value loaded from memory)",
         "`o`, a 32-bit value carried round a loop"]
     assert narrow_addresses.source_files(TTIR) == ["/tmp/candidate.py"]
@@ -75,6 +76,42 @@ def test_only_a_product_of_two_run_time_values_feeding_an_address_is_found() -> 
         TTIR.replace(": i32 loc(#loc4)", ": i64 loc(#loc4)"))
     message = narrow_addresses.message("k", ["line 7 of candidate.py"])
     assert "32-bit product" in message and "line 7" in message
+
+
+BOUNDS = """
+    %c64 = arith.constant 64 : i32 loc(#loc2)
+    %c8 = arith.constant 8 : i32 loc(#loc2)
+    %c63 = arith.constant 63 : i32 loc(#loc2)
+    %pid_y = tt.get_program_id y : i32 loc(#loc2)
+    %offs = tt.make_range {end = 64 : i32, start = 0 : i32} : tensor<64xi32> loc(#loc2)
+    %y_blk = arith.muli %pid_y, %c64 : i32 loc(#loc3)
+    %p1 = tt.addptr %x_ptr, %y_blk : !tt.ptr<f16>, i32 loc(#loc3)
+    %sq = arith.muli %offs, %offs : tensor<64xi32> loc(#loc4)
+    %p2 = tt.addptr %x_ptr, %sq : !tt.ptr<f16>, i32 loc(#loc4)
+    %up = arith.addi %n, %c63 : i32 loc(#loc5)
+    %tiles = arith.divsi %up, %c64 : i32 loc(#loc5)
+    %group = arith.muli %tiles, %c8 : i32 loc(#loc5)
+    %p3 = tt.addptr %x_ptr, %group : !tt.ptr<f16>, i32 loc(#loc5)
+    %big = arith.muli %tiles, %tiles : i32 loc(#loc6)
+    %p4 = tt.addptr %x_ptr, %big : !tt.ptr<f16>, i32 loc(#loc6)
+    %shift = arith.shli %n, %c8 : i32 loc(#loc7)
+    %p5 = tt.addptr %x_ptr, %shift : !tt.ptr<f16>, i32 loc(#loc7)
+    %cut = arith.remsi %n, %c64 : i32 loc(#loc8)
+    %mod = arith.muli %cut, %c63 : i32 loc(#loc8)
+    %p6 = tt.addptr %x_ptr, %mod : !tt.ptr<f16>, i32 loc(#loc8)
+"""
+
+
+def test_bounds_are_proved_from_constants_ranges_and_32_bit_widths() -> None:
+    # line 5: the y program id (under 65,536) times 64; line 7: an arange squared; line
+    # 9: a tile count (a 32-bit value over 64) times 8; line 15: a remainder under 64
+    # times 63: all proved under 2**31. Line 11: two tile counts multiplied may pass it;
+    # line 13: a run-time value shifted by a constant
+    ttir = TTIR.replace("    tt.return loc(#loc2)", BOUNDS + "    tt.return loc(#loc2)")
+    found = narrow_addresses.findings(ttir)[4:]
+    assert found == [
+        "line 11 of candidate.py (a 32-bit product whose factors' bounds pass 2**31)",
+        "line 13 of candidate.py (a run-time value times a constant, in 32 bits)"], found
 
 
 # Each launch's TTIR made by Triton's frontend; the kernels themselves not run (only
@@ -143,6 +180,11 @@ PLANTS = {
     # round 16: an offset stepped by adding round a loop holds the same 32-bit product
     "redteam16_softmax_decode_carried": "softmax",
     "redteam16_attention_carried_block_base": "attention",
+    # and a product with a constant (a specialised size, a block) of a value nothing bounds
+    "redteam16_matmul_constexpr_k": "matmul",
+    "redteam16_matmul_nt_constexpr_k": "matmul",
+    "redteam16_rope_k_constexpr_row": "rope",
+    "redteam16_swiglu_flat_halves": "swiglu",
 }
 
 
@@ -155,8 +197,9 @@ def test_each_plant_with_32_bit_offsets_is_found_on_its_own_path(plant: str) -> 
     found = _scan(BAD / f"{plant}.py", task_name, shapes)
     lines = [f for fs in found.values() for f in fs if f != "no TTIR"]
     assert lines, found
-    assert all(f.endswith(f"of {plant}.py") or "carried round a loop" in f
-               for f in lines), found
+    assert all(f"of {plant}.py" in f or "carried round a loop" in f for f in lines), found
+    if plant.startswith("redteam16_") and "carried" not in plant:  # a constant's product
+        assert any("a run-time value times a constant" in f for f in lines), found
 
 
 @pytest.mark.slow

@@ -4,10 +4,11 @@ address offset that wraps past 2**31 elements, built where the rule does not loo
 adding round a loop, or as a product with a specialised constant) and on an input or
 path the wide shape and the far-rows lap do not lay out. Their narrow copies passed the
 rule and the laps on the CPU. The two that carry their offset round a loop are refused
-since (a 32-bit iteration argument that feeds an address may wrap; on the CPU in
-test_narrow_addresses.py); the four built as a product with a specialised constant are
-kept as strict expected failures on a GPU until a rule covers the class: an address
-offset computed in 32 bits whose bound is not proved (docs/evaluator.md)."""
+since (a 32-bit iteration argument that feeds an address may wrap), and so are the four
+built as a product with a constant: a 32-bit product feeding an address must have a
+bound under 2**31 proved from its factors (constants, ranges, the grid's y and z ids,
+each 32-bit value under 2**31), which ``rows * K_DIM`` and ``pid * BLOCK`` have not. On
+the CPU in test_narrow_addresses.py."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import torch
 BAD = Path(__file__).parents[2] / "bad_kernels"
 
 CARRIED = [("softmax_decode_carried", "softmax"), ("attention_carried_block_base", "attention")]
-OPEN_ON_THE_GPU = [
+CONSTANT_PRODUCTS = [
     ("matmul_constexpr_k", "matmul", "A's rows times a specialised K"),
     ("matmul_nt_constexpr_k", "matmul", "a transposed weight's columns times a constant"),
     ("rope_k_constexpr_row", "rope", "k's tokens times a specialised row length"),
@@ -48,10 +49,11 @@ def test_offsets_carried_round_a_loop_are_refused_at_compile_on_the_gpu(plant: s
 @pytest.mark.gpu
 @pytest.mark.slow
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
-@pytest.mark.parametrize(("plant", "task", "why"), [
-    pytest.param(p, t, w, marks=pytest.mark.xfail(strict=True, reason=f"open: {w}"), id=p)
-    for p, t, w in OPEN_ON_THE_GPU])
-def test_offsets_built_where_the_ir_rule_does_not_look_are_refused_on_the_gpu(
-        plant: str, task: str, why: str) -> None:
+@pytest.mark.parametrize(("plant", "task", "why"), CONSTANT_PRODUCTS,
+                         ids=[p for p, _, _ in CONSTANT_PRODUCTS])
+def test_products_with_a_constant_are_refused_at_compile_on_the_gpu(plant: str, task: str,
+                                                                    why: str) -> None:
     result = _judged(plant, task)
-    assert not result.ok, f"passed the judge: {why}"
+    assert not result.ok and result.error_kind == "compile_error", f"{why}: {result.text}"
+    assert "a run-time value times a constant" in (result.error_message or ""), \
+        result.error_message
