@@ -179,7 +179,7 @@ class Forbidden:
               ) -> None:
         """One evaluation: threads alive now are the harness's."""
         with self._lock:
-            self._is_candidate = is_candidate
+            self._is_candidate = handed.remembered(is_candidate)  # asked per frame
             self._narrow_interpreted = narrow_interpreted
             self.started, self.exits, self.unseen, self.reads = [], [], [], []
             self.clocks, self._sources, self.narrow = [], {}, []

@@ -26,6 +26,34 @@ from types import CodeType, FrameType
 from typing import Any
 
 HARNESS = "kernelkb"  # the evaluator's own modules: a walk up the stack stops there
+# the watchers whose readers take their caller's frame (``sys._getframe``, which the
+# introspection hook sees) at every watched call, often under a library a hundred frames
+# deep (torch importing, Triton compiling): for their frames the few locals are looked
+# at before the stack is walked, which a frame that holds nothing handed then needs not
+WATCHERS = frozenset(f"{__package__}.{name}" for name in ("surroundings", "forbidden"))
+
+
+class _Answers(dict):  # type: ignore[type-arg]
+    """``is_candidate``'s answers by path, each asked once (``__missing__``)."""
+
+    def __init__(self, is_candidate: Callable[[str], bool]) -> None:
+        super().__init__()
+        self._ask = is_candidate
+
+    def __missing__(self, path: str) -> bool:
+        answer = self[path] = self._ask(path)
+        return answer
+
+
+def remembered(is_candidate: Callable[[str], bool]) -> Callable[[str], bool]:
+    """``is_candidate`` asked once per path, its answer kept for the evaluation.
+
+    Why: a watched read walks the stack and asks of every frame's file whether it is the
+    candidate's; a compile under the watchers makes thousands of reads through stacks a
+    hundred frames deep, and the answer for a path does not change (the watchers begin
+    afresh, with a fresh one of these, for each evaluation). A dict's own lookup, so a
+    path seen before costs no Python call."""
+    return _Answers(is_candidate).__getitem__
 
 
 def is_candidates(frame: FrameType, is_candidate: Callable[[str], bool]) -> bool:
@@ -76,6 +104,8 @@ def handed_by_candidate(frame: FrameType | None, callees: Iterable[Any],
     the harness's."""
     if frame is None:
         return None
+    if frame.f_globals.get("__name__") in WATCHERS and not holds(frame, callees):
+        return None  # the answer below, without the walk (see WATCHERS)
     above = frame.f_back
     while above is not None:  # first the cheap walk: most calls have no candidate above
         if is_candidates(above, is_candidate):

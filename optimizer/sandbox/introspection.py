@@ -81,7 +81,8 @@ class Introspection:
 
     def begin(self, is_candidate: Callable[[str], bool], module_name: str) -> None:
         with self._lock:
-            self._is_candidate, self._module, self.reached = is_candidate, module_name, []
+            self._is_candidate = handed.remembered(is_candidate)  # asked per frame
+            self._module, self.reached = module_name, []
 
     def audit(self, event: str, args: tuple[Any, ...]) -> None:
         if event == "object.__getattr__":
@@ -100,6 +101,12 @@ class Introspection:
             with self._lock:
                 self.reached.append(what)
             raise RuntimeError(f"refused by the evaluator: {what}")
+
+    # what its absence means (the hook runs untraced), said outright: Python looks it up
+    # on each hook at every audited event in the process, and on a bound method a missing
+    # one costs a raised and cleared AttributeError, about as much as the hook's fast
+    # path (the watchers' stack walks read ``f_code``, an audited event, once a frame)
+    audit.__cantrace__ = False  # type: ignore[attr-defined]
 
     def _refused(self, event: str, args: tuple[Any, ...]) -> str | None:
         """'EVENT at line N' when the candidate's own code makes this operation. Whose

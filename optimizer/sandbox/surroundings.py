@@ -160,7 +160,8 @@ class Surroundings:
 
     def begin(self, is_candidate: Callable[[str], bool]) -> None:
         with self._lock:
-            self._is_candidate, self.reads = is_candidate, []
+            self._is_candidate = handed.remembered(is_candidate)  # asked per frame
+            self.reads = []
 
     def problem(self) -> str | None:
         """Why the candidate broke the rule, or None."""
@@ -215,6 +216,8 @@ class Surroundings:
         if event in _AUDITED:
             self._refuse_if_candidate(f"{event}({str(args[0])[:60]!r})" if args else event,
                                       sys._getframe(1), handed.resolve(event))
+
+    audit.__cantrace__ = False  # type: ignore[attr-defined] # as introspection.py's hook
 
     # -- readers without a module function to replace ------------------------------------
     def _watch_datetime(self) -> None:
