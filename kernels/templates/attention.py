@@ -72,11 +72,12 @@ def _attend_block(acc, m_i, l_i, q1, q2, pos_q, start, cache_len, total,
         k1 = tl.load(kc, mask=cached[:, None], other=0.0)
         k2 = tl.load(kc + HALF, mask=cached[:, None], other=0.0)
         v = tl.load(vc, mask=cached[:, None], other=0.0)
-        r1, r2 = _load_rotated(k_base, n - cache_len, new, stride_s, n, cos_ptr, sin_ptr,
+        new_rows = n.to(tl.int64) - cache_len  # rows of k and v (64-bit: an address's)
+        r1, r2 = _load_rotated(k_base, new_rows, new, stride_s, n, cos_ptr, sin_ptr,
                                rope_exp, HALF, TABLE, True)
         k1 = tl.where(cached[:, None], k1, r1.to(k1.dtype))
         k2 = tl.where(cached[:, None], k2, r2.to(k2.dtype))
-        new_at = (n - cache_len)[:, None].to(tl.int64) * stride_s + offs_d[None, :]
+        new_at = new_rows[:, None] * stride_s + offs_d[None, :]
         v_new = tl.load(v_base + new_at, mask=new[:, None], other=0.0)
         v = tl.where(cached[:, None], v, v_new)
     else:

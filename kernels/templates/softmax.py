@@ -100,7 +100,7 @@ def softmax_long_row_kernel(out_ptr, x_ptr, n_rows, n_cols, stride_x, stride_o,
         inv = 1.0 / s
         n_chunks = tl.cdiv(n_cols, BLOCK)
         for i in range(0, n_chunks):
-            start = (n_chunks - 1 - i).to(tl.int64) * BLOCK
+            start = (n_chunks.to(tl.int64) - 1 - i) * BLOCK
             mask = start + cols < n_cols
             if HINTS:
                 x = tl.load(x_row + start + cols, mask=mask, other=-float("inf"),

@@ -15,16 +15,19 @@ either factor first (``row.to(tl.int64) * stride``) makes the product 64-bit and
 
 How: the kernel's TTIR (``CompiledKernel.asm["ttir"]`` on a GPU; under the CPU
 interpreter, the same frontend run on the launch's argument types, ``launch_findings``)
-is read as text. A 32-bit (or narrower) value may wrap when it is: an ``arith.muli`` /
-``arith.shli`` of two values neither of them a constant; a loop's iteration argument (an
-offset stepped by a stride round a loop holds that product, red team 16); 32-bit
-arithmetic on a value loaded from memory (the value itself is an exact offset); a float
-cast to it (``fptosi``) or a wider integer cut to it (``trunci``). What any integer op
-computes from such a value may wrap too, widened or not; a ``tt.addptr`` whose offset
-may wrap is the finding, named by its line in the source (or the loop variable's name).
-Not followed: a product with a constant, a ``tl.constexpr`` size among them (a K or a
-row length specialised: red team 16's other four plants), which the wide shape runs only
-at its own sizes.
+is read as text, one op a line, keeping a bound on each integer value's magnitude where
+one follows from constants, ``tl.arange``, the grid's y and z program ids and the ops
+over them (each other 32-bit value is only under 2**31 as it stands). A 32-bit (or
+narrower) value may wrap when it is: a ``muli`` / ``shli`` whose bound is not proved
+under 2**31 (``row * stride``, and since red team 16 ``pid * BLOCK``, ``rows * K_DIM``);
+an ``addi`` / ``subi`` whose bound reaches 2**32 (``stride + stride``: red team 17); a
+value carried round a loop (``scf.for`` and ``scf.while`` arguments, any region's block
+arguments: an offset stepped by a stride holds that product); the result of a scan or
+reduction that adds 32-bit values (``tl.cumsum``); 32-bit arithmetic on a value loaded
+from memory or returned by an atomic (the value itself is an exact offset); a float cast
+to it or a wider integer cut to it. What any integer op computes from such a value may
+wrap too, widened or not; a ``tt.addptr`` whose offset may wrap is the finding, named by
+its line in the source (or the loop variable's name).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ _VALUE = re.compile(r"%[\w.$-]+(?:#\d+)?")
 _LOC_REF = re.compile(r"loc\((#loc\d*)\)\s*$")
 _LOC_DEF = re.compile(r"^(#loc\d*) = loc\((.*)\)\s*$")
 _FILE_LINE = re.compile(r"\"([^\"]+)\":(\d+):(\d+)")
+_CALLSITE = re.compile(r"^callsite\((#loc\d*|.+?) at (#loc\d*|.+)\)$")
 _ITER_ARG = re.compile(r"(%[\w.$-]+)\s*=\s*(%[\w.$-]+(?:#\d+)?)")
 # ops that pass a constant on as a constant (a splat of 128 is still 128)
 _SHAPING = {"tt.splat", "tt.broadcast", "tt.expand_dims", "tt.reshape", "arith.extsi",
@@ -84,15 +88,41 @@ def findings(ttir: str) -> list[str]:
     narrow: dict[str, str] = {}  # value -> where it may have wrapped
     loaded: set[str] = set()  # 32-bit values loaded from memory (or only reshaped since)
     found: list[str] = []
+    folding: list[str] = []  # the results of the scan or reduction being read
+    folded = False  # whether its combine adds or multiplies 32-bit values
     for line in ttir.splitlines():
-        if line.lstrip().startswith("^"):  # a block's arguments: run-time values
+        if line.lstrip().startswith("^"):  # a region's arguments: a loop's carried values
+            for arg, types in _BLOCK_ARG.findall(line):
+                if _is_narrow(f" : {types}"):
+                    narrow[arg] = _carried(arg)
             continue
+        if line.lstrip().startswith("})"):
+            if folded:  # a prefix sum or a total of 32-bit values
+                for r in folding:
+                    narrow[r] = f"{_place(line, locs)} ({_FOLDED})"
+            folding, folded = [], False
         match = _OP.match(line)
         if not match:
             continue
         name, count, op, rest = match.groups()
         results = [f"{name}#{i}" for i in range(int(count))] if count else [name]
         operands = _operands(rest)
+        if op in ("tt.scan", "tt.reduce"):
+            folding = results
+            continue
+        if folding and op in _SUM | _NARROW_OPS and _is_narrow(rest):
+            folded = True
+        if op == "scf.while":
+            header = rest.split(" : ", 1)
+            types = _carried_types(" -> (" + header[1].split(") ->", 1)[0].lstrip(" (") + ")") \
+                if len(header) > 1 else []
+            for i, (arg, _init) in enumerate(_ITER_ARG.findall(header[0])):
+                if i < len(types) and _is_narrow(f" : {types[i]}"):
+                    narrow[arg] = _carried(arg)
+            for i, r in enumerate(results):
+                if i < len(types) and _is_narrow(f" : {types[i]}"):
+                    narrow[r] = _carried(name)
+            continue
         if op == "scf.for":
             _bound_induction(rest, bound)
             # a 32-bit value carried round the loop holds what its steps add up to (an
@@ -104,12 +134,12 @@ def findings(ttir: str) -> list[str]:
                 if init in narrow:
                     narrow[arg] = narrow[init]
                 elif i < len(types) and _is_narrow(f" : {types[i]}"):
-                    named = re.sub(r"_\d+$", "", arg.lstrip("%"))
-                    narrow[arg] = f"`{named}`, a 32-bit value carried round a loop"
+                    narrow[arg] = _carried(arg)
             continue
         proved = _proved_bound(op, rest, operands, bound, positive)
-        if proved is not None:
-            bound.update(dict.fromkeys(results, proved))
+        if proved is not None:  # a 32-bit value is under 2**31 whatever it was computed as
+            kept = min(proved, _LIMIT) if _is_narrow(rest) else proved
+            bound.update(dict.fromkeys(results, kept))
         if op == "arith.constant":
             constant.update(results)
             if proved and not rest.lstrip().startswith(("-", "dense<-")):
@@ -126,7 +156,7 @@ def findings(ttir: str) -> list[str]:
                 for r in results:
                     narrow[r] = _place(line, locs) + wraps
                 continue
-        if op == "tt.load" and re.search(r"ptr<i(?:8|16|32)>", rest):
+        if op in _LOADS and re.search(r"ptr<i(?:8|16|32)>", rest):
             loaded.update(results)  # exact as it is: an offset may be it, not a sum of it
             continue
         if loaded.intersection(operands) and _is_narrow(rest):
@@ -136,6 +166,11 @@ def findings(ttir: str) -> list[str]:
                 for r in results:
                     narrow[r] = f"{_place(line, locs)} ({_LOADED})"
                 continue
+        if op in _SUM and len(operands) >= 2 and _is_narrow(rest) \
+                and (proved or 0) >= 2 * _LIMIT:
+            for r in results:
+                narrow[r] = f"{_place(line, locs)} ({_WIDE_SUM})"
+            continue
         if op in _UNBOUNDED and _is_narrow(rest) and (proved or _LIMIT) >= _LIMIT:
             for r in results:
                 narrow[r] = f"{_place(line, locs)} ({_UNBOUNDED[op]})"
@@ -158,6 +193,11 @@ _LARGER = {"arith.minsi", "arith.maxsi", "arith.minui", "arith.maxui"}  # ... th
 _CONSTANT = re.compile(r"^\s*(?:dense<)?(-?\d+)\b")
 _RANGE = re.compile(r"end = (-?\d+)\s*:.*start = (-?\d+)")
 _INDUCTION = re.compile(r"^\s*(%[\w.$-]+)\s*=\s*(%[\w.$-]+)\s+to\s+(%[\w.$-]+)\s+step")
+_BLOCK_ARG = re.compile(r"(%[\w.$-]+):\s*((?:tensor<[^>]*>|[\w]+))")
+# what reads memory: a loaded value, or the old value an atomic returns
+_LOADS = {"tt.load", "tt.atomic_rmw", "tt.atomic_cas"}
+_FOLDED = "a 32-bit prefix sum or total over a block"
+_WIDE_SUM = "a 32-bit sum of two values each up to 2**31"
 _CONSTANT_PRODUCT = " (a run-time value times a constant, in 32 bits)"
 _LARGE_PRODUCT = " (a 32-bit product whose factors' bounds pass 2**31)"
 
@@ -181,6 +221,8 @@ def _proved_bound(op: str, rest: str, operands: list[str], bound: dict[str, int]
         return None
     known = [bound.get(o, _LIMIT) for o in operands]
     first, second = known[0], known[1] if len(known) > 1 else _LIMIT
+    if op in ("arith.divui", "arith.remui", "arith.shrui") and first >= _LIMIT:
+        first = 2 * _LIMIT  # a negative 32-bit value read unsigned is up to 2**32
     if op in _SAME:
         return first
     if op in ("arith.divsi", "arith.divui", "arith.ceildivsi", "arith.floordivsi"):
@@ -207,7 +249,9 @@ def _bound_induction(rest: str, bound: dict[str, int]) -> None:
     are (``for k in range(0, K_TILES)`` with a constant count)."""
     match = _INDUCTION.match(rest)
     if match and match.group(2) in bound and match.group(3) in bound:
-        bound[match.group(1)] = max(bound[match.group(2)], bound[match.group(3)])
+        proved = max(bound[match.group(2)], bound[match.group(3)])
+        narrow = re.search(r":\s*i(?:8|16|32)\s*\{?\s*(?:loc\(.*)?$", rest)
+        bound[match.group(1)] = min(proved, _LIMIT) if narrow else proved
 
 
 def _product_may_wrap(op: str, factors: list[str], constant: set[str],
@@ -224,6 +268,11 @@ def _product_may_wrap(op: str, factors: list[str], constant: set[str],
     if any(f in constant for f in factors):
         return _CONSTANT_PRODUCT
     return "" if min(left, right) >= _LIMIT else _LARGE_PRODUCT
+
+
+def _carried(name: str) -> str:
+    named = re.sub(r"_\d+$", "", name.lstrip("%"))
+    return f"`{named}`, a 32-bit value carried round a loop"
 
 
 def source_files(ttir: str) -> list[str]:
@@ -253,16 +302,26 @@ def _locations(ttir: str) -> dict[str, str]:
 
 def _where(line: str, locs: dict[str, str]) -> str | None:
     match = _LOC_REF.search(line)
-    text = locs.get(match.group(1), "") if match else ""
-    for _ in range(8):  # a name's location points at another: follow it
-        place = _FILE_LINE.search(text)
-        if place:
-            return f"line {place.group(2)} of {place.group(1).rsplit('/', 1)[-1]}"
-        ref = re.search(r"#loc\d*", text)
-        if not ref:
-            return None
-        text = locs.get(ref.group(0), "")
-    return None
+    place = _resolve(locs.get(match.group(1), "") if match else "", locs, 8)
+    return f"line {place[1]} of {place[0].rsplit('/', 1)[-1]}" if place else None
+
+
+def _resolve(text: str, locs: dict[str, str], depth: int) -> tuple[str, str] | None:
+    """The file and line a location names, following references; of a call site, the
+    callee's, unless that is Triton's own library (``tl.cumsum``'s add): the caller's."""
+    if depth <= 0:
+        return None
+    call = _CALLSITE.match(text.strip())
+    if call:
+        callee = _resolve(locs.get(call.group(1), call.group(1)), locs, depth - 1)
+        if callee and "/triton/" not in callee[0]:
+            return callee
+        return _resolve(locs.get(call.group(2), call.group(2)), locs, depth - 1) or callee
+    place = _FILE_LINE.search(text)
+    if place:
+        return place.group(1), place.group(2)
+    ref = re.search(r"#loc\d*", text)
+    return _resolve(locs.get(ref.group(0), ""), locs, depth - 1) if ref else None
 
 
 def message(kernel: str, found: list[str]) -> str:

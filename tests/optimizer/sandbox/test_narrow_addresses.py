@@ -114,6 +114,46 @@ def test_bounds_are_proved_from_constants_ranges_and_32_bit_widths() -> None:
         "line 13 of candidate.py (a run-time value times a constant, in 32 bits)"], found
 
 
+FOLDS = """
+    %c1 = arith.constant 1 : i32 loc(#loc2)
+    %w:2 = scf.while (%w_i = %c0, %w_off = %c0) : (i32, i32) -> (i32, i32) {
+      scf.condition(%ok) %w_i, %w_off : i32, i32 loc(#loc2)
+    } do {
+    ^bb0(%w_i_1: i32 loc("w_i"(#loc2)), %w_off_1: i32 loc("w_off"(#loc2))):
+      %w_p = tt.addptr %x_ptr, %w_off_1 : !tt.ptr<f16>, i32 loc(#loc3)
+      scf.yield %w_i_1, %w_off_1 : i32, i32 loc(#loc3)
+    } loc(#loc3)
+    %rows = tt.splat %stride : i32 -> tensor<8xi32> loc(#loc4)
+    %sums = "tt.scan"(%rows) <{axis = 0 : i32, reverse = false}> ({
+    ^bb0(%a: i32 loc(#loc4), %b: i32 loc(#loc4)):
+      %ab = arith.addi %a, %b : i32 loc(#loc4)
+      tt.scan.return %ab : i32 loc(#loc4)
+    }) : (tensor<8xi32>) -> tensor<8xi32> loc(#loc4)
+    %p_s = tt.addptr %x_ptr, %sums : !tt.ptr<f16>, tensor<8xi32> loc(#loc4)
+    %claim = tt.atomic_rmw add, acq_rel, gpu, %c_ptr, %c64 : (!tt.ptr<i32>, i32) -> i32 loc(#loc5)
+    %at = arith.addi %claim, %c64 : i32 loc(#loc5)
+    %p_a = tt.addptr %x_ptr, %at : !tt.ptr<f16>, i32 loc(#loc5)
+    %twice = arith.addi %stride, %stride : i32 loc(#loc6)
+    %p_t = tt.addptr %x_ptr, %twice : !tt.ptr<f16>, i32 loc(#loc6)
+    %last = arith.subi %n, %c1 : i32 loc(#loc7)
+    %p_l = tt.addptr %x_ptr, %last : !tt.ptr<f16>, i32 loc(#loc7)
+"""
+
+
+def test_values_folded_carried_claimed_or_summed_wide_are_read_as_wrapped() -> None:
+    # a while loop's 32-bit carried value, a prefix sum of a stride (line 7), an atomic's
+    # old value plus a block (line 9), a stride added to itself (line 11); one less than
+    # a size (line 13) is not
+    ttir = TTIR.replace("    tt.return loc(#loc2)", BOUNDS.replace("#loc", "#xloc") + FOLDS
+                        + "    tt.return loc(#loc2)")
+    found = narrow_addresses.findings(ttir)[6:]
+    assert found == [
+        "`w_off`, a 32-bit value carried round a loop",
+        "line 7 of candidate.py (a 32-bit prefix sum or total over a block)",
+        "line 9 of candidate.py (32-bit arithmetic on a value loaded from memory)",
+        "line 11 of candidate.py (a 32-bit sum of two values each up to 2**31)"], found
+
+
 # Each launch's TTIR made by Triton's frontend; the kernels themselves not run (only
 # their arguments' types matter), so the scan takes seconds where running them takes
 # minutes. Printed: {kernel: findings} for every launch the call made.
@@ -185,6 +225,12 @@ PLANTS = {
     "redteam16_matmul_nt_constexpr_k": "matmul",
     "redteam16_rope_k_constexpr_row": "rope",
     "redteam16_swiglu_flat_halves": "swiglu",
+    # round 17: products built without a multiply (a while loop, a prefix sum, unrolled
+    # additions, an atomic work cursor)
+    "redteam17_matmul_while_weight_base": "matmul",
+    "redteam17_rmsnorm_tile_rows_cumsum": "rmsnorm",
+    "redteam17_softmax_rows_unrolled": "softmax",
+    "redteam17_swiglu_atomic_cursor": "swiglu",
 }
 
 
