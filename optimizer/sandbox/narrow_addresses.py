@@ -1,4 +1,4 @@
-"""Address offsets that may wrap in 32 bits (a product of run-time values), refused.
+"""Address offsets that may wrap in 32 bits (a product or sum not proved in range), refused.
 
 Why: Triton types an integer argument under 2**31 and ``tl.program_id`` as int32, so
 ``row * stride`` is a 32-bit multiply, and it wraps once the product passes 2**31 elements:
@@ -6,12 +6,12 @@ a tensor of that size, or a slice of a larger one whose rows stand a whole promp
 (``logits[:, -1, :]``). The judge's wide shape and far-apart rows find such offsets by
 running them, but only on the layouts they lay out; a kernel can keep its 32-bit offsets
 on a path those layouts do not take (few rows, long rows, the output, a written cache, a
-transposed weight's columns, rows relative to a program's base: red team 15). The rule
-here holds on every path the kernel compiles: no address offset may come from a 32-bit
-multiply (or shift) whose two factors are both known only at run time. A factor that is
-a compile-time constant (``pid * BLOCK``, ``BLOCK_K * stride``) is allowed: its product
-stays under the constant times a 32-bit value, which the wide shape runs. Widening
-either factor first (``row.to(tl.int64) * stride``) makes the product 64-bit and clean.
+transposed weight's columns, rows relative to a program's base: red team 15), or build
+them where no run reaches (a specialised K, a launch split in two: red team 16; additions,
+a prefix sum, a while loop, an atomic cursor: red team 17). The rule here holds on every
+path the kernel compiles: every 32-bit value that reaches an address must be proved in
+range. Widening the run-time factor first (``pid.to(tl.int64) * BLOCK``,
+``row.to(tl.int64) * stride``) makes the arithmetic 64-bit and clean.
 
 How: the kernel's TTIR (``CompiledKernel.asm["ttir"]`` on a GPU; under the CPU
 interpreter, the same frontend run on the launch's argument types, ``launch_findings``)
