@@ -81,108 +81,135 @@ def _operands(rest: str) -> list[str]:
 def findings(ttir: str) -> list[str]:
     """Where an address offset may have wrapped in 32 bits: ``line 12 of file.py`` (or
     the op's text where the IR carries no location), once each, in order."""
-    locs = _locations(ttir)
-    constant: set[str] = set()
-    bound: dict[str, int] = {}  # value -> a bound on its magnitude, where one is known
-    positive: set[str] = set()  # constants above zero (a cdiv's divisor)
-    narrow: dict[str, str] = {}  # value -> where it may have wrapped
-    loaded: set[str] = set()  # 32-bit values loaded from memory (or only reshaped since)
-    found: list[str] = []
-    folding: list[str] = []  # the results of the scan or reduction being read
-    folded = False  # whether its combine adds or multiplies 32-bit values
+    reading = _Reading(_locations(ttir))
     for line in ttir.splitlines():
+        reading.read(line)
+    return reading.found
+
+
+class _Reading:
+    """One kernel's IR read top to bottom, one op a line: what each value is known to
+    be (a constant, a bound on its magnitude, loaded from memory, possibly wrapped)."""
+
+    def __init__(self, locs: dict[str, str]) -> None:
+        self.locs = locs
+        self.constant: set[str] = set()
+        self.positive: set[str] = set()  # constants above zero (a cdiv's divisor)
+        self.bound: dict[str, int] = {}  # value -> a bound on its magnitude, where known
+        self.narrow: dict[str, str] = {}  # value -> where it may have wrapped
+        self.loaded: set[str] = set()  # 32-bit values loaded (or only reshaped since)
+        self.found: list[str] = []
+        self.folding: list[str] = []  # the results of the scan or reduction being read
+        self.folded = False  # whether its combine adds or multiplies 32-bit values
+
+    def read(self, line: str) -> None:
         if line.lstrip().startswith("^"):  # a region's arguments: a loop's carried values
             for arg, types in _BLOCK_ARG.findall(line):
                 if _is_narrow(f" : {types}"):
-                    narrow[arg] = _carried(arg)
-            continue
+                    self.narrow[arg] = _carried(arg)
+            return
         if line.lstrip().startswith("})"):
-            if folded:  # a prefix sum or a total of 32-bit values
-                for r in folding:
-                    narrow[r] = f"{_place(line, locs)} ({_FOLDED})"
-            folding, folded = [], False
+            if self.folded:  # a prefix sum or a total of 32-bit values
+                for r in self.folding:
+                    self.narrow[r] = f"{_place(line, self.locs)} ({_FOLDED})"
+            self.folding, self.folded = [], False
         match = _OP.match(line)
         if not match:
-            continue
+            return
         name, count, op, rest = match.groups()
         results = [f"{name}#{i}" for i in range(int(count))] if count else [name]
-        operands = _operands(rest)
         if op in ("tt.scan", "tt.reduce"):
-            folding = results
-            continue
-        if folding and op in _SUM | _NARROW_OPS and _is_narrow(rest):
-            folded = True
+            self.folding = results
+        elif op in ("scf.for", "scf.while"):
+            self._loop(op, name, rest, results)
+        else:
+            self._value(line, op, rest, results, _operands(rest))
+
+    def _loop(self, op: str, name: str, rest: str, results: list[str]) -> None:
+        """A 32-bit value carried round a loop holds what its steps add up to (an offset
+        stepped by a stride is that stride times the steps taken)."""
         if op == "scf.while":
             header = rest.split(" : ", 1)
             types = _carried_types(" -> (" + header[1].split(") ->", 1)[0].lstrip(" (") + ")") \
                 if len(header) > 1 else []
             for i, (arg, _init) in enumerate(_ITER_ARG.findall(header[0])):
                 if i < len(types) and _is_narrow(f" : {types[i]}"):
-                    narrow[arg] = _carried(arg)
+                    self.narrow[arg] = _carried(arg)
             for i, r in enumerate(results):
                 if i < len(types) and _is_narrow(f" : {types[i]}"):
-                    narrow[r] = _carried(name)
-            continue
-        if op == "scf.for":
-            _bound_induction(rest, bound)
-            # a 32-bit value carried round the loop holds what its steps add up to (an
-            # offset stepped by a stride is that stride times the steps taken)
-            carried = _ITER_ARG.findall(rest.split("iter_args", 1)[-1]) \
-                if "iter_args" in rest else []
-            types = _carried_types(rest)
-            for i, (arg, init) in enumerate(carried):
-                if init in narrow:
-                    narrow[arg] = narrow[init]
-                elif i < len(types) and _is_narrow(f" : {types[i]}"):
-                    narrow[arg] = _carried(arg)
-            continue
-        proved = _proved_bound(op, rest, operands, bound, positive)
+                    self.narrow[r] = _carried(name)
+            return
+        _bound_induction(rest, self.bound)
+        carried = _ITER_ARG.findall(rest.split("iter_args", 1)[-1]) \
+            if "iter_args" in rest else []
+        types = _carried_types(rest)
+        for i, (arg, init) in enumerate(carried):
+            if init in self.narrow:
+                self.narrow[arg] = self.narrow[init]
+            elif i < len(types) and _is_narrow(f" : {types[i]}"):
+                self.narrow[arg] = _carried(arg)
+
+    def _value(self, line: str, op: str, rest: str, results: list[str],
+               operands: list[str]) -> None:
+        """An op computing values: its results' bound, whether they may have wrapped
+        (or inherit that from an operand), and an address built from such a value."""
+        narrow32 = _is_narrow(rest)
+        if self.folding and op in _SUM | _NARROW_OPS and narrow32:
+            self.folded = True
+        proved = _proved_bound(op, rest, operands, self.bound, self.positive)
         if proved is not None:  # a 32-bit value is under 2**31 whatever it was computed as
-            kept = min(proved, _LIMIT) if _is_narrow(rest) else proved
-            bound.update(dict.fromkeys(results, kept))
-        if op == "arith.constant":
-            constant.update(results)
-            if proved and not rest.lstrip().startswith(("-", "dense<-")):
-                positive.update(results)
-            continue
-        if op in _SHAPING and operands and all(o in constant for o in operands):
-            constant.update(results)
-            if all(o in positive for o in operands):
-                positive.update(results)
-            continue
-        if op in _NARROW_OPS and len(operands) >= 2 and _is_narrow(rest):
-            wraps = _product_may_wrap(op, operands[:2], constant, bound)
-            if wraps is not None:
-                for r in results:
-                    narrow[r] = _place(line, locs) + wraps
-                continue
-        if op in _LOADS and re.search(r"ptr<i(?:8|16|32)>", rest):
-            loaded.update(results)  # exact as it is: an offset may be it, not a sum of it
-            continue
-        if loaded.intersection(operands) and _is_narrow(rest):
-            if op in _SHAPING:
-                loaded.update(results)
-            else:  # 32-bit arithmetic on a value of any size
-                for r in results:
-                    narrow[r] = f"{_place(line, locs)} ({_LOADED})"
-                continue
-        if op in _SUM and len(operands) >= 2 and _is_narrow(rest) \
-                and (proved or 0) >= 2 * _LIMIT:
+            self.bound.update(dict.fromkeys(results, min(proved, _LIMIT) if narrow32
+                                            else proved))
+        why = self._wraps(op, rest, results, operands, proved, narrow32)
+        if why == _KNOWN:
+            return
+        if why is not None:
+            place = _place(line, self.locs)
             for r in results:
-                narrow[r] = f"{_place(line, locs)} ({_WIDE_SUM})"
-            continue
-        if op in _UNBOUNDED and _is_narrow(rest) and (proved or _LIMIT) >= _LIMIT:
-            for r in results:
-                narrow[r] = f"{_place(line, locs)} ({_UNBOUNDED[op]})"
-            continue
-        tainted = [narrow[o] for o in operands if o in narrow]
-        if op == "tt.addptr" and len(operands) >= 2 and operands[1] in narrow:
-            if narrow[operands[1]] not in found:
-                found.append(narrow[operands[1]])
+                self.narrow[r] = place + why
+            return
+        if op == "tt.addptr" and len(operands) >= 2 and operands[1] in self.narrow:
+            if self.narrow[operands[1]] not in self.found:
+                self.found.append(self.narrow[operands[1]])
+        tainted = [self.narrow[o] for o in operands if o in self.narrow]
         if tainted and _integer(rest):
             for r in results:
-                narrow[r] = tainted[0]
-    return found
+                self.narrow[r] = tainted[0]
+
+    def _wraps(self, op: str, rest: str, results: list[str], operands: list[str],
+               proved: int | None, narrow32: bool) -> str | None:
+        """Why this op's 32-bit result may have wrapped, as a suffix to its place; None
+        where it has not by itself (its operands may have); _KNOWN where the op only
+        made a constant or a loaded value, which is recorded."""
+        if op == "arith.constant":
+            self.constant.update(results)
+            if proved and not rest.lstrip().startswith(("-", "dense<-")):
+                self.positive.update(results)
+            return _KNOWN
+        if op in _SHAPING and operands and all(o in self.constant for o in operands):
+            self.constant.update(results)
+            if all(o in self.positive for o in operands):
+                self.positive.update(results)
+            return _KNOWN
+        if op in _NARROW_OPS and len(operands) >= 2 and narrow32:
+            wraps = _product_may_wrap(op, operands[:2], self.constant, self.bound)
+            if wraps is not None:
+                return wraps
+        if op in _LOADS and re.search(r"ptr<i(?:8|16|32)>", rest):
+            self.loaded.update(results)  # exact as it is: an offset, not a sum of it
+            return _KNOWN
+        if self.loaded.intersection(operands) and narrow32:
+            if op not in _SHAPING:
+                return f" ({_LOADED})"  # 32-bit arithmetic on a value of any size
+            self.loaded.update(results)
+        if op in _SUM and len(operands) >= 2 and narrow32 and (proved or 0) >= 2 * _LIMIT:
+            return f" ({_WIDE_SUM})"
+        if op in _UNBOUNDED and narrow32 and (proved or _LIMIT) >= _LIMIT:
+            return f" ({_UNBOUNDED[op]})"
+        return None
+
+
+_KNOWN = "\0"  # _Reading._wraps: a constant or a loaded value, recorded as such
 
 
 _LIMIT = 2**31
