@@ -24,6 +24,8 @@ import tempfile
 import typing
 import warnings
 
+from kernelkb.kernels.launch_hooks import plan_hook_test  # export: inlined above
+
 DISPATCH_FORMAT = "kernelkb.dispatch/1"
 DISPATCH_CACHE_MAX = 4096  # distinct shape keys cached per op before the cache restarts
 
@@ -232,7 +234,6 @@ def dispatch_fast_launch(fn: object, limit: int = 256) -> bool:
     own path; an error on the fast path turns it off for good and retries the plain one.
     Returns whether it was installed."""
     try:
-        from triton import knobs
         from triton.runtime import driver
         from triton.runtime.jit import JITFunction
     except ImportError:
@@ -247,10 +248,10 @@ def dispatch_fast_launch(fn: object, limit: int = 256) -> bool:
     cache: dict = {}
     state = {"on": True}
     active = driver.active
+    hooked = plan_hook_test()
 
     def run(*args, grid, warmup, **kwargs):
-        if warmup or not state["on"] or callable(grid) or \
-                knobs.runtime.launch_enter_hook is not None:
+        if warmup or not state["on"] or callable(grid) or hooked():
             return plain(*args, grid=grid, warmup=warmup, **kwargs)
         try:
             key = (tuple(grid), tuple(map(_arg_key, args)), tuple(kwargs.items()))

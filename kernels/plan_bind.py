@@ -21,6 +21,7 @@ import warnings
 
 import torch
 
+from kernelkb.kernels.launch_hooks import plan_hook_test  # export: inlined above
 from kernelkb.kernels.plan_record import (  # export: plan_record.py is inlined above
     PlanRefused,
     plan_record,
@@ -176,15 +177,10 @@ def plan_bind(record, slow=None):
     if any(step.kernel is not None for step in record.steps):
         from triton.runtime import driver
 
-        try:
-            from triton import knobs
-            w.ns["_hooks"] = knobs.runtime
-            if slow is not None:
-                w.ns["_slow"] = slow
-                head.append("    if _hooks.launch_enter_hook is not None:")
-                head.append(f"        return _slow({params})")
-        except ImportError:
-            pass
+        if slow is not None:
+            w.ns["_slow"], w.ns["_hooked"] = slow, plan_hook_test()
+            head.append("    if _hooked():")
+            head.append(f"        return _slow({params})")
         device = next(t.get_device() for t in plan_tensors(record.inputs) if t.is_cuda)
         w.ns["_stream"] = driver.active.get_current_stream
         head.append(f"    _s = _stream({device})")

@@ -1,10 +1,11 @@
 """Export the best kernel as a Python module usable from PyTorch.
 
 The module carries the candidate's source (its kernels and ``run``), the launch-plan
-runtime (kernels/plan_record.py and plan_bind.py, verbatim: torch + triton only) and, with
-a dispatch table (optimizer/dispatch.py), the dispatch runtime (kernels/dispatch_runtime.py)
-and the table, both as a ``<module>.dispatch.json`` file beside it (what a user replaces
-with a merged table) and embedded (used when the file is missing).
+runtime (kernels/launch_hooks.py, plan_record.py and plan_bind.py, verbatim: torch +
+triton only) and, with a dispatch table (optimizer/dispatch.py), the dispatch runtime
+(kernels/dispatch_runtime.py) and the table, both as a ``<module>.dispatch.json`` file
+beside it (what a user replaces with a merged table) and embedded (used when the file is
+missing).
 
 What a call runs is the launch plan, not ``run``: the first call of an input layout calls
 the configuration's ``run`` once while its Triton launches and buffer allocations are
@@ -151,11 +152,15 @@ def _runtime_text(module: Any) -> str:
 
 
 def _plan_glue(name: str) -> str:
-    from kernelkb.kernels import plan_bind, plan_record
+    from kernelkb.kernels import launch_hooks, plan_bind, plan_record
 
     return "\n".join([
         "",
-        "# -- launch plans (kernels/plan_record.py, plan_bind.py of KernelKB, generated) ---",
+        "# -- launch plans (kernels/launch_hooks.py, plan_record.py, plan_bind.py of "
+        "KernelKB, generated) ---",
+        _runtime_text(launch_hooks),
+        "",
+        "",
         _runtime_text(plan_record),
         "",
         "",
