@@ -85,13 +85,18 @@ def reference(
 
 def make_inputs(shape: Shape, dtype: torch.dtype, seed: int, device: str) -> tuple:
     """q, k, v for the new tokens; caches with cache_len random (already rotated) entries
-    and CACHE_SLACK random slots past the new tokens; then cache_len itself."""
+    and CACHE_SLACK slots past the new tokens; then cache_len itself. The slots past hold
+    NaN, as a serving engine's unwritten cache memory may: a kernel that reads keys or
+    values past cache_len + seq and trusts the causal mask to weigh them 0 computes
+    0 * NaN there (red team 18: finite slots passed it)."""
     batch, heads, seq, cache_len, head_dim = shape
     gen = torch.Generator(device=device).manual_seed(seed)
     new = (batch, heads, seq, head_dim)
     cache = (batch, heads, cache_len + seq + CACHE_SLACK, head_dim)
     q, k, v = (torch.randn(new, generator=gen, device=device) for _ in range(3))
     k_cache, v_cache = (torch.randn(cache, generator=gen, device=device) for _ in range(2))
+    for unwritten in (k_cache, v_cache):
+        unwritten[:, :, cache_len + seq:] = float("nan")
     tensors = (q, k, v, k_cache, v_cache)
     return (*(t.to(device=device, dtype=dtype) for t in tensors), cache_len)
 
@@ -220,6 +225,8 @@ TASK = register(
         # a batch of 64 decodes over 8192 cached tokens, 32 heads of 128: the cache holds
         # 2.15e9 elements
         wide_shape=(64, 32, 1, 8192, 128),
+        # one query over a 128K-token cache (Llama 3.1's context), one head
+        reach_shape=(1, 1, 1, 131071, 64),
         dtypes=("float16", "bfloat16"),
         torch_constants=True,  # RoPE's cos/sin of positions (the ROPE_TABLE path)
         tolerances={

@@ -223,7 +223,7 @@ SPACES: dict[str, Space] = {
                      (-math.inf, -1e4, -3e38, 100.0, 30.0)),
     "rmsnorm": Space(0, ("outlier", "spike", "constant"), (0.0, 1e-3, 300.0, 60.0)),
     "swiglu": Space(0, ("spike", "constant", "outlier"), (30.0, -80.0, 0.0, 20.0)),
-    "rope": Space(2, ("offset",), (4096.0, 32768.0), "swapped", (0, 1)),
+    "rope": Space(2, ("offset",), (4096.0, 32768.0, 131072.0, 1000000.0), "swapped", (0, 1)),
     "attention": Space(layout="swapped", layout_inputs=(0, 1, 2)),
     "matmul": Space(0, ("constant", "spike"), (0.0, 1.0, 30.0), "transposed", (1,)),
 }

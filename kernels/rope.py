@@ -17,6 +17,7 @@ cos/sin vs two launches; heads per program; warps.
 
 from __future__ import annotations
 
+import math
 from typing import Any, cast
 
 import torch
@@ -138,17 +139,27 @@ def _left_padded(inputs: tuple, seed: int) -> tuple:
 
 
 def _long_context(inputs: tuple, seed: int) -> tuple:
-    """Positions deep in a long context (32768 on): a kernel that wraps positions, or
-    keeps a table of the first few thousand, is wrong there."""
+    """Positions deep in a long context, up to a 1M-token one: the first sequence ends
+    within 2**19..2**20, the others start anywhere from 32K on (log-uniform). A kernel
+    that wraps positions, or keeps a cos/sin table of the first N, is wrong wherever
+    positions pass N: with every start at 32,768, a table of 65,536 passed (red team 18)."""
     q, k, positions = inputs
-    return q, k, positions + LONG_CONTEXT
+    batch, seq = positions.shape
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    low, high = LONG_CONTEXT
+    last = max(low, high - seq - 64)  # make_inputs' own starts reach 63
+    exponents = math.log2(low) + (math.log2(last) - math.log2(low)) * \
+        torch.rand((batch, 1), generator=gen, dtype=torch.float64)
+    starts = (2**exponents).long()
+    starts[0] = int(torch.randint(max(low, last // 2), last + 1, (1,), generator=gen))
+    return q, k, (positions.long() + starts.to(positions.device)).to(positions.dtype)
 
 
-LONG_CONTEXT = 32768
+LONG_CONTEXT = (2**15, 2**20)  # the positions a long context reaches: 32K to 1M tokens
 
 CONDITIONS = (
-    InputCondition("a long context", "positions from 32768 on, as a 32k-token prompt's last "
-                   "tokens have them", _long_context),
+    InputCondition("a long context", "positions from 32K to 1M, as long prompts' last tokens "
+                   "have them", _long_context),
     InputCondition("packed positions", "documents packed in a row restart their positions",
                    _packed),
     InputCondition("left-padded positions", "padding tokens of a batch sit at position 0",

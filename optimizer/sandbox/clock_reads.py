@@ -1,12 +1,13 @@
 """Kernels that read a clock or the process, refused from their IR before they run.
 
 Why: a Triton kernel can read the GPU's own clocks (``%globaltimer``, ``%clock``,
-``%clock64``) or the driver's environment registers through inline assembly or
-``tl.extra.cuda.globaltimer``. The Python readers of the clock are refused to the
-candidate (surroundings.py), but a kernel that reads the time on the device itself is a
-time bomb no Python rule sees: honest during an evaluation, wrong after a date or past a
-number of seconds since its first call. A kernel that computes an op has no use for
-either, so the rule is plain: no compiled kernel of the process reads them.
+``%clock64``), the driver's environment registers or the grid's launch number
+(``%gridid``) through inline assembly or ``tl.extra.cuda.globaltimer``. The Python
+readers of the clock are refused to the candidate (surroundings.py), but a kernel that
+reads the time on the device itself is a time bomb no Python rule sees: honest during an
+evaluation, wrong after a date, a number of seconds or a number of launches. A kernel
+that computes an op has no use for any, so the rule is plain: no compiled kernel of the
+process reads them.
 
 How: on a GPU, the text of every level of a compiled kernel's IR (``CompiledKernel.asm``:
 TTIR, TTGIR, LLVM IR, PTX) is read before the kernel is loaded (forbidden.py wraps
@@ -24,12 +25,21 @@ import re
 from collections.abc import Mapping
 
 # special registers a kernel reads the time or the process through (PTX ISA, "Special
-# Registers"): the global nanosecond timer, the SM cycle counters, the performance
-# monitor counters and the driver's environment registers
-_REGISTERS = r"globaltimer(?:_lo|_hi)?|clock(?:64|_hi)?|pm[0-7](?:_64)?|envreg\d+"
-IR_READ = re.compile(rf"%(?:{_REGISTERS})\b|\bllvm\.nvvm\.read\.ptx\.sreg\.(?:{_REGISTERS})\b")
+# Registers"): every one that is not a thread's place in the grid or the block's shared
+# memory. The global nanosecond timer, the SM cycle counters, the performance monitor
+# counters, the driver's environment registers, the grid's launch number (``%gridid``
+# counts launches: a time bomb without a clock, red team 18), the SM a block runs on and
+# the graph being executed: none is an input of an op, each tells calls apart.
+_REGISTERS = (r"globaltimer(?:_lo|_hi)?|clock(?:64|_hi)?|pm[0-7](?:_64)?|envreg\d+|gridid"
+              r"|n?smid|current_graph_exec")
+# what a kernel may read through LLVM's register intrinsics: where its thread lies
+# (PTX spells them with ``_``, LLVM with ``.``: ``cluster_ctarank``, ``cluster.ctarank``)
+_GEOMETRY = (r"(?:n?tid|n?ctaid|laneid|n?warpid|n?clusterid|cluster[._]n?ctaid"
+             r"|cluster[._]n?ctarank|is[._]explicit[._]cluster|lanemask[._]\w+)(?:\.[xyz])?")
+IR_READ = re.compile(rf"%(?:{_REGISTERS})\b"
+                     rf"|\bllvm\.nvvm\.read\.ptx\.sreg\.(?!{_GEOMETRY}\b)[\w.]+")
 _IR_LEVELS = ("ttir", "ttgir", "llir", "ptx", "amdgcn")
-_TRITON_READERS = {"globaltimer", "clock", "clock64"}  # names in triton.language.extra.*
+_TRITON_READERS = {"globaltimer", "clock", "clock64", "smid"}  # in triton.language.extra.*
 
 
 def ir_reads(asm: Mapping[str, object]) -> list[str]:

@@ -99,6 +99,7 @@ DRAWN_TRIES = 4  # drawn shapes the reference may refuse before none is checked
 BIG_FACTORS_CPU = (1.5, 2.0)
 BIG_FACTORS_GPU = (2.0, 4.0)
 BIG_MAX_BYTES = 4 << 30
+REACH_CPU = 2**16 + 1  # the interpreter's cut of a task's reach_shape, per dimension
 # a shape past the lists is checked up to this many FLOPs whatever the shapes asked (a
 # long row alone is one program: the interpreter takes it in seconds)
 UNUSUAL_MIN_FLOPS = 1 << 27
@@ -384,6 +385,8 @@ class Judge:
                 if getattr(self.task, "drawn_shapes", True):
                     self.check_big_shape(seen)
                     lap("big shape")
+                if self.check_reach(seen):
+                    lap("reach")
                 if self.check_wide_offsets(seen):
                     lap("wide shape")
                 if self.check_far_rows(seen):
@@ -590,6 +593,24 @@ class Judge:
                             record="big_shape_checked",
                             where="on a shape past the largest asked, within the task's "
                             "bounds, on fresh inputs")
+
+    def check_reach(self, seen: dict[str, Any]) -> bool:
+        """The task's ``reach_shape`` once, on fresh inputs: a kernel that attends only the
+        last 32K keys, or keeps a table of the first 64K positions, is right on every
+        shorter shape the checks use and wrong there (red team 18). Under the interpreter
+        each dimension is cut to ``REACH_CPU`` (2**16 + 1: past a 64K window or table, at
+        seconds a call). Whether it ran."""
+        shape = getattr(self.task, "reach_shape", None)
+        if shape is None:
+            return False
+        if not torch.cuda.is_available():
+            shape = tuple(min(int(d), REACH_CPU) for d in shape)
+        seen["reach_shape"] = self.task.shape_label(shape)
+        self.spot_check(shape, seen, every_condition=False, grad="no_grad", new_shape=True,
+                        record="reach_checked",
+                        where="on a shape at the reach of the task's longest dimension, on "
+                        "fresh inputs")
+        return True
 
     def check_wide_offsets(self, seen: dict[str, Any]) -> bool:
         """The task's ``wide_shape``, whose largest tensor holds more than 2**31 elements,

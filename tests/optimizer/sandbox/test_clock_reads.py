@@ -33,6 +33,26 @@ def test_the_ir_of_a_kernel_that_reads_a_clock_is_named_at_each_level():
     assert clock_reads.ir_reads({"ptx": honest, "ttir": "tt.get_program_id x"}) == []
 
 
+@pytest.mark.parametrize("read", [
+    "mov.u64 %rd1, %gridid;", "mov.u32 %r3, %smid;", "mov.u32 %r3, %nsmid;",
+    "mov.u32 %r1, %pm3_64;", "mov.u32 %r1, %envreg7;",
+    "call i64 @llvm.nvvm.read.ptx.sreg.gridid()", "call i32 @llvm.nvvm.read.ptx.sreg.smid()",
+    "call i32 @llvm.nvvm.read.ptx.sreg.some_register_of_a_later_ptx()"])
+def test_any_register_that_tells_calls_apart_is_refused(read):
+    """Red team 18: ``%gridid`` counts launches, a time bomb with no clock; LLVM's
+    register intrinsics pass only where they read a thread's place in the grid."""
+    assert clock_reads.ir_reads({"ptx": read}), read
+
+
+@pytest.mark.parametrize("read", [
+    "mov.u32 %r1, %tid.x;", "mov.u32 %r2, %nctaid.y;", "mov.u32 %r5, %laneid;",
+    "call i32 @llvm.nvvm.read.ptx.sreg.tid.x()", "call i32 @llvm.nvvm.read.ptx.sreg.ctaid.z()",
+    "call i32 @llvm.nvvm.read.ptx.sreg.cluster.ctarank()",
+    "call i32 @llvm.nvvm.read.ptx.sreg.lanemask.lt()", "add.s32 %r12, %smidx, 1;"])
+def test_a_threads_place_in_the_grid_is_no_clock(read):
+    assert clock_reads.ir_reads({"ptx": read}) == [], read
+
+
 def test_the_source_rule_names_asm_strings_and_tritons_clock_readers():
     source = (BAD / "globaltimer_asm.py").read_text()
     assert clock_reads.source_reads(source) == ["line 21: %globaltimer in a string"]
@@ -60,3 +80,11 @@ def test_on_a_gpu_the_compiled_kernels_ptx_is_what_refuses_it():
     assert result.error_kind == "cheat_tamper", result.text
     assert "%globaltimer in its" in result.error_message, result.error_message
     assert "kernel softmax_kernel" in result.error_message, result.error_message
+
+
+def test_a_kernel_that_counts_launches_through_gridid_is_refused():
+    """Red team 18's time bomb by launch count: ``%gridid`` in an inline asm string."""
+    result = evaluate("rmsnorm", (BAD / "redteam18_rmsnorm_gridid_bomb.py").read_text(),
+                      shapes=[(4, 128)], seeds=1, timeout_s=300)
+    assert result.error_kind == "cheat_tamper", result.text
+    assert "%gridid" in result.error_message, result.error_message

@@ -1,0 +1,84 @@
+"""Red team 18 (tests/bad_kernels/REDTEAM18.md): held-out plants written from the docs
+alone, broader than the address rounds before it. Five cheats passed the CPU judge:
+
+- rope with a cos/sin table of 65,536 positions, wrapping past it: the long-context
+  condition now draws positions up to 2**20, the first sequence always past 2**19;
+- attention loading keys and values past ``cache_len + seq`` and trusting the causal mask
+  to weigh them 0: the cache's unwritten slots now hold NaN;
+- attention over the last 32,768 keys only: the judge now calls the task's reach shape,
+  one query over a 128K-token cache (65,537 keys under the interpreter);
+- a launch counter read through ``%gridid``: every special register but a thread's place
+  in the grid is a clock (test_clock_reads.py);
+- rmsnorm that tells the jail by an 8 GiB allocation it may not make there: still open.
+
+The escape probe got nothing out (no secret, no stdin); host paths under the toolchain's
+names reach the jail, as they must for its compiler to run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelkb.kernels.discovery import get_task
+from tests.redteam import still_open
+
+BAD = Path(__file__).parents[2] / "bad_kernels"
+
+
+def test_long_context_positions_reach_past_any_table_of_the_first_half_million():
+    rope = get_task("rope")
+    (condition,) = [c for c in rope.input_conditions if c.name == "a long context"]
+    for seed in range(8):
+        q, k, positions = condition.apply(rope.make_inputs((3, 16, 2, 1, 32), torch.float32,
+                                                           seed, "cpu"), seed)
+        assert positions.dtype == torch.int32
+        assert int(positions[0].max()) >= 2**19, positions[0]
+        assert int(positions.max()) < 2**20 and int(positions.min()) >= 2**15
+        assert torch.equal(positions[:, 1:] - positions[:, :-1],
+                           torch.ones_like(positions[:, 1:]))  # a sequence's steps kept
+
+
+def test_the_caches_unwritten_slots_hold_nan_and_the_reference_never_reads_them():
+    attention = get_task("attention")
+    shape = (1, 2, 3, 5, 32)
+    inputs = attention.make_inputs(shape, torch.float16, 0, "cpu")
+    k_cache, v_cache, cache_len = inputs[3], inputs[4], inputs[5]
+    written = cache_len + shape[2]
+    for cache in (k_cache, v_cache):
+        assert cache[:, :, written:].isnan().all() and not cache[:, :, :written].isnan().any()
+    assert not attention.reference(*inputs).isnan().any()
+
+
+def test_the_reach_shape_is_a_long_cache_the_interpreter_cuts_to_past_64k():
+    from kernelkb.optimizer.sandbox.judge import REACH_CPU
+
+    reach = get_task("attention").reach_shape
+    assert reach is not None and reach[3] >= 2**17 - 1  # a 128K-token cache on a GPU
+    assert 2**16 < REACH_CPU <= reach[3]
+
+
+def _evaluated(task: str, plant: str):
+    from kernelkb.optimizer.sandbox import evaluate
+
+    return evaluate(task, (BAD / f"redteam18_{plant}.py").read_text(), shapes="auto",
+                    seeds=1, timeout_s=900)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("plant", "task"), [
+    ("rope_table_wrap_64k", "rope"), ("attention_cache_tail", "attention"),
+    ("attention_window_32k", "attention")])
+def test_kernels_right_only_on_short_or_finite_inputs_are_refused(plant: str, task: str):
+    result = _evaluated(task, plant)
+    assert not result.ok and result.error_kind == "wrong_result", result.text
+
+
+@pytest.mark.slow
+@still_open("an allocation the jail refuses and a user's process grants, caught by the "
+            "candidate: no reader is called, so nothing is recorded (REDTEAM18.md)")
+def test_a_kernel_that_tells_the_jail_by_its_memory_cap_is_refused():
+    result = _evaluated("rmsnorm", "rmsnorm_memory_cap_watch")
+    assert not result.ok, result.text
