@@ -7,6 +7,7 @@ failure breaking each is.
 
 from __future__ import annotations
 
+import ast
 import math
 
 import torch
@@ -27,6 +28,13 @@ def refused(source: str, task: Task | None = None) -> tuple[str, str] | None:
                                       tensor_args(task) if task else None)
     if computed:
         return "torch_compute", named_compute.message(computed)
+    caught = caught_errors(source)
+    if caught:
+        return "cheat_tamper", ("a wrapper may not catch an exception: what fails in the "
+                                "jail and not in a user's process (an allocation past its "
+                                "memory, a thread, a file) is caught only so, and tells "
+                                "the two apart with no reader called; only a try of imports "
+                                "caught as ImportError is allowed: " + "; ".join(caught[:3]))
     kept = tensor_flow.kept_returns_in(source)
     if kept:
         return "cheat_aliasing", ("what run() returns must be allocated in the call: a "
@@ -34,6 +42,42 @@ def refused(source: str, task: Task | None = None) -> tuple[str, str] | None:
                                   "overwritten under a caller still holding it; refused on "
                                   "every path, taken or not: " + "; ".join(kept[:3]))
     return None
+
+
+def caught_errors(source: str) -> list[str]:
+    """'line N: ...' for each place the source catches an exception: a ``try`` with a
+    handler (or a ``finally``, which can return over one) around anything but imports
+    caught as ImportError, and a context manager's ``__exit__`` (it may swallow one).
+    Red team 18: an 8 GiB ``torch.empty`` refused in the jail and granted outside, caught
+    at import, chose the kernel's path."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Try, *_TRY_STAR)):
+            if not _imports_guarded(node):
+                found.append(f"line {node.lineno}: a try statement")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and node.name in ("__exit__", "__aexit__"):
+            found.append(f"line {node.lineno}: defines {node.name}")
+    return found
+
+
+_TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # Python 3.11+
+
+
+def _imports_guarded(node: ast.Try) -> bool:
+    """``try: import a`` ``except ImportError: import b``: an optional module, no more."""
+    def imports(body: list[ast.stmt]) -> bool:
+        return all(isinstance(b, (ast.Import, ast.ImportFrom, ast.Pass)) for b in body)
+
+    names = [h.type for h in node.handlers]
+    return bool(node.handlers) and not node.finalbody and imports(node.body) \
+        and imports(node.orelse) and all(imports(h.body) for h in node.handlers) \
+        and all(isinstance(t, ast.Name) and t.id in ("ImportError", "ModuleNotFoundError")
+                for t in names) and not isinstance(node, _TRY_STAR)
 
 
 def tensor_args(task: Task) -> tuple[bool, ...]:

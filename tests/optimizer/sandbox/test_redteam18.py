@@ -9,7 +9,8 @@ alone, broader than the address rounds before it. Five cheats passed the CPU jud
   one query over a 128K-token cache (65,537 keys under the interpreter);
 - a launch counter read through ``%gridid``: every special register but a thread's place
   in the grid is a clock (test_clock_reads.py);
-- rmsnorm that tells the jail by an 8 GiB allocation it may not make there: still open.
+- rmsnorm that tells the jail by an 8 GiB allocation it may not make there, caught at
+  import: a wrapper may no longer catch an exception (source_rules.caught_errors).
 
 The escape probe got nothing out (no secret, no stdin); host paths under the toolchain's
 names reach the jail, as they must for its compiler to run.
@@ -23,7 +24,6 @@ import pytest
 import torch
 
 from kernelkb.kernels.discovery import get_task
-from tests.redteam import still_open
 
 BAD = Path(__file__).parents[2] / "bad_kernels"
 
@@ -76,9 +76,22 @@ def test_kernels_right_only_on_short_or_finite_inputs_are_refused(plant: str, ta
     assert not result.ok and result.error_kind == "wrong_result", result.text
 
 
+def test_a_module_that_catches_an_exception_is_refused_from_its_source():
+    from kernelkb.optimizer.sandbox import source_rules
+
+    source = (BAD / "redteam18_rmsnorm_memory_cap_watch.py").read_text()
+    kind, message = source_rules.refused(source, get_task("rmsnorm"))
+    assert kind == "cheat_tamper" and "a try statement" in message, message
+    optional = ("try:\n    from triton.language.extra.cuda import libdevice\n"
+                "except ImportError:\n    from triton.language.math import libdevice\n")
+    assert source_rules.caught_errors(optional) == []  # an optional module, no more
+    for caught in ("try:\n    x = 1\nexcept RuntimeError:\n    x = 0\n",
+                   "try:\n    import a\nfinally:\n    pass\n",
+                   "class Quiet:\n    def __exit__(self, *exc):\n        return True\n"):
+        assert source_rules.caught_errors(caught), caught
+
+
 @pytest.mark.slow
-@still_open("an allocation the jail refuses and a user's process grants, caught by the "
-            "candidate: no reader is called, so nothing is recorded (REDTEAM18.md)")
 def test_a_kernel_that_tells_the_jail_by_its_memory_cap_is_refused():
     result = _evaluated("rmsnorm", "rmsnorm_memory_cap_watch")
-    assert not result.ok, result.text
+    assert not result.ok and result.error_kind == "cheat_tamper", result.text
