@@ -32,10 +32,13 @@ from collections.abc import Mapping
 # the graph being executed: none is an input of an op, each tells calls apart.
 _REGISTERS = (r"globaltimer(?:_lo|_hi)?|clock(?:64|_hi)?|pm[0-7](?:_64)?|envreg\d+|gridid"
               r"|n?smid|current_graph_exec")
-# what a kernel may read through LLVM's register intrinsics: where its thread lies
-# (PTX spells them with ``_``, LLVM with ``.``: ``cluster_ctarank``, ``cluster.ctarank``)
-_GEOMETRY = (r"(?:n?tid|n?ctaid|laneid|n?warpid|n?clusterid|cluster[._]n?ctaid"
-             r"|cluster[._]n?ctarank|is[._]explicit[._]cluster|lanemask[._]\w+)(?:\.[xyz])?")
+# what a kernel may read through LLVM's register intrinsics: where its thread lies and
+# the block's shared memory (PTX spells them with ``_``, LLVM with ``.``:
+# ``cluster_ctarank``, ``cluster.ctarank``)
+_GEOMETRY = (r"(?:n?tid|n?ctaid|laneid|n?warpid|warpsize|n?clusterid|cluster[._]n?ctaid"
+             r"|cluster[._]n?ctarank|is[._]explicit[._]cluster|lanemask[._]\w+"
+             r"|(?:total|dynamic|aggr)[._]smem[._]size|reserved[._]smem[._]offset[._]\w+)"
+             r"(?:\.[xyz])?")
 IR_READ = re.compile(rf"%(?:{_REGISTERS})\b"
                      rf"|\bllvm\.nvvm\.read\.ptx\.sreg\.(?!{_GEOMETRY}\b)[\w.]+")
 _IR_LEVELS = ("ttir", "ttgir", "llir", "ptx", "amdgcn")

@@ -48,7 +48,9 @@ def test_any_register_that_tells_calls_apart_is_refused(read):
     "mov.u32 %r1, %tid.x;", "mov.u32 %r2, %nctaid.y;", "mov.u32 %r5, %laneid;",
     "call i32 @llvm.nvvm.read.ptx.sreg.tid.x()", "call i32 @llvm.nvvm.read.ptx.sreg.ctaid.z()",
     "call i32 @llvm.nvvm.read.ptx.sreg.cluster.ctarank()",
-    "call i32 @llvm.nvvm.read.ptx.sreg.lanemask.lt()", "add.s32 %r12, %smidx, 1;"])
+    "call i32 @llvm.nvvm.read.ptx.sreg.lanemask.lt()", "add.s32 %r12, %smidx, 1;",
+    "call i32 @llvm.nvvm.read.ptx.sreg.warpsize()", "mov.u32 %r4, %dynamic_smem_size;",
+    "call i32 @llvm.nvvm.read.ptx.sreg.dynamic.smem.size()"])
 def test_a_threads_place_in_the_grid_is_no_clock(read):
     assert clock_reads.ir_reads({"ptx": read}) == [], read
 
