@@ -225,8 +225,11 @@ TASK = register(
         # a batch of 64 decodes over 8192 cached tokens, 32 heads of 128: the cache holds
         # 2.15e9 elements
         wide_shape=(64, 32, 1, 8192, 128),
-        # one query over a 128K-token cache (Llama 3.1's context), one head
-        reach_shape=(1, 1, 1, 131071, 64),
+        # one query over a 128K-token cache (Llama 3.1's context), one or two heads and
+        # sequences (red team 19: a window only where batch x heads > 1); 64K + 1 keys
+        # under the interpreter (4-9 s a call for the naive kernel on 2 cores)
+        reach_shapes=((1, 1, 1, 131071, 64), (1, 2, 1, 131071, 64), (2, 1, 1, 131071, 64)),
+        cpu_reach_shapes=((1, 1, 1, 65537, 64), (1, 2, 1, 65537, 64), (2, 1, 1, 65537, 64)),
         dtypes=("float16", "bfloat16"),
         torch_constants=True,  # RoPE's cos/sin of positions (the ROPE_TABLE path)
         tolerances={

@@ -217,11 +217,15 @@ class Task:
     # arithmetic wraps: the GPU's judge checks the rows past that element there
     # (optimizer/sandbox/wide_offsets.py); None for an op no model takes that wide
     wide_shape: Shape | None = None
-    # a shape at the reach of the op's longest dimension in the models it serves (a decode
-    # step over a 128K-token cache), the rest small: a kernel that stops short of it (a
-    # window, a table of the first N) passes every shorter check; the judge calls it once
-    # (judge.check_reach; under the interpreter each dimension cut to REACH_CPU)
-    reach_shape: Shape | None = None
+    # shapes at the reach of the op's longest dimension in the models it serves (a decode
+    # step over a 128K-token cache, a row past every vocabulary), the rest small and
+    # varied: a kernel that stops short of the reach (a window, a table of the first N, a
+    # max over the first columns) or takes its short path only for one small form passes
+    # every shorter check; the judge calls one, drawn per evaluation (judge.check_reach)
+    reach_shapes: tuple[Shape, ...] = ()
+    # the same under the interpreter, where a call costs seconds per 10K keys (None: the
+    # reach shapes as they are)
+    cpu_reach_shapes: tuple[Shape, ...] | None = None
     # where the template was read from (read_template; None: written inline)
     template_path: str | None = field(default=None, init=False, compare=False)
 

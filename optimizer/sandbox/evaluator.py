@@ -91,7 +91,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
              refuse_surroundings: bool = True, refuse_imports: bool = True,
              property_examples: int | None = None,
              wide_offsets: tuple[tuple[int, ...], int] | None = None,
-             far_rows: int | None = None, narrow_addresses: bool = False) -> EvalResult:
+             far_rows: int | None = None, narrow_addresses: bool = False,
+             reach: tuple[int, ...] | None = None) -> EvalResult:
     """Evaluate one candidate in a sandboxed subprocess; never raises for candidate faults.
 
     ``parent_source``: the incumbent; on a GPU the candidate is timed against it,
@@ -120,6 +121,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
     offsets may wrap in 32 bits (a product of two run-time values, a value carried round
     a loop, ...), from the TTIR Triton's frontend makes for each launch
     (narrow_addresses.py; on a GPU always, from the compiled IR).
+    ``reach``: the shape the judge's reach check calls (None: one of the task's reach
+    shapes, drawn).
 
     Raises ValueError / KeyError only for bad arguments (unknown task, dtype, shape set).
     """
@@ -146,6 +149,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         "wide_offsets": [list(wide_offsets[0]), int(wide_offsets[1])] if wide_offsets else None,
         "far_rows": int(far_rows) if far_rows else None,
         "narrow_addresses": bool(narrow_addresses),
+        "reach": [int(d) for d in reach] if reach else None,
         "gpu_timestamps": kernel_clock.preference(), "compile_ahead": ahead.wanted(),
         "peaks": {"mem_bandwidth_gbps": env.get("mem_bandwidth_gbps"),
                   "peak_tflops": env.get("peak_tflops")},

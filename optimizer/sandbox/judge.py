@@ -99,7 +99,6 @@ DRAWN_TRIES = 4  # drawn shapes the reference may refuse before none is checked
 BIG_FACTORS_CPU = (1.5, 2.0)
 BIG_FACTORS_GPU = (2.0, 4.0)
 BIG_MAX_BYTES = 4 << 30
-REACH_CPU = 2**16 + 1  # the interpreter's cut of a task's reach_shape, per dimension
 # a shape past the lists is checked up to this many FLOPs whatever the shapes asked (a
 # long row alone is one program: the interpreter takes it in seconds)
 UNUSUAL_MIN_FLOPS = 1 << 27
@@ -595,19 +594,26 @@ class Judge:
                             "bounds, on fresh inputs")
 
     def check_reach(self, seen: dict[str, Any]) -> bool:
-        """The task's ``reach_shape`` once, on fresh inputs: a kernel that attends only the
-        last 32K keys, or keeps a table of the first 64K positions, is right on every
-        shorter shape the checks use and wrong there (red team 18). Under the interpreter
-        each dimension is cut to ``REACH_CPU`` (2**16 + 1: past a 64K window or table, at
-        seconds a call). Whether it ran."""
-        shape = getattr(self.task, "reach_shape", None)
-        if shape is None:
+        """One of the task's reach shapes (``cpu_reach_shapes`` under the interpreter),
+        drawn per evaluation, once, its rows under the conditions of the values as the big
+        shape's are: a kernel that attends only the last 32K keys, keeps a table of the
+        first 64K positions or takes a row's max from its first 2**18 columns is right on
+        every shorter shape and wrong there (red teams 18, 19); one that does so only for
+        some small form (batch x heads > 1) meets a draw of the forms. Whether it ran."""
+        from kernelkb.kernels.every_condition import mixed
+
+        shapes = self.task.reach_shapes
+        if not torch.cuda.is_available() and self.task.cpu_reach_shapes is not None:
+            shapes = self.task.cpu_reach_shapes
+        if self.request.get("reach"):  # the caller's (evaluate(reach=...))
+            shapes = (tuple(int(d) for d in self.request["reach"]),)
+        if not shapes:
             return False
-        if not torch.cuda.is_available():
-            shape = tuple(min(int(d), REACH_CPU) for d in shape)
+        shape = tuple(random.SystemRandom().choice(shapes))
         seen["reach_shape"] = self.task.shape_label(shape)
+        conditions = [mixed(self.task)] if self.request.get("conditions", True) else []
         self.spot_check(shape, seen, every_condition=False, grad="no_grad", new_shape=True,
-                        record="reach_checked",
+                        conditions=conditions, plain=not conditions, record="reach_checked",
                         where="on a shape at the reach of the task's longest dimension, on "
                         "fresh inputs")
         return True

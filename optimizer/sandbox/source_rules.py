@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import math
+import typing
 
 import torch
 
@@ -47,7 +48,7 @@ def refused(source: str, task: Task | None = None) -> tuple[str, str] | None:
 def caught_errors(source: str) -> list[str]:
     """'line N: ...' for each place the source catches an exception: a ``try`` with a
     handler (or a ``finally``, which can return over one) around anything but imports
-    caught as ImportError, and a context manager's ``__exit__`` (it may swallow one).
+    caught as ImportError, and a class's ``__exit__`` or ``__del__`` (_SWALLOWING).
     Red team 18: an 8 GiB ``torch.empty`` refused in the jail and granted outside, caught
     at import, chose the kernel's path."""
     try:
@@ -56,16 +57,23 @@ def caught_errors(source: str) -> list[str]:
         return []
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Try, *_TRY_STAR)):
-            if not _imports_guarded(node):
-                found.append(f"line {node.lineno}: a try statement")
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                and node.name in ("__exit__", "__aexit__"):
-            found.append(f"line {node.lineno}: defines {node.name}")
+        if type(node).__name__ in ("Try", "TryStar"):  # TryStar: except* (3.11+)
+            if not _imports_guarded(typing.cast(ast.Try, node)):
+                found.append(f"line {typing.cast(ast.Try, node).lineno}: a try statement")
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                named = [item.name] if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                    else [t.id for t in getattr(item, "targets", [getattr(item, "target", None)])
+                          if isinstance(t, ast.Name)]
+                found += [f"line {item.lineno}: defines {name}" for name in named
+                          if name in _SWALLOWING]
     return found
 
 
-_TRY_STAR = (ast.TryStar,) if hasattr(ast, "TryStar") else ()  # Python 3.11+
+# what Python calls with an exception it then drops: a context manager's exit may return
+# True over one; an error in ``__del__`` is printed and ignored (red team 19: an 8 GiB
+# allocation in a finalizer, its error swallowed with no try)
+_SWALLOWING = ("__exit__", "__aexit__", "__del__")
 
 
 def _imports_guarded(node: ast.Try) -> bool:
@@ -77,7 +85,7 @@ def _imports_guarded(node: ast.Try) -> bool:
     return bool(node.handlers) and not node.finalbody and imports(node.body) \
         and imports(node.orelse) and all(imports(h.body) for h in node.handlers) \
         and all(isinstance(t, ast.Name) and t.id in ("ImportError", "ModuleNotFoundError")
-                for t in names) and not isinstance(node, _TRY_STAR)
+                for t in names) and type(node).__name__ == "Try"
 
 
 def tensor_args(task: Task) -> tuple[bool, ...]:
