@@ -61,13 +61,18 @@ def caught_errors(source: str) -> list[str]:
             if not _imports_guarded(typing.cast(ast.Try, node)):
                 found.append(f"line {typing.cast(ast.Try, node).lineno}: a try statement")
         elif isinstance(node, ast.ClassDef):
-            for item in node.body:
-                named = [item.name] if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                    else [t.id for t in getattr(item, "targets", [getattr(item, "target", None)])
-                          if isinstance(t, ast.Name)]
-                found += [f"line {item.lineno}: defines {name}" for name in named
-                          if name in _SWALLOWING]
+            found += [f"line {item.lineno}: defines {name}" for item in node.body
+                      for name in _defined(item) if name in _SWALLOWING]
     return found
+
+
+def _defined(item: ast.stmt) -> list[str]:
+    """The names a class body's statement defines: a method, or an assignment's targets."""
+    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [item.name]
+    targets = item.targets if isinstance(item, ast.Assign) else \
+        [item.target] if isinstance(item, ast.AnnAssign) else []
+    return [t.id for t in targets if isinstance(t, ast.Name)]
 
 
 # what Python calls with an exception it then drops: a context manager's exit may return
