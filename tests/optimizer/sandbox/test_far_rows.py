@@ -87,10 +87,13 @@ def test_a_kernel_whose_offsets_wrap_on_far_rows_is_refused() -> None:
     from kernelkb.optimizer.sandbox import evaluate
 
     source = (BAD / "narrow_far_rows_softmax.py").read_text()
-    plain = evaluate("softmax", source, shapes=SHAPES, seeds=1, conditions=False)
+    # the reach named as a shape the plant's 16-bit offsets take: the lap under test is
+    # what refuses it (the task's own reach shapes, 600K-column rows, would first)
+    plain = evaluate("softmax", source, shapes=SHAPES, seeds=1, conditions=False,
+                     reach=SHAPES[-1])
     assert plain.ok, plain.error_message
     far = evaluate("softmax", source, shapes=SHAPES, seeds=1, conditions=False,
-                   far_rows=NARROW)
+                   far_rows=NARROW, reach=SHAPES[-1])
     assert not far.ok and far.error_kind in ("wrong_result", "crash"), far.error_message
     assert "far rows: input 0, dim 0" in far.error_message, far.error_message
 

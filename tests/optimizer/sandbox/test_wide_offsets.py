@@ -61,10 +61,13 @@ def test_a_kernel_whose_offsets_wrap_is_wrong_on_the_wide_rows() -> None:
     from kernelkb.optimizer.sandbox import evaluate
 
     source = (BAD / "narrow_offsets_softmax.py").read_text()
-    plain = evaluate("softmax", source, shapes=SHAPES, seeds=1, conditions=False)
+    # the reach named as a shape the plant's 16-bit offsets take: the lap under test is
+    # what refuses it (the task's own reach shapes, 600K-column rows, would first)
+    plain = evaluate("softmax", source, shapes=SHAPES, seeds=1, conditions=False,
+                     reach=SHAPES[-1])
     assert plain.ok, plain.error_message
     wide = evaluate("softmax", source, shapes=SHAPES, seeds=1, conditions=False,
-                    wide_offsets=NARROW)
+                    wide_offsets=NARROW, reach=SHAPES[-1])
     # the interpreter sees two programs store to one place (the wrapped rows land on
     # earlier ones: a data race) before any value is compared; a GPU writes wrong rows
     assert not wide.ok and wide.error_kind in ("wrong_result", "crash"), wide.error_message
