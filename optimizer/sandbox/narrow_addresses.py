@@ -419,29 +419,40 @@ def _ttir(function: Any, signature: dict, constexprs: dict) -> str | None:
     """Triton's frontend over the kernel, for a Hopper target (no GPU needed), with the
     kernels it calls compiled as kernels, not as the interpreter's functions."""
     try:
-        from triton._C.libtriton import ir
-        from triton.backends.compiler import GPUTarget
-        from triton.backends.nvidia.compiler import CUDABackend
-        from triton.compiler import ASTSource
-
-        target = GPUTarget("cuda", 90, 32)
-        backend = CUDABackend(target)
-        options = backend.parse_options({})
-        context = ir.context()
-        ir.load_dialects(context)
-        backend.load_dialects(context)
-        seen: dict[int, Any] = {}
-        source = ASTSource(_compilable(function.fn, seen), signature=signature,
-                           constexprs=constexprs)
-        with _language_compiled(seen):
-            module = source.make_ir(target, options,
-                                    backend.get_codegen_implementation(options),
-                                    backend.get_module_map(), context)
-        stages: dict[str, Any] = {}  # the GPU's first stage: inlined and folded, as there
-        backend.add_stages(stages, options, source.language)
-        return str(stages["ttir"](module, {}))
+        return hopper_levels(function, signature, constexprs, ("ttir",))["ttir"]
     except Exception:  # noqa: BLE001 - this host's frontend cannot: the GPU's rule stays
         return None
+
+
+def hopper_levels(function: Any, signature: dict, constexprs: dict,
+                  levels: tuple[str, ...]) -> dict[str, str]:
+    """The text of each of ``levels`` (in Triton's order: ttir, ttgir, llir, ptx) of an
+    interpreted kernel compiled for a Hopper target on this host, no GPU needed (the
+    first stage inlined and folded, as there)."""
+    from triton._C.libtriton import ir
+    from triton.backends.compiler import GPUTarget
+    from triton.backends.nvidia.compiler import CUDABackend
+    from triton.compiler import ASTSource
+
+    target = GPUTarget("cuda", 90, 32)
+    backend = CUDABackend(target)
+    options = backend.parse_options({})
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    seen: dict[int, Any] = {}
+    source = ASTSource(_compilable(function.fn, seen), signature=signature,
+                       constexprs=constexprs)
+    with _language_compiled(seen):
+        module = source.make_ir(target, options, backend.get_codegen_implementation(options),
+                                backend.get_module_map(), context)
+    stages: dict[str, Any] = {}
+    backend.add_stages(stages, options, source.language)
+    texts, metadata = {}, {}
+    for level in levels:
+        module = stages[level](module, metadata)
+        texts[level] = module if isinstance(module, str) else str(module)
+    return texts
 
 
 def _compilable(fn: Any, seen: dict[int, Any]) -> Any:

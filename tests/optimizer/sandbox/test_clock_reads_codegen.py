@@ -19,33 +19,6 @@ from kernelkb.optimizer.sandbox import clock_reads
 from kernelkb.optimizer.sandbox import narrow_addresses as frontend
 
 
-def _levels(fn, signature: dict, constexprs: dict) -> dict[str, str]:
-    from triton._C.libtriton import ir
-    from triton.backends.compiler import GPUTarget
-    from triton.backends.nvidia.compiler import CUDABackend
-    from triton.compiler import ASTSource
-
-    target = GPUTarget("cuda", 90, 32)
-    backend = CUDABackend(target)
-    options = backend.parse_options({})
-    context = ir.context()
-    ir.load_dialects(context)
-    backend.load_dialects(context)
-    seen: dict = {}
-    source = ASTSource(frontend._compilable(fn.fn, seen), signature=signature,
-                       constexprs=constexprs)
-    with frontend._language_compiled(seen):
-        module = source.make_ir(target, options, backend.get_codegen_implementation(options),
-                                backend.get_module_map(), context)
-    stages: dict = {}
-    backend.add_stages(stages, options, source.language)
-    levels, metadata = {}, {}
-    for level in ("ttir", "ttgir", "llir", "ptx"):
-        module = stages[level](module, metadata)
-        levels[level] = module if isinstance(module, str) else str(module)
-    return levels
-
-
 @pytest.mark.parametrize("task_name", all_tasks())
 def test_the_templates_compiled_code_reads_no_refused_register(task_name, monkeypatch):
     from triton.runtime.interpreter import InterpretedFunction
@@ -65,6 +38,7 @@ def test_the_templates_compiled_code_reads_no_refused_register(task_name, monkey
     assert launches
     for fn, args, kwargs in launches:
         _, signature, constexprs = frontend._signature(fn, args, kwargs)
-        levels = _levels(fn, signature, constexprs)
+        levels = frontend.hopper_levels(fn, signature, constexprs,
+                                        ("ttir", "ttgir", "llir", "ptx"))
         assert "llvm.nvvm.read.ptx.sreg" in levels["llir"] and ".entry" in levels["ptx"]
         assert clock_reads.ir_reads(levels) == [], fn.fn.__name__
