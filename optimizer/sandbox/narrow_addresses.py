@@ -448,7 +448,8 @@ def hopper_levels(function: Any, signature: dict, constexprs: dict,
                                 backend.get_module_map(), context)
     stages: dict[str, Any] = {}
     backend.add_stages(stages, options, source.language)
-    texts, metadata = {}, {}
+    texts: dict[str, str] = {}
+    metadata: dict[str, Any] = {}
     for level in levels:
         module = stages[level](module, metadata)
         texts[level] = module if isinstance(module, str) else str(module)
