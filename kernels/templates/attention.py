@@ -15,11 +15,27 @@ FUSE_KV_WRITE = False  # write rotated K and V to the cache inside the attention
 FLASH = False  # flash-style prefill: full-width QK^T, exp2, heaviest query blocks first
 
 ROPE_THETA = 10000.0  # part of the op, not a knob
-_ROPE_TABLES = {}  # (device, head_dim) -> (cos, sin) [positions, head_dim // 2] fp32
+_ROPE_TABLES = {}  # (kind, device, head_dim) -> RoPE tensors built once, fp32
 
 
 @triton.jit
-def _load_rotated(base, rows, row_ok, stride_s, pos, cos_ptr, sin_ptr, rope_exp,
+def _rope_cos_sin(pos, offs, freq_ptr, HALF: tl.constexpr):
+    """cos / sin of pos * inv_freq[offs], [len(pos), len(offs)] fp32, accurate at long
+    positions: inv_freq comes as an fp32 pair hi + lo (from fp64, see _inv_freq), the fma
+    keeps the rounding error of pos * hi, and 2 * pi is taken off in two parts (at
+    position 131071 a plain fp32 angle is off by 0.002 rad, 0.007 in a rotated key)."""
+    p, hi = tl.broadcast(pos.to(tl.float32)[:, None], tl.load(freq_ptr + offs)[None, :])
+    p, lo = tl.broadcast(p, tl.load(freq_ptr + HALF + offs)[None, :])
+    angle = p * hi
+    err = tl.fma(p, hi, -angle) + p * lo
+    turns = tl.floor(angle * 0.15915494309189535 + 0.5)
+    r = tl.fma(-turns, 6.2831854820251465, angle)
+    r = tl.fma(-turns, -1.7484555314695172e-07, r) + err
+    return tl.cos(r), tl.sin(r)
+
+
+@triton.jit
+def _load_rotated(base, rows, row_ok, stride_s, pos, cos_ptr, sin_ptr, freq_ptr,
                   HALF: tl.constexpr, TABLE: tl.constexpr, MASKED: tl.constexpr):
     """Rows of x [.., 2 * HALF] rotated by RoPE at positions pos: (x1, x2) halves, fp32."""
     offs_h = tl.arange(0, HALF)
@@ -39,19 +55,13 @@ def _load_rotated(base, rows, row_ok, stride_s, pos, cos_ptr, sin_ptr, rope_exp,
             cos = tl.load(cos_ptr + t)
             sin = tl.load(sin_ptr + t)
     else:
-        inv_freq = tl.exp2(offs_h.to(tl.float32) * rope_exp)  # theta ** (-i / HALF)
-        angle = pos.to(tl.float32)[:, None] * inv_freq[None, :]
-        # reduce to [-pi, pi]: precision then holds at long positions even where cos / sin
-        # lower to the approximate hardware instructions
-        angle = angle - 6.283185307179586 * tl.floor(angle * 0.15915494309189535 + 0.5)
-        cos = tl.cos(angle)
-        sin = tl.sin(angle)
+        cos, sin = _rope_cos_sin(pos, offs_h, freq_ptr, HALF)
     return x1 * cos - x2 * sin, x2 * cos + x1 * sin
 
 
 @triton.jit
 def _attend_block(acc, m_i, l_i, q1, q2, pos_q, start, cache_len, total,
-                  k_base, v_base, kc_base, vc_base, cos_ptr, sin_ptr, rope_exp,
+                  k_base, v_base, kc_base, vc_base, cos_ptr, sin_ptr, freq_ptr,
                   stride_s, stride_cs, sm_scale,
                   HEAD_DIM: tl.constexpr, BN: tl.constexpr, TABLE: tl.constexpr,
                   FUSED: tl.constexpr, CAUSAL: tl.constexpr, BOUNDS: tl.constexpr):
@@ -74,7 +84,7 @@ def _attend_block(acc, m_i, l_i, q1, q2, pos_q, start, cache_len, total,
         v = tl.load(vc, mask=cached[:, None], other=0.0)
         new_rows = n.to(tl.int64) - cache_len  # rows of k and v (64-bit: an address's)
         r1, r2 = _load_rotated(k_base, new_rows, new, stride_s, n, cos_ptr, sin_ptr,
-                               rope_exp, HALF, TABLE, True)
+                               freq_ptr, HALF, TABLE, True)
         k1 = tl.where(cached[:, None], k1, r1.to(k1.dtype))
         k2 = tl.where(cached[:, None], k2, r2.to(k2.dtype))
         new_at = new_rows[:, None] * stride_s + offs_d[None, :]
@@ -103,7 +113,7 @@ def _attend_block(acc, m_i, l_i, q1, q2, pos_q, start, cache_len, total,
 
 
 @triton.jit
-def kv_write_kernel(k_ptr, v_ptr, kc_ptr, vc_ptr, cos_ptr, sin_ptr, rope_exp,
+def kv_write_kernel(k_ptr, v_ptr, kc_ptr, vc_ptr, cos_ptr, sin_ptr, freq_ptr,
                     cache_len, seq_new, stride_bh, stride_s, stride_cbh, stride_cs,
                     HEAD_DIM: tl.constexpr, BM: tl.constexpr, TABLE: tl.constexpr,
                     EVEN: tl.constexpr):
@@ -116,7 +126,7 @@ def kv_write_kernel(k_ptr, v_ptr, kc_ptr, vc_ptr, cos_ptr, sin_ptr, rope_exp,
     offs_h = tl.arange(0, HALF)
     offs_d = tl.arange(0, HEAD_DIM)
     k1, k2 = _load_rotated(k_ptr + bh * stride_bh, rows, ok, stride_s, pos, cos_ptr, sin_ptr,
-                           rope_exp, HALF, TABLE, not EVEN)
+                           freq_ptr, HALF, TABLE, not EVEN)
     kc = kc_ptr + bh * stride_cbh + pos[:, None].to(tl.int64) * stride_cs + offs_h[None, :]
     src_v = v_ptr + bh * stride_bh + rows[:, None].to(tl.int64) * stride_s + offs_d[None, :]
     dst_v = vc_ptr + bh * stride_cbh + pos[:, None].to(tl.int64) * stride_cs + offs_d[None, :]
@@ -131,7 +141,7 @@ def kv_write_kernel(k_ptr, v_ptr, kc_ptr, vc_ptr, cos_ptr, sin_ptr, rope_exp,
 
 
 @triton.jit
-def attention_kernel(out_ptr, q_ptr, k_ptr, v_ptr, kc_ptr, vc_ptr, cos_ptr, sin_ptr, rope_exp,
+def attention_kernel(out_ptr, q_ptr, k_ptr, v_ptr, kc_ptr, vc_ptr, cos_ptr, sin_ptr, freq_ptr,
                      cache_len, seq_new, sm_scale,
                      stride_bh, stride_s, stride_cbh, stride_cs,
                      HEAD_DIM: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
@@ -152,13 +162,13 @@ def attention_kernel(out_ptr, q_ptr, k_ptr, v_ptr, kc_ptr, vc_ptr, cos_ptr, sin_
     vc_base = vc_ptr + bh * stride_cbh
 
     q1, q2 = _load_rotated(q_ptr + bh * stride_bh, rows, row_ok, stride_s, pos_q,
-                           cos_ptr, sin_ptr, rope_exp, HALF, TABLE, not EVEN)
+                           cos_ptr, sin_ptr, freq_ptr, HALF, TABLE, not EVEN)
     q1 = q1.to(q_ptr.dtype.element_ty)
     q2 = q2.to(q_ptr.dtype.element_ty)
 
     if FUSED:  # this program writes the cache rows of its own query block
         k1, k2 = _load_rotated(k_base, rows, row_ok, stride_s, pos_q, cos_ptr, sin_ptr,
-                               rope_exp, HALF, TABLE, not EVEN)
+                               freq_ptr, HALF, TABLE, not EVEN)
         kc = kc_base + pos_q[:, None].to(tl.int64) * stride_cs + offs_h[None, :]
         src_v = v_base + rows[:, None].to(tl.int64) * stride_s + offs_d[None, :]
         dst_v = vc_base + pos_q[:, None].to(tl.int64) * stride_cs + offs_d[None, :]
@@ -186,12 +196,12 @@ def attention_kernel(out_ptr, q_ptr, k_ptr, v_ptr, kc_ptr, vc_ptr, cos_ptr, sin_
     for start in range(0, full_end, BN):
         acc, m_i, l_i = _attend_block(acc, m_i, l_i, q1, q2, pos_q, start, cache_len, total,
                                       k_base, v_base, kc_base, vc_base, cos_ptr, sin_ptr,
-                                      rope_exp, stride_s, stride_cs, sm_scale,
+                                      freq_ptr, stride_s, stride_cs, sm_scale,
                                       HEAD_DIM, BN, TABLE, FUSED, False, False)
     for start in range(full_end, diag_end, BN):
         acc, m_i, l_i = _attend_block(acc, m_i, l_i, q1, q2, pos_q, start, cache_len, total,
                                       k_base, v_base, kc_base, vc_base, cos_ptr, sin_ptr,
-                                      rope_exp, stride_s, stride_cs, sm_scale,
+                                      freq_ptr, stride_s, stride_cs, sm_scale,
                                       HEAD_DIM, BN, TABLE, FUSED, True, not EVEN)
     out = acc / l_i[:, None]
     o_ptrs = out_ptr + bh * stride_bh + rows[:, None].to(tl.int64) * stride_s + offs_d[None, :]
@@ -202,7 +212,7 @@ def attention_kernel(out_ptr, q_ptr, k_ptr, v_ptr, kc_ptr, vc_ptr, cos_ptr, sin_
 
 
 @triton.jit
-def flash_attention_kernel(out_ptr, q_ptr, kc_ptr, vc_ptr, cos_ptr, sin_ptr, rope_exp,
+def flash_attention_kernel(out_ptr, q_ptr, kc_ptr, vc_ptr, cos_ptr, sin_ptr, freq_ptr,
                            cache_len, seq_new, qk_scale, n_blocks_m,
                            stride_bh, stride_s, stride_cbh, stride_cs,
                            HEAD_DIM: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
@@ -240,11 +250,7 @@ def flash_attention_kernel(out_ptr, q_ptr, kc_ptr, vc_ptr, cos_ptr, sin_ptr, rop
             cos = tl.load(cos_ptr + t, mask=row_ok[:, None], other=1.0)
             sin = tl.load(sin_ptr + t, mask=row_ok[:, None], other=0.0)
     else:
-        inv_freq = tl.exp2(half_d.to(tl.float32) * rope_exp)
-        angle = pos_q.to(tl.float32)[:, None] * inv_freq[None, :]
-        angle = angle - 6.283185307179586 * tl.floor(angle * 0.15915494309189535 + 0.5)
-        cos = tl.cos(angle)
-        sin = tl.sin(angle)
+        cos, sin = _rope_cos_sin(pos_q, half_d, freq_ptr, HALF)
     q = ((x * cos + sign[None, :] * xp * sin) * qk_scale).to(q_ptr.dtype.element_ty)
 
     kc_base = kc_ptr + bh * stride_cbh
@@ -294,10 +300,23 @@ def flash_attention_kernel(out_ptr, q_ptr, kc_ptr, vc_ptr, cos_ptr, sin_ptr, rop
         tl.store(o_ptrs, out.to(out_ptr.dtype.element_ty), mask=row_ok[:, None])
 
 
+def _inv_freq(device, head_dim):
+    """theta ** (-i / half) as fp32 hi and lo rows [2, head_dim // 2] (hi + lo is the fp64
+    value to 48 bits), built once per device and head_dim."""
+    key = ("inv_freq", str(device), head_dim)
+    if key not in _ROPE_TABLES:
+        half = head_dim // 2
+        exact = ROPE_THETA ** (-torch.arange(half, dtype=torch.float64) / half)
+        hi = exact.float()
+        lo = (exact - hi.double()).float()
+        _ROPE_TABLES[key] = torch.stack((hi, lo)).to(device)
+    return _ROPE_TABLES[key]
+
+
 def _rope_table(device, head_dim, n_positions):
     """cos / sin for positions [0, n): built once per device and head_dim, like a model's
     RoPE buffer, and grown to the next power of two when a longer sequence comes."""
-    key = (str(device), head_dim)
+    key = ("cos_sin", str(device), head_dim)
     cached = _ROPE_TABLES.get(key)
     if cached is None or cached[0].shape[0] < n_positions:
         n = max(4096, triton.next_power_of_2(n_positions))
@@ -327,27 +346,27 @@ def run(q, k, v, k_cache, v_cache, cache_len):
     out = torch.empty_like(q)
     total = cache_len + S
     cos, sin = _rope_table(q.device, D, total) if ROPE_TABLE else (q, q)  # q: never read
-    rope_exp = -math.log2(ROPE_THETA) / (D // 2)
+    inv_freq = _inv_freq(q.device, D)
     even_rows = EVEN_SEQ and S % BLOCK_M == 0
     even = even_rows and total % BLOCK_N == 0
     grid = (triton.cdiv(S, BLOCK_M), B * H)
     strides = (q.stride(1), q.stride(2), k_cache.stride(1), k_cache.stride(2))
     if FLASH and not FUSE_KV_WRITE:
-        kv_write_kernel[grid](k, v, k_cache, v_cache, cos, sin, rope_exp, cache_len, S, *strides,
+        kv_write_kernel[grid](k, v, k_cache, v_cache, cos, sin, inv_freq, cache_len, S, *strides,
                               HEAD_DIM=D, BM=BLOCK_M, TABLE=ROPE_TABLE, EVEN=even_rows,
                               num_warps=NUM_WARPS)
         n_blocks = triton.cdiv(S, BLOCK_M)
         flash_attention_kernel[(B * H, n_blocks)](
-            out, q, k_cache, v_cache, cos, sin, rope_exp, cache_len, S,
+            out, q, k_cache, v_cache, cos, sin, inv_freq, cache_len, S,
             1.4426950408889634 / math.sqrt(D), n_blocks, *strides,
             HEAD_DIM=D, BM=BLOCK_M, BN=BLOCK_N, TABLE=ROPE_TABLE, EVEN=even,
             num_warps=NUM_WARPS, num_stages=NUM_STAGES)
         return out
     if not FUSE_KV_WRITE:
-        kv_write_kernel[grid](k, v, k_cache, v_cache, cos, sin, rope_exp, cache_len, S, *strides,
+        kv_write_kernel[grid](k, v, k_cache, v_cache, cos, sin, inv_freq, cache_len, S, *strides,
                               HEAD_DIM=D, BM=BLOCK_M, TABLE=ROPE_TABLE, EVEN=even_rows,
                               num_warps=NUM_WARPS)
-    attention_kernel[grid](out, q, k, v, k_cache, v_cache, cos, sin, rope_exp,
+    attention_kernel[grid](out, q, k, v, k_cache, v_cache, cos, sin, inv_freq,
                            cache_len, S, 1.0 / math.sqrt(D), *strides,
                            HEAD_DIM=D, BM=BLOCK_M, BN=BLOCK_N, TABLE=ROPE_TABLE,
                            SKIP=CAUSAL_SKIP, EVEN=even, FUSED=FUSE_KV_WRITE,

@@ -13,6 +13,8 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+import triton
+import triton.language as tl
 from kernel_checks import assert_task_close, candidate_for, naive_cases, run_tracked
 
 from kernelkb.kernels.attention import CACHE_SLACK, apply_rope, rope_cos_sin
@@ -131,6 +133,38 @@ def test_rope_is_identity_at_position_zero_and_keeps_norms():
     rotated = apply_rope(x, cos, sin)
     assert not torch.allclose(rotated, x)
     torch.testing.assert_close(rotated.norm(dim=-1), x.norm(dim=-1))
+
+
+_NAIVE = load_candidate(TASK.template, "attention_naive")
+_naive_rope_cos_sin = _NAIVE._rope_cos_sin
+
+
+@triton.jit
+def _angles_kernel(pos_ptr, freq_ptr, cos_ptr, sin_ptr, N: tl.constexpr, HALF: tl.constexpr):
+    """The naive kernel's in-kernel cos / sin of N positions, stored [N, HALF]."""
+    rows = tl.arange(0, N)
+    offs = tl.arange(0, HALF)
+    cos, sin = _naive_rope_cos_sin(tl.load(pos_ptr + rows), offs, freq_ptr, HALF)
+    at = rows[:, None] * HALF + offs[None, :]
+    tl.store(cos_ptr + at, cos)
+    tl.store(sin_ptr + at, sin)
+
+
+def test_in_kernel_rope_angles_hold_at_a_million_positions(device):
+    """The naive kernel's computed cos / sin stay within 2e-6 of fp64 at positions to 2**20
+    (the reach shapes sit at 131071); one fp32 product pos * inv_freq is off by 0.03 rad
+    there, and by 0.002 rad at 131071, which failed a 64K-key check of the cache write."""
+    head_dim, n = 64, 64
+    positions = torch.cat((torch.arange(n // 2), 2**20 - torch.arange(n // 2))).to(device)
+    cos = torch.empty(n, head_dim // 2, device=device)
+    sin = torch.empty_like(cos)
+    inv_freq = _NAIVE._inv_freq(positions.device, head_dim)
+    _angles_kernel[(1,)](positions.to(torch.int32), inv_freq, cos, sin, N=n, HALF=head_dim // 2)
+    exact_cos, exact_sin = rope_cos_sin(positions, head_dim)
+    assert (cos.double() - exact_cos).abs().max().item() < 2e-6
+    assert (sin.double() - exact_sin).abs().max().item() < 2e-6
+    plain = positions.float()[:, None] * inv_freq[0][None, :]  # one fp32 product
+    assert (plain.double().cos() - exact_cos).abs().max().item() > 1e-3
 
 
 @pytest.mark.parametrize(
