@@ -60,15 +60,17 @@ def _shot(driver, shots: Path, name: str) -> None:  # type: ignore[no-untyped-de
 
 def _follow(driver, element) -> None:  # type: ignore[no-untyped-def]
     """Click a link or submit button and wait for the next page: a click returns before the
-    navigation, so reading current_url right after it can still see the old page."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
+    navigation, so reading current_url right after it can still see the old page.
+    The old page is marked on its window object, which a new document does not have; a
+    question asked while the page is swapped may fail (Chrome: "Node with given id does
+    not belong to the document"), and is asked again."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    old_page = driver.find_element(By.TAG_NAME, "html")
+    driver.execute_script("window.kernelkbOldPage = true")
     element.click()
-    wait = WebDriverWait(driver, 15)
-    wait.until(ec.staleness_of(old_page))
+    wait = WebDriverWait(driver, 15, ignored_exceptions=(WebDriverException,))
+    wait.until(lambda d: d.execute_script("return window.kernelkbOldPage === undefined"))
     wait.until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
