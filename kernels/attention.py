@@ -32,6 +32,7 @@ from kernelkb.kernels.config import Config
 from kernelkb.kernels.discovery import register
 from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.peers import Peer, attention_unfused
+from kernelkb.kernels.reach import Reach
 from kernelkb.kernels.regimes import Regimes
 from kernelkb.kernels.shared.launch import Launch, cdiv, vector_width
 
@@ -220,16 +221,23 @@ TASK = register(
             # decode past 2048 cached keys: a kernel that looks at a window of the last
             # 1024 or 2048 keys (every other checked shape has fewer in view) is wrong
             (1, 2, 1, 2200, 64),
+            # head_dim 256 (Gemma 7B, Gemma 2): a scale or tile written for 128 at most
+            (1, 2, 5, 11, 256),
         ),
         cpu_shapes=((1, 2, 16, 0, 32), (1, 2, 40, 24, 64)),
         # a batch of 64 decodes over 8192 cached tokens, 32 heads of 128: the cache holds
         # 2.15e9 elements
         wide_shape=(64, 32, 1, 8192, 128),
-        # one query over a 128K-token cache (Llama 3.1's context), one or two heads and
-        # sequences (red team 19: a window only where batch x heads > 1); 64K + 1 keys
-        # under the interpreter (4-9 s a call for the naive kernel on 2 cores)
-        reach_shapes=((1, 1, 1, 131071, 64), (1, 2, 1, 131071, 64), (2, 1, 1, 131071, 64)),
-        cpu_reach_shapes=((1, 1, 1, 65537, 64), (1, 2, 1, 65537, 64), (2, 1, 1, 65537, 64)),
+        # decode or a short chunk over a 64K-128K-token cache (Llama 3.1's context), one to
+        # eight heads and sequences, every head size models use (red teams 18-20: a window
+        # only past 16K keys, only with several heads or new tokens); under the
+        # interpreter 32K-64K keys (4-9 s a call for the naive kernel on 2 cores per head)
+        reach=Reach(spans=(range(1, 5), range(1, 9), range(1, 129), range(2**16, 2**17),
+                           (64, 128, 256)),
+                    budget=(2, 4, 16, 131071, 128)),
+        cpu_reach=Reach(spans=(range(1, 3), range(1, 3), range(1, 17),
+                               range(2**15 + 1, 2**16 + 2), (64, 128, 256)),
+                        budget=(2, 1, 16, 65537, 128)),
         dtypes=("float16", "bfloat16"),
         torch_constants=True,  # RoPE's cos/sin of positions (the ROPE_TABLE path)
         tolerances={

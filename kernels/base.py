@@ -45,6 +45,7 @@ from kernelkb.kernels.conditions import (
 )
 from kernelkb.kernels.config import Config, ConfigValue, header_constants, set_header_constants
 from kernelkb.kernels.dtypes import DTYPES
+from kernelkb.kernels.reach import Reach
 from kernelkb.kernels.regimes import SINGLE_REGIME, Regimes
 from kernelkb.kernels.scalar_args import SCALAR_ARGS, ScalarArg, scalar_arguments
 from kernelkb.kernels.shared.launch import Launch, vector_width
@@ -217,15 +218,15 @@ class Task:
     # arithmetic wraps: the GPU's judge checks the rows past that element there
     # (optimizer/sandbox/wide_offsets.py); None for an op no model takes that wide
     wide_shape: Shape | None = None
-    # shapes at the reach of the op's longest dimension in the models it serves (a decode
-    # step over a 128K-token cache, a row past every vocabulary), the rest small and
-    # varied: a kernel that stops short of the reach (a window, a table of the first N, a
-    # max over the first columns) or takes its short path only for one small form passes
-    # every shorter check; the judge calls one, drawn per evaluation (judge.check_reach)
-    reach_shapes: tuple[Shape, ...] = ()
+    # where the judge draws one shape past every list per evaluation (kernels/reach.py):
+    # the op's longest dimension at the reach of the models it serves (a decode step over
+    # a 128K-token cache, a row past every vocabulary, a K past the lists), the others
+    # free; a kernel that stops short there or takes its short path only for some form
+    # passes every shorter check (judge.check_reach)
+    reach: Reach | None = None
     # the same under the interpreter, where a call costs seconds per 10K keys (None: the
-    # reach shapes as they are)
-    cpu_reach_shapes: tuple[Shape, ...] | None = None
+    # reach as it is)
+    cpu_reach: Reach | None = None
     # where the template was read from (read_template; None: written inline)
     template_path: str | None = field(default=None, init=False, compare=False)
 

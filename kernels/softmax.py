@@ -29,6 +29,7 @@ from kernelkb.kernels.config import Config, header_constants
 from kernelkb.kernels.discovery import register
 from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.peers import Peer, eager_and_compiled, liger_softmax, optional, softmax_eager
+from kernelkb.kernels.reach import Reach
 from kernelkb.kernels.regimes import Regimes
 from kernelkb.kernels.shared.launch import Launch, cdiv, next_pow2, vector_width
 
@@ -181,9 +182,12 @@ TASK = register(
         # Llama 3's logits (vocabulary 128256) over 16800 tokens: 2.15e9 elements
         wide_shape=(16800, 128256),
         # rows past every vocabulary the lists hold (Gemma's 262,144), as attention
-        # scores over a long context are: a max over the first 2**18 columns only is
-        # wrong there, on the masked prefix's row (half of it at -inf; red team 19)
-        reach_shapes=((8, 786432), (8, 600001)),
+        # scores over a long context are, a batch of them: a max over the first 2**18
+        # columns only is wrong there, on the masked prefix's row (half of it at -inf;
+        # red team 19), or only past eight rows (red team 20); at least a row for each
+        # of the six conditions of the values and a plain one (every_condition.mixed)
+        reach=Reach(spans=(range(8, 65), range(600001, 786433)), budget=(32, 786432)),
+        cpu_reach=Reach(spans=(range(8, 33), range(600001, 786433)), budget=(16, 786432)),
         dtypes=("float16", "bfloat16", "float32"),
         # probabilities are small: float32 gets a tighter absolute bound than the others
         tolerances={**ELEMENTWISE_TOLERANCES,

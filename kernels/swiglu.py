@@ -20,6 +20,7 @@ from kernelkb.kernels.config import Config
 from kernelkb.kernels.discovery import register
 from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.peers import Peer, eager_and_compiled, liger_swiglu, optional, swiglu_eager
+from kernelkb.kernels.reach import Reach
 from kernelkb.kernels.regimes import Regimes
 from kernelkb.kernels.shared.launch import Launch, cdiv, next_pow2, vector_width
 
@@ -99,6 +100,10 @@ TASK = register(
         cpu_shapes=((4, 11008), (16, 14336)),
         # a 75k-token prefill through Llama-3-70B's MLP (28672): 2.15e9 elements a side
         wide_shape=(74944, 28672),
+        # intermediate sizes past the lists' 28672, to 64K (Llama 3.1 405B: 53248)
+        # (a plain row and one of large gates at least)
+        reach=Reach(spans=(range(2, 65), range(28673, 2**16 + 1)), budget=(32, 65536)),
+        cpu_reach=Reach(spans=(range(2, 9), range(28673, 2**16 + 1)), budget=(4, 65536)),
         input_conditions=(
             InputCondition("large gates", "30·randn gates: exp(g) overflows past 88, so "
                            "silu as g·exp(g) / (1 + exp(g)) is inf/inf; g / (1 + exp(-g)) "

@@ -234,8 +234,9 @@ def _main() -> int:
     """A compile-ahead process: read its order from the file named, arm the worker's own
     watchers over the candidate's frames (introspection.py, surroundings.py), compile,
     exit; ``REFUSED`` where a watcher saw the candidate reach past the rules."""
-    from kernelkb.optimizer.sandbox import introspection, surroundings
+    from kernelkb.optimizer.sandbox import import_path, introspection, surroundings
 
+    import_path.drop_start_folder()  # its folder is the worker's, which it writes
     with open(sys.argv[1]) as handle:
         order = json.load(handle)
     warm_up_launches()

@@ -121,8 +121,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
     offsets may wrap in 32 bits (a product of two run-time values, a value carried round
     a loop, ...), from the TTIR Triton's frontend makes for each launch
     (narrow_addresses.py; on a GPU always, from the compiled IR).
-    ``reach``: the shape the judge's reach check calls (None: one of the task's reach
-    shapes, drawn).
+    ``reach``: the shape the judge's reach check calls (None: one drawn from the task's
+    reach, kernels/reach.py).
 
     Raises ValueError / KeyError only for bad arguments (unknown task, dtype, shape set).
     """

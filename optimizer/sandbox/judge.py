@@ -594,28 +594,31 @@ class Judge:
                             "bounds, on fresh inputs")
 
     def check_reach(self, seen: dict[str, Any]) -> bool:
-        """One of the task's reach shapes (``cpu_reach_shapes`` under the interpreter),
-        drawn per evaluation, once, its rows under the conditions of the values as the big
-        shape's are: a kernel that attends only the last 32K keys, keeps a table of the
-        first 64K positions or takes a row's max from its first 2**18 columns is right on
-        every shorter shape and wrong there (red teams 18, 19); one that does so only for
-        some small form (batch x heads > 1) meets a draw of the forms. Whether it ran."""
+        """One shape drawn from the task's reach (``cpu_reach`` under the interpreter;
+        kernels/reach.py) per evaluation, its rows under the conditions of the values as
+        the big shape's are: a kernel that attends only the last 32K keys, keeps a table of
+        the first 64K positions, takes a row's max from its first 2**18 columns or drops a
+        K tail past 32K is right on every listed shape and wrong there (red teams 18-20);
+        one that does so only for some form (several heads, new tokens or rows) meets a
+        draw of the forms. ``evaluate(reach=...)`` names the shape. Whether it ran."""
         from kernelkb.kernels.every_condition import mixed
 
-        shapes = self.task.reach_shapes
-        if not torch.cuda.is_available() and self.task.cpu_reach_shapes is not None:
-            shapes = self.task.cpu_reach_shapes
+        reach = self.task.reach
+        if not torch.cuda.is_available() and self.task.cpu_reach is not None:
+            reach = self.task.cpu_reach
         if self.request.get("reach"):  # the caller's (evaluate(reach=...))
-            shapes = (tuple(int(d) for d in self.request["reach"]),)
-        if not shapes:
+            shape = tuple(int(d) for d in self.request["reach"])
+        elif reach is not None:
+            shape = reach.draw(lambda s: _input_bytes(self.task, s, self.dtype),
+                               random.Random(secrets.randbits(64)))
+        else:
             return False
-        shape = tuple(random.SystemRandom().choice(shapes))
         seen["reach_shape"] = self.task.shape_label(shape)
         conditions = [mixed(self.task)] if self.request.get("conditions", True) else []
         self.spot_check(shape, seen, every_condition=False, grad="no_grad", new_shape=True,
                         conditions=conditions, plain=not conditions, record="reach_checked",
-                        where="on a shape at the reach of the task's longest dimension, on "
-                        "fresh inputs")
+                        where="on a shape drawn past the task's lists where models reach, "
+                        "on fresh inputs")
         return True
 
     def check_wide_offsets(self, seen: dict[str, Any]) -> bool:

@@ -51,6 +51,7 @@ from kernelkb.optimizer.sandbox import (
     declared,
     forbidden,
     guards,
+    import_path,
     introspection,
     jit_globals,
     kernel_clock,
@@ -1488,6 +1489,7 @@ def read_request(arg: str) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
+    import_path.drop_start_folder()  # the judge forked from here imports after the worker
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     request = read_request(argv[0])

@@ -52,12 +52,13 @@ def test_the_caches_unwritten_slots_hold_nan_and_the_reference_never_reads_them(
     assert not attention.reference(*inputs).isnan().any()
 
 
-def test_the_reach_shapes_are_long_caches_in_more_than_one_form():
+def test_the_reach_is_a_long_cache_in_more_than_one_form():
     attention = get_task("attention")
-    assert {s[3] for s in attention.reach_shapes} == {131071}  # a 128K-token cache, GPU
-    assert attention.cpu_reach_shapes is not None
-    assert all(s[3] > 2**16 for s in attention.cpu_reach_shapes)  # past a 64K window
-    assert {s[0] * s[1] for s in attention.reach_shapes} == {1, 2}  # one head, and more
+    assert attention.reach is not None and attention.cpu_reach is not None
+    assert attention.reach.spans[3] == range(2**16, 2**17)  # to a 128K-token cache, GPU
+    assert min(attention.cpu_reach.spans[3]) > 2**15  # past a 32K window
+    assert max(attention.cpu_reach.spans[3]) > 2**16  # and a 64K table
+    assert max(attention.reach.spans[0]) * max(attention.reach.spans[1]) > 1
 
 
 def _evaluated(task: str, plant: str):
