@@ -228,16 +228,17 @@ TASK = register(
         # a batch of 64 decodes over 8192 cached tokens, 32 heads of 128: the cache holds
         # 2.15e9 elements
         wide_shape=(64, 32, 1, 8192, 128),
-        # decode or a short chunk over a 64K-128K-token cache (Llama 3.1's context), one to
-        # eight heads and sequences, every head size models use (red teams 18-20: a window
-        # only past 16K keys, only with several heads or new tokens); under the
-        # interpreter 32K-64K keys (4-9 s a call for the naive kernel on 2 cores per head)
-        reach=Reach(spans=(range(1, 5), range(1, 9), range(1, 129), range(2**16, 2**17),
+        # decode and chunked prefill over a 64K-128K-token cache (Llama 3.1's context),
+        # 1-16 sequences of 1-32 heads, every head size models use (red teams 18-21: a
+        # window only past 16K keys, only with several heads, sequences or new tokens);
+        # under the interpreter, whose time goes with programs x keys x head size, 1-2 x
+        # 1-2 x up to 256 new tokens over 32K-64K keys
+        reach=Reach(spans=(range(1, 17), range(1, 33), range(1, 8193), range(2**16, 2**17),
                            (64, 128, 256)),
-                    budget=(2, 4, 16, 131071, 128)),
-        cpu_reach=Reach(spans=(range(1, 3), range(1, 3), range(1, 17),
+                    budget=((4, 8, 64, 131071, 128),)),
+        cpu_reach=Reach(spans=(range(1, 3), range(1, 3), range(1, 257),
                                range(2**15 + 1, 2**16 + 2), (64, 128, 256)),
-                        budget=(2, 1, 16, 65537, 128)),
+                        budget=((1, 1, 256, 32769, 64), (1, 1, 16, 65537, 256))),
         dtypes=("float16", "bfloat16"),
         torch_constants=True,  # RoPE's cos/sin of positions (the ROPE_TABLE path)
         tolerances={

@@ -329,15 +329,15 @@ def _unravel_index(flat: int, shape: tuple[int, ...]) -> list[int]:
     return [int(i) for i in np.unravel_index(flat, shape or (1,))]
 
 
-def mixed_inputs(inputs: tuple[Any, ...], conditions: Sequence[InputCondition], seed: int
-                 ) -> tuple[Any, ...]:
+def mixed_inputs(inputs: tuple[Any, ...], conditions: Sequence[InputCondition], seed: int,
+                 shift: int = 0) -> tuple[Any, ...]:
     """One input set that holds every condition of the values at once. Each condition is
     applied (the k-th with seed + k, so two that pick a row from the seed pick other rows)
     and kept where it changes values only (the same tensors' shapes, strides and dtypes,
     the same other arguments: not a layout, not another argument). Then each tensor
     input's rows (its first dimension) are the plain ones and those of the conditions
-    that change every row, in turn, and a condition that changes some rows only (a zero
-    row) has those rows as it made them."""
+    that change every row, in turn (from the ``shift``-th), and a condition that changes
+    some rows only (a zero row) has those rows as it made them."""
     sources = []
     for k, condition in enumerate(conditions, 1):
         changed = tuple(condition.apply(inputs, seed + k))
@@ -356,8 +356,8 @@ def mixed_inputs(inputs: tuple[Any, ...], conditions: Sequence[InputCondition], 
                 every.append(source[i])
             elif bool(rows.any()):
                 some.append((rows, source[i]))
-        for k, whole in enumerate(every):
-            y[k::len(every)] = whole[k::len(every)]
+        for k in range(len(every)):  # row r takes every[(r + shift) % len(every)]
+            y[k::len(every)] = every[(k + shift) % len(every)][k::len(every)]
         for rows, part in some:
             y[rows] = part[rows]
         out.append(y)

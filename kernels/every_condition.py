@@ -12,17 +12,19 @@ from kernelkb.kernels.scalar_args import SCALAR_ARGS
 MIXED = "rows of every condition"
 
 
-def mixed(task: Any) -> InputCondition:
+def mixed(task: Any, shift: int = 0) -> InputCondition:
     """One input set that holds every declared condition of the task's values at once
     (conditions.mixed_inputs: rows in turn plain and under each condition that changes every
     row, and the rows a condition picks as it made them). One call then meets each
     condition somewhere, where a call per condition would cost as many calls: what the
-    judge asks on a shape whose calls are dear (the one past the largest asked)."""
+    judge asks on a shape whose calls are dear (the one past the largest asked).
+    ``shift``: the condition the first row takes (mod their count; 0 plain): a shape of
+    fewer rows than conditions then meets a drawn few of them, not always the first."""
     declared = [c for c in task.input_conditions
                 if c.name not in GENERIC_CONDITIONS and c.name != SCALAR_ARGS]
 
     def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
-        return mixed_inputs(tuple(inputs), declared, seed)
+        return mixed_inputs(tuple(inputs), declared, seed, shift)
 
     return InputCondition(MIXED, "each input's rows in turn plain and under each of the "
                           "task's conditions of the values", apply)

@@ -253,13 +253,13 @@ TASK = register(
         cpu_shapes=((64, 96, 128), (33, 70, 100), (32, 64, 4096)),
         # Llama-3-8B's vocabulary projection over 16800 tokens: the logits hold 2.15e9
         wide_shape=(16800, 128256, 4096),
-        # K past the lists' 11008 to 128K (Llama 3.1 405B's down projection: 53248), a
-        # decode's or a short prefill's M: a K loop that drops a tail or stops at 32K is
-        # right on every listed K (red team 20)
-        reach=Reach(spans=(range(1, 257), range(16, 4097), range(11009, 2**17 + 1)),
-                    budget=(64, 2048, 131072)),
-        cpu_reach=Reach(spans=(range(1, 33), range(16, 129), range(11009, 2**16 + 1)),
-                        budget=(16, 64, 65536)),
+        # K past the lists' 11008 to 128K (Llama 3.1 405B's down projection: 53248) at any
+        # M (decode to a long prefill, a weight gradient) and N: a K loop that drops a tail
+        # or stops at 32K is right on every listed K (red teams 20, 21)
+        reach=Reach(spans=(range(1, 8193), range(16, 32769), range(11009, 2**17 + 1)),
+                    budget=((2048, 8192, 65536),)),
+        cpu_reach=Reach(spans=(range(1, 1025), range(16, 8193), range(11009, 2**16 + 1)),
+                        budget=((64, 1024, 65536),)),
         dtypes=("float16", "bfloat16"),
         # rounding of the output to the dtype dominates (half an ulp relative; the
         # outputs are ~N(0, 1)); the fp32 accumulation order adds far less

@@ -7,8 +7,13 @@ the gap: a later round keyed its short path on a form they did not take (two new
 nine rows, head_dim 256, K past the lists). So each dimension has a span (a range drawn
 log-uniformly, or the values models use), and the judge draws one shape from the spans
 per evaluation: the longest dimension past the lists, every other free, under a cost the
-task names by a shape (``budget``): a draw over it has its other dimensions scaled down,
-then its longest. A short path keyed on any region of the spans meets a draw in turn.
+task names by shapes (``budget``): no more bytes and no more FLOPs than the costliest of
+them (a long cache costs bytes, many new tokens over it FLOPs). A draw over it has its
+other dimensions scaled down, then its longest. The longest is drawn from the top half
+of its span one time in two (the reach itself), else across it (the band between the
+lists and the reach). A short path keyed on any region of the spans meets a draw in
+turn; one keyed on a corner past every budget (64 sequences over 128K keys under the
+interpreter) is left to the GPU's larger budget.
 """
 
 from __future__ import annotations
@@ -26,11 +31,13 @@ TRIES = 20
 @dataclass(frozen=True)
 class Reach:
     spans: tuple[Span, ...]
-    budget: Shape  # the costliest shape the judge pays for: draws cost no more than it
+    # the costliest shapes the judge pays for: a draw costs no more bytes and no more FLOPs
+    # than the most of them
+    budget: tuple[Shape, ...]
 
     def __post_init__(self) -> None:
-        if len(self.spans) != len(self.budget):
-            raise ValueError(f"{len(self.spans)} spans for a {len(self.budget)}-d budget")
+        if not self.budget or any(len(self.spans) != len(b) for b in self.budget):
+            raise ValueError(f"{len(self.spans)} spans for budget shapes {self.budget}")
         if any(len(span) == 0 for span in self.spans):
             raise ValueError(f"an empty span in {self.spans}")
 
@@ -40,33 +47,43 @@ class Reach:
         starts = [span.start if isinstance(span, range) else 0 for span in self.spans]
         return max(range(len(starts)), key=starts.__getitem__)
 
-    def draw(self, cost: Callable[[Shape], float], rng: random.Random) -> Shape:
-        """One shape of the spans costing no more than the budget (the budget itself where
-        ``TRIES`` draws cannot be brought under it)."""
-        limit = cost(self.budget)
+    def draw(self, measures: Sequence[Callable[[Shape], float]], rng: random.Random) -> Shape:
+        """One shape of the spans that no measure (bytes, FLOPs) puts over the budget (the
+        first budget shape where ``TRIES`` draws cannot be brought under it)."""
+        limits = [max(measure(b) for b in self.budget) for measure in measures]
+
+        def over(shape: Sequence[int]) -> float:
+            return max((m(tuple(shape)) / limit for m, limit in zip(measures, limits,
+                                                                    strict=True) if limit > 0),
+                       default=0.0)
+
         for _ in range(TRIES):
-            shape = [_pick(span, rng) for span in self.spans]
+            shape = [_pick(span, rng, top=i == self.longest and rng.random() < 0.5)
+                     for i, span in enumerate(self.spans)]
             others = [i for i in range(len(shape)) if i != self.longest]
             for dims in (others, [self.longest]):
-                _scale_down(shape, dims, self.spans, cost, limit)
-            if cost(tuple(shape)) <= limit:
+                _scale_down(shape, dims, self.spans, over)
+            if over(shape) <= 1.0:
                 return tuple(shape)
-        return self.budget
+        return self.budget[0]
 
 
-def _pick(span: Span, rng: random.Random) -> int:
+def _pick(span: Span, rng: random.Random, top: bool = False) -> int:
+    """A value of the span: a choice, or log-uniform in a range (its top half: uniform)."""
     if isinstance(span, tuple):
         return rng.choice(span)
     low, high = span.start, span[-1]
+    if top:
+        return rng.randint((low + high) // 2, high)
     return min(high, max(low, round(math.exp(rng.uniform(math.log(low), math.log(high))))))
 
 
 def _scale_down(shape: list[int], dims: Sequence[int], spans: Sequence[Span],
-                cost: Callable[[Shape], float], limit: float) -> None:
+                over: Callable[[Sequence[int]], float]) -> None:
     """Step the largest of ``dims`` (by its value over its span's least) down until the
-    shape fits or none can go lower: a range by the factor the cost is over, a choice to
-    the next smaller value."""
-    while cost(tuple(shape)) > limit:
+    shape is within budget (``over`` <= 1) or none can go lower: a range by the factor it
+    is over, a choice to the next smaller value."""
+    while (factor := over(shape)) > 1.0:
         lower = [i for i in dims if shape[i] > min(spans[i])]
         if not lower:
             return
@@ -75,5 +92,4 @@ def _scale_down(shape: list[int], dims: Sequence[int], spans: Sequence[Span],
         if isinstance(span, tuple):
             shape[i] = max(v for v in span if v < shape[i])
         else:
-            over = cost(tuple(shape)) / limit
-            shape[i] = max(span.start, min(shape[i] - 1, int(shape[i] / over)))
+            shape[i] = max(span.start, min(shape[i] - 1, int(shape[i] / factor)))

@@ -166,10 +166,10 @@ TASK = register(
         cpu_shapes=((8, 4096), (32, 5120)),
         # a 128k-token prefill at Llama-3.1-405B's hidden 16384: 2.15e9 elements
         wide_shape=(131200, 16384),
-        # hidden sizes past the lists' 20000, to 64K: a reduction over a row's first
-        # chunks only is right on every listed row; a row for each condition of the values
-        reach=Reach(spans=(range(6, 65), range(20001, 2**16 + 1)), budget=(32, 65536)),
-        cpu_reach=Reach(spans=(range(6, 17), range(20001, 2**16 + 1)), budget=(8, 65536)),
+        # hidden sizes past the lists' 20000, to 64K, one row (decode) to many: a
+        # reduction over a row's first chunks only is right on every listed row
+        reach=Reach(spans=(range(1, 4097), range(20001, 2**16 + 1)), budget=((256, 65536),)),
+        cpu_reach=Reach(spans=(range(1, 65), range(20001, 2**16 + 1)), budget=((8, 65536),)),
         dtypes=("float16", "bfloat16", "float32"),
         tolerances=ELEMENTWISE_TOLERANCES,
         bytes_moved=bytes_moved,

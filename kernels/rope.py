@@ -28,6 +28,7 @@ from kernelkb.kernels.config import Config
 from kernelkb.kernels.discovery import register
 from kernelkb.kernels.dtypes import DTYPES
 from kernelkb.kernels.peers import Peer, _rope_hf, liger_rope_peer, optional, rope_hf
+from kernelkb.kernels.reach import Reach
 from kernelkb.kernels.regimes import Regimes
 from kernelkb.kernels.shared.launch import Launch, cdiv, next_pow2, vector_width
 
@@ -196,6 +197,15 @@ TASK = register(
         cpu_shapes=((1, 16, 8, 2, 128), (2, 8, 4, 4, 64)),
         # 17 sequences of 32k tokens at Llama-3-8B's 32 query heads: q holds 2.28e9
         wide_shape=(17, 32768, 32, 8, 128),
+        # one long sequence or a few, past the lists' 4,096 tokens (a long prompt's
+        # prefill, a packed training row), any heads: a path for long rows that assumes
+        # running positions or a table's length is right on every listed row (red team 21)
+        reach=Reach(spans=(range(1, 5), range(8193, 131073), range(1, 65), range(1, 9),
+                           (64, 128, 256)),
+                    budget=((1, 65536, 32, 8, 128),)),
+        cpu_reach=Reach(spans=(range(1, 3), range(4097, 32769), range(1, 5), range(1, 3),
+                               (64, 128)),
+                        budget=((1, 16384, 2, 1, 64),)),
         dtypes=("float16", "bfloat16", "float32"),
         tolerances=ELEMENTWISE_TOLERANCES,
         bytes_moved=bytes_moved,

@@ -181,13 +181,13 @@ TASK = register(
         cpu_shapes=((4, 128), (16, 1000)),
         # Llama 3's logits (vocabulary 128256) over 16800 tokens: 2.15e9 elements
         wide_shape=(16800, 128256),
-        # rows past every vocabulary the lists hold (Gemma's 262,144), as attention
-        # scores over a long context are, a batch of them: a max over the first 2**18
-        # columns only is wrong there, on the masked prefix's row (half of it at -inf;
-        # red team 19), or only past eight rows (red team 20); at least a row for each
-        # of the six conditions of the values and a plain one (every_condition.mixed)
-        reach=Reach(spans=(range(8, 65), range(600001, 786433)), budget=(32, 786432)),
-        cpu_reach=Reach(spans=(range(8, 33), range(600001, 786433)), budget=(16, 786432)),
+        # rows from past the lists' longest to past every vocabulary (Gemma's 262,144), as
+        # attention scores over a long context are, one row to a batch of them: a max over
+        # a row's first 2**17 or 2**18 columns only is wrong there on the masked prefix's
+        # row (red teams 19-21); the rows take the conditions of the values in turn from a
+        # drawn one (every_condition.mixed)
+        reach=Reach(spans=(range(1, 257), range(128257, 786433)), budget=((32, 786432),)),
+        cpu_reach=Reach(spans=(range(1, 33), range(70001, 786433)), budget=((16, 786432),)),
         dtypes=("float16", "bfloat16", "float32"),
         # probabilities are small: float32 gets a tighter absolute bound than the others
         tolerances={**ELEMENTWISE_TOLERANCES,

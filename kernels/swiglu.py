@@ -100,10 +100,10 @@ TASK = register(
         cpu_shapes=((4, 11008), (16, 14336)),
         # a 75k-token prefill through Llama-3-70B's MLP (28672): 2.15e9 elements a side
         wide_shape=(74944, 28672),
-        # intermediate sizes past the lists' 28672, to 64K (Llama 3.1 405B: 53248)
-        # (a plain row and one of large gates at least)
-        reach=Reach(spans=(range(2, 65), range(28673, 2**16 + 1)), budget=(32, 65536)),
-        cpu_reach=Reach(spans=(range(2, 9), range(28673, 2**16 + 1)), budget=(4, 65536)),
+        # intermediate sizes past the lists' 28672, to 64K (Qwen2-72B: 29568; Llama 3.1
+        # 405B: 53248), one token (decode; red team 21) to many
+        reach=Reach(spans=(range(1, 4097), range(28673, 2**16 + 1)), budget=((256, 65536),)),
+        cpu_reach=Reach(spans=(range(1, 17), range(28673, 2**16 + 1)), budget=((4, 65536),)),
         input_conditions=(
             InputCondition("large gates", "30·randn gates: exp(g) overflows past 88, so "
                            "silu as g·exp(g) / (1 + exp(g)) is inf/inf; g / (1 + exp(-g)) "

@@ -92,7 +92,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
              property_examples: int | None = None,
              wide_offsets: tuple[tuple[int, ...], int] | None = None,
              far_rows: int | None = None, narrow_addresses: bool = False,
-             reach: tuple[int, ...] | None = None) -> EvalResult:
+             reach: tuple[int, ...] | None = None,
+             reach_rows_from: int | None = None) -> EvalResult:
     """Evaluate one candidate in a sandboxed subprocess; never raises for candidate faults.
 
     ``parent_source``: the incumbent; on a GPU the candidate is timed against it,
@@ -122,7 +123,8 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
     a loop, ...), from the TTIR Triton's frontend makes for each launch
     (narrow_addresses.py; on a GPU always, from the compiled IR).
     ``reach``: the shape the judge's reach check calls (None: one drawn from the task's
-    reach, kernels/reach.py).
+    reach, kernels/reach.py); ``reach_rows_from``: the condition of the values its first
+    row takes, the rest in turn (0: plain; None: drawn).
 
     Raises ValueError / KeyError only for bad arguments (unknown task, dtype, shape set).
     """
@@ -150,6 +152,7 @@ def evaluate(task_name: str, source: str, *, dtype: str = "float16",
         "far_rows": int(far_rows) if far_rows else None,
         "narrow_addresses": bool(narrow_addresses),
         "reach": [int(d) for d in reach] if reach else None,
+        "reach_rows_from": None if reach_rows_from is None else int(reach_rows_from),
         "gpu_timestamps": kernel_clock.preference(), "compile_ahead": ahead.wanted(),
         "peaks": {"mem_bandwidth_gbps": env.get("mem_bandwidth_gbps"),
                   "peak_tflops": env.get("peak_tflops")},

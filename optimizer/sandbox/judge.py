@@ -609,12 +609,18 @@ class Judge:
         if self.request.get("reach"):  # the caller's (evaluate(reach=...))
             shape = tuple(int(d) for d in self.request["reach"])
         elif reach is not None:
-            shape = reach.draw(lambda s: _input_bytes(self.task, s, self.dtype),
+            shape = reach.draw((lambda s: _input_bytes(self.task, s, self.dtype),
+                                lambda s: _flops(self.task, s, self.dtype)),
                                random.Random(secrets.randbits(64)))
         else:
             return False
         seen["reach_shape"] = self.task.shape_label(shape)
-        conditions = [mixed(self.task)] if self.request.get("conditions", True) else []
+        # rows in turn from a drawn condition: a draw of fewer rows than conditions meets
+        # other ones each evaluation
+        shift = self.request.get("reach_rows_from")
+        if shift is None:
+            shift = secrets.randbelow(64)
+        conditions = [mixed(self.task, shift)] if self.request.get("conditions", True) else []
         self.spot_check(shape, seen, every_condition=False, grad="no_grad", new_shape=True,
                         conditions=conditions, plain=not conditions, record="reach_checked",
                         where="on a shape drawn past the task's lists where models reach, "
@@ -1004,6 +1010,13 @@ def _input_bytes(task: Any, shape: tuple[int, ...], dtype: torch.dtype) -> int:
     try:
         return int(task.bytes_moved(shape, dtype))
     except Exception:  # noqa: BLE001 - a task without a byte count: assume it fits
+        return 0
+
+
+def _flops(task: Any, shape: tuple[int, ...], dtype: torch.dtype) -> int:
+    try:
+        return int(task.flops(shape, dtype))
+    except Exception:  # noqa: BLE001 - a task without a FLOP count: assume it fits
         return 0
 
 

@@ -34,10 +34,12 @@ def test_a_finalizer_that_drops_an_error_is_refused_from_its_source():
 
 
 def test_softmax_reaches_rows_whose_masked_half_passes_any_span_of_2_18():
+    """A draw may hold seven rows or more (one for each condition of the values) of more
+    than 2**19 columns (tests/kernels/test_reach.py draws them)."""
     for reach in (get_task("softmax").reach, get_task("softmax").cpu_reach):
         assert reach is not None
         rows, cols = reach.spans
-        assert min(cols) // 2 > 2**18 and min(rows) >= 7  # a row for each condition
+        assert max(cols) // 2 > 2**18 and max(rows) >= 7
 
 
 def _evaluated(task: str, plant: str, **kwargs):
