@@ -26,7 +26,7 @@ import torch
 
 from kernelkb.kernels import far_rows, unusual_inputs
 from kernelkb.kernels.conditions import LEADING_DIMS, InputCondition, leading_dims
-from kernelkb.kernels.every_condition import MIXED, mixed
+from kernelkb.kernels.every_condition import mixed, mixed_shift
 
 PREFIX = "drawn "
 PATTERNS = ("prefix", "suffix", "spike", "outlier", "constant", "offset")
@@ -86,11 +86,11 @@ class Draw:
 
 
 def resolve(task: Any, name: str) -> InputCondition:
-    """The condition ``name`` names: one the task declares, a drawn one, or ``MIXED``."""
+    """The condition ``name`` names: one the task declares, a drawn one, or ``mixed``'s."""
     if name.startswith(PREFIX):
         return Draw.parse(name).condition(task)
-    if name == MIXED:
-        return mixed(task)
+    if (shift := mixed_shift(name)) is not None:
+        return mixed(task, shift)
     if name == LEADING_DIMS and getattr(task, "leading_dims", None):
         return leading_dims(tuple(task.leading_dims))
     if name.startswith(far_rows.PREFIX):

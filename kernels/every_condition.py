@@ -10,6 +10,17 @@ from kernelkb.kernels.conditions import GENERIC_CONDITIONS, InputCondition, mixe
 from kernelkb.kernels.scalar_args import SCALAR_ARGS
 
 MIXED = "rows of every condition"
+_FROM = ", rows from condition "  # a shifted one's name: the worker rebuilds it by name
+
+
+def mixed_shift(name: str) -> int | None:
+    """The shift a name of ``mixed`` carries (0 for ``MIXED``); None: another name."""
+    if name == MIXED:
+        return 0
+    prefix = MIXED + _FROM
+    if name.startswith(prefix) and name[len(prefix):].isdigit():
+        return int(name[len(prefix):])
+    return None
 
 
 def mixed(task: Any, shift: int = 0) -> InputCondition:
@@ -26,5 +37,6 @@ def mixed(task: Any, shift: int = 0) -> InputCondition:
     def apply(inputs: tuple[Any, ...], seed: int) -> tuple[Any, ...]:
         return mixed_inputs(tuple(inputs), declared, seed, shift)
 
-    return InputCondition(MIXED, "each input's rows in turn plain and under each of the "
+    name = MIXED if shift == 0 else f"{MIXED}{_FROM}{shift}"
+    return InputCondition(name, "each input's rows in turn plain and under each of the "
                           "task's conditions of the values", apply)

@@ -259,7 +259,7 @@ TASK = register(
         reach=Reach(spans=(range(1, 8193), range(16, 32769), range(11009, 2**17 + 1)),
                     budget=((2048, 8192, 65536),)),
         cpu_reach=Reach(spans=(range(1, 1025), range(16, 8193), range(11009, 2**16 + 1)),
-                        budget=((64, 1024, 65536),)),
+                        budget=((32, 256, 32768), (1, 6144, 11100))),
         dtypes=("float16", "bfloat16"),
         # rounding of the output to the dtype dominates (half an ulp relative; the
         # outputs are ~N(0, 1)); the fp32 accumulation order adds far less

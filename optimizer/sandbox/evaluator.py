@@ -61,14 +61,19 @@ def resolve_shapes(task: Task, shapes: str | list[tuple[int, ...]], on_gpu: bool
     return "custom", resolved
 
 
+REACH_CPU_S = 40.0  # the judge's reach under the interpreter, generously (see below)
+
+
 def work_timeout_s(shapes: int, seeds: int, *, on_gpu: bool) -> float:
     """Wall seconds one evaluation may need: start and compile, then per shape its checks
     (seeds, the counterfactual, stream order) and on a GPU its timing, then the
     comparison's cap, and one shape more for the judge's own (the shape past the largest
-    asked, the other dtypes). Generous on purpose: a timeout is a failure, so it must
-    only catch kernels that hang or crawl."""
+    asked, the other dtypes), and its reach (kernels/reach.py: 10-60 s a naive kernel
+    under the interpreter). Generous on purpose: a timeout is a failure, so it must only
+    catch kernels that hang or crawl."""
     per_shape = 2.0 * (seeds + 2) + (8.0 if on_gpu else 0.0)
-    return 60.0 + (shapes + 1) * per_shape + (2 * compare.TIME_CAP_S if on_gpu else 0.0)
+    reach = 10.0 if on_gpu else REACH_CPU_S
+    return 60.0 + reach + (shapes + 1) * per_shape + (2 * compare.TIME_CAP_S if on_gpu else 0.0)
 
 
 def sweep_shape_set(shapes: str | list[tuple[int, ...]], on_gpu: bool

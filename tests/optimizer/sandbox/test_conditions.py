@@ -201,8 +201,9 @@ def test_a_matmul_that_accumulates_in_fp16_fails_the_long_k_cpu_shape():
     assert long_k[2] >= 4096
     source = (BAD / "matmul_fp16_acc.py").read_text()
     short = evaluate("matmul", source, shapes=[s for s in task.cpu_shapes if s[2] <= 128],
-                     seeds=1, conditions=False)
-    assert short.ok, short.text  # a few roundings stay within the tolerance
+                     seeds=1, conditions=False, reach=(33, 70, 100))
+    assert short.ok, short.text  # a few roundings stay within the tolerance (the judge's
+    # reach, K past 11,008, is named short here: drawn, it refuses the kernel too)
     result = evaluate("matmul", source, shapes=[long_k], seeds=1, conditions=False)
     assert result.error_kind == "wrong_result", result.text
     assert f"K={long_k[2]}" in result.error_message, result.error_message

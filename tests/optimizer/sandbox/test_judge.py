@@ -90,9 +90,10 @@ def test_an_honest_kernel_passes_and_says_what_the_judge_checked() -> None:
     assert any("[" not in label and int(label.rsplit("cols=", 1)[1]) > widest
                for label in unusual)
     assert not result.judge.get("unusual_refused")  # the template takes them all
-    # the reach: one of softmax's rows past every vocabulary, under the mixed conditions
-    assert result.judge["reach_checked"] == [
-        f"{result.judge['reach_shape']} [rows of every condition]"]
+    # the reach: softmax's rows drawn past the lists, under the mixed conditions from a
+    # drawn one
+    (reach_label,) = result.judge["reach_checked"]
+    assert reach_label.startswith(f"{result.judge['reach_shape']} [rows of every condition")
     # its share of the wall time, for the cost benchmark: no clock, no CUDA on the CPU
     assert set(result.judge["laps_s"]) == {"spot checks", "other dtypes", "big shape", "reach",
                                            "leading dimensions", "unusual inputs"}

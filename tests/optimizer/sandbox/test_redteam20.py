@@ -6,8 +6,8 @@ fixed reach shape went, and one probe ran its code in the judge:
   taking a row's max from its first 2**17 columns only past eight long rows, matmul
   dropping K's tail past 32K: the reach is now drawn per evaluation from spans of every
   dimension (kernels/reach.py), K's past the lists among them;
-- attention scaled by 1/sqrt(min(head_dim, 128)): head_dim 256 (Gemma) is an edge shape
-  and one of the reach's head sizes;
+- attention scaled by 1/sqrt(min(head_dim, 128)): head_dim 256 (Gemma) is one of the
+  interpreter's reach head sizes (on a GPU the space's tiles are sized for 128);
 - shadow modules written into the jail's home, the first entry of the judge's import
   path, imported by the judge after the worker ran: the sandbox's processes drop their
   start folder from ``sys.path`` first (optimizer/sandbox/import_path.py).
@@ -46,8 +46,9 @@ def test_a_module_in_the_start_folder_is_not_imported(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*.imported"))
 
 
-def test_head_dim_256_is_an_edge_shape():
-    assert any(shape[4] == 256 for shape in get_task("attention").edge_shapes)
+def test_head_dim_256_is_one_of_the_interpreters_reach_head_sizes():
+    reach = get_task("attention").cpu_reach
+    assert reach is not None and 256 in reach.spans[4]
 
 
 def _evaluated(task: str, plant: str, **kwargs):
@@ -72,7 +73,7 @@ def test_a_short_path_in_a_region_of_the_reach_is_refused(task, plant, reach):
 
 @pytest.mark.slow
 def test_a_scale_written_for_head_dim_128_at_most_is_refused():
-    result = _evaluated("attention", "attention_head256_scale")
+    result = _evaluated("attention", "attention_head256_scale", reach=(1, 1, 2, 32769, 256))
     assert not result.ok and result.error_kind == "wrong_result", result.text
     assert "head_dim=256" in (result.error_message or ""), result.error_message
 
