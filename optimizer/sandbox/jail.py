@@ -642,7 +642,11 @@ def lock_status() -> dict[str, int]:
 
 
 _PR_SET_DUMPABLE, _PR_SET_PDEATHSIG = 4, 1
-_OTHERS = _CLONE_NEWNET | _CLONE_NEWPID | _CLONE_NEWUTS | _CLONE_NEWIPC
+_CLONE_NEWCGROUP = 0x02000000
+# a cgroup namespace where the kernel has them (4.6+): /proc/self/cgroup reads "/", not
+# the host's path to the runner's group (red team 21 read it)
+_OTHERS = (_CLONE_NEWNET | _CLONE_NEWPID | _CLONE_NEWUTS | _CLONE_NEWIPC
+           | (_CLONE_NEWCGROUP if os.path.exists("/proc/self/ns/cgroup") else 0))
 
 
 def _unshare(flags: int, uid: int, gid: int) -> None:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelkb.kernels.shared.errors import UserFixable
-from kernelkb.optimizer.sandbox import jail, limits, trusted_cache
+from kernelkb.optimizer.sandbox import jail, limits, orphans, trusted_cache
 from kernelkb.optimizer.sandbox.errors import classify_exit
 from kernelkb.optimizer.sandbox.gpu_turns import MAX_WAIT_S
 
@@ -194,10 +194,10 @@ class _Started:
         enter = self.stack.enter_context
         # a file landing while the folder is removed (seen once) must not turn the
         # verdict into a crash
-        self.tmp = enter(tempfile.TemporaryDirectory(prefix="kernelkb_sandbox_",
-                                                    ignore_cleanup_errors=True))
-        private = enter(tempfile.TemporaryDirectory(prefix="kernelkb_runner_"))
-        self.task_copy = enter(tempfile.TemporaryDirectory(prefix="kernelkb_task_"))
+        orphans.sweep_once()  # what runners killed outright left behind
+        self.tmp = enter(orphans.folder("sandbox"))
+        private = enter(orphans.folder("runner"))
+        self.task_copy = enter(orphans.folder("task"))
         self.files = enter(_private_files(private))
         self.gate_fd, self.lock_fd = enter(_gpu_lock(self.use_gpu))
         self.confine = enter(limits.per_evaluation(self.use_gpu, self.mem_limit_mb))

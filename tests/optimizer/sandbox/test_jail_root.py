@@ -44,6 +44,7 @@ PROBE = textwrap.dedent("""
         "host_counts": [p for p in ("/proc/sys/fs/dentry-state", "/proc/sys/fs/inode-nr",
                                     "/proc/sys/fs/file-nr") if os.path.exists(p)],
         "host": socket.gethostname(),
+        "cgroup": open("/proc/self/cgroup").read().split(),
         "core_limit": resource.getrlimit(resource.RLIMIT_CORE),
         "env": sorted(os.environ),
         "accounts": {{name: open("/etc/" + name).read() for name in ("passwd", "group")}},
@@ -92,6 +93,8 @@ def test_the_jails_root_is_no_host_root_and_host_global_files_refuse_writes():
     assert seen["kcore"] in (False, 0)  # covered by /dev/null where the kernel has one
     assert seen["host_counts"] == []  # the host's file-system counters: covered
     assert seen["host"] == jail.HOST_NAME != socket.gethostname()
+    if os.path.exists("/proc/self/ns/cgroup"):  # its own cgroup root, not the host's path
+        assert all(line.endswith(":/") for line in seen["cgroup"]), seen["cgroup"]
     assert seen["core_limit"] == [0, 0]
     # its own accounts, not the host's (red team 10: the host's names and home folders)
     assert seen["accounts"] == jail.ACCOUNTS and seen["me"] == "root"
