@@ -61,19 +61,22 @@ def test_the_reach_is_a_long_cache_in_more_than_one_form():
     assert max(attention.reach.spans[0]) * max(attention.reach.spans[1]) > 1
 
 
-def _evaluated(task: str, plant: str):
+def _evaluated(task: str, plant: str, reach: tuple[int, ...] | None = None):
     from kernelkb.optimizer.sandbox import evaluate
 
     return evaluate(task, (BAD / f"redteam18_{plant}.py").read_text(), shapes="auto",
-                    seeds=1, timeout_s=900)
+                    seeds=1, timeout_s=900, reach=reach)
 
 
+# the window's test names a reach of 65,537 keys: a draw of fewer than ~33,000 (one in
+# a few hundred) drops too few keys to leave the tolerance
 @pytest.mark.slow
-@pytest.mark.parametrize(("plant", "task"), [
-    ("rope_table_wrap_64k", "rope"), ("attention_cache_tail", "attention"),
-    ("attention_window_32k", "attention")])
-def test_kernels_right_only_on_short_or_finite_inputs_are_refused(plant: str, task: str):
-    result = _evaluated(task, plant)
+@pytest.mark.parametrize(("plant", "task", "reach"), [
+    ("rope_table_wrap_64k", "rope", None), ("attention_cache_tail", "attention", None),
+    ("attention_window_32k", "attention", (1, 1, 1, 65537, 64))])
+def test_kernels_right_only_on_short_or_finite_inputs_are_refused(plant: str, task: str,
+                                                                   reach):
+    result = _evaluated(task, plant, reach)
     assert not result.ok and result.error_kind == "wrong_result", result.text
 
 

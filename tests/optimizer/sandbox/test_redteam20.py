@@ -82,5 +82,6 @@ def test_a_scale_written_for_head_dim_128_at_most_is_refused():
 def test_modules_planted_for_the_judge_to_import_change_nothing():
     """The probe's kernel is round 19's softmax cheat, which the reach refuses; with its
     shadow modules imported by the judge the verdict came back ok."""
-    result = _evaluated("softmax", "escape_judge_import_path", refuse_imports=False)
+    result = _evaluated("softmax", "escape_judge_import_path", refuse_imports=False,
+                        reach=(7, 540000))  # a reach shape the cheat is wrong on
     assert not result.ok and result.error_kind == "wrong_result", result.text
