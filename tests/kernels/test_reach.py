@@ -55,7 +55,7 @@ def test_the_forms_rounds_19_to_21_keyed_on_are_drawn():
     2**18, a K past 32K off any multiple of 256 and past the lists at M > 256, one SwiGLU
     row past the lists' width, a RoPE row past 8K tokens; on a GPU, more than 32
     sequence-heads over a long cache, a prefill of thousands of tokens over it, and N past
-    4096 with K past the lists (under the interpreter's budget 0.3% of draws)."""
+    4096 with K past the lists (under the interpreter's budget ~1% of draws)."""
     attention = _draws(get_task("attention").cpu_reach, "attention")
     assert any(s[2] >= 2 and s[3] > 2**15 for s in attention)
     assert any(s[2] > 128 and s[3] > 2**15 for s in attention)
@@ -68,8 +68,9 @@ def test_the_forms_rounds_19_to_21_keyed_on_are_drawn():
     matmul = _draws(get_task("matmul").cpu_reach, "matmul")
     assert any(k > 2**15 and k % 256 for _, _, k in matmul)
     assert any(m > 256 and k % 192 for m, _, k in matmul)
+    assert any(n > 4096 and k % 192 for _, n, k in matmul)  # ~1% under the interpreter
     on_gpu_matmul = _draws(get_task("matmul").reach, "matmul")
-    assert sum(n > 4096 and k % 192 for _, n, k in on_gpu_matmul) > 20  # rare on the CPU
+    assert sum(n > 4096 and k % 192 for _, n, k in on_gpu_matmul) > 20
     assert any(rows == 1 for rows, _ in _draws(get_task("swiglu").cpu_reach, "swiglu"))
     assert any(s[0] == 1 and s[1] > 8192 for s in _draws(get_task("rope").cpu_reach, "rope"))
     on_gpu = _draws(get_task("attention").reach, "attention")
