@@ -13,9 +13,9 @@ other dimensions scaled down, one drawn at a time, then its longest: which one g
 is drawn, so each corner of the budget (many new tokens over a short cache, many heads
 over few) is met, not only the balanced shapes a fixed rule keeps. The longest is drawn
 from the top half of its span one time in two (the reach itself), else across it (the
-band between the lists and the reach). A short path keyed on any region of the spans meets a draw in
-turn; one keyed on a corner past every budget (64 sequences over 128K keys under the
-interpreter) is left to the GPU's larger budget.
+band between the lists and the reach). A short path keyed on any region of the spans
+meets a draw in turn; one keyed on a corner past every budget (64 sequences over 128K
+keys under the interpreter) is left to the GPU's larger budget.
 """
 
 from __future__ import annotations
