@@ -28,6 +28,7 @@ import math
 import torch
 
 from kernelkb.kernels.base import Knob, Shape, Task, Tolerance, Variant, read_template
+from kernelkb.kernels.conditions import InputCondition
 from kernelkb.kernels.config import Config
 from kernelkb.kernels.discovery import register
 from kernelkb.kernels.dtypes import DTYPES
@@ -181,6 +182,46 @@ def launch(cfg: Config, shape: Shape, dtype: str) -> Launch:
 
 
 
+SCORE_SCALE = 2.0  # q and keys x2: scaled scores of std 4, past float16's exp at 11.09
+CACHE_ROOM = 300  # a cache with room: slots past the keys, more than two key blocks of 128
+
+
+def _large_scores(inputs: tuple, seed: int) -> tuple:
+    """q, k and the cached keys at twice the scale: scaled scores reach 10-20, as sharp
+    heads and attention sinks of trained models do (red team 22: an online softmax with
+    no running max overflowed float16 there, and every input was unit-scale)."""
+    q, k, v, k_cache, v_cache, cache_len = inputs
+    k_cache = k_cache.clone()
+    k_cache[:, :, :cache_len] *= SCORE_SCALE
+    return q * SCORE_SCALE, k * SCORE_SCALE, v, k_cache, v_cache, cache_len
+
+
+def _cache_with_room(inputs: tuple, seed: int) -> tuple:
+    """Caches of CACHE_ROOM slots past the keys, unwritten (NaN), as a static cache or a
+    server's per-slot cache holds them (red team 22: a decode that dropped its key masks
+    where a whole block fit in the cache read the empty slots)."""
+    q, k, v, k_cache, v_cache, cache_len = inputs
+    batch, heads, max_seq, head_dim = k_cache.shape
+    keys = cache_len + q.shape[2]
+    roomy = []
+    for cache in (k_cache, v_cache):
+        bigger = torch.full((batch, heads, keys + CACHE_ROOM, head_dim), float("nan"),
+                            dtype=cache.dtype, device=cache.device)
+        bigger[:, :, :keys] = cache[:, :, :keys]
+        roomy.append(bigger)
+    return q, k, v, roomy[0], roomy[1], cache_len
+
+
+CONDITIONS = (
+    InputCondition("large scores", "q and keys at twice the scale: scaled scores of 10-20, "
+                   "past float16's exp (11.09) unless the running max is taken off first",
+                   _large_scores),
+    InputCondition("a cache with room", f"caches of {CACHE_ROOM} unwritten (NaN) slots past "
+                   "the keys (a static cache): a decode must mask the slots past its keys",
+                   _cache_with_room),
+)
+
+
 def peers() -> list[Peer]:
     """The unfused pipeline it replaces (RoPE, cache write, SDPA), eager and compiled."""
     return [Peer("unfused eager", attention_unfused,
@@ -279,6 +320,7 @@ TASK = register(
         related_ops=("softmax", "rope", "matmul"),
         constraint=constraint,
         mutated_inputs=(3, 4),
+        input_conditions=CONDITIONS,
         smem_bytes=smem_bytes,
         launch=launch,
         peers=peers,

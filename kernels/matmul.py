@@ -226,10 +226,24 @@ def _transposed_weight(inputs: tuple, seed: int) -> tuple:
     return (a, b.t().contiguous().t(), *inputs[2:])
 
 
+def _past_half_range(inputs: tuple, seed: int) -> tuple:
+    """Every eighth row of A at 30,000 (from a drawn first): that row of C is 30,000 x a
+    column sum of B, past float16's 65,504 almost everywhere, so the reference rounds it
+    to inf (red team 22: a kernel that clamped C to 65,504 hid the overflow a loss
+    scaler looks for)."""
+    a = inputs[0].clone()
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    a[int(torch.randint(0, min(8, a.shape[0]), (1,), generator=gen))::8] = 30000.0
+    return (a, *inputs[1:])
+
+
 CONDITIONS = (
     InputCondition("a transposed weight", "B is W.t() of a row-major weight, as a linear "
                    "layer passes it (strides (1, K)): a kernel that takes the column stride "
                    "for 1 reads the wrong elements", _transposed_weight),
+    InputCondition("products past float16's range", "rows of A at 30,000: C past 65,504 "
+                   "is inf in float16, as a scaled loss's gradient overflows for the loss "
+                   "scaler to see; a clamp or a wrap hides it", _past_half_range),
 )
 
 TASK = register(

@@ -140,8 +140,8 @@ def _left_padded(inputs: tuple, seed: int) -> tuple:
 
 
 def _long_context(inputs: tuple, seed: int) -> tuple:
-    """Positions deep in a long context, up to a 1M-token one: the first sequence ends
-    within 2**19..2**20, the others start anywhere from 32K on (log-uniform). A kernel
+    """Positions deep in a long context, up to an 8M-token one: the first sequence ends
+    within the top half of the range, the others start anywhere from 32K on (log-uniform). A kernel
     that wraps positions, or keeps a cos/sin table of the first N, is wrong wherever
     positions pass N: with every start at 32,768, a table of 65,536 passed (red team 18)."""
     q, k, positions = inputs
@@ -156,10 +156,13 @@ def _long_context(inputs: tuple, seed: int) -> tuple:
     return q, k, (positions.long() + starts.to(positions.device)).to(positions.dtype)
 
 
-LONG_CONTEXT = (2**15, 2**20)  # the positions a long context reaches: 32K to 1M tokens
+# the positions a long context reaches: 32K to 8M tokens (red team 22 clamped positions
+# past 2**21 when the draw stopped at 1M). Under 2**23, so a drawn offset of 1M on top
+# stays where float32 holds every integer (2**24)
+LONG_CONTEXT = (2**15, 2**23)
 
 CONDITIONS = (
-    InputCondition("a long context", "positions from 32K to 1M, as long prompts' last tokens "
+    InputCondition("a long context", "positions from 32K to 8M, as long prompts' last tokens "
                    "have them", _long_context),
     InputCondition("packed positions", "documents packed in a row restart their positions",
                    _packed),

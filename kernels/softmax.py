@@ -137,6 +137,22 @@ def _late_spike(inputs: tuple, seed: int) -> tuple:
     return (x,)
 
 
+def _grammar_mask(inputs: tuple, seed: int) -> tuple:
+    """A constrained decoder's mask: eight allowed ids spread over each row (from a drawn
+    offset), the rest -inf, so runs of -inf a row's eighth long lie between real logits
+    (red team 22: a kernel that took the first all -inf chunk for the start of right
+    padding zeroed every allowed id after it)."""
+    x = inputs[0]
+    n = x.shape[-1]
+    gen = torch.Generator(device="cpu").manual_seed(seed)
+    step = max(1, n // 8)
+    first = int(torch.randint(0, step, (1,), generator=gen))
+    allowed = torch.arange(first, n, step, device=x.device)
+    masked = torch.full_like(x, float("-inf"))
+    masked[..., allowed] = x[..., allowed]
+    return (masked,)
+
+
 CONDITIONS = (
     InputCondition("large logits", "40·randn logits: exp overflows fp32 past 88 unless the "
                    "row max is subtracted first", lambda inputs, seed: (inputs[0] * (40 / 3),)),
@@ -155,6 +171,9 @@ CONDITIONS = (
     InputCondition("a spike late in a row", "one logit +100 in the last column: a chunked "
                    "pass whose running max and sum are not rescaled when a later chunk "
                    "raises the max is wrong", _late_spike),
+    InputCondition("a grammar's mask", "eight allowed ids spread over each row, -inf "
+                   "between them (constrained decoding: a grammar or JSON schema): runs of "
+                   "-inf between real logits are no right padding", _grammar_mask),
 )
 
 TASK = register(

@@ -619,7 +619,7 @@ class Judge:
         # other ones each evaluation
         shift = self.request.get("reach_rows_from")
         if shift is None:
-            shift = secrets.randbelow(8)  # (mod the count: softmax has 7, RoPE 4)
+            shift = secrets.randbelow(8)  # (mod the count: softmax has 8 with plain rows)
         conditions = [mixed(self.task, shift)] if self.request.get("conditions", True) else []
         self.spot_check(shape, seen, every_condition=False, grad="no_grad", new_shape=True,
                         conditions=conditions, plain=not conditions, record="reach_checked",

@@ -198,6 +198,7 @@ class _Started:
         self.tmp = enter(orphans.folder("sandbox"))
         private = enter(orphans.folder("runner"))
         self.task_copy = enter(orphans.folder("task"))
+        orphans.claim(private, [self.tmp, self.task_copy])
         self.files = enter(_private_files(private))
         self.gate_fd, self.lock_fd = enter(_gpu_lock(self.use_gpu))
         self.confine = enter(limits.per_evaluation(self.use_gpu, self.mem_limit_mb))

@@ -819,14 +819,21 @@ class Worker:
                               _partly_repeated, tensors, last, keep_first,
                               self.make_inputs(shape, seed=self.seed_base + 71 + n))))
         if shape == self.shapes[0]:  # once an evaluation: a cache is no shape's
-            # a user's sequence: new tensors, two calls on them, then a sparse update
-            held = [_own_copy(x) for x in self.make_inputs(shape, seed=self.seed_base + 73)]
-            update = self.make_inputs(shape, seed=self.seed_base + 74)
-            calls += [(f"{label} [new tensors, a first call]", lambda: held),
-                      (f"{label} [the same tensors again]", lambda: held),
-                      (f"{label} [the same tensors with a few elements changed]",
-                       lambda: [_written_into(t, _sparse_update(t, new))
-                                for t, new in zip(held, update, strict=True)])]
+            # a user's sequence: new tensors, two calls on them, then a sparse update; as
+            # plain tensors and as a frozen model passes them (its weights nn.Parameters
+            # that require no grad: red team 22 kept a cast copy of exactly those)
+            mutated = tuple(getattr(self.task, "mutated_inputs", ()) or ())
+            for n, (form, dress) in enumerate((
+                    ("new tensors", lambda xs: xs),
+                    ("a frozen model's weights", lambda xs: _frozen_weights(xs, mutated)))):
+                held = dress([_own_copy(x) for x in
+                              self.make_inputs(shape, seed=self.seed_base + 73 + 2 * n)])
+                update = self.make_inputs(shape, seed=self.seed_base + 74 + 2 * n)
+                calls += [(f"{label} [{form}, a first call]", functools.partial(list, held)),
+                          (f"{label} [{form}, the same tensors again]",
+                           functools.partial(list, held)),
+                          (f"{label} [{form}, the same tensors with a few elements changed]",
+                           functools.partial(_sparsely_updated, held, update))]
         for where, make in calls:
             mixed = make()
             saved = checks.snapshot(mixed)
@@ -1397,6 +1404,22 @@ def _sparse_update(old: Any, new: Any) -> Any:
         place = secrets.randbelow(flat.numel())
         flat[place] = values[place] + (1 if bool(values[place] == flat[place]) else 0)
     return changed
+
+
+def _sparsely_updated(held: list[Any], update: list[Any]) -> list[Any]:
+    """``held`` with a few elements of each float tensor changed in place, through
+    ``.data``."""
+    return [_written_into(t, _sparse_update(t, new)) for t, new in zip(held, update,
+                                                                        strict=True)]
+
+
+def _frozen_weights(inputs: list[Any], mutated: tuple[int, ...]) -> list[Any]:
+    """The inputs as a frozen model passes them: the first float tensor an activation,
+    every other one it does not write an ``nn.Parameter`` that requires no grad."""
+    floats = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor)
+              and x.is_floating_point() and i not in mutated]
+    return [torch.nn.Parameter(x, requires_grad=False) if i in floats[1:] else x
+            for i, x in enumerate(inputs)]
 
 
 def _written_into(target: Any, values: Any) -> Any:

@@ -35,8 +35,8 @@ def test_long_context_positions_reach_past_any_table_of_the_first_half_million()
         q, k, positions = condition.apply(rope.make_inputs((3, 16, 2, 1, 32), torch.float32,
                                                            seed, "cpu"), seed)
         assert positions.dtype == torch.int32
-        assert int(positions[0].max()) >= 2**19, positions[0]
-        assert int(positions.max()) < 2**20 and int(positions.min()) >= 2**15
+        assert int(positions[0].max()) >= 2**22, positions[0]  # past 2**21 since round 22
+        assert int(positions.max()) < 2**23 and int(positions.min()) >= 2**15
         assert torch.equal(positions[:, 1:] - positions[:, :-1],
                            torch.ones_like(positions[:, 1:]))  # a sequence's steps kept
 
