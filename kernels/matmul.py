@@ -227,23 +227,29 @@ def _transposed_weight(inputs: tuple, seed: int) -> tuple:
 
 
 def _past_half_range(inputs: tuple, seed: int) -> tuple:
-    """Every eighth row of A at 30,000 (from a drawn first): that row of C is 30,000 x a
-    column sum of B, past float16's 65,504 almost everywhere, so the reference rounds it
-    to inf (red team 22: a kernel that clamped C to 65,504 hid the overflow a loss
-    scaler looks for)."""
-    a = inputs[0].clone()
+    """Every eighth row of A (from a drawn first) at 60,000 in one drawn column k, and
+    B's row k at 4 with its signs: those rows of C are +-240,000 plus a unit-scale sum,
+    past float16's 65,504, so the reference rounds them to inf (red team 22: a kernel
+    that clamped C to 65,504 hid the overflow a loss scaler looks for). One large term,
+    exact in float32, and no value near the limit: many large terms cancel in a float32
+    sum as differently as two summation orders round them, and a value near 65,520
+    rounds to inf or not by the order."""
+    a, b = inputs[0].clone(), inputs[1].clone()
     gen = torch.Generator(device="cpu").manual_seed(seed)
-    a[int(torch.randint(0, min(8, a.shape[0]), (1,), generator=gen))::8] = 30000.0
-    return (a, *inputs[1:])
+    first = int(torch.randint(0, min(8, a.shape[0]), (1,), generator=gen))
+    k = int(torch.randint(0, a.shape[1], (1,), generator=gen))
+    a[first::8, k] = 60000.0
+    b[k] = torch.where(b[k] < 0, -4.0, 4.0).to(b.dtype)
+    return (a, b, *inputs[2:])
 
 
 CONDITIONS = (
     InputCondition("a transposed weight", "B is W.t() of a row-major weight, as a linear "
                    "layer passes it (strides (1, K)): a kernel that takes the column stride "
                    "for 1 reads the wrong elements", _transposed_weight),
-    InputCondition("products past float16's range", "rows of A at 30,000: C past 65,504 "
-                   "is inf in float16, as a scaled loss's gradient overflows for the loss "
-                   "scaler to see; a clamp or a wrap hides it", _past_half_range),
+    InputCondition("products past float16's range", "rows of C at +-240,000 (one large "
+                   "term): inf in float16, as a scaled loss's gradient overflows for the "
+                   "loss scaler to see; a clamp or a wrap hides it", _past_half_range),
 )
 
 TASK = register(

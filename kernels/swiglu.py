@@ -32,15 +32,16 @@ def reference(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
 
 
 def _past_half_range(inputs: tuple, seed: int) -> tuple:
-    """Every eighth row (from a drawn first) of gate and up at 300x: silu(g) * u passes
-    float16's 65,504 on most of its elements, which the reference rounds to inf (red
-    team 22 clamped a float16 matmul's overflow; a feed-forward layer's overflows the
-    same way)."""
+    """Every eighth row (from a drawn first) with gate at 300 (silu(300) is 300 in float32)
+    and up at 300 with its signs: silu(g) * u is +-90,000, past float16's 65,504, which
+    the reference rounds to inf (red team 22 clamped a float16 matmul's overflow; a
+    feed-forward layer's overflows the same way). No value near the limit, where two
+    float32 silu's a rounding apart would round to inf or not."""
     gate, up = inputs[0].clone(), inputs[1].clone()
     gen = torch.Generator(device="cpu").manual_seed(seed)
     first = int(torch.randint(0, min(8, gate.shape[0]), (1,), generator=gen))
-    gate[first::8] *= 300
-    up[first::8] *= 300
+    gate[first::8] = 300.0
+    up[first::8] = torch.where(up[first::8] < 0, -300.0, 300.0).to(up.dtype)
     return gate, up
 
 
@@ -121,8 +122,8 @@ TASK = register(
             InputCondition("large gates", "30·randn gates: exp(g) overflows past 88, so "
                            "silu as g·exp(g) / (1 + exp(g)) is inf/inf; g / (1 + exp(-g)) "
                            "is not", lambda inputs, seed: (inputs[0] * 10, inputs[1])),
-            InputCondition("products past float16's range", "rows of gate and up at 300x: "
-                           "silu(g) * u past 65,504 is inf in float16, as an overflowing "
+            InputCondition("products past float16's range", "rows of gate and up at 300: "
+                           "silu(g) * u at +-90,000 is inf in float16, as an overflowing "
                            "feed-forward layer's is; a clamp hides it", _past_half_range),
         ),
         dtypes=("float16", "bfloat16", "float32"),
