@@ -818,6 +818,7 @@ class Worker:
                           "earlier input]", functools.partial(
                               _partly_repeated, tensors, last, keep_first,
                               self.make_inputs(shape, seed=self.seed_base + 71 + n))))
+        first_calls: set[str] = set()  # wrong there: wrong on the form, not a cache
         if shape == self.shapes[0]:  # once an evaluation: a cache is no shape's
             # a user's sequence: new tensors, two calls on them, then a sparse update; as
             # plain tensors and as a frozen model passes them (its weights nn.Parameters
@@ -829,6 +830,7 @@ class Worker:
                 held = dress([_own_copy(x) for x in
                               self.make_inputs(shape, seed=self.seed_base + 73 + 2 * n)])
                 update = self.make_inputs(shape, seed=self.seed_base + 74 + 2 * n)
+                first_calls.add(f"{label} [{form}, a first call]")
                 calls += [(f"{label} [{form}, a first call]", functools.partial(list, held)),
                           (f"{label} [{form}, the same tensors again]",
                            functools.partial(list, held)),
@@ -840,6 +842,8 @@ class Worker:
             out, _ = self.tracked_call(run, mixed, where, record=False)
             ref = call_with(self.task.reference, checks.snapshot(saved))
             detail = self.wrong(out, ref, where)
+            if detail and where in first_calls:
+                raise ShapeFailure("wrong_result", f"({where}): {detail}")
             if detail:
                 raise ShapeFailure("cheat_cached_output", (
                     f"({where}): new values written into the latest call's own tensors "

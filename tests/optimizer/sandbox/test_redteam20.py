@@ -82,6 +82,8 @@ def test_a_scale_written_for_head_dim_128_at_most_is_refused():
 def test_modules_planted_for_the_judge_to_import_change_nothing():
     """The probe's kernel is round 19's softmax cheat, which the reach refuses; with its
     shadow modules imported by the judge the verdict came back ok."""
+    # a reach shape the cheat is wrong on, its first row a masked prefix (the condition
+    # of the values the reach's rows start from: 7 rows hold 7 of softmax's 8 kinds)
     result = _evaluated("softmax", "escape_judge_import_path", refuse_imports=False,
-                        reach=(7, 540000))  # a reach shape the cheat is wrong on
+                        reach=(7, 540000), reach_rows_from=4)
     assert not result.ok and result.error_kind == "wrong_result", result.text
