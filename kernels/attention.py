@@ -201,7 +201,7 @@ def _cache_with_room(inputs: tuple, seed: int) -> tuple:
     server's per-slot cache holds them (red team 22: a decode that dropped its key masks
     where a whole block fit in the cache read the empty slots)."""
     q, k, v, k_cache, v_cache, cache_len = inputs
-    batch, heads, max_seq, head_dim = k_cache.shape
+    batch, heads, _, head_dim = k_cache.shape
     keys = cache_len + q.shape[2]
     roomy = []
     for cache in (k_cache, v_cache):
